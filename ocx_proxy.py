@@ -363,5 +363,10 @@ def main(argv=None):
         return 130
 
 
-if __name__ == "__main__":
+def main_exit():
+    """Console-script entry point."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    main_exit()
