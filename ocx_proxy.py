@@ -1296,7 +1296,8 @@ class Relay:
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
-        self.held = []                   # client lines waiting for the replay to finish
+        self.restarting = False          # between an upstream exit and its replacement being ready
+        self.held = []                   # client lines waiting for the restart to finish
         self.dead_reason = None          # set when the upstream is gone for good
         self.closing = False
         self.exit_status = 0
@@ -1341,11 +1342,11 @@ class Relay:
         else:
             self.loop.call_later(0.5, self._finish)
 
-    def _finish(self):
+    def _finish(self, reason="ocx-proxy is shutting down"):
         if self.upstream is not None:
             self.upstream.kill_tree()  # whatever the child left in its group
             self.upstream.reap()
-        self._fail_all_pending("ocx-proxy is shutting down")
+        self._fail_all_pending(reason)
         self.loop.stop()
 
     def close(self):
@@ -1423,7 +1424,7 @@ class Relay:
                 else:
                     log.warning("dropped a client %s: %s" % (item.get("method") or "response", self.dead_reason))
             return
-        if self.replaying is not None:
+        if self.restarting:
             self.held.append(line)
             return
         self.upstream.send(line + b"\n")
@@ -1549,15 +1550,19 @@ class Relay:
         tail = list(upstream.stderr_tail)[-5:] if upstream is not None else []
         reason = description + (("; last stderr: " + " | ".join(tail)) if tail else "")
         if self.closing:
-            self._finish()
+            self._finish(reason)
             return
         log.warning(reason)
         self._fail_all_pending(reason)
-        self.held = []
+        if self.held:
+            # Their requests were just answered with errors: sending them later would run them anyway.
+            log.warning("dropped %d client messages that were waiting for the restart" % len(self.held))
+            self.held = []
         self.replaying = None
         if upstream is not None:
             upstream.reap()
         if self.restarts_left > 0:
+            self.restarting = True
             self.restarts_left -= 1
             delay = min(0.1 * self.generation, 2.0)
             log.info("restarting upstream in %.1fs (%d restarts left)" % (delay, self.restarts_left))
@@ -1570,11 +1575,13 @@ class Relay:
         if self.closing:
             return
         self._start_upstream()
-        if self.initialize_line is not None and self.initialize_ok:
-            self.replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
-            request = json.loads(self.initialize_line.decode("utf-8"))
-            request["id"] = self.replaying
-            self.upstream.send(encode_message(request))
+        if self.initialize_line is None or not self.initialize_ok:
+            self._restart_done()
+            return
+        self.replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
+        request = json.loads(self.initialize_line.decode("utf-8"))
+        request["id"] = self.replaying
+        self.upstream.send(encode_message(request))
 
     def _is_replay_response(self, msg):
         if self.replaying is None or msg.get("id") != self.replaying:
@@ -1586,10 +1593,15 @@ class Relay:
         self.replaying = None
         if self.initialized_line is not None:
             self.upstream.send(self.initialized_line + b"\n")
+        self._restart_done()
+        return True
+
+    def _restart_done(self):
+        """The new upstream is ready: send what the client said meanwhile, in order."""
+        self.restarting = False
         held, self.held = self.held, []
         for line in held:
             self.upstream.send(line + b"\n")
-        return True
 
 
 def strip_output_schemas(msg, line):

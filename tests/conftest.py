@@ -1,8 +1,143 @@
-"""Shared test helpers: paths, running the proxy as a real subprocess."""
+"""Shared test helpers: paths, and the relay run as a real subprocess over real pipes."""
+import json
 import os
+import queue
+import subprocess
 import sys
+import threading
+import time
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROXY = os.path.join(ROOT, "ocx_proxy.py")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+STDIO_SERVER = os.path.join(FIXTURES, "stdio_server.py")
 sys.path.insert(0, ROOT)
+
+
+class RelayProcess:
+    """``ocx_proxy.py stdio ... -- fixture server`` driven like an MCP client would."""
+
+    def __init__(self, relay_args=(), server_args=(), env=None, server=None, command=None):
+        server_cmd = [sys.executable, server or STDIO_SERVER] + list(server_args)
+        self.argv = command or ([sys.executable, PROXY, "stdio"] + list(relay_args) + ["--"] + server_cmd)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+        self.lines = queue.Queue()
+        self.raw_lines = []
+        self.stderr_lines = []
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.next_id = 100
+        self.backlog = []
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            self.raw_lines.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line.decode("utf-8", "replace"))
+
+    @property
+    def stderr(self):
+        return "".join(self.stderr_lines)
+
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, msg):
+        self.send_raw(json.dumps(msg).encode("utf-8") + b"\n")
+
+    def recv_raw(self, timeout=10):
+        line = self.lines.get(timeout=timeout)
+        assert line is not None, "relay closed stdout; stderr:\n" + self.stderr
+        return line
+
+    def recv(self, timeout=10):
+        return json.loads(self.recv_raw(timeout).decode("utf-8"))
+
+    def request(self, method, params=None, msg_id=None, timeout=10):
+        """Send a request and return (response, notifications/requests that came before it)."""
+        if msg_id is None:
+            self.next_id += 1
+            msg_id = self.next_id
+        msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.wait_for(msg_id, timeout)
+
+    def wait_for(self, msg_id, timeout=10):
+        """The response with ``msg_id``; other responses are kept for later calls."""
+        for i, msg in enumerate(self.backlog):
+            if msg.get("id") == msg_id:
+                return self.backlog.pop(i), []
+        others = []
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.recv(max(0.01, deadline - time.monotonic()))
+            if msg.get("id") == msg_id and "method" not in msg:
+                return msg, others
+            if "method" in msg:
+                others.append(msg)
+            else:
+                self.backlog.append(msg)
+
+    def initialize(self, version="2025-06-18"):
+        reply, _ = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                               "clientInfo": {"name": "test", "version": "1"}}, msg_id=1)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call(self, name, arguments=None, **kw):
+        return self.request("tools/call", {"name": name, "arguments": arguments or {}}, **kw)[0]
+
+    def close(self, timeout=15):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("relay did not exit after stdin closed; stderr:\n" + self.stderr)
+
+
+@pytest.fixture
+def relay_factory(tmp_path):
+    """Start relays with ``--output-dir`` in tmp_path; all are closed at the end."""
+    started = []
+
+    def start(relay_args=(), server_args=(), **kw):
+        args = ["--output-dir", str(tmp_path / "spill")] + list(relay_args)
+        relay = RelayProcess(args, server_args, **kw)
+        started.append(relay)
+        return relay
+
+    yield start
+    for relay in started:
+        if relay.proc.poll() is None:
+            relay.proc.kill()
+            relay.proc.wait()
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0): look at its state.
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

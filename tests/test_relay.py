@@ -1,0 +1,413 @@
+"""The relay section, end to end: real relay subprocess, real fixture server, real pipes."""
+import hashlib
+import json
+import os
+import signal
+import stat
+import sys
+import time
+
+import pytest
+
+from conftest import STDIO_SERVER, pid_alive
+
+IO_MODES = ["select", "threads"]
+
+
+@pytest.fixture(params=IO_MODES)
+def io_mode(request):
+    return request.param
+
+
+def spill_meta(reply):
+    return reply["result"]["_meta"]["ocx-proxy/spill"]
+
+
+def test_small_call_passes_through_byte_exact(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    line = '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"exact  spacing é"}]}}'
+    relay.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "raw", "arguments": {"line": line}}})
+    raw = relay.recv_raw()
+    assert raw == line.replace("__ID__", "7").encode("utf-8") + b"\n"
+    assert relay.close() == 0
+
+
+def test_big_result_is_spilled_with_exact_copy_and_valid_preview(relay_factory, tmp_path, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize("2025-06-18")
+    text = "\n".join("row %05d %s" % (i, "x" * 40) for i in range(3000))
+    original = json.dumps({"jsonrpc": "2.0", "id": "__ID__", "result": {
+        "content": [{"type": "text", "text": text}], "isError": False}}, separators=(",", ":"))
+    original = original.replace('"__ID__"', "__ID__")
+    reply = relay.call("raw", {"line": original}, msg_id=42)
+    out_line = relay.raw_lines[-1]
+    assert len(out_line.decode("utf-8").rstrip("\n")) <= 10000
+    result = reply["result"]
+    assert result["isError"] is False
+    preview = result["content"][0]["text"]
+    assert preview.startswith("row 00000")
+    assert preview.rstrip().endswith("x" * 40)
+    meta = spill_meta(reply)
+    assert meta["original_chars"] == len(original.replace("__ID__", "42"))
+    with open(meta["json"], "rb") as handle:
+        saved = handle.read()
+    expected = original.replace("__ID__", "42").encode("utf-8")
+    assert hashlib.sha256(saved).hexdigest() == hashlib.sha256(expected).hexdigest()
+    with open(meta["txt"], encoding="utf-8") as handle:
+        assert handle.read() == text
+    assert meta["txt"] in preview and meta["json"] in preview
+    assert "characters omitted" in preview
+    link = result["content"][1]
+    assert link["type"] == "resource_link" and link["uri"] == "file://" + meta["txt"]
+    spill_dir = os.path.dirname(meta["json"])
+    assert stat.S_IMODE(os.stat(spill_dir).st_mode) == 0o700
+    for path in (meta["json"], meta["txt"]):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert relay.close() == 0
+
+
+def test_resource_link_only_for_2025_06_18_and_later(relay_factory):
+    relay = relay_factory()
+    relay.initialize("2025-03-26")
+    reply = relay.call("big", {"n": 30000})
+    assert [block["type"] for block in reply["result"]["content"]] == ["text"]
+    relay.close()
+
+
+def test_unicode_is_counted_in_characters_not_bytes(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply = relay.call("big", {"n": 9000, "unit": "数"})  # 27,000 bytes, ~9,100 characters
+    assert reply["result"]["content"][0]["text"] == "数" * 9000
+    assert "_meta" not in reply["result"]
+    emoji = relay.call("big", {"n": 12000, "unit": "🙂"})
+    text = emoji["result"]["content"][0]["text"]
+    assert "ocx-proxy" in text and len(json.dumps(emoji, ensure_ascii=False, separators=(",", ":"))) <= 10000
+    body = text.split("[ocx-proxy")[0].strip()
+    assert set(body) == {"🙂"}
+    relay.close()
+
+
+def test_image_blocks_are_decoded_to_files(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply = relay.call("image", {"kb": 40})
+    meta = spill_meta(reply)
+    assert len(meta["files"]) == 1 and meta["files"][0].endswith(".1.png")
+    with open(meta["files"][0], "rb") as handle:
+        assert handle.read() == bytes(range(256)) * 160
+    with open(meta["txt"], encoding="utf-8") as handle:
+        saved = handle.read()
+    assert meta["files"][0] in saved and "caption" in saved
+    relay.close()
+
+
+def test_structured_content_dropped_when_it_does_not_fit_and_output_schema_removed(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    tools, _ = relay.request("tools/list")
+    assert all("outputSchema" not in tool for tool in tools["result"]["tools"])
+    small = relay.call("structured", {"n": 700})  # too big: spilled, structured part kept only if it fits
+    result = small["result"]
+    assert "_meta" in result and len(json.dumps(small, separators=(",", ":"), ensure_ascii=False)) <= 10000
+    huge = relay.call("structured", {"n": 3000})
+    assert "structuredContent" not in huge["result"]
+    relay.close()
+
+
+def test_keep_output_schema_opt_out(relay_factory):
+    relay = relay_factory(["--keep-output-schema"])
+    relay.initialize()
+    tools, _ = relay.request("tools/list")
+    assert any("outputSchema" in tool for tool in tools["result"]["tools"])
+    relay.close()
+
+
+def test_resources_read_and_prompts_get_previews(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply, _ = relay.request("resources/read", {"uri": "test://thing", "n": 50000})
+    contents = reply["result"]["contents"]
+    assert len(contents) == 1 and contents[0]["uri"] == "test://thing"
+    assert contents[0]["text"].startswith("RRR") and "ocx-proxy" in contents[0]["text"]
+    reply, _ = relay.request("prompts/get", {"name": "p"})
+    assert reply["result"]["description"] == "a prompt"
+    message = reply["result"]["messages"][0]
+    assert message["role"] == "user" and message["content"]["text"].startswith("PPP")
+    relay.close()
+
+
+def test_other_methods_become_an_error_naming_the_file(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply, _ = relay.request("custom/big")
+    assert reply["error"]["code"] == -32000
+    path = reply["error"]["data"]["ocx-proxy/spill"]["json"]
+    assert path in reply["error"]["message"] and os.path.exists(path)
+    relay.close()
+
+
+def test_oversized_errors_and_log_notifications_are_shortened(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply = relay.call("error_big", {"n": 40000})
+    assert reply["error"]["code"] == -32603
+    assert reply["error"]["message"].startswith("EEE") and len(relay.raw_lines[-1]) <= 10001
+    reply, before = relay.request("tools/call", {"name": "log_big", "arguments": {"n": 40000}})
+    note = [m for m in before if m.get("method") == "notifications/message"][0]
+    assert note["params"]["level"] == "info" and note["params"]["data"].startswith("LLL")
+    assert len(json.dumps(note, separators=(",", ":"))) <= 10000
+    relay.close()
+
+
+def test_catalog_responses_are_never_rewritten(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply, _ = relay.request("tools/list", {"cursor": "big"})
+    assert len(reply["result"]["tools"]) == 102  # 2 fixture tools + 100 padded ones, all kept
+    assert len(relay.raw_lines[-1]) > 10000
+    relay.close()
+    assert "never rewritten" in relay.stderr
+
+
+def test_spill_disabled_with_zero(relay_factory):
+    relay = relay_factory(["--max-response-chars", "0"])
+    relay.initialize()
+    reply = relay.call("big", {"n": 50000})
+    assert reply["result"]["content"][0]["text"] == "x" * 50000
+    relay.close()
+
+
+def test_disk_error_forwards_the_original(relay_factory, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the spill directory should be")
+    relay = relay_factory(["--output-dir", str(blocker / "sub")])
+    relay.initialize()
+    reply = relay.call("big", {"n": 30000})
+    assert reply["result"]["content"][0]["text"] == "x" * 30000
+    relay.close()
+    assert "forwarding it unchanged" in relay.stderr
+
+
+def test_non_json_upstream_lines_are_logged_not_forwarded(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode], ["--banner", "Server starting on stdio..."])
+    relay.initialize()
+    reply = relay.call("garbage_then_echo")
+    assert reply["result"]["content"][0]["text"] == "after garbage"
+    relay.close()
+    assert all(b"Server starting" not in line and b"not json" not in line for line in relay.raw_lines)
+    assert "Server starting on stdio" in relay.stderr and "this is not json" in relay.stderr
+
+
+def test_client_garbage_gets_parse_error_and_relay_goes_on(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    relay.send_raw(b"{not json\n")
+    error = relay.recv()
+    assert error == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": error["error"]["message"]}}
+    relay.send_raw(b'{"foo": 1}\r\n')
+    assert relay.recv()["error"]["code"] == -32600
+    reply, _ = relay.request("ping")
+    assert reply["result"] == {}
+    relay.close()
+
+
+def test_crlf_both_ways(relay_factory):
+    relay = relay_factory(server_args=["--crlf"])
+    relay.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n')
+    assert relay.recv_raw() == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    relay.close()
+
+
+def test_child_stderr_is_prefixed_on_ours(relay_factory):
+    relay = relay_factory(server_args=["--stderr", "hello from the server"])
+    relay.initialize()
+    relay.close()
+    assert "[upstream] hello from the server" in relay.stderr
+
+
+def test_concurrent_calls_do_not_block_each_other(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 1.5}}})
+    started = time.monotonic()
+    reply, _ = relay.request("ping")
+    assert reply["result"] == {} and time.monotonic() - started < 1.0
+    reply, _ = relay.wait_for("slow")
+    assert reply["result"]["content"][0]["text"] == "slept"
+    relay.close()
+
+
+def test_progress_arrives_before_result(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    reply, before = relay.request("tools/call", {"name": "progress", "arguments": {},
+                                                 "_meta": {"progressToken": "tok"}})
+    assert [m["params"]["progress"] for m in before] == [1, 2, 3]
+    assert reply["result"]["content"][0]["text"] == "progressed"
+    relay.close()
+
+
+def test_server_to_client_request_round_trip(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "ask_client"}})
+    ask = relay.recv()
+    assert ask["method"] == "sampling/createMessage"
+    relay.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "hi"}}})
+    reply, _ = relay.wait_for(5)
+    assert json.loads(reply["result"]["content"][0]["text"])["result"]["role"] == "assistant"
+    relay.close()
+
+
+def test_crash_fails_pending_requests_with_exit_code_and_stderr(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": "waiting", "method": "tools/call", "params": {"name": "never"}})
+    reply = relay.call("crash", {"code": 7})
+    assert reply["error"]["code"] == -32000
+    assert "exited with code 7" in reply["error"]["message"]
+    assert "crashing on purpose" in reply["error"]["message"]
+    other, _ = relay.wait_for("waiting")
+    assert other["error"]["code"] == -32000
+    later, _ = relay.request("ping")  # no restarts: answered by the relay, not hung
+    assert "exited with code 7" in later["error"]["message"]
+    assert relay.close() == 0
+
+
+def test_restart_replays_initialize(relay_factory, tmp_path, io_mode):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--restart", "1", "--io", io_mode], ["--record", str(record)])
+    relay.initialize()
+    assert relay.call("crash")["error"]["code"] == -32000
+    reply = relay.call("echo", {"text": "after restart"})
+    assert reply["result"]["content"][0]["text"] == "after restart"
+    received = [json.loads(line) for line in record.read_text().splitlines()]
+    methods = [m.get("method") for m in received]
+    assert methods.count("initialize") == 2 and methods.count("notifications/initialized") == 2
+    replay = [m for m in received if m.get("method") == "initialize"][1]
+    assert replay["params"]["clientInfo"]["name"] == "test"
+    # The replayed initialize result never reaches the client.
+    assert sum(1 for line in relay.raw_lines if b'"protocolVersion"' in line) == 1
+    assert relay.call("crash")["error"]["code"] == -32000  # second crash: no restarts left
+    assert "exited with code 7" in relay.request("ping")[0]["error"]["message"]
+    relay.close()
+
+
+def test_request_timeout_cancels_upstream_and_drops_late_answer(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--request-timeout", "0.5"], ["--record", str(record)])
+    relay.initialize()
+    started = time.monotonic()
+    reply = relay.call("sleep", {"seconds": 1.2}, msg_id="t1")
+    assert reply["error"]["code"] == -32001 and 0.4 < time.monotonic() - started < 1.1
+    time.sleep(1.0)  # the late answer arrives at the relay and must be dropped
+    ping, before = relay.request("ping")
+    assert ping["result"] == {} and before == []
+    cancels = [json.loads(l) for l in record.read_text().splitlines() if "notifications/cancelled" in l]
+    assert cancels and cancels[0]["params"]["requestId"] == "t1"
+    relay.close()
+    assert all(b'"slept"' not in line for line in relay.raw_lines)
+
+
+def test_spawn_failure_is_reported_to_the_client(tmp_path):
+    from conftest import RelayProcess
+    import ocx_proxy  # noqa: F401  (the module must import cleanly)
+
+    relay = RelayProcess(command=[sys.executable, os.path.join(os.path.dirname(STDIO_SERVER), "..", "..", "ocx_proxy.py"),
+                                  "stdio", "--output-dir", str(tmp_path), "--", "/nonexistent/server-binary"])
+    reply = relay.initialize()
+    assert reply["error"]["code"] == -32000 and "could not start" in reply["error"]["message"]
+    assert relay.close() == 0
+
+
+def test_child_gets_only_safe_environment_plus_env_pairs(relay_factory):
+    env = dict(os.environ, SECRET_TOKEN="hunter2", FROM_PARENT="parent-value")
+    relay = relay_factory(["--env", "GREETING=hi ${FROM_PARENT}", "--env", "EMPTY="], env=env)
+    relay.initialize()
+    child_env = json.loads(relay.call("env")["result"]["content"][0]["text"])
+    assert "SECRET_TOKEN" not in child_env and "FROM_PARENT" not in child_env
+    assert child_env["GREETING"] == "hi parent-value" and child_env["EMPTY"] == ""
+    assert child_env["PATH"] == os.environ["PATH"]
+    relay.close()
+    relay = relay_factory(["--pass-environment"], env=env)
+    relay.initialize()
+    assert json.loads(relay.call("env")["result"]["content"][0]["text"])["SECRET_TOKEN"] == "hunter2"
+    relay.close()
+
+
+def test_cwd_option(relay_factory, tmp_path):
+    relay = relay_factory(["--cwd", str(tmp_path)])
+    relay.initialize()
+    assert relay.call("cwd")["result"]["content"][0]["text"] == str(tmp_path)
+    relay.close()
+
+
+def test_unset_env_reference_is_a_usage_error(relay_factory):
+    env = {k: v for k, v in os.environ.items() if k != "OCX_UNSET_VAR"}
+    relay = relay_factory(["--env", "X=${OCX_UNSET_VAR}"], env=env)
+    assert relay.proc.wait(timeout=10) == 2
+    assert "OCX_UNSET_VAR" in relay.stderr and "Traceback" not in relay.stderr
+    assert relay.raw_lines == []
+
+
+def test_shutdown_escalates_and_leaves_no_orphans(relay_factory, tmp_path, io_mode):
+    pidfile = tmp_path / "grandchild.pid"
+    relay = relay_factory(["--io", io_mode], ["--ignore-eof", "--grandchild", str(pidfile)])
+    relay.initialize()
+    server_pid = int(relay.call("pid")["result"]["content"][0]["text"])
+    grandchild = int(pidfile.read_text())
+    started = time.monotonic()
+    assert relay.close() == 0
+    elapsed = time.monotonic() - started
+    assert 3.5 < elapsed < 8, elapsed  # 2 s after stdin close, 2 s after SIGTERM, then SIGKILL
+    time.sleep(0.2)
+    assert not pid_alive(server_pid) and not pid_alive(grandchild)
+
+
+def test_sigterm_stops_relay_and_child(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    server_pid = int(relay.call("pid")["result"]["content"][0]["text"])
+    relay.proc.send_signal(signal.SIGTERM)
+    assert relay.proc.wait(timeout=10) == 0
+    time.sleep(0.1)
+    assert not pid_alive(server_pid)
+
+
+def test_trace_file_records_metadata_without_secrets(relay_factory, tmp_path):
+    trace = tmp_path / "trace.ndjson"
+    relay = relay_factory(["--trace", str(trace)])
+    relay.initialize()
+    relay.call("echo", {"text": "Bearer supersecret"})
+    relay.call("big", {"n": 30000})
+    relay.close()
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert stat.S_IMODE(os.stat(trace).st_mode) == 0o600
+    assert "supersecret" not in trace.read_text()
+    calls = [r for r in records if r.get("method") == "tools/call" and r["dir"] == "upstream->client"]
+    assert calls[0]["tool"] if "tool" in calls[0] else True
+    assert any("spill" in r for r in calls) and all("ms" in r for r in calls)
+    assert {r["dir"] for r in records} >= {"client->upstream", "upstream->client"}
+
+
+def test_retention_removes_only_our_old_files(tmp_path):
+    from conftest import RelayProcess
+
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    old = spill / "20200101T000000.000000Z_tools-call_id-1_abcdef0123.json"
+    mine_new = spill / "20990101T000000.000000Z_tools-call_id-1_abcdef0123.txt"
+    foreign = spill / "notes.txt"
+    for path in (old, mine_new, foreign):
+        path.write_text("x")
+    long_ago = time.time() - 30 * 86400
+    os.utime(old, (long_ago, long_ago))
+    os.utime(foreign, (long_ago, long_ago))
+    relay = RelayProcess(["--output-dir", str(spill), "--retention-days", "7"])
+    relay.initialize()
+    relay.close()
+    assert not old.exists() and mine_new.exists() and foreign.exists()
