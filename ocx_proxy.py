@@ -253,7 +253,8 @@ MIME_EXTENSIONS = {
     "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3",
     "audio/ogg": ".ogg", "application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt",
 }
-# Characters a preview must not start with: they belong to the character before.
+# Characters a preview must not start with: they belong to the character before
+# (zero-width joiner, variation selectors; skin tones and combining marks are tested apart).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
@@ -278,7 +279,8 @@ def _is_continuation(text, i):
     import unicodedata
 
     ch = text[i]
-    return ch in _JOINERS or text[i - 1] == "\u200d" or unicodedata.combining(ch) != 0
+    return (ch in _JOINERS or text[i - 1] == "\u200d" or "\U0001F3FB" <= ch <= "\U0001F3FF"
+            or unicodedata.combining(ch) != 0)
 
 
 def cut_point(text, i):

@@ -1,0 +1,74 @@
+"""Wire helpers and JSON-RPC framing."""
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+import ocx_proxy as op
+
+
+def test_line_splitter_handles_partial_lines_and_crlf():
+    splitter = op.LineSplitter()
+    assert splitter.feed(b'{"a":1}\r\n{"b"') == [b'{"a":1}']
+    assert splitter.feed(b":2}\n\n") == [b'{"b":2}', b""]
+    assert splitter.pending() == b""
+    assert splitter.feed(b"tail") == [] and splitter.pending() == b"tail"
+
+
+@given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")), max_size=20),
+       st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=30), st.booleans())
+def test_line_splitter_is_independent_of_chunking(lines, cuts, crlf):
+    end = b"\r\n" if crlf else b"\n"
+    stream = b"".join(line + end for line in lines)
+    splitter = op.LineSplitter()
+    out, pos, i = [], 0, 0
+    while pos < len(stream):
+        size = cuts[i % len(cuts)]
+        out.extend(splitter.feed(stream[pos:pos + size]))
+        pos += size
+        i += 1
+    assert out == lines and splitter.pending() == b""
+
+
+def test_encode_message_is_compact_utf8_single_line():
+    line = op.encode_message({"a": "é\n数", "b": [1, 2]})
+    assert line == '{"a":"é\\n数","b":[1,2]}\n'.encode("utf-8")
+    assert line.count(b"\n") == 1
+
+
+def test_message_kind():
+    assert op.message_kind({"jsonrpc": "2.0", "id": 1, "method": "x"}) == "request"
+    assert op.message_kind({"jsonrpc": "2.0", "method": "x"}) == "notification"
+    assert op.message_kind({"jsonrpc": "2.0", "id": 1, "result": {}}) == "response"
+    assert op.message_kind({"jsonrpc": "2.0", "id": 1, "error": {}}) == "response"
+    assert op.message_kind({"foo": 1}) is None and op.message_kind([1]) is None
+
+
+def test_error_response_shape():
+    assert op.error_response(None, -32700, "Parse error") == {
+        "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+
+
+def test_redact_masks_credentials_anywhere():
+    data = {"Authorization": "Bearer abc", "nested": [{"api_key": "k", "x-api-key": "k2"}],
+            "note": "sent bearer sk-123 to server", "plain": "ok"}
+    out = op.redact(data)
+    assert out["Authorization"] == "[redacted]" and out["nested"][0] == {"api_key": "[redacted]", "x-api-key": "[redacted]"}
+    assert "sk-123" not in json.dumps(out) and out["plain"] == "ok"
+
+
+def test_expand_env_refs():
+    env = {"A": "1", "B": "two"}
+    assert op.expand_env_refs("x${A}-${B}$C", env) == "x1-two$C"
+    with pytest.raises(op.UsageError, match="MISSING"):
+        op.expand_env_refs("${MISSING}", env)
+
+
+def test_child_environment_is_minimal_by_default():
+    environ = {"PATH": "/bin", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "s", "BASH_FUNC_x": "() { :; }",
+               "SHELL": "() { evil; }"}
+    env = op.child_environment(["X=${HOME}/y"], environ=environ)
+    assert env == {"PATH": "/bin", "HOME": "/h", "X": "/h/y"}
+    assert op.child_environment([], pass_environment=True, environ=environ)["AWS_SECRET_ACCESS_KEY"] == "s"
+    with pytest.raises(op.UsageError):
+        op.child_environment(["novalue"], environ=environ)
