@@ -22,7 +22,7 @@ Layout of this file (each section only uses the ones above it):
     JSON-RPC framing  newline-delimited JSON lines, error objects
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
-    upstreams         the stdio child process
+    upstreams         the transport contract; the stdio child process
     relay             request tracking, timeouts, restarts, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -975,7 +975,7 @@ class PipeWriter:
 
 
 # ---------------------------------------------------------------------------
-# Upstreams: the stdio child process
+# Upstreams: the transport contract and the stdio child process
 # ---------------------------------------------------------------------------
 
 # The environment a stdio server gets by default: the same small, safe set the
@@ -1015,30 +1015,61 @@ def resolve_command(command, env):
     return [found] + list(command[1:]) if found else list(command)
 
 
-class StdioUpstream:
+class Upstream:
+    """The contract between the relay and a transport to the real server.
+
+    The relay calls ``start()`` once, ``send(data)`` with one or more complete
+    JSON-RPC lines (bytes ending in a newline) in the client's order, and
+    ``close_input()`` when it wants the upstream to finish; ``kill_tree()`` and
+    ``reap()`` at the very end.  The upstream calls, always on the loop thread
+    (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
+    message line from the server (no newline), and ``on_exit(description)``
+    exactly once when it is gone for good; it then sets ``exited``.
+    ``stderr_tail`` holds recent diagnostic lines quoted in error messages.
+    """
+
+    def __init__(self, loop, on_line, on_exit):
+        self.loop = loop
+        self.on_line = on_line
+        self.on_exit = on_exit
+        self.exited = False
+        self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+    def start(self):
+        raise NotImplementedError
+
+    def send(self, data):
+        raise NotImplementedError
+
+    def close_input(self):
+        raise NotImplementedError
+
+    def kill_tree(self, sig=None):
+        """Stop whatever the upstream started (a no-op for network upstreams)."""
+
+    def reap(self):
+        """Release resources after exit."""
+
+
+class StdioUpstream(Upstream):
     """The MCP server as a child process speaking newline-delimited JSON on stdio.
 
-    Callbacks run on the loop thread: ``on_line(bytes)`` for each stdout line,
-    ``on_exit(description)`` once when stdout closes or the process ends.  Its
-    stderr is copied to ours, prefixed, and its last lines are kept for error
-    messages.  The child runs in its own process group so that shutdown can
-    reach everything it started.
+    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr
+    is copied to ours, prefixed, and its last lines are kept in
+    ``stderr_tail``.  The child runs in its own process group so that shutdown
+    can reach everything it started.
     """
 
     def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None):
-        self.loop = loop
+        Upstream.__init__(self, loop, on_line, on_exit)
         self.command = command
         self.env = env
         self.cwd = cwd
         self.use_threads = use_threads
-        self.on_line = on_line
-        self.on_exit = on_exit
         self.process = None
         self.stdin = None
-        self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.stdout_lines = LineSplitter()
         self.stderr_lines = LineSplitter()
-        self.exited = False
         self.stdout_open = False
 
     def start(self):
