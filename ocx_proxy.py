@@ -2062,16 +2062,16 @@ def typed(convert, what):
 
 def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
-    group.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
+    group.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"), metavar="CHARS",
                        help="responses longer than this many characters of compact JSON are saved to "
                             "disk and replaced by a preview; 0 never spills (default 10000; env "
                             "OCX_PROXY_MAX_RESPONSE_CHARS)")
-    group.add_argument("--preview-chars", type=typed(int_at_least(0), "a character count"),
+    group.add_argument("--preview-chars", type=typed(int_at_least(0), "a character count"), metavar="CHARS",
                        help="characters of text kept in a preview, about 3/4 head and 1/4 tail "
                             "(default 4000; env OCX_PROXY_PREVIEW_CHARS)")
-    group.add_argument("--output-dir", help="where spilled responses are written (default %s; env "
+    group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %s; env "
                                             "OCX_PROXY_OUTPUT_DIR)" % default_cache_dir())
-    group.add_argument("--retention-days", type=typed(int_at_least(0), "a number of days"),
+    group.add_argument("--retention-days", type=typed(int_at_least(0), "a number of days"), metavar="DAYS",
                        help="at start, delete this tool's spill files older than this; 0 keeps all "
                             "(default 7; env OCX_PROXY_RETENTION_DAYS)")
     group.add_argument("--keep-output-schema", action="store_true", default=None,
@@ -2082,11 +2082,11 @@ def add_spill_options(parser):
 def add_relay_options(parser):
     add_spill_options(parser)
     group = parser.add_argument_group("relay")
-    group.add_argument("--request-timeout", type=typed(non_negative_float, "a number of seconds"),
+    group.add_argument("--request-timeout", type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS",
                        help="answer a request the upstream has not answered after this many seconds "
                             "with an error and cancel it upstream; 0 = no timeout (default 0; env "
                             "OCX_PROXY_REQUEST_TIMEOUT)")
-    group.add_argument("--restart", type=typed(int_at_least(0), "a count"),
+    group.add_argument("--restart", type=typed(int_at_least(0), "a count"), metavar="N",
                        help="restart a crashed upstream up to N times, replaying the client's "
                             "initialize (default 0; env OCX_PROXY_RESTART)")
     group.add_argument("--log-level", choices=sorted(LOG_LEVELS, key=LOG_LEVELS.get),
@@ -2148,6 +2148,8 @@ def cmd_demo(args):
 
 def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
+                       usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
+                             "-- COMMAND [ARGS...]",
                        description="Relay MCP between this process's stdio (the client) and a server "
                                    "started as a child process: stdio [options] -- COMMAND [ARGS...]")
     add_relay_options(p)
