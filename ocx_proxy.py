@@ -1700,7 +1700,583 @@ def run_relay(options, make_upstream):
 # Check: what in a server's catalog breaks which client
 # ---------------------------------------------------------------------------
 
-# (issue 6: check section)
+CHECK_CLIENTS = ("cursor", "claude-code", "codex", "openai")
+KNOWN_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+CHECK_PROTOCOL_VERSION = "2025-11-25"
+MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
+CURSOR_NAME_LIMIT = 60          # server name + tool name, longer ones are dropped
+CURSOR_OLD_TOOL_LIMIT = 40      # older Cursor versions send only the first 40 tools (later 80, then 100)
+CURSOR_NEW_TOOL_LIMIT = 100
+CURSOR_MCP_TOOLS_BYTES = 120000
+CURSOR_MCP_TOOLS_COUNT = 330
+CLAUDE_DESCRIPTION_LIMIT = 2048
+SCHEMA_DEPTH_LIMIT = 32
+SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
+MAX_SAFE_INTEGER = 2 ** 53
+MAX_LIST_PAGES = 200
+# Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
+SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
+                       "propertyNames", "unevaluatedProperties", "unevaluatedItems")
+SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
+               ("minItems", "maxItems"), ("minProperties", "maxProperties"))
+
+
+class CheckConnectError(OcxError):
+    """The checker could not get a catalog (spawn failure, HTTP status, timeout...)."""
+
+
+def json_pointer(*parts):
+    """RFC 6901 pointer from path parts."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def resolve_pointer(document, pointer):
+    """Follow an RFC 6901 pointer; raises KeyError when it does not resolve."""
+    node = document
+    if pointer == "":
+        return node
+    for raw in pointer.lstrip("/").split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise KeyError(part)
+    return node
+
+
+class Finding:
+    """One problem: severity, where (JSON pointer), what, and which clients it breaks."""
+
+    SEVERITIES = ("error", "warning", "info")
+
+    def __init__(self, severity, pointer, message, clients=("all",), tool=None):
+        self.severity = severity
+        self.pointer = pointer
+        self.message = message
+        self.clients = tuple(clients)
+        self.tool = tool
+
+    def affects(self, client):
+        return client == "all" or "all" in self.clients or client in self.clients
+
+    def to_json(self):
+        return {"severity": self.severity, "pointer": self.pointer, "message": self.message,
+                "clients": list(self.clients), "tool": self.tool}
+
+
+class CatalogChecker:
+    """Applies the rules to a catalog snapshot and collects Findings.
+
+    The snapshot is ``{"initialize": result, "tools": [...], "prompts": [...],
+    "resources": [...], "resourceTemplates": [...]}``; pointers refer to it.
+    """
+
+    def __init__(self, server_name=None):
+        self.server_name = server_name
+        self.findings = []
+        self.cursor_bytes = None
+
+    def add(self, severity, pointer, message, clients=("all",), tool=None):
+        self.findings.append(Finding(severity, pointer, message, clients, tool))
+
+    def check(self, snapshot, requested_version=None):
+        if "initialize" in snapshot:
+            self.check_initialize(snapshot["initialize"], requested_version)
+        tools = snapshot.get("tools") or []
+        self.check_tools(tools)
+        self.check_named_items(snapshot.get("prompts") or [], "prompts", "name")
+        self.check_named_items(snapshot.get("resources") or [], "resources", "uri")
+        self.check_named_items(snapshot.get("resourceTemplates") or [], "resourceTemplates", "uriTemplate")
+        return self.findings
+
+    # -- conformance ---------------------------------------------------------
+
+    def check_initialize(self, result, requested_version):
+        if not isinstance(result, dict):
+            self.add("error", "/initialize", "initialize result is not an object")
+            return
+        version = result.get("protocolVersion")
+        if not isinstance(version, str):
+            self.add("error", "/initialize/protocolVersion", "initialize result has no protocolVersion string")
+        elif version not in KNOWN_PROTOCOL_VERSIONS:
+            self.add("error", "/initialize/protocolVersion",
+                     "server negotiated unknown protocol version %r (known: %s)"
+                     % (version, ", ".join(KNOWN_PROTOCOL_VERSIONS)))
+        elif requested_version and version != requested_version:
+            self.add("info", "/initialize/protocolVersion",
+                     "server answered protocol %s to our %s (allowed: clients accept an older version "
+                     "they support)" % (version, requested_version))
+        if not isinstance(result.get("capabilities"), dict):
+            self.add("error", "/initialize/capabilities", "initialize result has no capabilities object")
+        info = result.get("serverInfo")
+        if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+            self.add("error", "/initialize/serverInfo", "initialize result has no serverInfo.name")
+
+    def check_named_items(self, items, key, field):
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get(field), str):
+                self.add("error", json_pointer(key, index), "%s entry has no %s string" % (key, field))
+
+    # -- tools ---------------------------------------------------------------
+
+    def check_tools(self, tools):
+        seen = {}
+        sanitized = {}
+        for index, tool in enumerate(tools):
+            base = json_pointer("tools", index)
+            if not isinstance(tool, dict):
+                self.add("error", base, "tool entry is not an object")
+                continue
+            name = tool.get("name")
+            if not isinstance(name, str) or not name:
+                self.add("error", base + "/name", "tool has no name string")
+                continue
+            if name in seen:
+                self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]),
+                         tool=name)
+            seen.setdefault(name, base)
+            sanitized.setdefault(re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64], set()).add(name)
+            self.check_tool_name(name, base, tool=name)
+            self.check_description(tool, base, name)
+            if "inputSchema" not in tool:
+                self.add("error", base + "/inputSchema", "tool has no inputSchema (MCP requires one)", tool=name)
+            else:
+                self.check_root_schema(tool["inputSchema"], base + "/inputSchema", name)
+            if "outputSchema" in tool:
+                self.check_root_schema(tool["outputSchema"], base + "/outputSchema", name)
+        for clean, names in sorted(sanitized.items()):
+            if len(names) > 1:
+                self.add("error", "/tools", "tool names %s collide after sanitising to %r for function-calling APIs"
+                         % (", ".join(sorted(map(repr, names))), clean), ("codex", "openai"))
+        self.check_limits(tools)
+
+    def check_tool_name(self, name, base, tool):
+        pointer = base + "/name"
+        if not MCP_TOOL_NAME_RE.match(name):
+            self.add("warning", pointer, "name %r breaks the MCP naming rule ^[A-Za-z0-9_.-]{1,128}$" % name,
+                     tool=tool)
+        if not OPENAI_TOOL_NAME_RE.match(name):
+            self.add("error", pointer, "name %r is not a valid function name for OpenAI/Codex "
+                     "(^[A-Za-z0-9_-]{1,64}$)" % name, ("codex", "openai"), tool=tool)
+        server = self.server_name or ""
+        if len(server) + len(name) > CURSOR_NAME_LIMIT:
+            self.add("error", pointer, "Cursor drops tools whose server name + tool name exceed %d characters "
+                     "(%r + %r = %d)" % (CURSOR_NAME_LIMIT, server, name, len(server) + len(name)),
+                     ("cursor",), tool=tool)
+
+    def check_description(self, tool, base, name):
+        description = tool.get("description")
+        if description is None:
+            return
+        if not isinstance(description, str):
+            self.add("error", base + "/description", "description is not a string", tool=name)
+        elif len(description) > CLAUDE_DESCRIPTION_LIMIT:
+            self.add("warning", base + "/description", "description has %d characters; Claude Code cuts it at %d"
+                     % (len(description), CLAUDE_DESCRIPTION_LIMIT), ("claude-code",), tool=name)
+
+    def check_limits(self, tools):
+        count = len(tools)
+        if count > CURSOR_NEW_TOOL_LIMIT:
+            self.add("error", "/tools", "%d tools: Cursor sends at most %d to the model (older versions only %d)"
+                     % (count, CURSOR_NEW_TOOL_LIMIT, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
+        elif count > CURSOR_OLD_TOOL_LIMIT:
+            self.add("warning", "/tools", "%d tools: older Cursor versions send only the first %d to the model "
+                     "(80, then 100 in later versions)" % (count, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
+        valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
+        try:
+            size = len(encode_mcp_tools(valid))
+        except OcxError as exc:
+            self.add("error", "/tools", "the catalog cannot be encoded as Cursor McpTools: %s" % exc, ("cursor",))
+            return
+        self.cursor_bytes = size
+        if size > CURSOR_MCP_TOOLS_BYTES or len(valid) > CURSOR_MCP_TOOLS_COUNT:
+            self.add("error", "/tools", "Cursor McpTools would be %d bytes for %d tools; about %d bytes and %d tools "
+                     "are the most Cursor accepts" % (size, len(valid), CURSOR_MCP_TOOLS_BYTES,
+                                                      CURSOR_MCP_TOOLS_COUNT), ("cursor",))
+
+    # -- schemas -------------------------------------------------------------
+
+    def check_root_schema(self, schema, pointer, tool):
+        if not isinstance(schema, dict):
+            self.add("error", pointer, "schema is not an object", tool=tool)
+            return
+        if schema.get("type") != "object":
+            self.add("error", pointer + "/type", "root schema must have \"type\": \"object\" (has %s)"
+                     % json.dumps(schema.get("type")), tool=tool)
+        size = len(dumps(schema))
+        if size > SCHEMA_SIZE_LIMIT:
+            self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit "
+                     "client size limits" % size, tool=tool)
+        self.depth_reported = False
+        self.check_schema(schema, pointer, tool, schema, pointer, 0)
+
+    def check_schema(self, node, pointer, tool, root, root_pointer, depth):
+        if isinstance(node, bool):
+            return
+        if not isinstance(node, dict):
+            self.add("error", pointer, "a schema must be an object or a boolean, not %s" % type_name(node), tool=tool)
+            return
+        if depth > SCHEMA_DEPTH_LIMIT:
+            if not self.depth_reported:
+                self.depth_reported = True
+                self.add("warning", pointer, "schema nests deeper than %d levels" % SCHEMA_DEPTH_LIMIT, tool=tool)
+            return
+        self.check_type(node, pointer, tool)
+        self.check_required(node, pointer, tool)
+        self.check_keyword_values(node, pointer, tool, root, root_pointer)
+        for key in SCHEMA_KEYWORDS_ONE:
+            if key in node:
+                self.check_schema(node[key], pointer + json_pointer(key), tool, root, root_pointer, depth + 1)
+        for key in SCHEMA_KEYWORDS_MAP:
+            if key not in node:
+                continue
+            if not isinstance(node[key], dict):
+                self.add("error", pointer + json_pointer(key), "%s must be an object of schemas" % key, tool=tool)
+                continue
+            for name, sub in node[key].items():
+                self.check_schema(sub, pointer + json_pointer(key, name), tool, root, root_pointer, depth + 1)
+        for key in SCHEMA_KEYWORDS_LIST:
+            if key not in node:
+                continue
+            if not isinstance(node[key], list) or not node[key]:
+                self.add("error", pointer + json_pointer(key), "%s must be a non-empty array of schemas" % key,
+                         tool=tool)
+                continue
+            for index, sub in enumerate(node[key]):
+                self.check_schema(sub, pointer + json_pointer(key, index), tool, root, root_pointer, depth + 1)
+        if "items" in node:
+            self.check_items(node["items"], pointer + "/items", tool, root, root_pointer, depth)
+
+    def check_type(self, node, pointer, tool):
+        if "type" not in node:
+            return
+        value = node["type"]
+        names = value if isinstance(value, list) else [value]
+        bad = [n for n in names if not isinstance(n, str) or n not in JSON_SCHEMA_TYPES]
+        if bad or not names or (isinstance(value, list) and len(set(map(str, names))) != len(names)):
+            self.add("error", pointer + "/type", "invalid type %s (use one of %s, or an array of unique ones)"
+                     % (json.dumps(value), ", ".join(sorted(JSON_SCHEMA_TYPES))), tool=tool)
+
+    def check_required(self, node, pointer, tool):
+        if "required" not in node:
+            return
+        required = node["required"]
+        if not isinstance(required, list):
+            self.add("error", pointer + "/required", "required must be an array of property names, not %s"
+                     % type_name(required), tool=tool)
+            return
+        properties = node.get("properties")
+        closed = node.get("additionalProperties") is False
+        listed = isinstance(properties, dict)
+        seen = set()
+        for index, name in enumerate(required):
+            where = pointer + json_pointer("required", index)
+            if not isinstance(name, str):
+                self.add("error", where, "required entries must be strings, not %s" % type_name(name), tool=tool)
+            elif name in seen:
+                self.add("error", where, "%r appears twice in required" % name, tool=tool)
+            elif (listed or closed) and name not in (properties or {}):
+                self.add("error", where, "%r is required but not defined in properties" % name, tool=tool)
+            seen.add(name if isinstance(name, str) else None)
+
+    def check_items(self, items, pointer, tool, root, root_pointer, depth):
+        if isinstance(items, list):
+            for index, sub in enumerate(items):
+                self.check_schema(sub, pointer + json_pointer(index), tool, root, root_pointer, depth + 1)
+        elif isinstance(items, (dict, bool)):
+            self.check_schema(items, pointer, tool, root, root_pointer, depth + 1)
+        else:
+            hint = ' (did you mean {"type": %s}?)' % json.dumps(items) if items in JSON_SCHEMA_TYPES else ""
+            self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s"
+                     % (type_name(items), hint), tool=tool)
+
+    def check_keyword_values(self, node, pointer, tool, root, root_pointer):
+        if "enum" in node and (not isinstance(node["enum"], list) or not node["enum"]):
+            self.add("error", pointer + "/enum", "enum must be a non-empty array", tool=tool)
+        for low, high in BOUND_PAIRS:
+            a, b = node.get(low), node.get(high)
+            if is_number(a) and is_number(b) and a > b:
+                self.add("error", pointer + "/" + low, "%s (%s) is greater than %s (%s)" % (low, a, high, b), tool=tool)
+        patterns = [("pattern", node.get("pattern"))] if "pattern" in node else []
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += [(json_pointer("patternProperties", key)[1:], key) for key in node["patternProperties"]]
+        for where, pattern in patterns:
+            self.check_pattern(pattern, pointer + "/" + where, tool)
+        if "$ref" in node:
+            self.check_ref(node["$ref"], pointer + "/$ref", tool, root)
+        for key in ("default", "const", "enum", "examples", "minimum", "maximum", "multipleOf"):
+            if key in node:
+                self.check_big_integers(node[key], pointer + json_pointer(key), tool)
+
+    def check_pattern(self, pattern, pointer, tool):
+        if not isinstance(pattern, str):
+            self.add("error", pointer, "pattern must be a string", tool=tool)
+            return
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            self.add("warning", pointer, "pattern %r does not compile in Python re (%s); JSON Schema uses the "
+                     "ECMA-262 dialect, so check it in a JavaScript client too" % (pattern, exc), tool=tool)
+
+    def check_ref(self, ref, pointer, tool, root):
+        if not isinstance(ref, str):
+            self.add("error", pointer, "$ref must be a string", tool=tool)
+        elif ref.startswith("#"):
+            try:
+                resolve_pointer(root, ref[1:])
+            except KeyError:
+                self.add("error", pointer, "$ref %r does not resolve inside this schema" % ref, tool=tool)
+        else:
+            self.add("warning", pointer, "$ref %r points outside the schema; clients do not fetch it" % ref,
+                     tool=tool)
+
+    def check_big_integers(self, value, pointer, tool):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+            self.add("warning", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value (Cursor) "
+                     "and JavaScript clients" % value, ("cursor", "claude-code"), tool=tool)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.check_big_integers(item, pointer + json_pointer(index), tool)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self.check_big_integers(item, pointer + json_pointer(key), tool)
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def type_name(value):
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+class UpstreamClient:
+    """Blocking request/response over an Upstream, with the loop running in a thread.
+
+    Used by ``check`` to talk to a server like a client would.  Server
+    requests are answered (``ping``) or refused (-32601) so they never stall.
+    """
+
+    def __init__(self, make_upstream, timeout):
+        self.timeout = timeout
+        self.loop = Loop()
+        self.lock = threading.Condition()
+        self.responses = {}
+        self.exit_reason = None
+        self.next_id = 0
+        self.upstream = make_upstream(self.loop, self._on_line, self._on_exit)
+        self.thread = threading.Thread(target=self.loop.run, name="ocx-check-loop", daemon=True)
+
+    def start(self):
+        self.loop.post(self.upstream.start)
+        self.thread.start()
+
+    def _on_line(self, line):
+        try:
+            msg = parse_message(line)
+        except ValueError:
+            log.warning("server wrote a line that is not JSON: %s" % line[:200].decode("utf-8", "replace"))
+            return
+        kind = message_kind(msg)
+        if kind == "request":
+            answer = ({"jsonrpc": "2.0", "id": msg["id"], "result": {}} if msg["method"] == "ping" else
+                      error_response(msg["id"], METHOD_NOT_FOUND, "ocx-proxy check does not serve " + msg["method"]))
+            self.upstream.send(encode_message(answer))
+        elif kind == "response":
+            with self.lock:
+                self.responses[id_key(msg["id"])] = msg
+                self.lock.notify_all()
+
+    def _on_exit(self, description):
+        tail = list(self.upstream.stderr_tail)[-5:]
+        with self.lock:
+            self.exit_reason = description + ("; last stderr: " + " | ".join(tail) if tail else "")
+            self.lock.notify_all()
+
+    def request(self, method, params=None):
+        """Send a request and wait for its response (raises CheckConnectError)."""
+        with self.lock:
+            self.next_id += 1
+            msg_id = self.next_id
+        msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.loop.post(self.upstream.send, encode_message(msg))
+        deadline = time.monotonic() + self.timeout
+        with self.lock:
+            while id_key(msg_id) not in self.responses:
+                if self.exit_reason:
+                    raise CheckConnectError("%s before answering %s" % (self.exit_reason, method))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CheckConnectError("no answer to %s within %g s" % (method, self.timeout))
+                self.lock.wait(left)
+            return self.responses.pop(id_key(msg_id))
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.loop.post(self.upstream.send, encode_message(msg))
+
+    def close(self):
+        self.loop.post(self.upstream.close_input)
+        deadline = time.monotonic() + 3.0
+        with self.lock:
+            while not self.exit_reason and time.monotonic() < deadline:
+                self.lock.wait(0.05)
+        self.loop.post(self._stop)
+        self.thread.join(3.0)
+
+    def _stop(self):
+        self.upstream.kill_tree()
+        self.upstream.reap()
+        self.loop.stop()
+
+
+def fetch_catalog(client, protocol_version=CHECK_PROTOCOL_VERSION):
+    """initialize, initialized, then every page of each declared list; returns (snapshot, timings)."""
+    timings = {}
+    started = time.monotonic()
+    reply = client.request("initialize", {"protocolVersion": protocol_version, "capabilities": {},
+                                          "clientInfo": {"name": "ocx-proxy-check", "version": __version__}})
+    timings["initialize"] = round((time.monotonic() - started) * 1000, 1)
+    if "error" in reply:
+        raise CheckConnectError("initialize failed: %s" % dumps(reply["error"])[:300])
+    result = reply.get("result")
+    snapshot = {"initialize": result}
+    client.notify("notifications/initialized")
+    capabilities = result.get("capabilities") if isinstance(result, dict) else None
+    capabilities = capabilities if isinstance(capabilities, dict) else {}
+    problems = []
+    for method, key, capability in (("tools/list", "tools", "tools"), ("prompts/list", "prompts", "prompts"),
+                                    ("resources/list", "resources", "resources"),
+                                    ("resources/templates/list", "resourceTemplates", "resources")):
+        if capability not in capabilities:
+            continue
+        started = time.monotonic()
+        items, pages = fetch_pages(client, method, key, problems)
+        timings[method] = {"ms": round((time.monotonic() - started) * 1000, 1), "pages": pages}
+        snapshot[key] = items
+    return snapshot, timings, problems
+
+
+def fetch_pages(client, method, key, problems):
+    """All pages of one list method; repeated cursors and bad shapes become problems (Findings)."""
+    items, cursors, cursor, pages = [], set(), None, 0
+    while pages < MAX_LIST_PAGES:
+        reply = client.request(method, {"cursor": cursor} if cursor is not None else {})
+        pages += 1
+        if "error" in reply:
+            problems.append(Finding("error", "/" + key, "%s failed: %s" % (method, dumps(reply["error"])[:200])))
+            break
+        result = reply.get("result")
+        if not isinstance(result, dict) or not isinstance(result.get(key), list):
+            problems.append(Finding("error", "/" + key, "%s result has no %r array (page %d)" % (method, key, pages)))
+            break
+        items.extend(result[key])
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            break
+        if not isinstance(cursor, str):
+            problems.append(Finding("error", "/" + key, "%s nextCursor is not a string" % method))
+            break
+        if cursor in cursors:
+            problems.append(Finding("error", "/" + key, "%s repeats cursor %r: pagination would never end"
+                                    % (method, cursor)))
+            break
+        cursors.add(cursor)
+    return items, pages
+
+
+def load_catalog_file(path):
+    """A saved tools/list result, JSON-RPC response, or bare tool array -> snapshot."""
+    data = read_input_bytes(path)
+    try:
+        value = json.loads(data.decode("utf-8-sig"))
+    except ValueError as exc:
+        raise CheckConnectError("%s is not JSON: %s" % (path, exc))
+    if isinstance(value, dict) and isinstance(value.get("result"), dict):
+        value = value["result"]
+    if isinstance(value, list):
+        return {"tools": value}
+    if isinstance(value, dict) and isinstance(value.get("tools"), list):
+        return {k: value[k] for k in ("tools", "prompts", "resources", "resourceTemplates") if k in value}
+    raise CheckConnectError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
+
+
+def check_report_json(snapshot, findings, checker, timings, client):
+    shown = [f for f in findings if f.affects(client)]
+    info = (snapshot.get("initialize") or {}).get("serverInfo") if isinstance(snapshot.get("initialize"), dict) else None
+    return {
+        "version": 1,
+        "server": info if isinstance(info, dict) else None,
+        "protocolVersion": (snapshot.get("initialize") or {}).get("protocolVersion")
+        if isinstance(snapshot.get("initialize"), dict) else None,
+        "counts": {key: len(snapshot.get(key) or []) for key in ("tools", "prompts", "resources", "resourceTemplates")},
+        "timings": timings,
+        "cursorMcpToolsBytes": checker.cursor_bytes,
+        "client": client,
+        "findings": [f.to_json() for f in shown],
+        "summary": {severity: sum(1 for f in shown if f.severity == severity) for severity in Finding.SEVERITIES},
+    }
+
+
+def check_report_text(report):
+    """The human report: header, findings grouped by tool, summary."""
+    lines = []
+    server = report["server"] or {}
+    counts = report["counts"]
+    lines.append("ocx-proxy check: %s%s — %d tools, %d prompts, %d resources, %d templates" % (
+        server.get("name", "catalog file"), (" " + str(server["version"])) if server.get("version") else "",
+        counts["tools"], counts["prompts"], counts["resources"], counts["resourceTemplates"]))
+    if report["protocolVersion"]:
+        lines.append("  protocol %s" % report["protocolVersion"])
+    if report["timings"]:
+        parts = []
+        for method, value in report["timings"].items():
+            parts.append("%s %s ms" % (method, value if not isinstance(value, dict) else
+                                       "%s (%d page%s)" % (value["ms"], value["pages"], "s" * (value["pages"] != 1))))
+        lines.append("  " + ", ".join(parts))
+    groups = collections.OrderedDict()
+    for finding in report["findings"]:
+        groups.setdefault(finding["tool"], []).append(finding)
+    for tool, findings in groups.items():
+        lines.append("")
+        lines.append("tool %s" % json.dumps(tool, ensure_ascii=False) if tool is not None else "catalog")
+        for f in findings:
+            lines.append("  %-7s %s" % (f["severity"], f["pointer"]))
+            lines.append("          %s  [%s]" % (f["message"], ", ".join(f["clients"])))
+    summary = report["summary"]
+    lines.append("")
+    size = report["cursorMcpToolsBytes"]
+    lines.append("%d errors, %d warnings, %d notes%s" % (
+        summary["error"], summary["warning"], summary["info"],
+        "; Cursor McpTools %d bytes" % size if size is not None else ""))
+    return "\n".join(lines) + "\n"
+
+
+def run_check(snapshot, timings, problems, server_name, client, as_json, out, requested_version=None):
+    """Check a snapshot and print the report; returns 1 when errors were found, else 0."""
+    if server_name is None and isinstance(snapshot.get("initialize"), dict):
+        info = snapshot["initialize"].get("serverInfo")
+        server_name = info.get("name") if isinstance(info, dict) and isinstance(info.get("name"), str) else None
+    checker = CatalogChecker(server_name)
+    findings = list(problems) + checker.check(snapshot, requested_version)
+    if server_name is None and snapshot.get("tools"):
+        findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
+                                "mcp.json too: pass --server-name NAME to check it exactly" % CURSOR_NAME_LIMIT,
+                                ("cursor",)))
+    report = check_report_json(snapshot, findings, checker, timings, client)
+    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
+    return 1 if report["summary"]["error"] else 0
 
 
 # ---------------------------------------------------------------------------
@@ -2181,7 +2757,85 @@ def add_demo_commands(sub):
 
 # (issue 5: capture command)
 
-# (issue 6: check command)
+def add_check_output_options(parser, suppress=False):
+    """--json/--client/--server-name/--timeout, accepted before or after the transport name."""
+    default = (lambda value: argparse.SUPPRESS) if suppress else (lambda value: value)
+    parser.add_argument("--json", action="store_true", default=default(False),
+                        help="print the report as JSON for CI (default: a readable report)")
+    parser.add_argument("--client", choices=("all",) + CHECK_CLIENTS, default=default("all"),
+                        help="only show findings that affect this client (default all)")
+    parser.add_argument("--server-name", default=default(None),
+                        help="the server's name in your client config, for Cursor's 60-character rule "
+                             "(default: serverInfo.name)")
+    parser.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"), default=default(30.0),
+                        metavar="SECONDS", help="longest wait for each answer (default 30)")
+
+
+def check_stdio_upstream(args):
+    if not args.upstream_command:
+        raise UsageError("check stdio needs the server command after --, e.g. check stdio -- npx -y my-server")
+    env = child_environment(args.env or (), args.pass_environment)
+
+    def make_upstream(loop, on_line, on_exit):
+        return StdioUpstream(loop, args.upstream_command, env, args.cwd, False, on_line, on_exit)
+
+    return make_upstream
+
+
+CHECK_TRANSPORTS = {"stdio": check_stdio_upstream}
+
+
+def cmd_check(args):
+    log.level = LOG_LEVELS["warning"]
+    transport = getattr(args, "transport", None)
+    if bool(args.file) == bool(transport):
+        raise UsageError("check needs either --file FILE or a transport (stdio, ...), not %s"
+                         % ("both" if transport else "neither"))
+    try:
+        if args.file:
+            snapshot, timings, problems = load_catalog_file(args.file), {}, []
+        else:
+            client = UpstreamClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0)
+            client.start()
+            try:
+                snapshot, timings, problems = fetch_catalog(client)
+            finally:
+                client.close()
+    except CheckConnectError as exc:
+        sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
+        return 2
+    except OcxError as exc:
+        if isinstance(exc, UsageError):
+            raise
+        sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
+        return 2
+    requested = None if args.file else CHECK_PROTOCOL_VERSION
+    return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, requested)
+
+
+def add_check_command(sub):
+    p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
+                       usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | stdio [--env ...] "
+                             "-- COMMAND [ARGS...])",
+                       description="Connect like a client (initialize, then every page of tools, prompts, "
+                                   "resources and templates), or read a saved catalog, and report each problem "
+                                   "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
+                                   "found, 2 could not connect.")
+    p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
+                                                  "connecting ('-' reads stdin) (default: connect)")
+    add_check_output_options(p)
+    p.set_defaults(handler=cmd_check, transport=None)
+    transports = p.add_subparsers(dest="transport", metavar="TRANSPORT")
+    t = transports.add_parser("stdio", help="start the server as a child process",
+                              usage="ocx-proxy check stdio [--env NAME=VALUE]... [--cwd DIR] -- COMMAND [ARGS...]")
+    t.add_argument("--env", action="append", metavar="NAME=VALUE",
+                   help="set a variable for the child, ${VAR} expanded (repeatable; default: only HOME LOGNAME "
+                        "PATH SHELL TERM USER are passed)")
+    t.add_argument("--cwd", metavar="DIR", help="working directory of the child (default: ours)")
+    t.add_argument("--pass-environment", action="store_true", help="pass our whole environment (default off)")
+    add_check_output_options(t, suppress=True)
+    t.set_defaults(takes_command=True)
+    return transports
 
 
 def build_parser():
@@ -2194,6 +2848,7 @@ def build_parser():
     # (relay core: register relay commands)
     # (issue 4: register encode-tools / decode)
     # (issue 5: register capture)
+    add_check_command(sub)
     # (issue 6: register check)
     return parser
 
