@@ -355,6 +355,10 @@ def _text_around(data, offset):
 
 # -- encoder: one small function per wire type ------------------------------
 
+# Tags and most lengths are below 128; a table spares building those bytes.
+_ONE_BYTE_VARINTS = [bytes((value,)) for value in range(0x80)]
+_pack_double = struct.Struct("<d").pack
+
 
 def encode_varint(value):
     """Base-128 varint of an integer in [-2**63, 2**64).
@@ -362,6 +366,8 @@ def encode_varint(value):
     Negative numbers are int64 values in two's complement, so they always
     take ten bytes (as every protobuf implementation writes them).
     """
+    if 0 <= value < 0x80:
+        return _ONE_BYTE_VARINTS[value]
     if not -(1 << 63) <= value < 1 << 64:
         raise OcxError("varint out of range: %d" % value)
     if value < 0:
@@ -384,7 +390,7 @@ def encode_varint_field(field, value):
 
 
 def encode_double_field(field, value):
-    return encode_tag(field, WIRE_FIXED64) + struct.pack("<d", value)
+    return encode_tag(field, WIRE_FIXED64) + _pack_double(value)
 
 
 def encode_bytes_field(field, payload):
@@ -407,12 +413,18 @@ def encode_value(obj):
     2**53 in magnitude, NaN and infinities raise OcxError naming their JSON
     path (``$.properties.n.maximum``).  Object keys keep their order.
     """
-    return _encode_value(obj, "$", 0)
+    return _encode_value(obj, (), 0)
 
 
 def _encode_value(obj, path, depth):
+    # ``path`` is a tuple of keys and indexes, formatted only for an error.
     if depth > MAX_VALUE_DEPTH:
-        raise OcxError("JSON nested deeper than %d levels at %s" % (MAX_VALUE_DEPTH, path))
+        raise OcxError("JSON nested deeper than %d levels at %s" % (MAX_VALUE_DEPTH, _json_path(path)))
+    # Strings and objects make up most of a JSON Schema, so they are tested first.
+    if isinstance(obj, str):
+        return encode_bytes_field(3, _utf8(obj, path))
+    if isinstance(obj, dict):
+        return encode_bytes_field(5, _encode_struct(obj, path, depth + 1))
     if obj is None:
         return encode_varint_field(1, 0)
     if obj is True or obj is False:
@@ -420,26 +432,23 @@ def _encode_value(obj, path, depth):
     if isinstance(obj, int):
         if abs(obj) > MAX_EXACT_INTEGER:
             raise OcxError("integer %d at %s is beyond 2^53 and cannot round-trip "
-                           "through a protobuf double" % (obj, path))
+                           "through a protobuf double" % (obj, _json_path(path)))
         return encode_double_field(2, float(obj))
     if isinstance(obj, float):
         if obj != obj or obj in (float("inf"), float("-inf")):
-            raise OcxError("number %r at %s cannot be carried by google.protobuf.Value" % (obj, path))
+            raise OcxError("number %r at %s cannot be carried by google.protobuf.Value"
+                           % (obj, _json_path(path)))
         return encode_double_field(2, obj)
-    if isinstance(obj, str):
-        return encode_bytes_field(3, _utf8(obj, path))
-    if isinstance(obj, dict):
-        return encode_bytes_field(5, _encode_struct(obj, path, depth + 1))
     if isinstance(obj, list):
         return encode_bytes_field(6, _encode_list(obj, path, depth + 1))
-    raise OcxError("%s is a %s, which is not a JSON value" % (path, type(obj).__name__))
+    raise OcxError("%s is a %s, which is not a JSON value" % (_json_path(path), type(obj).__name__))
 
 
 def _utf8(text, path):
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        raise OcxError("string at %s is not valid Unicode (a lone surrogate?)" % path)
+        raise OcxError("string at %s is not valid Unicode (a lone surrogate?)" % _json_path(path))
 
 
 def _encode_struct(obj, path, depth):
@@ -447,23 +456,30 @@ def _encode_struct(obj, path, depth):
     entries = []
     for key, value in obj.items():
         if not isinstance(key, str):
-            raise OcxError("object key %r at %s is not a string" % (key, path))
+            raise OcxError("object key %r at %s is not a string" % (key, _json_path(path)))
         entry = encode_bytes_field(1, _utf8(key, path)) + \
-            encode_bytes_field(2, _encode_value(value, _json_path(path, key), depth))
+            encode_bytes_field(2, _encode_value(value, path + (key,), depth))
         entries.append(encode_bytes_field(1, entry))
     return b"".join(entries)
 
 
 def _encode_list(obj, path, depth):
     # ListValue { repeated Value values = 1 }
-    return b"".join(encode_bytes_field(1, _encode_value(item, "%s[%d]" % (path, index), depth))
+    return b"".join(encode_bytes_field(1, _encode_value(item, path + (index,), depth))
                     for index, item in enumerate(obj))
 
 
-def _json_path(path, key):
-    if re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-        return path + "." + key
-    return "%s[%s]" % (path, json.dumps(key, ensure_ascii=False))
+def _json_path(path):
+    """``("properties", "n", 0)`` -> ``$.properties.n[0]``; odd keys are quoted."""
+    parts = ["$"]
+    for key in path:
+        if isinstance(key, int):
+            parts.append("[%d]" % key)
+        elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            parts.append("." + key)
+        else:
+            parts.append("[%s]" % json.dumps(key, ensure_ascii=False))
+    return "".join(parts)
 
 
 # -- agent.v1 messages -------------------------------------------------------
@@ -550,6 +566,8 @@ def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
 
 def _read_varint(data, pos, end, where, field=None, wire_type=None):
     """Return (value, next position) of the varint at ``pos``; at most ten bytes."""
+    if pos < end and data[pos] < 0x80:
+        return data[pos], pos + 1  # the common one-byte case
     start = pos
     result = 0
     shift = 0
