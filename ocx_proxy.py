@@ -348,6 +348,10 @@ def _text_around(data, offset):
     end = offset + 1
     while end < len(data) and end - offset < 48 and _is_text_byte(data[end]):
         end += 1
+    # A printable length-delimited tag ('"' is field 4) right before a small
+    # length byte is the next field, not part of the text.
+    if end < len(data) and end - 1 > offset and data[end - 1] & 7 == WIRE_LEN and data[end] < 0x20:
+        end -= 1
     if end - start < 3:
         return None
     return data[start:end].decode("utf-8", "replace")

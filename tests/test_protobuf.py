@@ -294,7 +294,7 @@ def test_misshaped_blob_names_field_13_wire_type_7():
         ox.decode_mcp_tools(MISSHAPED)
     error = info.value
     assert (error.offset, error.field, error.wire_type) == (8, 13, 7)
-    assert error.snippet.startswith("exec_command")  # may run on into a printable tag byte
+    assert error.snippet == "exec_command"  # not the field-4 tag 0x22 ('"') after it
     message = str(error)
     assert "illegal tag: field no 13 wire type 7" in message
     assert "at byte 8" in message
@@ -528,7 +528,7 @@ def test_cli_decode_formats(fmt, payload):
 def test_cli_decode_reproduces_field_13_wire_type_7():
     result = run_proxy("decode", "--as", "mcp-tools", stdin=MISSHAPED.hex().encode())
     text = assert_one_line_error(result)
-    assert "field no 13 wire type 7" in text and "byte 8" in text and '"exec_command' in text
+    assert "field no 13 wire type 7" in text and "byte 8" in text and '"exec_command"' in text
 
 
 def test_cli_decode_agent_run_request_notes_the_empty_wrapper():
