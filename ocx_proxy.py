@@ -1362,7 +1362,388 @@ def normalize_cursor_wire_name(name, provider_identifier=CURSOR_PROVIDER):
 # Capture: capture-only MCP bridge (advertise a catalog, record calls)
 # ---------------------------------------------------------------------------
 
-# (issue 5: capture section)
+# An agent CLI run with its built-in tools off has no legitimate way to ask
+# for a tool.  This MCP server gives it one: it advertises exactly the
+# caller's catalog, turns each tools/call into an OpenAI Responses
+# function_call line and never runs anything.  Execution, approval and
+# sandboxing stay with the outer client.
+
+import stat  # imported here so this section merges without touching the header
+
+CAPTURE_MAX_CATALOG_BYTES = 2 * 1024 * 1024
+CAPTURE_MAX_TOOLS = 128
+CAPTURE_MAX_SCHEMA_DEPTH = 32
+CAPTURE_EXIT_REFUSED = 3
+CAPTURE_REFUSED = -32010  # too many calls: a server-defined code, distinct from the relay's
+CAPTURE_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+# mcp__<server>__<alias> must stay within the 64 characters agent CLIs allow:
+# 5 + 17 + 2 + 40 = 64.
+ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}$")
+ALIAS_HASH_CHARS = 16
+ALIAS_PREFIX_CHARS = 40 - 1 - ALIAS_HASH_CHARS
+
+
+def load_capture_catalog(path, tool_choice=None):
+    """Read, bound-check and filter a catalog file; return (tools, tool_choice used).
+
+    The file must be a regular file of at most 2 MiB that does not change
+    while it is read.  ``tool_choice`` (None: the document's own) filters it;
+    at most 128 tools may remain, each schema at most 32 levels deep and
+    with no external ``$ref``.  Any violation raises OcxError naming the
+    limit.
+    """
+    data = _read_bounded_regular_file(path, CAPTURE_MAX_CATALOG_BYTES)
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise OcxError("catalog %s is not valid JSON: %s" % (path, exc))
+    except RecursionError:
+        raise OcxError("catalog %s is nested too deeply to parse" % path)
+    tools, body_choice = split_catalog(document)
+    choice = body_choice if tool_choice is None else tool_choice
+    notes = []
+    selected = filter_tools(normalize_tools(tools, notes), choice)
+    for note in notes:
+        log.info(note)
+    _check_capture_choice(choice, selected)
+    if len(selected) > CAPTURE_MAX_TOOLS:
+        raise OcxError("catalog limit: %d tools to advertise, at most %d"
+                       % (len(selected), CAPTURE_MAX_TOOLS))
+    for tool in selected:
+        _check_capture_schema(tool)
+    return selected, choice
+
+
+def _read_bounded_regular_file(path, limit):
+    # O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise OcxError("cannot open catalog %s: %s" % (path, exc.strerror or exc))
+    with os.fdopen(fd, "rb") as handle:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise OcxError("catalog limit: %s is not a regular file" % path)
+        if before.st_size > limit:
+            raise OcxError("catalog limit: %s is %d bytes, at most %d"
+                           % (path, before.st_size, limit))
+        data = handle.read(limit + 1)
+        after = os.fstat(fd)
+    if len(data) > limit:
+        raise OcxError("catalog limit: %s grew past %d bytes while being read" % (path, limit))
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) \
+            or len(data) != before.st_size:
+        raise OcxError("catalog %s changed while being read" % path)
+    return data
+
+
+def _check_capture_choice(choice, selected):
+    names = tool_choice_names(choice)
+    if names and not selected:
+        raise OcxError("tool_choice %s matches no tool in the catalog" % dumps(choice))
+    if choice in ("required", {"type": "any"}) and not selected:
+        raise OcxError("tool_choice requires a tool call but the catalog has no tool")
+
+
+def _check_capture_schema(tool):
+    stack = [(tool["input_schema"], 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > CAPTURE_MAX_SCHEMA_DEPTH:
+            raise OcxError("catalog limit: tool %s has an input schema deeper than %d levels"
+                           % (tool["wire_name"], CAPTURE_MAX_SCHEMA_DEPTH))
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                raise OcxError("catalog limit: tool %s has an external $ref %s; only local "
+                               "#/... references are allowed" % (tool["wire_name"], json.dumps(ref)))
+            stack.extend((value, depth + 1) for value in node.values()
+                         if isinstance(value, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
+
+
+def capture_aliases(wire_names):
+    """Map each wire name to an alias matching ``^[A-Za-z0-9_-]{1,40}$``.
+
+    A name that fits is its own alias and is reserved first.  The others get
+    a cleaned prefix plus 16 hex characters of the name's sha256, assigned
+    in sorted order and re-hashed on a clash, so the result does not depend
+    on catalog order.
+    """
+    aliases = {}
+    for name in wire_names:
+        if ALIAS_RE.match(name):
+            aliases[name] = name
+    taken = set(aliases.values())
+    for name in sorted(set(wire_names) - set(aliases)):
+        attempt = 0
+        alias = _hashed_alias(name, attempt)
+        while alias in taken:
+            attempt += 1
+            alias = _hashed_alias(name, attempt)
+        aliases[name] = alias
+        taken.add(alias)
+    return aliases
+
+
+def _hashed_alias(name, attempt):
+    seed = name if attempt == 0 else "%s\x00%d" % (name, attempt)
+    digest = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()
+    prefix = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:ALIAS_PREFIX_CHARS]
+    return "%s_%s" % (prefix, digest[:ALIAS_HASH_CHARS])
+
+
+def capture_allowed_tools(server_name, aliases):
+    """The exact ``--allowedTools`` value: ``mcp__<server>__<alias>``, comma-joined."""
+    return ",".join("mcp__%s__%s" % (server_name, alias) for alias in aliases)
+
+
+class CaptureSession:
+    """One capture-only MCP session, independent of any transport.
+
+    ``handle_line`` takes one JSON-RPC line and returns the messages to send
+    back (possibly none).  Accepted calls and refusals are written to
+    ``out`` (a binary file) as NDJSON and flushed at once.  ``failed`` turns
+    true on the first refusal; the process then exits with status 3.
+    """
+
+    def __init__(self, tools, out, server_name="opencodex", max_calls=16,
+                 max_argument_bytes=65536, reply="pending", page_size=50):
+        self.out = out
+        self.server_name = server_name
+        self.max_calls = max_calls
+        self.max_argument_bytes = max_argument_bytes
+        self.reply = reply
+        self.page_size = page_size
+        aliases = capture_aliases([tool["wire_name"] for tool in tools])
+        self.by_alias = {}
+        self.listing = []
+        for tool in tools:
+            alias = aliases[tool["wire_name"]]
+            self.by_alias[alias] = tool
+            self.listing.append(_mcp_tool_entry(alias, tool))
+        self.initialized = False
+        self.calls = 0
+        self.failed = False
+
+    def aliases(self):
+        """Advertised aliases, in catalog order."""
+        return [entry["name"] for entry in self.listing]
+
+    def handle_line(self, line):
+        if line is None:
+            return [self._refuse(None, INVALID_REQUEST, "line_too_large",
+                                 "message longer than the line limit")]
+        if not line.strip():
+            return []
+        try:
+            message = parse_message(line)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return [self._refuse(None, PARSE_ERROR, "parse_error", "line is not JSON")]
+        if isinstance(message, list):
+            replies = [reply for reply in map(self.handle, message) if reply is not None]
+            return [replies] if replies else []
+        reply = self.handle(message)
+        return [] if reply is None else [reply]
+
+    def handle(self, message):
+        """Answer one JSON-RPC message; None when nothing is to be sent."""
+        kind = message_kind(message)
+        if kind == "response":
+            return None  # this server sends no requests; a stray answer changes nothing
+        if kind is None:
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            return self._refuse(msg_id, INVALID_REQUEST, "invalid_request",
+                                "not a JSON-RPC request or notification")
+        method = message["method"]
+        if kind == "notification":
+            if method == "tools/call":
+                return self._refuse(None, INVALID_REQUEST, "invalid_request",
+                                    "tools/call sent as a notification (no id)")
+            return None
+        msg_id = message["id"]
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if method == "initialize":
+            return self._initialize(msg_id, params)
+        if method == "ping":
+            return _result(msg_id, {})
+        if method == "tools/call":
+            return self._call(msg_id, params)
+        if not self.initialized:
+            return error_response(msg_id, INVALID_REQUEST, "server not initialized")
+        if method == "tools/list":
+            return self._list(msg_id, params)
+        return error_response(msg_id, METHOD_NOT_FOUND, "method not found: %s" % method)
+
+    def _initialize(self, msg_id, params):
+        requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        version = requested if requested in CAPTURE_PROTOCOL_VERSIONS else CAPTURE_PROTOCOL_VERSIONS[0]
+        self.initialized = True
+        return _result(msg_id, {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": self.server_name, "version": __version__},
+            "instructions": "Tools here are captured for the client to run; results come in "
+                            "the next turn.",
+        })
+
+    def _list(self, msg_id, params):
+        cursor = params.get("cursor") if isinstance(params, dict) else None
+        start = 0
+        if cursor is not None:
+            if not isinstance(cursor, str) or not cursor.isdigit() \
+                    or int(cursor) > len(self.listing):
+                return error_response(msg_id, INVALID_PARAMS, "invalid cursor")
+            start = int(cursor)
+        end = start + self.page_size
+        result = {"tools": self.listing[start:end]}
+        if end < len(self.listing):
+            result["nextCursor"] = str(end)
+        return _result(msg_id, result)
+
+    def _call(self, msg_id, params):
+        name = params.get("name") if isinstance(params, dict) else None
+        if not self.initialized:
+            return self._refuse(msg_id, INVALID_REQUEST, "not_initialized",
+                                "tools/call before initialize", name)
+        tool = self.by_alias.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool",
+                                "unknown tool: %s" % _short(name), name)
+        arguments = params.get("arguments", {})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments",
+                                "arguments must be a JSON object", name)
+        text = dumps(arguments)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > self.max_argument_bytes:
+            return self._refuse(msg_id, INVALID_PARAMS, "arguments_too_large",
+                                "arguments are %d bytes, over --max-argument-bytes %d"
+                                % (size, self.max_argument_bytes), name)
+        if self.calls >= self.max_calls:
+            return self._refuse(msg_id, CAPTURE_REFUSED, "too_many_calls",
+                                "more than --max-calls %d calls in this session" % self.max_calls,
+                                name)
+        record = _call_record(tool, arguments, text)
+        if record is None:
+            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments",
+                                "freeform tool %s takes one string argument \"input\""
+                                % tool["wire_name"], name)
+        self.calls += 1
+        self._write(record)
+        log.info("captured %s: %s" % (record["call_id"], tool["wire_name"]))
+        if self.reply == "pending":
+            return None  # the outer client ends the turn; this call is never answered
+        return _result(msg_id, {"content": [{"type": "text", "text": (
+            "Call %s to %s was captured; the client will run it and report the result in "
+            "the next turn." % (record["call_id"], tool["wire_name"]))}], "isError": False})
+
+    def _refuse(self, msg_id, code, reason, message, name=None):
+        self.failed = True
+        record = {"type": "capture_error", "reason": reason, "message": message}
+        if name is not None:
+            record["name"] = name
+        if msg_id is not None:
+            record["request_id"] = msg_id
+        self._write(record)
+        log.warning("refused: %s" % message)
+        return error_response(msg_id, code, message, {"reason": reason})
+
+    def _write(self, record):
+        self.out.write(encode_message(record))
+        self.out.flush()
+
+
+def _result(msg_id, result):
+    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+
+
+def _short(value):
+    text = value if isinstance(value, str) else dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _mcp_tool_entry(alias, tool):
+    entry = {"name": alias}
+    if alias != tool["wire_name"]:
+        entry["title"] = tool["wire_name"]
+    if tool["description"]:
+        entry["description"] = tool["description"]
+    entry["inputSchema"] = tool["input_schema"]
+    return entry
+
+
+def _call_record(tool, arguments, text):
+    """The Responses output item for an accepted call; None for a bad freeform call."""
+    call_id = "call_" + os.urandom(12).hex()
+    if tool.get("freeform"):
+        # A freeform (custom) tool is answered as a custom_tool_call carrying the raw input.
+        if set(arguments) != set(["input"]) or not isinstance(arguments["input"], str):
+            return None
+        return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"],
+                "input": arguments["input"]}
+    return {"type": "function_call", "call_id": call_id, "name": tool["wire_name"],
+            "arguments": text}
+
+
+def open_capture_output(spec):
+    """``--out``: FILE (appended to) or ``fd:N``; stdout and ``-`` are refused."""
+    if spec in ("-", "fd:1", "/dev/stdout"):
+        raise UsageError("--out cannot be standard output: stdout carries the MCP channel")
+    if spec.startswith("fd:"):
+        if not spec[3:].isdigit():
+            raise UsageError("--out fd:N needs a file descriptor number, got %r" % spec)
+        number = int(spec[3:])
+        if number in (0, 1):
+            raise UsageError("--out fd:%d is the MCP channel" % number)
+        try:
+            os.fstat(number)
+            return os.fdopen(number, "wb")
+        except OSError as exc:
+            raise UsageError("--out %s is not an open file descriptor (%s)"
+                             % (spec, exc.strerror or exc))
+    try:
+        return open(spec, "ab")
+    except OSError as exc:
+        raise OcxError("cannot open --out %s: %s" % (spec, exc.strerror or exc))
+
+
+def read_capped_lines(stream, limit):
+    """Yield lines from a binary stream without CR/LF; None for a line over ``limit``."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(limit + 1)  # drop the rest of the oversized line
+            yield None
+            continue
+        yield line.rstrip(b"\r\n")
+
+
+def serve_capture(session, stdin, stdout, line_limit):
+    """Run ``session`` over binary streams until stdin closes; return the exit status."""
+    for line in read_capped_lines(stdin, line_limit):
+        for reply in session.handle_line(line):
+            try:
+                stdout.write(encode_message(reply))
+                stdout.flush()
+            except (BrokenPipeError, ValueError):
+                log.warning("the MCP client closed stdout; stopping")
+                return CAPTURE_EXIT_REFUSED if session.failed else 0
+    if session.failed:
+        log.warning("session had refused calls: exit status %d" % CAPTURE_EXIT_REFUSED)
+        return CAPTURE_EXIT_REFUSED
+    return 0
 
 
 # ---------------------------------------------------------------------------
@@ -1591,7 +1972,124 @@ def register_protobuf_commands(sub):
                         "characters as base64, anything else as raw bytes (default: %(default)s)")
     p.set_defaults(handler=cmd_decode)
 
-# (issue 5: capture command)
+def positive_int(text):
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return value
+
+
+def capture_line_limit(max_argument_bytes):
+    # Escaped JSON can be six times its text; leave room for the envelope.
+    return max(4 * 1024 * 1024, 8 * max_argument_bytes)
+
+
+def capture_config(args):
+    """The ``mcpServers`` JSON an agent CLI takes with ``--mcp-config``."""
+    out = args.out
+    if out is None:
+        out = os.path.splitext(os.path.abspath(args.catalog))[0] + ".calls.ndjson"
+        log.info("no --out given: captured calls will go to %s" % out)
+    if out.startswith("fd:"):
+        raise UsageError("--print-config needs --out FILE: the agent CLI starts the server and "
+                         "passes it no extra file descriptors")
+    argv = [os.path.abspath(__file__), "capture",
+            "--catalog", os.path.abspath(args.catalog),
+            "--out", os.path.abspath(out),
+            "--server-name", args.server_name,
+            "--max-calls", str(args.max_calls),
+            "--max-argument-bytes", str(args.max_argument_bytes),
+            "--reply", args.reply,
+            "--page-size", str(args.page_size)]
+    if args.tool_choice is not None:
+        argv.extend(["--tool-choice", args.tool_choice])
+    server = {"type": "stdio", "command": sys.executable or "python3", "args": argv}
+    return {"mcpServers": {args.server_name: server}}
+
+
+def cmd_capture(args):
+    """``capture``: serve the capture-only MCP bridge, or print how to configure it."""
+    if not SERVER_NAME_RE.match(args.server_name):
+        raise UsageError("--server-name must match [A-Za-z0-9_-]{1,17} so that "
+                         "mcp__<server>__<tool> stays within 64 characters")
+    printing = args.print_config or args.print_allowed_tools
+    if not printing and args.out is None:
+        raise UsageError("--out FILE|fd:N is required: stdout carries the MCP channel")
+    if args.out is not None and args.out in ("-", "fd:1", "/dev/stdout"):
+        raise UsageError("--out cannot be standard output: stdout carries the MCP channel")
+    tool_choice = None if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
+    tools, _ = load_capture_catalog(args.catalog, tool_choice)
+    names = [tool["wire_name"] for tool in tools]
+    mapping = capture_aliases(names)
+    aliases = [mapping[name] for name in names]
+    allowed = capture_allowed_tools(args.server_name, aliases)
+    if printing:
+        if args.print_config:
+            text = json.dumps(capture_config(args), indent=2, ensure_ascii=False) + "\n"
+            sys.stdout.buffer.write(text.encode("utf-8"))
+            log.info("pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config "
+                     "--allowedTools %s" % allowed)
+        if args.print_allowed_tools:
+            sys.stdout.buffer.write(allowed.encode("utf-8") + b"\n")
+        sys.stdout.buffer.flush()
+        return 0
+    out = open_capture_output(args.out)
+    try:
+        session = CaptureSession(tools, out, args.server_name, args.max_calls,
+                                 args.max_argument_bytes, args.reply, args.page_size)
+        log.info("capture: MCP server %s advertises %d tools; calls go to %s, nothing runs"
+                 % (args.server_name, len(tools), args.out))
+        return serve_capture(session, sys.stdin.buffer, sys.stdout.buffer,
+                             capture_line_limit(args.max_argument_bytes))
+    finally:
+        out.close()
+
+
+def register_capture_command(sub):
+    """Add ``capture`` to the subcommand parser ``sub``."""
+    p = sub.add_parser(
+        "capture", help="capture-only MCP server: advertise a tool catalog, record calls, "
+                        "never execute",
+        description="Serve MCP over stdio for an agent CLI run with its built-in tools off. "
+                    "The server advertises exactly the catalog's tools and writes each "
+                    "tools/call as an OpenAI Responses function_call line to --out; nothing "
+                    "is executed. Refused calls are written as capture_error lines and make "
+                    "the exit status 3.")
+    p.add_argument("--catalog", metavar="FILE", required=True,
+                   help="tools as a Responses/Chat/Anthropic request body, a tools array or an "
+                        "MCP tools/list result; regular file, at most 2 MiB and 128 tools "
+                        "(required, no default)")
+    p.add_argument("--tool-choice", metavar="JSON",
+                   help="auto, none, required or a JSON tool_choice object (default: the "
+                        "catalog's own tool_choice, else every tool)")
+    p.add_argument("--out", metavar="FILE|fd:N",
+                   help="captured calls as NDJSON, appended to FILE or written to an inherited "
+                        "descriptor; never stdout (required to serve; default with "
+                        "--print-config: <catalog>.calls.ndjson)")
+    p.add_argument("--server-name", metavar="NAME", default="opencodex",
+                   help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
+    p.add_argument("--max-calls", metavar="N", type=positive_int, default=16,
+                   help="calls accepted per session; one more is refused (default: %(default)s)")
+    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=65536,
+                   help="largest accepted arguments object, as compact JSON "
+                        "(default: %(default)s)")
+    p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
+                   help="pending leaves each captured call unanswered so the outer client ends "
+                        "the turn; deferred answers that the call will run in the client "
+                        "(default: %(default)s)")
+    p.add_argument("--page-size", metavar="N", type=positive_int, default=50,
+                   help="tools per tools/list page (default: %(default)s)")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the mcpServers JSON for --mcp-config (allowed tools go to "
+                        "stderr) and exit (default: serve)")
+    p.add_argument("--print-allowed-tools", action="store_true",
+                   help="print the exact comma-joined --allowedTools list and exit "
+                        "(default: serve)")
+    p.set_defaults(handler=cmd_capture)
 
 # (issue 6: check command)
 
@@ -1603,7 +2101,7 @@ def build_parser():
     sub.required = True
     # (relay core: register relay commands)
     register_protobuf_commands(sub)
-    # (issue 5: register capture)
+    register_capture_command(sub)
     # (issue 6: register check)
     return parser
 
