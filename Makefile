@@ -17,3 +17,7 @@ test: $(VENV)/.deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+# Not a test: prints microseconds per 100-tool catalog (and google protobuf's ratio if importable).
+bench: $(VENV)/.deps
+	$(VPY) tests/bench/bench_protobuf.py
