@@ -3348,7 +3348,8 @@ class CatalogChecker:
                      "(80, then 100 in later versions)" % (count, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
-            size = len(encode_mcp_tools(valid))
+            # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
+            size = len(encode_mcp_tools(doubles_for_big_integers(valid)))
         except OcxError as exc:
             self.add("error", "/tools", "the catalog cannot be encoded as Cursor McpTools: %s" % exc, ("cursor",))
             return
@@ -3504,6 +3505,17 @@ class CatalogChecker:
         elif isinstance(value, dict):
             for key, item in value.items():
                 self.check_big_integers(item, pointer + json_pointer(key), tool)
+
+
+def doubles_for_big_integers(value):
+    """A copy with integers beyond 2^53 turned into floats (what a JSON client would send)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        return float(value)
+    if isinstance(value, list):
+        return [doubles_for_big_integers(item) for item in value]
+    if isinstance(value, dict):
+        return {key: doubles_for_big_integers(item) for key, item in value.items()}
+    return value
 
 
 def is_number(value):

@@ -1,0 +1,150 @@
+"""The check section: fixture servers with one broken catalog per rule, exact pointers and exit codes."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, PROXY
+
+import ocx_proxy as op
+
+CATALOGS = os.path.join(FIXTURES, "catalogs")
+SERVER = os.path.join(FIXTURES, "catalog_server.py")
+
+
+def run_check(catalog, *extra, server_name="srv"):
+    args = [sys.executable, PROXY, "check", "--json"]
+    if server_name:
+        args += ["--server-name", server_name]
+    args += list(extra) + ["stdio", "--", sys.executable, SERVER, os.path.join(CATALOGS, catalog + ".json")]
+    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    report = json.loads(proc.stdout.decode("utf-8")) if proc.stdout.strip() else None
+    return proc.returncode, report, proc.stderr.decode("utf-8")
+
+
+def pointers(report, severity=None):
+    return [(f["pointer"], f["severity"]) for f in report["findings"] if severity in (None, f["severity"])]
+
+
+def only(report, severity):
+    return [f for f in report["findings"] if f["severity"] == severity]
+
+
+def test_clean_catalog_exits_0_with_no_findings():
+    status, report, _ = run_check("clean")
+    assert status == 0 and report["findings"] == []
+    assert report["counts"] == {"tools": 2, "prompts": 1, "resources": 0, "resourceTemplates": 0}
+    assert report["server"] == {"name": "catalog", "version": "1"} and report["protocolVersion"] == "2025-11-25"
+    assert set(report["timings"]) == {"initialize", "tools/list", "prompts/list"}
+    assert report["cursorMcpToolsBytes"] > 0 and report["summary"] == {"error": 0, "warning": 0, "info": 0}
+
+
+@pytest.mark.parametrize("catalog,pointer,severity,clients,needle", [
+    ("required_missing", "/tools/0/inputSchema/required/1", "error", ["all"], "'y' is required"),
+    ("items_string", "/tools/0/inputSchema/properties/tags/items", "error", ["all"], '{"type": "string"}'),
+    ("bad_type", "/tools/0/inputSchema/properties/n/type", "error", ["all"], "invalid type"),
+    ("root_not_object", "/tools/0/inputSchema/type", "error", ["all"], "must have"),
+    ("empty_enum", "/tools/0/inputSchema/properties/mode/enum", "error", ["all"], "non-empty"),
+    ("min_gt_max", "/tools/0/inputSchema/properties/n/minimum", "error", ["all"], "greater than"),
+    ("bad_pattern", "/tools/0/inputSchema/properties/s/pattern", "warning", ["all"], "ECMA-262"),
+    ("dangling_ref", "/tools/0/inputSchema/properties/p/$ref", "error", ["all"], "does not resolve"),
+    ("big_integer", "/tools/0/inputSchema/properties/n/maximum", "warning", ["cursor", "claude-code"], "2^53"),
+    ("long_name", "/tools/0/name", "error", ["cursor"], "60 characters"),
+    ("duplicate", "/tools/1/name", "error", ["all"], "duplicate tool name"),
+    ("long_description", "/tools/0/description", "warning", ["claude-code"], "2048"),
+    ("many_tools", "/tools", "warning", ["cursor"], "first 40"),
+    ("too_big_for_cursor", "/tools", "error", ["cursor"], "McpTools would be"),
+    ("repeat_cursor", "/tools", "error", ["all"], "repeats cursor"),
+    ("bad_version", "/initialize/protocolVersion", "error", ["all"], "unknown protocol version"),
+])
+def test_each_rule_names_the_exact_pointer(catalog, pointer, severity, clients, needle):
+    status, report, err = run_check(catalog)
+    assert "Traceback" not in err
+    matches = [f for f in report["findings"]
+               if f["pointer"] == pointer and f["severity"] == severity and f["clients"] == clients]
+    assert matches, report["findings"]
+    assert needle in matches[0]["message"]
+    assert status == (1 if report["summary"]["error"] else 0)
+    assert status == (1 if severity == "error" else 0), report["findings"]
+
+
+def test_long_name_breaks_openai_rule_and_mcp_rule_separately():
+    _, report, _ = run_check("long_name")
+    assert [f["clients"] for f in report["findings"]] == [["codex", "openai"], ["cursor"]]
+
+
+def test_dotted_names_warn_for_openai_and_collide_after_sanitising():
+    status, report, _ = run_check("dotted_names")
+    assert status == 1
+    messages = {(f["pointer"], tuple(f["clients"])) for f in report["findings"]}
+    assert ("/tools/0/name", ("codex", "openai")) in messages
+    assert ("/tools", ("codex", "openai")) in messages
+
+
+def test_pagination_collects_all_pages():
+    _, report, _ = run_check("many_tools")
+    assert report["counts"]["tools"] == 60 and report["timings"]["tools/list"]["pages"] == 2
+
+
+def test_client_filter_hides_findings_for_other_clients():
+    status, report, _ = run_check("long_description", "--client", "cursor")
+    assert report["findings"] == [] and status == 0
+
+
+def test_server_name_defaults_to_server_info():
+    _, report, _ = run_check("long_name", server_name=None)
+    cursor = [f for f in report["findings"] if f["clients"] == ["cursor"]][0]
+    assert "'catalog'" in cursor["message"]
+
+
+def test_human_report_groups_by_tool():
+    proc = subprocess.run([sys.executable, PROXY, "check", "stdio", "--", sys.executable, SERVER,
+                           os.path.join(CATALOGS, "required_missing.json")], stdout=subprocess.PIPE, timeout=60)
+    text = proc.stdout.decode("utf-8")
+    assert proc.returncode == 1
+    assert 'tool "a"' in text and "/tools/0/inputSchema/required/1" in text and "1 errors" in text
+
+
+def test_file_mode(tmp_path):
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        {"name": "x", "inputSchema": {"type": "object", "required": "x"}}]}}))
+    proc = subprocess.run([sys.executable, PROXY, "check", "--file", str(path), "--json", "--server-name", "s"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and pointers(report) == [("/tools/0/inputSchema/required", "error")]
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps([{"name": "ok", "inputSchema": {"type": "object"}}]))
+    proc = subprocess.run([sys.executable, PROXY, "check", "--file", str(array)], stdout=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 0 and b"pass --server-name" in proc.stdout
+
+
+@pytest.mark.parametrize("args,status,needle", [
+    (["check", "stdio", "--", "/nonexistent/binary"], 2, "could not start"),
+    (["check", "--file", "/nonexistent/file.json"], 2, "cannot read"),
+    (["check"], 2, "either --file"),
+    (["check", "--timeout", "1", "stdio", "--", sys.executable, "-c", "import time; time.sleep(30)"], 2, "within 1 s"),
+])
+def test_connection_failures_exit_2_with_the_reason(args, status, needle):
+    proc = subprocess.run([sys.executable, PROXY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == status and needle in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_json_report_schema_is_stable():
+    _, report, _ = run_check("required_missing")
+    assert sorted(report) == ["client", "counts", "cursorMcpToolsBytes", "findings", "protocolVersion", "server",
+                              "summary", "timings", "version"]
+    assert sorted(report["findings"][0]) == ["clients", "message", "pointer", "severity", "tool"]
+    assert report["version"] == 1
+
+
+def test_json_pointer_escaping_and_resolution():
+    assert op.json_pointer("a/b", "m~n", 3) == "/a~1b/m~0n/3"
+    doc = {"a/b": {"m~n": [0, 1, 2, "x"]}}
+    assert op.resolve_pointer(doc, "/a~1b/m~0n/3") == "x"
+    with pytest.raises(KeyError):
+        op.resolve_pointer(doc, "/missing")
