@@ -745,16 +745,30 @@ class Loop:
                 handlers = self.callbacks.get(key.fd, {})
                 for event in (selectors.EVENT_READ, selectors.EVENT_WRITE):
                     if mask & event and event in handlers:
-                        handlers[event]()
+                        self._call(handlers[event], ())
                         handlers = self.callbacks.get(key.fd, {})
             while self.posted:
                 callback, args = self.posted.popleft()
-                callback(*args)
+                self._call(callback, args)
             now = time.monotonic()
             while self.timers and self.timers[0][0] <= now:
                 timer = heapq.heappop(self.timers)[2]
                 if not timer.cancelled:
-                    timer.callback(*timer.args)
+                    self._call(timer.callback, timer.args)
+
+    @staticmethod
+    def _call(callback, args):
+        # A bug met by one message must not end the session for all the others.
+        try:
+            callback(*args)
+        except Exception as exc:
+            name = getattr(callback, "__qualname__", repr(callback))
+            log.error("internal error in %s: %s: %s (run with --log-level debug for details)"
+                      % (name, type(exc).__name__, exc))
+            if log.enabled("debug"):
+                import traceback
+
+                log.debug(traceback.format_exc())
 
     def close(self):
         self.selector.close()
@@ -4652,6 +4666,9 @@ def main(argv=None):
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # never a traceback for the user: one line, and how to see more
+        sys.stderr.write("ocx-proxy: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        return 1
 
 
 def main_exit():
