@@ -1545,10 +1545,6 @@ class CaptureSession:
         self.calls = 0
         self.failed = False
 
-    def aliases(self):
-        """Advertised aliases, in catalog order."""
-        return [entry["name"] for entry in self.listing]
-
     def handle_line(self, line):
         if line is None:
             return [self._refuse(None, INVALID_REQUEST, "line_too_large",

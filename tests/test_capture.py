@@ -417,6 +417,20 @@ def test_garbage_line_is_refused(client_factory, tmp_path):
     refused(client, out, "parse_error", ox.PARSE_ERROR)
 
 
+def test_oversized_line_is_refused_and_the_session_goes_on(client_factory, tmp_path):
+    out = tmp_path / "calls.ndjson"
+    client = client_factory("--catalog", CODEX, "--out", str(out))
+    client.initialize()
+    huge = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "exec_command", "arguments": {"cmd": "x" * (5 * 1024 * 1024)}}}
+    client.send(huge)
+    reply = client.recv()
+    assert reply["id"] is None and reply["error"]["data"]["reason"] == "line_too_large"
+    assert client.request("ping")["result"] == {}  # the rest of the line was skipped, not parsed
+    assert client.close() == 3
+    assert [record["reason"] for record in read_records(out)] == ["line_too_large"]
+
+
 def test_call_as_notification_is_refused(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
