@@ -2827,14 +2827,14 @@ def load_capture_catalog(path, tool_choice=None):
     choice = body_choice if tool_choice is None else tool_choice
     notes = []
     selected = filter_tools(normalize_tools(tools, notes), choice)
-    for note in notes:
-        log.info(note)
     _check_capture_choice(choice, selected)
     if len(selected) > CAPTURE_MAX_TOOLS:
         raise OcxError("catalog limit: %d tools to advertise, at most %d"
                        % (len(selected), CAPTURE_MAX_TOOLS))
     for tool in selected:
         _check_capture_schema(tool)
+    for note in notes:  # only once the catalog is accepted, so an error stays one line
+        log.info(note)
     return selected, choice
 
 
@@ -2845,21 +2845,36 @@ def _read_bounded_regular_file(path, limit):
         fd = os.open(path, flags)
     except OSError as exc:
         raise OcxError("cannot open catalog %s: %s" % (path, exc.strerror or exc))
-    with os.fdopen(fd, "rb") as handle:
+    try:
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise OcxError("catalog limit: %s is not a regular file" % path)
         if before.st_size > limit:
             raise OcxError("catalog limit: %s is %d bytes, at most %d"
                            % (path, before.st_size, limit))
-        data = handle.read(limit + 1)
+        data = _read_at_most(fd, limit + 1)
         after = os.fstat(fd)
+    except OSError as exc:
+        raise OcxError("cannot read catalog %s: %s" % (path, exc.strerror or exc))
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise OcxError("catalog limit: %s grew past %d bytes while being read" % (path, limit))
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) \
             or len(data) != before.st_size:
         raise OcxError("catalog %s changed while being read" % path)
     return data
+
+
+def _read_at_most(fd, size):
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
 
 
 def _check_capture_choice(choice, selected):
@@ -2951,10 +2966,6 @@ class CaptureSession:
         self.initialized = False
         self.calls = 0
         self.failed = False
-
-    def aliases(self):
-        """Advertised aliases, in catalog order."""
-        return [entry["name"] for entry in self.listing]
 
     def handle_line(self, line):
         if line is None:
@@ -3116,22 +3127,29 @@ def _call_record(tool, arguments, text):
             "arguments": text}
 
 
-def open_capture_output(spec):
-    """``--out``: FILE (appended to) or ``fd:N``; stdout and ``-`` are refused."""
-    if spec in ("-", "fd:1", "/dev/stdout"):
+def check_capture_output(spec):
+    """Refuse a bad ``--out`` before any work: ``-``, stdout, stdin, a closed fd:N."""
+    if spec in ("-", "/dev/stdout"):
         raise UsageError("--out cannot be standard output: stdout carries the MCP channel")
+    if not spec.startswith("fd:"):
+        return
+    if not spec[3:].isdigit():
+        raise UsageError("--out fd:N needs a file descriptor number, got %r" % spec)
+    number = int(spec[3:])
+    if number in (0, 1):
+        raise UsageError("--out fd:%d is the MCP channel" % number)
+    try:
+        os.fstat(number)
+    except OSError as exc:
+        raise UsageError("--out %s is not an open file descriptor (%s)"
+                         % (spec, exc.strerror or exc))
+
+
+def open_capture_output(spec):
+    """``--out``: FILE (appended to) or ``fd:N``; checked by check_capture_output first."""
+    check_capture_output(spec)
     if spec.startswith("fd:"):
-        if not spec[3:].isdigit():
-            raise UsageError("--out fd:N needs a file descriptor number, got %r" % spec)
-        number = int(spec[3:])
-        if number in (0, 1):
-            raise UsageError("--out fd:%d is the MCP channel" % number)
-        try:
-            os.fstat(number)
-            return os.fdopen(number, "wb")
-        except OSError as exc:
-            raise UsageError("--out %s is not an open file descriptor (%s)"
-                             % (spec, exc.strerror or exc))
+        return os.fdopen(int(spec[3:]), "wb")
     try:
         return open(spec, "ab")
     except OSError as exc:
@@ -4453,9 +4471,9 @@ def capture_config(args):
     if out is None:
         out = os.path.splitext(os.path.abspath(args.catalog))[0] + ".calls.ndjson"
         log.info("no --out given: captured calls will go to %s" % out)
-    if out.startswith("fd:"):
+    if out.startswith("fd:") or out in ("-", "/dev/stdout"):
         raise UsageError("--print-config needs --out FILE: the agent CLI starts the server and "
-                         "passes it no extra file descriptors")
+                         "passes it no extra file descriptors, and stdout is the MCP channel")
     argv = [os.path.abspath(__file__), "capture",
             "--catalog", os.path.abspath(args.catalog),
             "--out", os.path.abspath(out),
@@ -4478,8 +4496,8 @@ def cmd_capture(args):
     printing = args.print_config or args.print_allowed_tools
     if not printing and args.out is None:
         raise UsageError("--out FILE|fd:N is required: stdout carries the MCP channel")
-    if args.out is not None and args.out in ("-", "fd:1", "/dev/stdout"):
-        raise UsageError("--out cannot be standard output: stdout carries the MCP channel")
+    if args.out is not None and not args.print_config:
+        check_capture_output(args.out)
     tool_choice = None if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
     tools, _ = load_capture_catalog(args.catalog, tool_choice)
     names = [tool["wire_name"] for tool in tools]
