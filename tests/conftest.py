@@ -16,6 +16,21 @@ STDIO_SERVER = os.path.join(FIXTURES, "stdio_server.py")
 sys.path.insert(0, ROOT)
 
 
+def run_proxy(*args, stdin=b"", env=None, timeout=30):
+    """Run ``ocx_proxy.py ARGS`` to completion; returns the CompletedProcess (bytes)."""
+    return subprocess.run([sys.executable, PROXY] + list(args), input=stdin, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
+def assert_one_line_error(result, status=1):
+    """The CLI failed with ``status`` and exactly one ``ocx-proxy...`` line on stderr."""
+    assert result.returncode == status, result.stderr
+    text = result.stderr.decode()
+    assert "Traceback" not in text
+    assert text.count("\n") == 1 and text.startswith("ocx-proxy")
+    return text
+
+
 class RelayProcess:
     """``ocx_proxy.py stdio ... -- fixture server`` driven like an MCP client would."""
 

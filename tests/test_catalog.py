@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, PROXY
+from conftest import FIXTURES, PROXY, assert_one_line_error, run_proxy
 import ocx_proxy as ox
 
 H = bytes.fromhex
@@ -301,19 +301,6 @@ def test_display_name_round_trip_with_another_provider():
 
 
 # -- encode-tools CLI ---------------------------------------------------------------
-
-
-def run_proxy(*args, stdin=b""):
-    return subprocess.run([sys.executable, PROXY] + list(args), input=stdin,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-
-
-def assert_one_line_error(result, status=1):
-    assert result.returncode == status, result.stderr
-    text = result.stderr.decode()
-    assert "Traceback" not in text
-    assert text.count("\n") == 1 and text.startswith("ocx-proxy")
-    return text
 
 
 def test_cli_encode_hex_matches_hand_vector():

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PROXY
+from conftest import PROXY, assert_one_line_error, run_proxy
 import ocx_proxy as ox
 
 H = bytes.fromhex
@@ -492,19 +492,6 @@ def test_mutated_messages_decode_or_raise(tools, draw):
 
 
 # -- decode CLI -----------------------------------------------------------------
-
-
-def run_proxy(*args, stdin=b""):
-    return subprocess.run([sys.executable, PROXY] + list(args), input=stdin,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-
-
-def assert_one_line_error(result, status=1):
-    assert result.returncode == status, result.stderr
-    text = result.stderr.decode()
-    assert "Traceback" not in text
-    assert text.count("\n") == 1 and text.startswith("ocx-proxy")
-    return text
 
 
 def test_cli_decode_hex_from_stdin():
