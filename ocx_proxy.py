@@ -1875,12 +1875,12 @@ class RemoteUpstream(Upstream):
         self.initialize_line = None
         self.initialized_line = None
         self.sender = None
+        self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
 
     # -- loop thread -------------------------------------------------------
 
     def start(self):
-        self.sender = threading.Thread(target=self._sender_loop, name="ocx-http-sender", daemon=True)
-        self.sender.start()
+        self.sender = self.spawn("ocx-http-sender", self._sender_loop)
 
     def send(self, data):
         if self.exited or self.closing:
@@ -1919,7 +1919,7 @@ class RemoteUpstream(Upstream):
             return
         self.closing = True
         self.outbox.put(None)
-        threading.Thread(target=self._close_thread, name="ocx-http-close", daemon=True).start()
+        self.spawn("ocx-http-close", self._close_thread)
 
     def _deliver(self, line):
         if not self.exited:
@@ -1935,6 +1935,47 @@ class RemoteUpstream(Upstream):
         self.on_exit(description)
 
     # -- any thread --------------------------------------------------------
+
+    def spawn(self, name, target, *args):
+        """Run ``target(*args)`` in a daemon thread; a bug there is logged, never a traceback."""
+        def run():
+            try:
+                target(*args)
+            except Exception as exc:
+                self.note("error", "internal error in %s: %r" % (name, exc))
+                self.thread_crashed(exc)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def thread_crashed(self, exc):
+        """Hook: a helper thread died of an unexpected exception."""
+
+    def http(self, method, parts, headers, body=None, on_written=None, timeout=None):
+        """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
+
+        A redirect to another origin is returned as is: the caller reports it,
+        and our credentials never travel to a different host.
+        """
+        from urllib.parse import urljoin, urlsplit
+
+        for hop in range(4):
+            conn, resp = self.pool.exchange(method, parts, headers, body, on_written, timeout)
+            location = resp.getheader("Location") if resp.status in (307, 308) else None
+            if not location or hop == 3:
+                return conn, resp
+            target = urlsplit(urljoin(parts.geturl(), location))
+            if origin_of(target) != origin_of(parts):
+                return conn, resp
+            read_limited(resp)
+            self.pool.release(conn, resp)
+            if parts == self.target:
+                self.target = target
+                log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
+                    redact_url(parts.geturl(), self.config.secrets), redact_url(target.geturl(), self.config.secrets)))
+            parts = target
+        return conn, resp
 
     def report_exit(self, description):
         self.stopping.set()
@@ -1960,7 +2001,9 @@ class RemoteUpstream(Upstream):
         if exchange.swallow:
             return
         if not ids:
-            if exchange.method and not self.stopping.is_set():
+            if exchange.has_requests:
+                log.debug("%s: %s (already answered or cancelled)" % (exchange.method, reason))
+            elif exchange.method and not self.stopping.is_set():
                 self.note("warning", "could not deliver %s to the server: %s" % (exchange.method, reason))
             return
         self.note("warning", "%s failed: %s" % (exchange.method, reason))
@@ -2075,8 +2118,7 @@ class RemoteUpstream(Upstream):
                         for key in exchange.outstanding:
                             self.inflight[key] = exchange
                     self._before_request(exchange)
-                    threading.Thread(target=self._worker, args=(exchange,), name="ocx-http-post",
-                                     daemon=True).start()
+                    self.spawn("ocx-http-post", self._worker, exchange)
                     earlier = [event for event in earlier if not event.is_set()]
                     earlier.append(exchange.written)
                 else:
@@ -2173,7 +2215,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
         try:
-            conn, resp = self.pool.exchange("POST", self.config.parts, headers, exchange.line,
+            conn, resp = self.http("POST", self.target, headers, exchange.line,
                                             on_written=exchange.written.set)
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
@@ -2268,7 +2310,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
             headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
             try:
-                conn, resp = self.pool.exchange("GET", self.config.parts, headers)
+                conn, resp = self.http("GET", self.target, headers)
             except (OSError, http.client.HTTPException) as exc:
                 log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
                 outcome = "dropped"
@@ -2325,8 +2367,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             old, self.get_conn = self.get_conn, None
         if old is not None:
             self.pool.abort(old)
-        threading.Thread(target=self._get_stream_loop, args=(generation,), name="ocx-http-get",
-                         daemon=True).start()
+        self.spawn("ocx-http-get", self._get_stream_loop, generation)
 
     def _get_stream_loop(self, generation):
         import http.client
@@ -2338,7 +2379,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
             session_used = self.session_id
             try:
-                conn, resp = self.pool.exchange("GET", self.config.parts, headers)
+                conn, resp = self.http("GET", self.target, headers)
             except (OSError, http.client.HTTPException) as exc:
                 failures += 1
                 log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
@@ -2356,8 +2397,10 @@ class StreamableHttpUpstream(RemoteUpstream):
                 if resp.status != 200 or content_type(resp) != "text/event-stream":
                     body = read_limited(resp)
                     self.pool.release(conn, resp)
-                    failures += 1
                     log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
+                    if 400 <= resp.status < 500 and resp.status not in (408, 429):
+                        return  # the server does not want one: no retries, no noise
+                    failures += 1
                 else:
                     with self.lock:
                         if not current():
@@ -2414,7 +2457,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             return
         headers = self.request_headers(accept=ACCEPT_BOTH, body=False)
         try:
-            conn, resp = self.pool.exchange("DELETE", self.config.parts, headers,
+            conn, resp = self.http("DELETE", self.target, headers,
                                             timeout=min(self.config.timeout or DELETE_TIMEOUT, DELETE_TIMEOUT))
             body = read_limited(resp)
             self.pool.discard(conn)
@@ -2448,7 +2491,11 @@ class SseUpstream(RemoteUpstream):
     def start(self):
         self.gate.hold("endpoint")
         RemoteUpstream.start(self)
-        threading.Thread(target=self._stream_loop, name="ocx-sse-stream", daemon=True).start()
+        self.spawn("ocx-sse-stream", self._stream_loop)
+
+    def thread_crashed(self, exc):
+        if not self.stopping.is_set():
+            self.report_exit("ocx-proxy internal error in the SSE transport: %r" % exc)
 
     def _stream_loop(self):
         failures, delay = 0, RECONNECT_INITIAL
@@ -2486,7 +2533,7 @@ class SseUpstream(RemoteUpstream):
         headers = self.config.headers([("Accept", "text/event-stream"), ("Cache-Control", "no-cache")])
         log.debug("GET %s (%s)" % (self.config.display_url, self.config.describe_headers(headers)))
         try:
-            conn, resp = self.pool.exchange("GET", self.config.parts, headers)
+            conn, resp = self.http("GET", self.target, headers)
         except (OSError, http.client.HTTPException) as exc:
             return "failed", describe_http_exception(exc, self.config)
         if resp.status != 200 or content_type(resp) != "text/event-stream":
@@ -2525,7 +2572,7 @@ class SseUpstream(RemoteUpstream):
     def _take_endpoint(self, data, conn):
         from urllib.parse import urljoin, urlsplit
 
-        target = urljoin(self.config.url, data.decode("utf-8", "replace").strip())
+        target = urljoin(self.target.geturl(), data.decode("utf-8", "replace").strip())
         parts = urlsplit(target)
         if origin_of(parts) != origin_of(self.config.parts):
             return ("refusing the SSE endpoint %s: it is not on the same origin as %s (scheme, host and "
@@ -2538,7 +2585,7 @@ class SseUpstream(RemoteUpstream):
             request = json.loads(self.initialize_line.decode("utf-8"))
             request["id"] = self.replay_id = "%s%d" % (REINIT_ID_PREFIX, self.replays)
             replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
-            threading.Thread(target=self._post_replay, args=(replay,), daemon=True).start()
+            self.spawn("ocx-sse-replay", self._post_replay, replay)
         else:
             if not self.connected_once:
                 log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
@@ -2572,7 +2619,7 @@ class SseUpstream(RemoteUpstream):
             self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
         if self.initialized_line is not None:
             note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
-            threading.Thread(target=self._post_then_open, args=(note,), daemon=True).start()
+            self.spawn("ocx-sse-replay", self._post_then_open, note)
         else:
             self.gate.release("endpoint")
         return True
@@ -2595,7 +2642,7 @@ class SseUpstream(RemoteUpstream):
             return self.fail_exchange(exchange, "the SSE stream from the server is down")
         headers = self.config.headers([("Content-Type", "application/json")])
         try:
-            conn, resp = self.pool.exchange("POST", endpoint, headers, exchange.line, on_written=exchange.written.set)
+            conn, resp = self.http("POST", endpoint, headers, exchange.line, on_written=exchange.written.set)
         except (OSError, http.client.HTTPException) as exc:
             return self.fail_exchange(exchange, "could not reach %s: %s" % (
                 self.config.display_url, describe_http_exception(exc, self.config)))

@@ -400,6 +400,27 @@ def test_get_stream_delivers_server_initiated_messages(server, remote):
     relay.close()
 
 
+def test_get_stream_reconnects_with_last_event_id(server, remote):
+    srv = server(reply="json", get_stream="sse", get_close_after=1, retry_ms=100)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    for n in range(2):
+        relay.call("notify_get")
+        assert relay.recv(timeout=5)["params"]["data"] == "via GET"
+    assert srv.resumed == ["get-1"] or srv.resumed[:1] == ["get-1"]
+    relay.close()
+
+
+def test_same_origin_redirect_is_followed(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.base + "/old-mcp")
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "moved"})) == "moved"
+    relay.close()
+    assert len(srv.seen("POST", lambda r: r["path"] == "/old-mcp")) == 1  # later requests go to /mcp
+    assert "redirects to" in relay.stderr
+
+
 def test_get_405_and_delete_405_are_fine(server, remote):
     srv = server(reply="json", get_stream="405", delete="405")
     relay = remote("streamable-http", srv.url)
