@@ -1247,6 +1247,7 @@ FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST tha
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
 SECRET_HEADER_RE = re.compile(r"^(authorization|proxy-authorization|cookie|x-api-key)$", re.I)
+QUERY_SECRET_RE = re.compile(r"key|token|secret|pass|auth|sig|session|code|credential", re.I)
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 
@@ -1378,7 +1379,7 @@ def redact_url(url, secrets=()):
         query = parts.query
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, REDACTED if SECRET_KEY_RE.search(k) else v) for k, v in pairs], safe="[]")
+            query = urlencode([(k, REDACTED if QUERY_SECRET_RE.search(k) else v) for k, v in pairs], safe="[]")
         text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError:
         text = "(unparsable URL)"

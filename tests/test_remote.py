@@ -668,3 +668,9 @@ def test_https_through_a_connect_tunnel(tls_server, remote, proxy, certs):
     assert text_of(relay.call("echo", {"text": "tunnelled"})) == "tunnelled"
     relay.close()
     assert prx.log and prx.log[0][0] == "CONNECT" and prx.log[0][1] == "127.0.0.1:%d" % tls_server.port
+
+
+def test_urls_in_logs_lose_passwords_and_secret_query_values():
+    shown = ocx_proxy.redact_url("https://u:pw@h.example/mcp?key=abc123&page=2&access_token=zz9")
+    assert "pw" not in shown and "abc123" not in shown and "zz9" not in shown
+    assert "page=2" in shown and "h.example/mcp" in shown
