@@ -431,6 +431,19 @@ def test_get_405_and_delete_405_are_fine(server, remote):
     assert srv.seen("DELETE")
 
 
+def test_closing_stdin_lets_an_answer_in_flight_arrive_then_deletes(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 88, "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 0.5}}})
+    time.sleep(0.1)
+    assert relay.close() == 0
+    answers = [json.loads(line) for line in relay.raw_lines]
+    assert any(a.get("id") == 88 and a.get("result") for a in answers)
+    assert srv.seen("DELETE")
+
+
 def test_cancelled_request_is_forwarded_and_abandoned(server, remote):
     srv = server(reply="sse")
     relay = remote("streamable-http", srv.url)
