@@ -10,7 +10,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
