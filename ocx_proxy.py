@@ -23,6 +23,7 @@ Layout of this file (each section only uses the ones above it):
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
+    remote upstreams  Streamable HTTP and legacy SSE over http.client, proxies, TLS
     relay             request tracking, timeouts, restarts, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -1234,6 +1235,1488 @@ class StdioUpstream(Upstream):
                     pipe.close()
                 except OSError:
                     pass
+
+
+# ---------------------------------------------------------------------------
+# Remote upstreams: Streamable HTTP and legacy SSE (http.client)
+# ---------------------------------------------------------------------------
+
+# Worker threads do the blocking http.client work; everything they learn goes
+# to the loop thread through ``loop.post``.  One SSE parser serves both
+# transports, and ``RemoteUpstream.fail_exchange`` is the one place where an
+# HTTP failure becomes a JSON-RPC error for the client.
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
+RECONNECT_FACTOR = 1.5
+RECONNECT_MAX = 30.0
+RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
+ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
+EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
+CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
+DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
+MAX_IDLE_CONNECTIONS = 8
+REINIT_ID_PREFIX = "ocx-proxy-reinit-"
+FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
+HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
+SECRET_HEADER_RE = re.compile(r"^(authorization|proxy-authorization|cookie|x-api-key)$", re.I)
+QUERY_SECRET_RE = re.compile(r"key|token|secret|pass|auth|sig|session|code|credential", re.I)
+MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
+                             "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
+
+
+def remote_key(msg_id):
+    """Dictionary key for a JSON-RPC id (1 and "1" differ), as the relay keys them."""
+    return (isinstance(msg_id, str), msg_id)
+
+
+class SseEvent:
+    """One dispatched server-sent event: type, data (bytes) and the last event id."""
+
+    __slots__ = ("event", "data", "last_id")
+
+    def __init__(self, event, data, last_id):
+        self.event = event
+        self.data = data
+        self.last_id = last_id
+
+
+class SseParser:
+    """Incremental ``text/event-stream`` parser (the WHATWG rules both transports need).
+
+    Lines end in CRLF, LF or CR; ``:`` starts a comment; ``data`` lines are
+    joined with LF; ``id`` (without NUL) sets the last event id, which also
+    survives events with empty data (the 2025-11-25 priming event); ``retry``
+    takes ASCII digits only.  Data stays bytes so that a result is relayed
+    byte-exact.  ``reset_stream()`` starts a new connection but keeps the last
+    event id and retry for resumption.
+    """
+
+    LINE_END = re.compile(b"[\r\n]")
+
+    def __init__(self, last_id=None):
+        self.last_id = last_id
+        self.retry = None        # milliseconds, from the last valid retry: field
+        self.reset_stream()
+
+    def reset_stream(self):
+        self.buffer = bytearray()
+        self.scanned = 0
+        self.first_line = True
+        self.id_buffer = self.last_id
+        self.data = []
+        self.event = b""
+
+    def feed(self, chunk):
+        """Add bytes; return the list of complete events (``SseEvent``)."""
+        buf = self.buffer
+        buf += chunk
+        events = []
+        start = 0
+        while True:
+            match = self.LINE_END.search(buf, max(start, self.scanned))
+            if match is None:
+                break
+            pos = match.start()
+            if buf[pos] == 13:
+                if pos + 1 == len(buf):
+                    break  # a CR at the very end: an LF may follow in the next chunk
+                end = pos + 2 if buf[pos + 1] == 10 else pos + 1
+            else:
+                end = pos + 1
+            event = self._line(bytes(buf[start:pos]))
+            if event is not None:
+                events.append(event)
+            start = end
+        if start:
+            del buf[:start]
+        self.scanned = max(0, len(buf) - 1) if buf.endswith(b"\r") else len(buf)
+        return events
+
+    def _line(self, line):
+        if self.first_line:
+            self.first_line = False
+            if line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+        if not line:
+            return self._dispatch()
+        if line[:1] == b":":
+            return None
+        colon = line.find(b":")
+        if colon >= 0:
+            field, value = line[:colon], line[colon + 1:]
+            if value[:1] == b" ":
+                value = value[1:]
+        else:
+            field, value = line, b""
+        if field == b"data":
+            self.data.append(value)
+        elif field == b"event":
+            self.event = value
+        elif field == b"id":
+            if b"\0" not in value:
+                self.id_buffer = value.decode("utf-8", "replace")
+        elif field == b"retry":
+            if value.isdigit():
+                self.retry = int(value)
+        return None
+
+    def _dispatch(self):
+        self.last_id = self.id_buffer
+        data, event = self.data, self.event
+        self.data, self.event = [], b""
+        if not data:
+            return None
+        return SseEvent(event.decode("utf-8", "replace") or "message", b"\n".join(data), self.last_id)
+
+
+def origin_of(parts):
+    """(scheme, host, port) of a ``urllib.parse.SplitResult``, default ports filled in."""
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or (443 if scheme == "https" else 80)
+
+
+def redact_url(url, secrets=()):
+    """A URL fit for a log line: no password, secret-looking query values masked."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = REDACTED + "@" + netloc.rpartition("@")[2]
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            query = urlencode([(k, REDACTED if QUERY_SECRET_RE.search(k) else v) for k, v in pairs], safe="[]")
+        text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        text = "(unparsable URL)"
+    return scrub_secrets(text, secrets)
+
+
+def scrub_secrets(text, secrets):
+    for secret in secrets:
+        if secret and len(secret) >= 3:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def parse_header_option(text, environ=None):
+    """``NAME=VALUE`` or ``NAME: VALUE`` -> (name, value, secret); ``${VAR}`` expands."""
+    colon, equals = text.find(":"), text.find("=")
+    cuts = [i for i in (colon, equals) if i > 0]
+    if not cuts:
+        raise UsageError("--header expects NAME=VALUE or 'NAME: VALUE', got %r" % text)
+    cut = min(cuts)
+    name, template = text[:cut].strip(), text[cut + 1:].strip()
+    if not HEADER_NAME_RE.match(name):
+        raise UsageError("--header %r: %r is not a valid header name" % (text, name))
+    if name.lower() in MANAGED_HEADERS:
+        raise UsageError("--header %s: ocx-proxy sets this header itself" % name)
+    value = expand_env_refs(template, environ)
+    if "\r" in value or "\n" in value:
+        raise UsageError("--header %s: the value contains a line break" % name)
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise UsageError("--header %s: HTTP header values must be Latin-1 text" % name)
+    secret = bool(ENV_REF_RE.search(template)) or bool(SECRET_HEADER_RE.match(name))
+    return name, value, secret
+
+
+class ProxyInfo:
+    """An HTTP proxy from HTTPS_PROXY / HTTP_PROXY: where it is and how to log in."""
+
+    def __init__(self, host, port, auth, display, variable):
+        self.host = host
+        self.port = port
+        self.auth = auth          # "Basic ..." or None
+        self.display = display    # for log lines, without credentials
+        self.variable = variable
+
+
+def no_proxy_matches(host, port, no_proxy):
+    """True when ``host`` is listed in NO_PROXY (names, .suffixes, IPs, CIDR blocks, :port, ``*``)."""
+    import ipaddress
+
+    host = host.lower().strip("[]")
+    for entry in no_proxy.replace(" ", ",").split(","):
+        entry = entry.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        entry_port = None
+        if entry.count(":") == 1 or (entry.startswith("[") and "]:" in entry):
+            entry, _, entry_port = entry.rpartition(":")
+            if not entry_port.isdigit():
+                continue
+        if entry_port is not None and int(entry_port) != port:
+            continue
+        entry = entry.strip("[]")
+        if "/" in entry:
+            try:
+                if ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False):
+                    return True
+            except ValueError:
+                pass
+            continue
+        entry = entry[2:] if entry.startswith("*.") else entry.lstrip(".")
+        if host == entry or host.endswith("." + entry):
+            return True
+    return False
+
+
+def proxy_for(parts, environ=None):
+    """The proxy to use for a target URL, or None (NO_PROXY, or no proxy variable)."""
+    from urllib.parse import unquote, urlsplit
+
+    environ = os.environ if environ is None else environ
+    scheme = parts.scheme.lower()
+    names = ("https_proxy", "HTTPS_PROXY") if scheme == "https" else ("http_proxy", "HTTP_PROXY")
+    variable = next((n for n in names if environ.get(n, "").strip()), None)
+    if variable is None:
+        return None
+    no_proxy = environ.get("no_proxy") or environ.get("NO_PROXY") or ""
+    _, host, port = origin_of(parts)
+    if no_proxy and no_proxy_matches(host, port, no_proxy):
+        return None
+    raw = environ[variable].strip()
+    proxy = urlsplit(raw if "://" in raw else "http://" + raw)
+    if proxy.scheme.lower() != "http":
+        raise UsageError("%s=%s: only http:// proxies are supported (an https target still gets a "
+                         "CONNECT tunnel through them)" % (variable, redact_url(raw)))
+    try:
+        proxy_port = proxy.port or 80
+    except ValueError:
+        raise UsageError("%s has an invalid port" % variable)
+    if not proxy.hostname:
+        raise UsageError("%s=%s has no host" % (variable, redact_url(raw)))
+    auth = None
+    if proxy.username is not None:
+        credentials = "%s:%s" % (unquote(proxy.username), unquote(proxy.password or ""))
+        auth = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+    display = "http://%s:%d" % (proxy.hostname, proxy_port)
+    return ProxyInfo(proxy.hostname, proxy_port, auth, display, variable)
+
+
+class RemoteConfig:
+    """What both remote transports need: the URL, headers, timeouts, TLS and proxy settings."""
+
+    def __init__(self, url, headers=(), timeout=120.0, sse_read_timeout=300.0, cacert=None,
+                 insecure=False, environ=None):
+        from urllib.parse import unquote, urlsplit
+
+        self.environ = os.environ if environ is None else environ
+        self.secrets = []
+        expanded = expand_env_refs(url, self.environ)
+        if expanded != url:
+            self.secrets.extend(self.environ[m.group(1)] for m in ENV_REF_RE.finditer(url))
+        try:
+            parts = urlsplit(expanded)
+            parts.port
+        except ValueError as exc:
+            raise UsageError("--url %s is not a valid URL (%s)" % (redact_url(url), exc))
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise UsageError("--url must be an http:// or https:// URL, got %s" % redact_url(url, self.secrets))
+        self.header_list = []
+        for text in headers:
+            name, value, secret = parse_header_option(text, self.environ)
+            self.header_list.append((name, value))
+            if secret:
+                self.secrets.append(value)
+                # "Bearer xyz": the token alone may also show up somewhere
+                self.secrets.extend(word for word in value.split() if len(word) >= 8)
+        if parts.username is not None:
+            # https://user:pass@host/ -> Authorization: Basic, unless one was given
+            if not any(n.lower() == "authorization" for n, _ in self.header_list):
+                credentials = "%s:%s" % (unquote(parts.username), unquote(parts.password or ""))
+                value = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+                self.header_list.append(("Authorization", value))
+                self.secrets.append(value)
+            if parts.password:
+                self.secrets.append(parts.password)
+            netloc = parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=netloc)
+        self.parts = parts
+        self.url = parts.geturl()
+        self.display_url = redact_url(self.url, self.secrets)
+        self.timeout = timeout
+        self.sse_read_timeout = sse_read_timeout
+        self.cacert = cacert
+        self.insecure = insecure
+        self.proxy = proxy_for(parts, self.environ)
+        if self.proxy is not None and self.proxy.auth:
+            self.secrets.append(self.proxy.auth)
+        self.ssl_context = None
+        if parts.scheme.lower() == "https" or cacert:
+            self.ssl_context = self._make_ssl_context()
+
+    def _make_ssl_context(self):
+        import ssl
+
+        context = ssl.create_default_context()
+        cert_file = self.environ.get("SSL_CERT_FILE")
+        if cert_file:
+            try:
+                context.load_verify_locations(cafile=cert_file)
+            except (OSError, ssl.SSLError) as exc:
+                log.warning("SSL_CERT_FILE=%s could not be loaded (%s); using the system CAs" % (cert_file, exc))
+        if self.cacert:
+            try:
+                context.load_verify_locations(cafile=self.cacert)
+            except (OSError, ssl.SSLError) as exc:
+                raise UsageError("--cacert %s could not be loaded: %s" % (self.cacert, getattr(exc, "strerror", None) or exc))
+        if self.insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def socket_timeout(self, seconds):
+        return seconds if seconds and seconds > 0 else None
+
+    def scrub(self, text):
+        return scrub_secrets(text, self.secrets)
+
+    def headers(self, extra=()):
+        """User headers (repeated names joined) plus ours, as a dict for http.client."""
+        out, names = {}, {}
+        for name, value in self.header_list:
+            key = names.get(name.lower())
+            if key is None:
+                out[name] = value
+                names[name.lower()] = name
+            else:
+                out[key] += ("; " if name.lower() == "cookie" else ", ") + value
+        if "user-agent" not in names:
+            out["User-Agent"] = "ocx-proxy/" + __version__
+        for name, value in extra:
+            if value is not None:
+                out[name] = value
+        return out
+
+    def describe_headers(self, headers):
+        """``Name: value`` pairs for a debug log line, secrets masked."""
+        shown = []
+        for name, value in headers.items():
+            secret = SECRET_HEADER_RE.match(name) or name.lower() == "mcp-session-id"
+            shown.append("%s: %s" % (name, REDACTED if secret else self.scrub(value)))
+        return ", ".join(shown)
+
+
+def describe_http_exception(exc, config):
+    """A short, human sentence for a connection-level failure."""
+    import ssl
+
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return ("TLS certificate verification failed: %s (trust a private CA with --cacert FILE or "
+                "SSL_CERT_FILE)" % (exc.verify_message or exc))
+    if isinstance(exc, ssl.SSLError):
+        return "TLS error: %s" % exc
+    if isinstance(exc, socket.timeout):
+        return "timed out (--timeout %g s)" % config.timeout
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return "cannot resolve %s (%s)" % (config.parts.hostname, exc.strerror or exc)
+    text = str(exc) or exc.__class__.__name__
+    if text.startswith("Tunnel connection failed"):
+        return "the proxy %s refused the tunnel (%s)" % (config.proxy.display if config.proxy else "", text)
+    return config.scrub(text)
+
+
+def http_error_text(status, reason, body):
+    """``HTTP 500 from upstream: <excerpt>`` for a non-2xx answer (JSON-RPC error bodies shortened)."""
+    excerpt = ""
+    if body:
+        text = body.decode("utf-8", "replace")
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("error"), dict) and "message" in doc["error"]:
+            excerpt = str(doc["error"]["message"])
+        elif isinstance(doc, dict) and isinstance(doc.get("error"), str):
+            excerpt = doc["error"]
+        else:
+            excerpt = " ".join(text.split())
+    excerpt = excerpt or reason or ""
+    if len(excerpt) > EXCERPT_CHARS:
+        excerpt = excerpt[:EXCERPT_CHARS] + "..."
+    return "HTTP %d from upstream: %s" % (status, excerpt) if excerpt else "HTTP %d from upstream" % status
+
+
+def read_limited(resp, limit=ERROR_BODY_LIMIT):
+    """Up to ``limit`` bytes of a response body; errors give what was read."""
+    try:
+        return resp.read(limit)
+    except (OSError, ValueError) as exc:
+        log.debug("could not read the response body: %s" % exc)
+        return b""
+    except Exception as exc:  # http.client.HTTPException and friends
+        log.debug("could not read the response body: %s" % exc)
+        return b""
+
+
+def content_type(resp):
+    return (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+
+
+class HttpPool:
+    """Keep-alive ``http.client`` connections to one origin, shared by worker threads.
+
+    ``exchange()`` sends a request on an idle connection when one is still
+    open (a connection the server closed while idle is noticed and dropped)
+    or on a new one, and retries once on a fresh connection when a reused one
+    turns out to be dead before any answer arrived.
+    """
+
+    def __init__(self, config):
+        self.config = config
+        self.lock = threading.Lock()
+        self.idle = []
+        self.active = set()
+        self.closed = False
+        self.connects = 0
+
+    def _new_connection(self, parts):
+        import http.client
+
+        config = self.config
+        proxy = config.proxy
+        timeout = config.socket_timeout(config.timeout)
+        _, host, port = origin_of(parts)
+        https = parts.scheme.lower() == "https"
+        if proxy is None:
+            if https:
+                conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=config.ssl_context)
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        elif https:
+            conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=timeout, context=config.ssl_context)
+            conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
+        else:
+            conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=timeout)
+        conn.connect()
+        with self.lock:
+            self.connects += 1
+        return conn
+
+    @staticmethod
+    def _dropped(conn):
+        """True when an idle connection's socket is closed or has unexpected data waiting."""
+        import select
+
+        sock = conn.sock
+        if sock is None:
+            return True
+        try:
+            return bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def _take_idle(self, origin):
+        while True:
+            with self.lock:
+                index = next((i for i, (o, _) in enumerate(self.idle) if o == origin), None)
+                if index is None:
+                    return None
+                conn = self.idle.pop(index)[1]
+            if not self._dropped(conn):
+                return conn
+            conn.close()
+
+    def _target(self, parts):
+        if self.config.proxy is not None and parts.scheme.lower() == "http":
+            return parts.geturl()  # absolute-form through a plain HTTP proxy
+        return (parts.path or "/") + ("?" + parts.query if parts.query else "")
+
+    def exchange(self, method, parts, headers, body=None, on_written=None, timeout=None):
+        """Send one request and read its status line and headers: returns (conn, response)."""
+        import http.client
+
+        if self.config.proxy is not None and parts.scheme.lower() == "http" and self.config.proxy.auth:
+            headers = dict(headers, **{"Proxy-Authorization": self.config.proxy.auth})
+        origin = origin_of(parts)
+        for attempt in (0, 1):
+            if self.closed:
+                raise OSError("ocx-proxy is shutting down")
+            conn = self._take_idle(origin) if attempt == 0 else None
+            reused = conn is not None
+            if conn is None:
+                conn = self._new_connection(parts)
+            if reused and conn.sock is not None:
+                conn.sock.settimeout(self.config.socket_timeout(self.config.timeout))
+            with self.lock:
+                self.active.add(conn)
+            try:
+                conn.request(method, self._target(parts), body=body, headers=headers)
+                if on_written is not None:
+                    on_written()
+                if timeout is not None and conn.sock is not None:
+                    conn.sock.settimeout(self.config.socket_timeout(timeout))
+                return conn, conn.getresponse()
+            except (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine) as exc:
+                self.discard(conn)
+                if reused:
+                    log.debug("kept-alive connection was closed by the server (%s); retrying on a new one" % exc)
+                    continue
+                raise
+            except BaseException:
+                self.discard(conn)
+                raise
+        raise OSError("no connection")  # not reached
+
+    def release(self, conn, resp):
+        """Return a connection whose response was read to the end (or close it)."""
+        with self.lock:
+            self.active.discard(conn)
+            reusable = (not self.closed and resp is not None and resp.isclosed() and not resp.will_close
+                        and conn.sock is not None and len(self.idle) < MAX_IDLE_CONNECTIONS)
+            if reusable:
+                self.idle.append((origin_of(self.config.parts), conn))
+        if not reusable:
+            conn.close()
+
+    def discard(self, conn):
+        with self.lock:
+            self.active.discard(conn)
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+    @staticmethod
+    def abort(conn):
+        """Unblock a thread reading from ``conn`` (from another thread)."""
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except (OSError, ValueError):
+                pass
+
+    def close_all(self):
+        with self.lock:
+            self.closed = True
+            active, idle = list(self.active), [c for _, c in self.idle]
+            self.idle = []
+        for conn in active:
+            self.abort(conn)
+        for conn in idle:
+            conn.close()
+
+
+class Gate:
+    """Holds the sender back while something must finish first (initialize, a re-initialize, a reconnect)."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.holds = set()
+
+    def hold(self, reason):
+        with self.cond:
+            self.holds.add(reason)
+
+    def release(self, reason):
+        with self.cond:
+            self.holds.discard(reason)
+            self.cond.notify_all()
+
+    def release_all(self):
+        with self.cond:
+            self.holds.clear()
+            self.cond.notify_all()
+
+    def wait(self, stopping):
+        with self.cond:
+            while self.holds and not stopping.is_set():
+                self.cond.wait(0.25)
+
+
+class RemoteExchange:
+    """One client message on its way to the server, and the request ids still waiting for answers."""
+
+    def __init__(self, line, msg, swallow=False):
+        self.line = line
+        self.msg = msg
+        items = msg if isinstance(msg, list) else [msg]
+        self.outstanding = {}
+        for item in items:
+            if message_kind(item) == "request":
+                self.outstanding[remote_key(item["id"])] = item["id"]
+        self.has_requests = bool(self.outstanding)
+        self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
+        self.swallow = swallow     # our own replayed initialize: its answer is not for the client
+        self.written = threading.Event()
+        self.conn = None
+        self.gate_reason = None
+        self.failure = None
+        self.result = None         # the response message, for swallowed exchanges
+
+
+class RemoteUpstream(Upstream):
+    """Shared machinery of the remote transports.
+
+    ``send()`` (loop thread) queues each client message; a sender thread
+    dispatches them in client order.  A request gets its own worker thread,
+    so a long call never delays others; notifications and responses are
+    posted in order after every earlier request has been written.  Messages
+    from the server are handed to the loop with ``_emit``.
+    """
+
+    transport = "remote"
+
+    def __init__(self, loop, config, on_line, on_exit):
+        import queue
+
+        Upstream.__init__(self, loop, on_line, on_exit)
+        self.config = config
+        self.pool = HttpPool(config)
+        self.lock = threading.RLock()
+        self.inflight = {}
+        self.outbox = queue.Queue()
+        self.gate = Gate()
+        self.stopping = threading.Event()
+        self.closing = False
+        self.fatal = False
+        self.handed_over = False
+        self.initialize_line = None
+        self.initialized_line = None
+        self.sender = None
+        self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
+
+    # -- loop thread -------------------------------------------------------
+
+    def start(self):
+        self.sender = self.spawn("ocx-http-sender", self._sender_loop)
+
+    def send(self, data):
+        if self.exited or self.closing:
+            return
+        for raw in data.split(b"\n"):
+            line = raw.rstrip(b"\r")
+            if not line.strip():
+                continue
+            try:
+                msg = parse_message(line)
+            except ValueError:
+                msg = None
+            if isinstance(msg, dict):
+                method = msg.get("method")
+                if method == "initialize" and "id" in msg:
+                    self.initialize_line = line
+                elif method == "notifications/initialized":
+                    self.initialized_line = line
+                elif method == "notifications/cancelled" and isinstance(msg.get("params"), dict):
+                    self._cancelled(msg["params"].get("requestId"))
+            self.outbox.put(RemoteExchange(line, msg))
+
+    def _cancelled(self, request_id):
+        """The client gave up on a request: stop waiting for it (the server gets the notification)."""
+        with self.lock:
+            exchange = self.inflight.pop(remote_key(request_id), None)
+            if exchange is None:
+                return
+            exchange.outstanding.pop(remote_key(request_id), None)
+            done = not exchange.outstanding
+        if done and exchange.conn is not None and self.transport == "streamable-http":
+            self.pool.abort(exchange.conn)
+
+    def close_input(self):
+        if self.closing or self.exited:
+            return
+        self.closing = True
+        self.outbox.put(None)
+        self.spawn("ocx-http-close", self._close_thread)
+
+    def _deliver(self, line):
+        if not self.exited:
+            self.on_line(line)
+
+    def _exit_on_loop(self, description):
+        if self.exited or self.handed_over:
+            return
+        self.exited = True
+        self.stopping.set()
+        self.gate.release_all()
+        self.pool.close_all()
+        self.on_exit(description)
+
+    # -- any thread --------------------------------------------------------
+
+    def spawn(self, name, target, *args):
+        """Run ``target(*args)`` in a daemon thread; a bug there is logged, never a traceback."""
+        def run():
+            try:
+                target(*args)
+            except Exception as exc:
+                self.note("error", "internal error in %s: %r" % (name, exc))
+                self.thread_crashed(exc)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def thread_crashed(self, exc):
+        """Hook: a helper thread died of an unexpected exception."""
+
+    def http(self, method, parts, headers, body=None, on_written=None, timeout=None):
+        """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
+
+        A redirect to another origin is returned as is: the caller reports it,
+        and our credentials never travel to a different host.
+        """
+        from urllib.parse import urljoin, urlsplit
+
+        for hop in range(4):
+            conn, resp = self.pool.exchange(method, parts, headers, body, on_written, timeout)
+            location = resp.getheader("Location") if resp.status in (307, 308) else None
+            if not location or hop == 3:
+                return conn, resp
+            target = urlsplit(urljoin(parts.geturl(), location))
+            if origin_of(target) != origin_of(parts):
+                return conn, resp
+            read_limited(resp)
+            self.pool.release(conn, resp)
+            if parts == self.target:
+                self.target = target
+                log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
+                    redact_url(parts.geturl(), self.config.secrets), redact_url(target.geturl(), self.config.secrets)))
+            parts = target
+        return conn, resp
+
+    def report_exit(self, description):
+        self.stopping.set()
+        self.loop.post(self._exit_on_loop, description)
+
+    def note(self, level, message):
+        """Log (secrets scrubbed) and remember warnings for the relay's exit message."""
+        message = self.config.scrub(message)
+        if LOG_LEVELS[level] >= LOG_LEVELS["warning"]:
+            self.stderr_tail.append(message)
+        log.log(level, message)
+
+    def fail_exchange(self, exchange, reason, status=None):
+        """The one place where an HTTP failure becomes JSON-RPC errors for the waiting requests."""
+        reason = self.config.scrub(reason)
+        with self.lock:
+            ids = list(exchange.outstanding.values())
+            for key in list(exchange.outstanding):
+                if self.inflight.get(key) is exchange:
+                    del self.inflight[key]
+            exchange.outstanding.clear()
+        exchange.failure = reason
+        if exchange.swallow:
+            return
+        if not ids:
+            if exchange.has_requests:
+                log.debug("%s: %s (already answered or cancelled)" % (exchange.method, reason))
+            elif exchange.method and not self.stopping.is_set():
+                self.note("warning", "could not deliver %s to the server: %s" % (exchange.method, reason))
+            return
+        self.note("warning", "%s failed: %s" % (exchange.method, reason))
+        data = {"httpStatus": status} if status else None
+        for msg_id in ids:
+            self.loop.post(self._deliver, encode_message(error_response(msg_id, UPSTREAM_ERROR, reason, data))[:-1])
+
+    def fail_inflight(self, reason):
+        with self.lock:
+            exchanges = []
+            for exchange in self.inflight.values():
+                if exchange not in exchanges:
+                    exchanges.append(exchange)
+        for exchange in exchanges:
+            self.fail_exchange(exchange, reason)
+
+    def _emit(self, data, exchange=None):
+        """Hand one message (bytes of JSON) from the server to the client, noting answered requests."""
+        data = bytes(data).strip()
+        if not data:
+            return
+        if b"\n" in data or b"\r" in data:
+            # Multi-line SSE data or a pretty-printed body: JSON strings never hold raw
+            # line breaks, so they are whitespace and the message stays one line.
+            data = data.replace(b"\r", b" ").replace(b"\n", b" ")
+        try:
+            msg = parse_message(data)
+        except ValueError:
+            self.note("warning", "ignored data from the server that is not JSON: %s"
+                      % data[:200].decode("utf-8", "replace"))
+            return
+        forward = True
+        for item in (msg if isinstance(msg, list) else [msg]):
+            if message_kind(item) != "response":
+                continue
+            key = remote_key(item.get("id"))
+            with self.lock:
+                owner = exchange if exchange is not None and key in exchange.outstanding else self.inflight.get(key)
+                if owner is not None:
+                    owner.outstanding.pop(key, None)
+                    if self.inflight.get(key) is owner:
+                        del self.inflight[key]
+            if owner is not None:
+                self._answered(owner, item)
+                if owner.swallow:
+                    forward = False
+            elif self._swallow_orphan(item):
+                forward = False
+        if forward:
+            self.loop.post(self._deliver, data)
+
+    def _answered(self, exchange, msg):
+        """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
+        if exchange.swallow:
+            exchange.result = msg
+
+    def _swallow_orphan(self, msg):
+        """Hook: a response nobody here waited for; True drops it."""
+        return False
+
+    def _on_event(self, event, exchange=None):
+        if event.event != "message":
+            log.debug("ignored SSE event %r" % event.event)
+            return
+        if event.data.strip():
+            self._emit(event.data, exchange)
+
+    def _pump(self, resp, parser, on_event, done):
+        """Read SSE from ``resp`` until ``done()``, EOF or an error: 'done', 'eof', 'timeout' or 'dropped'."""
+        got = False
+        while True:
+            if self.stopping.is_set() and not self.closing:
+                return "dropped", got
+            try:
+                chunk = resp.read1(READ_CHUNK)
+            except socket.timeout:
+                return "timeout", got
+            except Exception as exc:  # OSError, http.client.IncompleteRead, ValueError on a closed file
+                log.debug("SSE stream ended: %r" % exc)
+                return "dropped", got
+            if not chunk:
+                return "eof", got
+            for event in parser.feed(chunk):
+                got = True
+                on_event(event)
+            if done():
+                return "done", got
+
+    def set_read_timeout(self, conn, seconds):
+        if conn.sock is not None:
+            try:
+                conn.sock.settimeout(self.config.socket_timeout(seconds))
+            except OSError:
+                pass
+
+    # -- sender thread -----------------------------------------------------
+
+    def _sender_loop(self):
+        earlier = []  # written events of requests dispatched so far
+        while True:
+            self.gate.wait(self.stopping)
+            exchange = self.outbox.get()
+            if exchange is None or self.handed_over:
+                return
+            self.gate.wait(self.stopping)  # it may have closed while we waited for a message
+            if self.stopping.is_set() and not self.closing:
+                self.fail_exchange(exchange, "the connection to the server is closed")
+                continue
+            try:
+                if exchange.has_requests:
+                    with self.lock:
+                        for key in exchange.outstanding:
+                            self.inflight[key] = exchange
+                    self._before_request(exchange)
+                    self.spawn("ocx-http-post", self._worker, exchange)
+                    earlier = [event for event in earlier if not event.is_set()]
+                    earlier.append(exchange.written)
+                else:
+                    deadline = time.monotonic() + (self.config.timeout or 60)
+                    for event in earlier:
+                        event.wait(max(0.0, deadline - time.monotonic()))
+                    earlier = []
+                    self._worker(exchange)
+            except Exception as exc:
+                self.note("error", "internal error while sending %s: %r" % (exchange.method, exc))
+                self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
+
+    def _before_request(self, exchange):
+        """Hook run in the sender thread before a request's worker starts."""
+
+    def _worker(self, exchange):
+        try:
+            self.post_exchange(exchange)
+        except Exception as exc:  # never leave a request hanging because of a bug
+            self.note("error", "internal error in %s: %r" % (exchange.method, exc))
+            self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
+        finally:
+            exchange.written.set()
+            if exchange.gate_reason:
+                self.gate.release(exchange.gate_reason)
+
+    def post_exchange(self, exchange):
+        raise NotImplementedError
+
+    # -- closing -----------------------------------------------------------
+
+    def _close_thread(self):
+        deadline = time.monotonic() + CLOSE_GRACE
+        if self.sender is not None:
+            self.sender.join(CLOSE_GRACE)
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not self.inflight:
+                    break
+            time.sleep(0.02)
+        self.stopping.set()
+        self.gate.release_all()
+        try:
+            self._say_goodbye()
+        except Exception as exc:
+            log.debug("goodbye failed: %r" % exc)
+        self.pool.close_all()
+        self.report_exit("closed the connection to %s" % self.config.display_url)
+
+    def _say_goodbye(self):
+        """Hook: end the session on the server (Streamable HTTP sends DELETE)."""
+
+
+class StreamableHttpUpstream(RemoteUpstream):
+    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream."""
+
+    transport = "streamable-http"
+
+    def __init__(self, loop, config, on_line, on_exit, fallback=None):
+        RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
+        self.fallback = fallback           # auto mode: called on the loop thread with (lines, status)
+        self.session_id = None
+        self.protocol_version = None
+        self.reinit_lock = threading.Lock()
+        self.reinit_count = 0
+        self.get_generation = 0
+        self.get_conn = None
+        self.announced = False
+
+    def request_headers(self, accept=ACCEPT_BOTH, body=True, session=True, last_event_id=None):
+        extra = [("Accept", accept)]
+        if body:
+            extra.append(("Content-Type", "application/json"))
+        if session:
+            extra.append(("Mcp-Session-Id", self.session_id))
+            extra.append(("MCP-Protocol-Version", self.protocol_version))
+        if last_event_id:
+            extra.append(("Last-Event-ID", last_event_id))
+        return self.config.headers(extra)
+
+    def _before_request(self, exchange):
+        if exchange.method == "initialize" and not exchange.swallow:
+            # Nothing else goes out until we know the session id and protocol version.
+            exchange.gate_reason = "initialize"
+            self.gate.hold("initialize")
+
+    def post_exchange(self, exchange, retried=False):
+        import http.client
+
+        first_init = exchange.method == "initialize"
+        session_used = None if first_init else self.session_id
+        headers = self.request_headers(session=not first_init)
+        if log.enabled("debug"):
+            log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
+                                           self.config.describe_headers(headers)))
+        try:
+            conn, resp = self.http("POST", self.target, headers, exchange.line,
+                                            on_written=exchange.written.set)
+        except (OSError, http.client.HTTPException) as exc:
+            what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
+            return self.fail_exchange(exchange, (what % self.config.display_url) + ": "
+                                      + describe_http_exception(exc, self.config))
+        exchange.conn = conn
+        status = resp.status
+        if (first_init and self.fallback is not None and status in FALLBACK_STATUSES and not exchange.swallow
+                and not self.announced):
+            read_limited(resp)
+            self.pool.discard(conn)
+            return self._fall_back(exchange, status)
+        if status == 404 and session_used is not None and not retried:
+            read_limited(resp)
+            self.pool.release(conn, resp)
+            if self.reinitialize(session_used):
+                return self.post_exchange(exchange, retried=True)
+            return self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and "
+                                                "re-initializing failed", 404)
+        if not 200 <= status < 300:
+            body = read_limited(resp)
+            self.pool.release(conn, resp)
+            text = http_error_text(status, resp.reason, body)
+            if 300 <= status < 400 and resp.getheader("Location"):
+                text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
+            return self.fail_exchange(exchange, text, status)
+        if first_init:
+            self._adopt_session(resp, exchange)
+        kind = content_type(resp)
+        if kind == "text/event-stream":
+            self._read_post_stream(exchange, conn, resp)
+        else:
+            try:
+                body = resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self.pool.discard(conn)
+                return self.fail_exchange(exchange, "the response from %s broke off: %s" % (
+                    self.config.display_url, describe_http_exception(exc, self.config)))
+            self.pool.release(conn, resp)
+            if body.strip():
+                if kind and "json" not in kind:
+                    return self.fail_exchange(exchange, "unexpected Content-Type %r from upstream" % kind, status)
+                self._emit(body, exchange)
+        if exchange.outstanding:
+            self.fail_exchange(exchange, "upstream ended the HTTP response without answering (HTTP %d)" % status)
+        if exchange.method == "notifications/initialized" and not exchange.swallow:
+            self.start_get_stream()
+
+    def _adopt_session(self, resp, exchange):
+        session = resp.getheader("Mcp-Session-Id")
+        if session is not None and not SESSION_ID_RE.match(session):
+            self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
+            session = None
+        self.session_id = session
+
+    def _answered(self, exchange, msg):
+        RemoteUpstream._answered(self, exchange, msg)
+        if exchange.method == "initialize" and isinstance(msg.get("result"), dict):
+            version = msg["result"].get("protocolVersion")
+            self.protocol_version = version if isinstance(version, str) else None
+            if not self.announced:
+                self.announced = True
+                log.info("connected to %s (Streamable HTTP, protocol %s, %s)" % (
+                    self.config.display_url, self.protocol_version,
+                    "with a session" if self.session_id else "no session"))
+
+    def _read_post_stream(self, exchange, conn, resp):
+        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops."""
+        import http.client
+
+        self.set_read_timeout(conn, self.config.sse_read_timeout)
+        parser = SseParser()
+        done = lambda: not exchange.outstanding  # noqa: E731
+        outcome, _ = self._pump(resp, parser, lambda e: self._on_event(e, exchange), done)
+        self.pool.release(conn, resp) if outcome == "eof" else self.pool.discard(conn)
+        attempts, delay = 0, RECONNECT_INITIAL
+        while exchange.outstanding and not self.stopping.is_set():
+            if outcome == "timeout":
+                return self.fail_exchange(exchange, "no data from upstream for %g s (--sse-read-timeout)"
+                                          % self.config.sse_read_timeout)
+            if not parser.last_id:
+                return self.fail_exchange(exchange, "upstream closed the response stream before answering "
+                                                    "(no event id to resume from)")
+            attempts += 1
+            if attempts > RECONNECT_ATTEMPTS:
+                return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
+                                          % RECONNECT_ATTEMPTS)
+            wait = parser.retry / 1000.0 if parser.retry is not None else delay
+            delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
+            if self.stopping.wait(max(wait, 0.05)):
+                break
+            log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
+            headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
+            try:
+                conn, resp = self.http("GET", self.target, headers)
+            except (OSError, http.client.HTTPException) as exc:
+                log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
+                outcome = "dropped"
+                continue
+            if resp.status != 200 or content_type(resp) != "text/event-stream":
+                body = read_limited(resp)
+                self.pool.release(conn, resp)
+                return self.fail_exchange(exchange, "could not resume the response stream: "
+                                          + http_error_text(resp.status, resp.reason, body), resp.status)
+            exchange.conn = conn
+            self.set_read_timeout(conn, self.config.sse_read_timeout)
+            parser.reset_stream()
+            outcome, progressed = self._pump(resp, parser, lambda e: self._on_event(e, exchange), done)
+            self.pool.release(conn, resp) if outcome == "eof" else self.pool.discard(conn)
+            if progressed:
+                attempts, delay = 0, RECONNECT_INITIAL
+
+    # -- session expiry ----------------------------------------------------
+
+    def reinitialize(self, stale_session):
+        """Start a new session after a 404: replay the client's initialize and initialized."""
+        with self.reinit_lock:
+            if self.session_id != stale_session:
+                return True  # another thread already did it
+            if self.initialize_line is None or self.stopping.is_set():
+                return False
+            self.gate.hold("reinit")
+            try:
+                self.reinit_count += 1
+                self.note("warning", "the server no longer knows our session (HTTP 404); re-initializing")
+                request = json.loads(self.initialize_line.decode("utf-8"))
+                request["id"] = "%s%d" % (REINIT_ID_PREFIX, self.reinit_count)
+                replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
+                self.post_exchange(replay)
+                if replay.failure or replay.result is None or "error" in replay.result:
+                    why = replay.failure or dumps((replay.result or {}).get("error"))[:300]
+                    self.note("error", "re-initializing failed: %s" % why)
+                    return False
+                if self.initialized_line is not None:
+                    note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
+                    self.post_exchange(note, retried=True)
+                self.note("info", "new session established")
+                self.start_get_stream()
+                return True
+            finally:
+                self.gate.release("reinit")
+
+    # -- the GET stream for server-initiated messages ----------------------
+
+    def start_get_stream(self):
+        with self.lock:
+            self.get_generation += 1
+            generation = self.get_generation
+            old, self.get_conn = self.get_conn, None
+        if old is not None:
+            self.pool.abort(old)
+        self.spawn("ocx-http-get", self._get_stream_loop, generation)
+
+    def _get_stream_loop(self, generation):
+        import http.client
+
+        parser = SseParser()
+        failures, delay = 0, RECONNECT_INITIAL
+        current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
+        while current():
+            headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
+            session_used = self.session_id
+            try:
+                conn, resp = self.http("GET", self.target, headers)
+            except (OSError, http.client.HTTPException) as exc:
+                failures += 1
+                log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
+            else:
+                if resp.status == 405:
+                    read_limited(resp)
+                    self.pool.release(conn, resp)
+                    log.debug("the server offers no GET stream (HTTP 405)")
+                    return
+                if resp.status == 404 and session_used is not None:
+                    read_limited(resp)
+                    self.pool.release(conn, resp)
+                    log.debug("GET stream: session expired; it reopens after re-initializing")
+                    return
+                if resp.status != 200 or content_type(resp) != "text/event-stream":
+                    body = read_limited(resp)
+                    self.pool.release(conn, resp)
+                    log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
+                    if 400 <= resp.status < 500 and resp.status not in (408, 429):
+                        return  # the server does not want one: no retries, no noise
+                    failures += 1
+                else:
+                    with self.lock:
+                        if not current():
+                            self.pool.discard(conn)
+                            return
+                        self.get_conn = conn
+                    failures, delay = 0, RECONNECT_INITIAL
+                    self.set_read_timeout(conn, self.config.sse_read_timeout)
+                    parser.reset_stream()
+                    outcome, _ = self._pump(resp, parser, self._on_event, lambda: not current())
+                    self.pool.discard(conn)
+                    log.debug("GET stream ended (%s)" % outcome)
+            if failures >= RECONNECT_ATTEMPTS:
+                self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
+                                     "server starts on its own will not arrive" % failures)
+                return
+            wait = parser.retry / 1000.0 if parser.retry is not None else delay
+            if failures:
+                delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
+            if self.stopping.wait(max(wait, 0.05)):
+                return
+
+    # -- auto-detect and shutdown ------------------------------------------
+
+    def _fall_back(self, exchange, status):
+        """auto: the initialize POST was refused: hand every queued message to the legacy transport."""
+        with self.lock:
+            for key in list(exchange.outstanding):
+                self.inflight.pop(key, None)
+        exchange.gate_reason = None  # keep the sender held until the hand-over is done
+        self.loop.post(self._hand_over, exchange, status)
+
+    def _hand_over(self, exchange, status):
+        import queue
+
+        lines = [exchange.line]
+        while True:
+            try:
+                item = self.outbox.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                lines.append(item.line)
+        self.handed_over = True
+        self.stopping.set()
+        self.outbox.put(None)
+        self.gate.release_all()
+        self.pool.close_all()
+        self.fallback(lines, status)
+
+    def _say_goodbye(self):
+        session = self.session_id
+        if session is None:
+            return
+        headers = self.request_headers(accept=ACCEPT_BOTH, body=False)
+        try:
+            conn, resp = self.http("DELETE", self.target, headers,
+                                            timeout=min(self.config.timeout or DELETE_TIMEOUT, DELETE_TIMEOUT))
+            body = read_limited(resp)
+            self.pool.discard(conn)
+        except Exception as exc:
+            log.debug("DELETE of the session failed: %r" % exc)
+            return
+        if resp.status == 405:
+            log.debug("the server does not let clients end sessions (HTTP 405)")
+        elif not 200 <= resp.status < 300 and resp.status != 404:
+            log.debug("DELETE of the session: " + http_error_text(resp.status, resp.reason, body))
+
+
+class SseUpstream(RemoteUpstream):
+    """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.
+
+    If the stream drops, the requests waiting on it get JSON-RPC errors; we
+    reconnect, take the new endpoint and replay the client's initialize and
+    initialized before anything else is sent.
+    """
+
+    transport = "sse"
+
+    def __init__(self, loop, config, on_line, on_exit):
+        RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
+        self.endpoint = None
+        self.stream_conn = None
+        self.replay_id = None
+        self.replays = 0
+        self.connected_once = False
+
+    def start(self):
+        self.gate.hold("endpoint")
+        RemoteUpstream.start(self)
+        self.spawn("ocx-sse-stream", self._stream_loop)
+
+    def thread_crashed(self, exc):
+        if not self.stopping.is_set():
+            self.report_exit("ocx-proxy internal error in the SSE transport: %r" % exc)
+
+    def _stream_loop(self):
+        failures, delay = 0, RECONNECT_INITIAL
+        while not self.stopping.is_set():
+            kind, text = self._stream_once()
+            if self.stopping.is_set():
+                return
+            if kind == "fatal":
+                self.fatal = True
+                self.note("error", text)
+                self.report_exit(text)
+                self.loop.post(self.loop.stop)
+                return
+            self.gate.hold("endpoint")
+            self.endpoint = None
+            if kind == "dropped":
+                failures, delay = 0, RECONNECT_INITIAL
+                self.note("warning", "the SSE stream from %s dropped (%s); reconnecting" % (self.config.display_url, text))
+            else:
+                failures += 1
+                self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
+            self.fail_inflight("the SSE stream from the server dropped (%s); the request was abandoned" % text)
+            if kind == "refused" or failures >= RECONNECT_ATTEMPTS:
+                self.report_exit("could not open the SSE stream %s: %s" % (self.config.display_url, text))
+                return
+            wait = delay
+            delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
+            if self.stopping.wait(wait):
+                return
+
+    def _stream_once(self):
+        """One GET: ('dropped', why) after an endpoint arrived, ('failed'|'refused'|'fatal', why) otherwise."""
+        import http.client
+
+        headers = self.config.headers([("Accept", "text/event-stream"), ("Cache-Control", "no-cache")])
+        log.debug("GET %s (%s)" % (self.config.display_url, self.config.describe_headers(headers)))
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            return "failed", describe_http_exception(exc, self.config)
+        if resp.status != 200 or content_type(resp) != "text/event-stream":
+            body = read_limited(resp)
+            self.pool.release(conn, resp)
+            text = http_error_text(resp.status, resp.reason, body)
+            if resp.status == 200:
+                text += " (Content-Type %r, not an event stream)" % content_type(resp)
+            permanent = 400 <= resp.status < 500 and resp.status not in (408, 429)
+            return ("refused" if permanent or resp.status == 200 else "failed"), text
+        self.stream_conn = conn
+        parser = SseParser()
+        state = {"fatal": None}
+
+        def on_event(event):
+            if event.event == "endpoint":
+                state["fatal"] = self._take_endpoint(event.data, conn)
+            elif event.event == "message":
+                if self.endpoint is None:
+                    log.warning("ignored a message that arrived before the endpoint event")
+                elif event.data.strip():
+                    self._emit(event.data)
+            else:
+                log.debug("ignored SSE event %r" % event.event)
+
+        self.set_read_timeout(conn, self.config.timeout)
+        outcome, _ = self._pump(resp, parser, on_event, lambda: state["fatal"] is not None)
+        self.pool.discard(conn)
+        if state["fatal"]:
+            return "fatal", state["fatal"]
+        if self.endpoint is None:
+            return "failed", "no endpoint event (%s)" % outcome
+        return "dropped", {"eof": "closed by the server", "timeout": "no data for %g s (--sse-read-timeout)"
+                           % self.config.sse_read_timeout}.get(outcome, "connection lost")
+
+    def _take_endpoint(self, data, conn):
+        from urllib.parse import urljoin, urlsplit
+
+        target = urljoin(self.target.geturl(), data.decode("utf-8", "replace").strip())
+        parts = urlsplit(target)
+        if origin_of(parts) != origin_of(self.config.parts):
+            return ("refusing the SSE endpoint %s: it is not on the same origin as %s (scheme, host and "
+                    "port must match)" % (redact_url(target, self.config.secrets), self.config.display_url))
+        self.endpoint = parts
+        self.set_read_timeout(conn, self.config.sse_read_timeout)
+        log.debug("SSE endpoint: %s" % redact_url(target, self.config.secrets))
+        if self.connected_once and self.initialize_line is not None:
+            self.replays += 1
+            request = json.loads(self.initialize_line.decode("utf-8"))
+            request["id"] = self.replay_id = "%s%d" % (REINIT_ID_PREFIX, self.replays)
+            replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
+            self.spawn("ocx-sse-replay", self._post_replay, replay)
+        else:
+            if not self.connected_once:
+                log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
+            self.gate.release("endpoint")
+        self.connected_once = True
+        return None
+
+    def _post_replay(self, replay):
+        self.post_exchange(replay)
+        if replay.failure:
+            self.note("error", "could not replay initialize after reconnecting: %s" % replay.failure)
+        else:
+            deadline = time.monotonic() + (self.config.timeout or 60)
+            while self.replay_id == replay.msg["id"] and time.monotonic() < deadline:
+                if self.stopping.wait(0.05):
+                    return
+            if self.replay_id != replay.msg["id"]:
+                return  # answered: _swallow_orphan sends initialized and opens the gate
+            self.note("error", "the server did not answer the replayed initialize within %g s"
+                      % (self.config.timeout or 60))
+        self.replay_id = None
+        self.gate.release("endpoint")
+
+    def _swallow_orphan(self, msg):
+        if self.replay_id is None or msg.get("id") != self.replay_id:
+            return False
+        self.replay_id = None
+        if "error" in msg:
+            self.note("error", "the server refused the replayed initialize: %s" % dumps(msg["error"])[:300])
+        else:
+            self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
+        if self.initialized_line is not None:
+            note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
+            self.spawn("ocx-sse-replay", self._post_then_open, note)
+        else:
+            self.gate.release("endpoint")
+        return True
+
+    def _post_then_open(self, exchange):
+        try:
+            self.post_exchange(exchange)
+        finally:
+            self.gate.release("endpoint")
+
+    def post_exchange(self, exchange):
+        """POST one message to the endpoint; its answer comes on the stream."""
+        import http.client
+
+        endpoint = self.endpoint
+        if endpoint is None and not exchange.swallow:
+            self.gate.wait(self.stopping)  # the stream dropped just now: wait for the reconnect
+            endpoint = self.endpoint
+        if endpoint is None:
+            return self.fail_exchange(exchange, "the SSE stream from the server is down")
+        headers = self.config.headers([("Content-Type", "application/json")])
+        try:
+            conn, resp = self.http("POST", endpoint, headers, exchange.line, on_written=exchange.written.set)
+        except (OSError, http.client.HTTPException) as exc:
+            return self.fail_exchange(exchange, "could not reach %s: %s" % (
+                self.config.display_url, describe_http_exception(exc, self.config)))
+        body = read_limited(resp)
+        self.pool.release(conn, resp)
+        if not 200 <= resp.status < 300:
+            self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
+
+
+class AutoUpstream(Upstream):
+    """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405.
+
+    ``memory`` (a dict shared across restarts) remembers the answer so that a
+    restarted upstream does not probe again.
+    """
+
+    def __init__(self, loop, config, on_line, on_exit, memory):
+        Upstream.__init__(self, loop, on_line, on_exit)
+        self.config = config
+        self.memory = memory
+        if memory.get("transport") == "sse":
+            self.inner = SseUpstream(loop, config, on_line, on_exit)
+        else:
+            self.inner = StreamableHttpUpstream(loop, config, on_line, on_exit, fallback=self._fall_back)
+        self.stderr_tail = self.inner.stderr_tail
+
+    @property
+    def exited(self):
+        return self.inner.exited
+
+    @exited.setter
+    def exited(self, value):
+        pass  # the inner transport owns it
+
+    @property
+    def fatal(self):
+        return self.inner.fatal
+
+    def start(self):
+        self.inner.start()
+
+    def send(self, data):
+        self.inner.send(data)
+
+    def close_input(self):
+        self.inner.close_input()
+
+    def _fall_back(self, lines, status):
+        log.info("%s answered HTTP %d to the Streamable HTTP initialize; using legacy HTTP+SSE"
+                 % (self.config.display_url, status))
+        self.memory["transport"] = "sse"
+        closing = self.inner.closing
+        self.inner = SseUpstream(self.loop, self.config, self.on_line, self.on_exit)
+        self.stderr_tail = self.inner.stderr_tail
+        self.inner.start()
+        for line in lines:
+            self.inner.send(line + b"\n")
+        if closing:
+            self.inner.close_input()
 
 
 # ---------------------------------------------------------------------------
@@ -4222,6 +5705,83 @@ def cmd_stdio(args):
     return run_relay(options, make_upstream)
 
 
+REMOTE_COMMANDS = (
+    ("streamable-http", "relay to a remote MCP server over Streamable HTTP",
+     "Relay MCP between this process's stdio (the client) and a remote server speaking Streamable "
+     "HTTP (MCP 2025-03-26 and later): streamable-http --url URL [options]"),
+    ("sse", "relay to a remote MCP server over the legacy HTTP+SSE transport",
+     "Relay MCP between this process's stdio (the client) and a remote server speaking the "
+     "2024-11-05 HTTP+SSE transport: sse --url URL [options]"),
+    ("auto", "relay to a remote MCP server: Streamable HTTP, else legacy HTTP+SSE",
+     "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
+     "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
+)
+INSECURE_WARNING = ("WARNING: --insecure: TLS certificates are NOT verified. Anyone on the network path "
+                    "can read and change this traffic, including the credentials in your headers.")
+
+
+def remote_config_from_args(args):
+    timeout = option_value(args, "timeout", "TIMEOUT_SECONDS", non_negative_float, 120.0)
+    sse_read_timeout = option_value(args, "sse_read_timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float, 300.0)
+    if args.cacert and not os.path.isfile(args.cacert):
+        raise UsageError("--cacert %s: no such file" % args.cacert)
+    config = RemoteConfig(args.url, args.header or (), timeout, sse_read_timeout, args.cacert, args.insecure)
+    if args.insecure:
+        log.warning(INSECURE_WARNING)
+    return config
+
+
+def cmd_remote(args):
+    options = relay_options_from_args(args)
+    config = remote_config_from_args(args)
+    memory = {}   # auto: the transport found, kept across --restart
+    made = []
+
+    def make_upstream(loop, on_line, on_exit):
+        if args.transport == "streamable-http":
+            upstream = StreamableHttpUpstream(loop, config, on_line, on_exit)
+        elif args.transport == "sse":
+            upstream = SseUpstream(loop, config, on_line, on_exit)
+        else:
+            upstream = AutoUpstream(loop, config, on_line, on_exit, memory)
+        made.append(upstream)
+        return upstream
+
+    via = ""
+    if config.proxy is not None:
+        via = " through the proxy %s (%s)" % (config.proxy.display, config.proxy.variable)
+    log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
+    status = run_relay(options, make_upstream)
+    return 1 if any(getattr(upstream, "fatal", False) for upstream in made) else status
+
+
+def add_remote_commands(sub):
+    for name, summary, description in REMOTE_COMMANDS:
+        p = sub.add_parser(name, help=summary, description=description)
+        group = p.add_argument_group("remote server")
+        group.add_argument("--url", required=True,
+                           help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands from "
+                                "our environment (required, no default)")
+        group.add_argument("--header", action="append", metavar="NAME=VALUE",
+                           help="send this HTTP header; 'NAME: VALUE' works too; ${VAR} in VALUE expands "
+                                "from our environment and an unset one is an error; values from ${VAR} "
+                                "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
+                                "default: none)")
+        group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
+                           help="limit for connecting, sending and each HTTP exchange that is not an "
+                                "event stream; 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
+        group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
+                           help="longest silence allowed on an open event stream; 0 = no limit "
+                                "(default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
+        group.add_argument("--cacert", metavar="FILE",
+                           help="also trust the CA certificates in this PEM file (default: the system "
+                                "CAs plus SSL_CERT_FILE when set)")
+        group.add_argument("--insecure", action="store_true",
+                           help="do not verify TLS certificates; prints a warning (default off)")
+        add_relay_options(p)
+        p.set_defaults(handler=cmd_remote, transport=name)
+
+
 def cmd_demo_server(args):
     return run_demo_server()
 
@@ -4655,6 +6215,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_stdio_command(sub)
+    add_remote_commands(sub)
     add_demo_commands(sub)
     register_protobuf_commands(sub)
     register_capture_command(sub)

@@ -1,0 +1,688 @@
+"""Remote upstreams, end to end: the real relay subprocess against stdlib fixture servers.
+
+Streamable HTTP, legacy HTTP+SSE, auto-detect, session recovery, resumption,
+proxies and TLS.  The fixture servers run in this process on 127.0.0.1.
+"""
+import base64
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FIXTURES, PROXY, RelayProcess
+
+sys.path.insert(0, FIXTURES)
+import http_servers  # noqa: E402
+import ocx_proxy  # noqa: E402
+
+ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
+
+
+def clean_env(**extra):
+    """Our environment without proxy, TLS and ocx-proxy settings, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.lower().endswith("_proxy") and not k.startswith(ENV_PREFIXES)
+           and k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def server():
+    made = []
+
+    def start(**kw):
+        srv = http_servers.McpHttpServer(**kw)
+        made.append(srv)
+        return srv
+
+    yield start
+    for srv in made:
+        srv.stop()
+
+
+@pytest.fixture
+def remote(tmp_path):
+    """Start ``ocx_proxy.py MODE --url URL ...`` as a client would; all are killed at the end."""
+    relays = []
+
+    def start(mode, url, *args, env=None):
+        argv = [sys.executable, PROXY, mode, "--url", url, "--output-dir", str(tmp_path / "spill")] + list(args)
+        relay = RelayProcess(command=argv, env=env if env is not None else clean_env())
+        relays.append(relay)
+        return relay
+
+    yield start
+    for relay in relays:
+        if relay.proc.poll() is None:
+            relay.proc.kill()
+            relay.proc.wait()
+
+
+def run_cli(args, env=None, timeout=30):
+    proc = subprocess.run([sys.executable, PROXY] + args, input=b"", stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env or clean_env(), timeout=timeout)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def wait_until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def text_of(reply):
+    assert "result" in reply, reply
+    return reply["result"]["content"][0]["text"]
+
+
+# ---------------------------------------------------------------------------
+# The SSE parser and other helpers (pure functions)
+# ---------------------------------------------------------------------------
+
+SSE_SAMPLE = (b"\xef\xbb\xbf: a comment\r\n"
+              b"retry: 2500\r\n"
+              b"id: 7\r\n"
+              b"event: message\r\n"
+              b"data: {\"a\":\r\n"
+              b"data:  1}\r\n\r\n"
+              b"data:no-space\rdata\r\r"
+              b"id: bad\x00id\n"
+              b"retry: 12x\n"
+              b"event: endpoint\n"
+              b"data: /messages?s=1\n\n"
+              b"id: 9\ndata:\n\n"
+              b"data: unfinished")
+
+
+def parse_all(chunks):
+    parser = ocx_proxy.SseParser()
+    events = []
+    for chunk in chunks:
+        events.extend(parser.feed(chunk))
+    return parser, [(e.event, e.data, e.last_id) for e in events]
+
+
+def test_sse_parser_fields_line_endings_and_any_chunking():
+    parser, events = parse_all([SSE_SAMPLE])
+    assert events == [
+        ("message", b'{"a":\n 1}', "7"),
+        ("message", b"no-space\n", "7"),
+        ("endpoint", b"/messages?s=1", "7"),
+        ("message", b"", "9"),  # a priming event: empty data, but its id counts
+    ]
+    assert parser.retry == 2500
+    assert parser.last_id == "9"
+    for size in (1, 2, 3, 5, 7):
+        chunks = [SSE_SAMPLE[i:i + size] for i in range(0, len(SSE_SAMPLE), size)]
+        assert parse_all(chunks)[1] == events
+    # a CR at the end of one chunk and the LF at the start of the next make one line end
+    _, split = parse_all([b"data: x\r", b"\ndata: y\r", b"\n\r", b"\n"])
+    assert split == [("message", b"x\ny", None)]
+
+
+def test_sse_parser_keeps_last_id_and_retry_across_reconnects():
+    parser = ocx_proxy.SseParser()
+    parser.feed(b"id: s1-3\nretry: 50\ndata: {}\n\ndata: half")
+    parser.reset_stream()
+    assert parser.last_id == "s1-3" and parser.retry == 50
+    assert [(e.data, e.last_id) for e in parser.feed(b"data: 1\n\n")] == [(b"1", "s1-3")]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Authorization: Bearer abc==", ("Authorization", "Bearer abc==", True)),
+    ("X-Team=a:b", ("X-Team", "a:b", False)),
+    ("X-Time: 12=00", ("X-Time", "12=00", False)),
+    ("X-Key=${OCX_TEST_SECRET}", ("X-Key", "s3cr3t-value", True)),
+    ("x-api-key: plain", ("x-api-key", "plain", True)),
+])
+def test_header_option_forms(text, expected):
+    assert ocx_proxy.parse_header_option(text, {"OCX_TEST_SECRET": "s3cr3t-value"}) == expected
+
+
+@pytest.mark.parametrize("host,port,no_proxy,expected", [
+    ("api.example.com", 443, "example.com", True),
+    ("api.example.com", 443, ".example.com", True),
+    ("example.com.evil", 443, "example.com", False),
+    ("10.1.2.3", 443, "10.0.0.0/8", True),
+    ("127.0.0.1", 8080, "127.0.0.1:9090", False),
+    ("127.0.0.1", 9090, "localhost, 127.0.0.1:9090", True),
+    ("anything", 1, "*", True),
+])
+def test_no_proxy_rules(host, port, no_proxy, expected):
+    assert ocx_proxy.no_proxy_matches(host, port, no_proxy) is expected
+
+
+def test_http_error_text_quotes_status_and_a_short_excerpt():
+    assert ocx_proxy.http_error_text(500, "Internal Server Error", b"boom\n  db down") == \
+        "HTTP 500 from upstream: boom db down"
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "No session"}})
+    assert ocx_proxy.http_error_text(400, "Bad Request", body.encode()) == "HTTP 400 from upstream: No session"
+    assert ocx_proxy.http_error_text(502, "Bad Gateway", b"") == "HTTP 502 from upstream: Bad Gateway"
+    assert len(ocx_proxy.http_error_text(500, "", b"y" * 5000)) < 400
+
+
+def test_importing_the_module_does_not_load_http_or_tls():
+    code = "import sys; import ocx_proxy; print('http.client' in sys.modules or 'ssl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(PROXY), stdout=subprocess.PIPE)
+    assert out.stdout.strip() == b"False"
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["streamable-http", "sse", "auto"])
+def test_help_explains_every_option_with_its_default(command):
+    from test_cli import help_entries
+
+    status, out, _ = run_cli([command, "--help"])
+    assert status == 0
+    entries = help_entries(out)
+    entries.pop("--help", None)
+    for option in ("--url", "--header", "--timeout", "--sse-read-timeout", "--cacert", "--insecure",
+                   "--max-response-chars", "--request-timeout"):
+        assert option in entries
+    for option, paragraph in entries.items():
+        assert "default" in paragraph, "%s %s: no default in help: %s" % (command, option, paragraph)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["streamable-http"], "--url"),
+    (["sse", "--url", "ftp://example.com/x"], "http:// or https://"),
+    (["auto", "--url", "http://127.0.0.1:1/mcp", "--header", "novalue"], "NAME=VALUE"),
+    (["streamable-http", "--url", "http://127.0.0.1:1/mcp", "--header", "X-Key=${OCX_UNSET_VAR_FOR_TEST}"],
+     "OCX_UNSET_VAR_FOR_TEST"),
+    (["streamable-http", "--url", "http://127.0.0.1:1/mcp", "--header", "Mcp-Session-Id: x"], "itself"),
+    (["streamable-http", "--url", "https://127.0.0.1:1/mcp", "--cacert", "/nonexistent/ca.pem"], "--cacert"),
+    (["streamable-http", "--url", "http://127.0.0.1:1/mcp", "--timeout", "soon"], "--timeout"),
+])
+def test_bad_usage_exits_2_with_one_line(args, needle):
+    status, out, err = run_cli(args)
+    assert status == 2 and out == ""
+    assert needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_bad_env_twin_is_a_usage_error():
+    status, _, err = run_cli(["sse", "--url", "http://127.0.0.1:1/sse"],
+                             env=clean_env(OCX_PROXY_SSE_READ_TIMEOUT_SECONDS="long"))
+    assert status == 2 and "OCX_PROXY_SSE_READ_TIMEOUT_SECONDS" in err
+
+
+# ---------------------------------------------------------------------------
+# Streamable HTTP
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reply", ["sse", "json"])
+def test_streamable_roundtrip_session_headers_and_delete(server, remote, reply):
+    srv = server(reply=reply)
+    relay = remote("streamable-http", srv.url)
+    init = relay.initialize("2025-06-18")
+    assert init["result"]["serverInfo"]["name"] == "http-fixture"
+    assert text_of(relay.call("echo", {"text": "héllo"})) == "héllo"
+    assert relay.request("ping")[0]["result"] == {}
+    posts = srv.seen("POST")
+    first, later = posts[0], posts[1:]
+    assert "Mcp-Session-Id" not in first["headers"]
+    assert "application/json" in first["headers"]["Accept"] and "text/event-stream" in first["headers"]["Accept"]
+    assert first["headers"]["Content-Type"] == "application/json"
+    sid = next(iter(srv.sessions))
+    assert later and all(r["headers"].get("Mcp-Session-Id") == sid for r in later)
+    assert all(r["headers"].get("MCP-Protocol-Version") == "2025-06-18" for r in later)
+    assert relay.close() == 0
+    deletes = srv.seen("DELETE")
+    assert len(deletes) == 1 and deletes[0]["headers"]["Mcp-Session-Id"] == sid
+
+
+def test_progress_reaches_the_client_before_the_result(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "progress", "arguments": {"steps": 3, "delay": 0.4},
+                           "_meta": {"progressToken": "tok"}}})
+    arrivals = []
+    while True:
+        msg = relay.recv(timeout=10)
+        arrivals.append((time.monotonic(), msg))
+        if msg.get("id") == 5:
+            break
+    progress = [(t, m) for t, m in arrivals if m.get("method") == "notifications/progress"]
+    assert [m["params"]["progress"] for _, m in progress] == [1, 2, 3]
+    assert all(m["params"]["progressToken"] == "tok" for _, m in progress)
+    assert arrivals[-1][0] - progress[0][0] >= 0.6  # relayed as they happened, not all at the end
+    relay.close()
+
+
+def test_parallel_calls_run_concurrently_and_pings_are_not_delayed(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    started = time.monotonic()
+    for n in range(8):
+        relay.send({"jsonrpc": "2.0", "id": 1000 + n, "method": "tools/call",
+                    "params": {"name": "sleep", "arguments": {"seconds": 1}}})
+    time.sleep(0.2)
+    ping_sent = time.monotonic()
+    relay.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    relay.wait_for("p", timeout=5)
+    assert time.monotonic() - ping_sent < 0.7
+    for n in range(8):
+        assert text_of(relay.wait_for(1000 + n, timeout=10)[0]) == "slept"
+    assert time.monotonic() - started < 4.0
+    relay.close()
+
+
+def test_connections_are_kept_alive(server, remote):
+    srv = server(reply="json", get_stream="405")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    relay.request("ping")
+    before = srv.connections
+    for _ in range(25):
+        relay.request("ping")
+    assert srv.connections - before <= 2, "one TCP connection per message"
+    relay.close()
+
+
+def test_expired_session_is_reinitialized_transparently(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    old = next(iter(srv.sessions))
+    srv.expire_sessions()
+    assert text_of(relay.call("echo", {"text": "again"})) == "again"
+    new = next(iter(srv.sessions))
+    assert new != old
+    inits = srv.seen("POST", lambda r: b'"initialize"' in r["body"])
+    assert len(inits) == 2 and b"ocx-proxy-reinit-" in inits[1]["body"]
+    assert srv.seen("POST", lambda r: b"notifications/initialized" in r["body"]
+                    and r["headers"].get("Mcp-Session-Id") == new)
+    assert relay.request("ping")[0]["result"] == {}
+    time.sleep(0.2)
+    assert relay.lines.empty(), "the replayed initialize's answer must not reach the client"
+    assert relay.close() == 0
+
+
+def test_http_500_becomes_a_jsonrpc_error_and_the_relay_keeps_going(server, remote):
+    srv = server()
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    reply = relay.call("http500")
+    assert reply["error"]["code"] == -32000
+    assert reply["error"]["message"] == "HTTP 500 from upstream: boom: database down"
+    assert reply["error"]["data"] == {"httpStatus": 500}
+    assert text_of(relay.call("echo", {"text": "still here"})) == "still here"
+    relay.close()
+
+
+def test_dropped_stream_with_event_ids_is_resumed(server, remote):
+    srv = server(reply="sse", event_ids=True, retry_ms=100)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    reply, notes = relay.request("tools/call", {"name": "drop", "arguments": {"then": 0.3}})
+    assert text_of(reply) == "finished after the drop"
+    assert [n["params"]["data"] for n in notes if n["method"] == "notifications/message"] == ["before the drop"]
+    assert srv.resumed
+    resumes = srv.seen("GET", lambda r: "Last-Event-ID" in r["headers"])
+    assert resumes and resumes[0]["headers"]["Mcp-Session-Id"] == next(iter(srv.sessions))
+    relay.close()
+
+
+def test_dropped_stream_without_event_ids_fails_the_request(server, remote):
+    srv = server(reply="sse", event_ids=False)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    started = time.monotonic()
+    reply, _ = relay.request("tools/call", {"name": "drop", "arguments": {"then": 5}}, timeout=10)
+    assert reply["error"]["code"] == -32000 and "before answering" in reply["error"]["message"]
+    assert time.monotonic() - started < 3
+    assert relay.request("ping")[0]["result"] == {}
+    relay.close()
+
+
+def test_silent_stream_hits_the_sse_read_timeout(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "1")
+    relay.initialize()
+    reply, _ = relay.request("tools/call", {"name": "sleep", "arguments": {"seconds": 3}}, timeout=10)
+    assert "--sse-read-timeout" in reply["error"]["message"]
+    relay.close()
+
+
+def test_slow_json_answer_hits_the_timeout(server, remote):
+    srv = server(reply="json")
+    relay = remote("streamable-http", srv.url, env=clean_env(OCX_PROXY_TIMEOUT_SECONDS="1"))
+    relay.initialize()
+    reply, _ = relay.request("tools/call", {"name": "slow_json", "arguments": {"seconds": 3}}, timeout=10)
+    assert "timed out" in reply["error"]["message"]
+    assert relay.request("ping")[0]["result"] == {}
+    relay.close()
+
+
+@pytest.mark.parametrize("reply", ["sse", "json"])
+def test_server_to_client_request_and_multiline_data(server, remote, reply):
+    srv = server(reply=reply)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    if reply == "sse":
+        relay.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "ask_client"}})
+        ask = relay.recv()
+        assert ask["method"] == "sampling/createMessage"
+        relay.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant",
+                                                                  "content": {"type": "text", "text": "hi"}}})
+        answer = json.loads(text_of(relay.wait_for(9)[0]))
+        assert answer["result"]["content"]["text"] == "hi"
+    assert text_of(relay.call("pretty")) == "pretty\nprinted"  # pretty-printed JSON over several lines
+    relay.close()
+
+
+def test_get_stream_delivers_server_initiated_messages(server, remote):
+    srv = server(reply="sse", get_stream="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    assert wait_until(lambda: srv.seen("GET"))
+    get = srv.seen("GET")[0]
+    assert get["headers"]["Accept"] == "text/event-stream" and get["headers"]["Mcp-Session-Id"]
+    relay.call("notify_get")
+    note = relay.recv(timeout=5)
+    assert note["method"] == "notifications/message" and note["params"]["data"] == "via GET"
+    relay.close()
+
+
+def test_get_stream_reconnects_with_last_event_id(server, remote):
+    srv = server(reply="json", get_stream="sse", get_close_after=1, retry_ms=100)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    for n in range(2):
+        relay.call("notify_get")
+        assert relay.recv(timeout=5)["params"]["data"] == "via GET"
+    assert srv.resumed == ["get-1"] or srv.resumed[:1] == ["get-1"]
+    relay.close()
+
+
+def test_same_origin_redirect_is_followed(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.base + "/old-mcp")
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "moved"})) == "moved"
+    relay.close()
+    assert len(srv.seen("POST", lambda r: r["path"] == "/old-mcp")) == 1  # later requests go to /mcp
+    assert "redirects to" in relay.stderr
+
+
+def test_get_405_and_delete_405_are_fine(server, remote):
+    srv = server(reply="json", get_stream="405", delete="405")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    assert wait_until(lambda: srv.seen("GET"))
+    assert text_of(relay.call("echo", {"text": "ok"})) == "ok"
+    assert relay.close() == 0
+    assert srv.seen("DELETE")
+
+
+def test_closing_stdin_lets_an_answer_in_flight_arrive_then_deletes(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 88, "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 0.5}}})
+    time.sleep(0.1)
+    assert relay.close() == 0
+    answers = [json.loads(line) for line in relay.raw_lines]
+    assert any(a.get("id") == 88 and a.get("result") for a in answers)
+    assert srv.seen("DELETE")
+
+
+def test_cancelled_request_is_forwarded_and_abandoned(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 2}}})
+    time.sleep(0.2)
+    relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}})
+    assert wait_until(lambda: srv.seen("POST", lambda r: b"notifications/cancelled" in r["body"]))
+    assert relay.request("ping")[0]["result"] == {}
+    time.sleep(0.3)
+    assert relay.lines.empty()
+    relay.close()
+
+
+def test_spill_works_through_http_byte_exact(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    reply = relay.call("big", {"n": 30000}, msg_id=31)
+    meta = reply["result"]["_meta"]["ocx-proxy/spill"]
+    assert len(relay.raw_lines[-1]) <= 10001
+    expected = http_servers.dumps({"jsonrpc": "2.0", "id": 31, "result": http_servers.text_result("x" * 30000)})
+    with open(meta["json"], "rb") as handle:
+        assert handle.read() == expected
+    relay.close()
+
+
+def test_unreachable_server_answers_errors_and_keeps_running(remote):
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    relay = remote("streamable-http", "http://127.0.0.1:%d/mcp" % port)
+    reply, _ = relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                            "clientInfo": {"name": "t", "version": "1"}}, msg_id=1)
+    assert "connection refused" in reply["error"]["message"]
+    assert "error" in relay.request("ping")[0]
+    assert relay.close() == 0
+
+
+def test_headers_are_sent_and_secrets_never_logged(server, remote):
+    srv = server(reply="json")
+    env = clean_env(OCX_TEST_TOKEN="tok-9f8e7d6c5b4a", OCX_TEST_TEAM="team-secret-42")
+    relay = remote("streamable-http", srv.url, "--header", "Authorization: Bearer ${OCX_TEST_TOKEN}",
+                   "--header", "X-Team=${OCX_TEST_TEAM}", "--header", "X-Plain: visible",
+                   "--log-level", "debug", env=env)
+    relay.initialize()
+    headers = json.loads(text_of(relay.call("whoami")))["headers"]
+    assert headers["Authorization"] == "Bearer tok-9f8e7d6c5b4a"
+    assert headers["X-Team"] == "team-secret-42" and headers["X-Plain"] == "visible"
+    assert headers["User-Agent"].startswith("ocx-proxy/")
+    srv.expire_sessions()
+    relay.call("echo", {"text": "x"})
+    relay.close()
+    log_text = relay.stderr
+    assert "POST" in log_text and "X-Plain: visible" in log_text
+    assert "tok-9f8e7d6c5b4a" not in log_text and "team-secret-42" not in log_text
+
+
+# ---------------------------------------------------------------------------
+# Legacy HTTP+SSE and auto
+# ---------------------------------------------------------------------------
+
+def test_legacy_sse_roundtrip(server, remote):
+    srv = server(streamable=False)
+    relay = remote("sse", srv.sse_url)
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "legacy"})) == "legacy"
+    reply, notes = relay.request("tools/call", {"name": "progress", "arguments": {"steps": 2, "delay": 0.05},
+                                                "_meta": {"progressToken": 3}})
+    assert text_of(reply) == "progressed" and len(notes) == 2
+    relay.send({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "ask_client"}})
+    ask = relay.recv()
+    relay.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"ok": True}})
+    assert json.loads(text_of(relay.wait_for(12)[0]))["result"] == {"ok": True}
+    posts = srv.seen("POST")
+    assert all(r["path"].startswith("/messages?session_id=") for r in posts)
+    assert relay.close() == 0
+    assert not srv.seen("DELETE")
+
+
+def test_legacy_drop_fails_pending_then_reconnects_and_replays_initialize(server, remote):
+    srv = server(streamable=False)
+    relay = remote("sse", srv.sse_url)
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 3}}})
+    time.sleep(0.3)
+    srv.drop_legacy_streams()
+    reply, _ = relay.wait_for(50, timeout=5)
+    assert reply["error"]["code"] == -32000 and "dropped" in reply["error"]["message"]
+    assert text_of(relay.call("echo", {"text": "after"}, timeout=15)) == "after"
+    assert srv.legacy_connects == 2
+    assert len(srv.legacy_initializes) == 2 and str(srv.legacy_initializes[1]).startswith("ocx-proxy-reinit-")
+    time.sleep(0.2)
+    assert relay.lines.empty()
+    relay.close()
+
+
+def test_legacy_endpoint_on_another_origin_is_refused(server, remote):
+    srv = server(streamable=False, endpoint="http://127.0.0.2:9/messages")
+    relay = remote("sse", srv.sse_url)
+    assert relay.proc.wait(timeout=10) == 1
+    assert "same origin" in relay.stderr
+    assert not srv.seen("POST")
+
+
+def test_auto_prefers_streamable_http(server, remote):
+    srv = server(reply="json")
+    relay = remote("auto", srv.url)
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "modern"})) == "modern"
+    assert not srv.legacy_connects
+    relay.close()
+
+
+def test_auto_falls_back_to_legacy_sse_on_405(server, remote):
+    srv = server(streamable=False)
+    relay = remote("auto", srv.sse_url)
+    relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    relay.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert relay.wait_for(1)[0]["result"]["serverInfo"]["name"] == "http-fixture"
+    assert relay.wait_for(2)[0]["result"] == {}
+    assert text_of(relay.call("echo", {"text": "old"})) == "old"
+    assert srv.seen("POST", lambda r: r["path"] == "/sse")  # the probe
+    assert srv.legacy_connects == 1
+    relay.close()
+
+
+# ---------------------------------------------------------------------------
+# Proxies and TLS
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def proxy():
+    made = []
+
+    def start(**kw):
+        p = http_servers.ConnectProxy(**kw)
+        made.append(p)
+        return p
+
+    yield start
+    for p in made:
+        p.stop()
+
+
+def test_http_target_through_an_authenticating_proxy(server, remote, proxy):
+    srv = server(reply="sse")
+    prx = proxy(auth="Basic " + base64.b64encode(b"user:p@ss").decode())
+    env = clean_env(HTTP_PROXY="http://user:p%%40ss@127.0.0.1:%d" % prx.port)
+    relay = remote("streamable-http", srv.url, "--log-level", "debug", env=env)
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "proxied"})) == "proxied"
+    assert prx.log and prx.log[0][1] == srv.url and prx.log[0][2] == prx.auth
+    relay.close()
+    assert "p@ss" not in relay.stderr and "p%40ss" not in relay.stderr
+
+
+def test_no_proxy_bypasses_the_proxy(server, remote, proxy):
+    srv = server(reply="json")
+    prx = proxy()
+    env = clean_env(http_proxy=prx.url, NO_PROXY="localhost,127.0.0.1")
+    relay = remote("streamable-http", srv.url, env=env)
+    relay.initialize()
+    relay.close()
+    assert not prx.log
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    if not shutil.which("openssl"):
+        pytest.skip("the openssl command-line tool is needed to make a test CA")
+    d = tmp_path_factory.mktemp("certs")
+
+    def ssl_cmd(*args):
+        subprocess.run(["openssl"] + list(args), cwd=str(d), check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+
+    ssl_cmd("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=ocx-proxy test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    ssl_cmd("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1")
+    with open(str(d / "ext.cnf"), "w") as handle:
+        handle.write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                     "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n"
+                     "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
+    ssl_cmd("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
+    return d
+
+
+@pytest.fixture
+def tls_server(server, certs):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(certs / "server.pem"), str(certs / "server.key"))
+    return server(reply="sse", tls=context)
+
+
+def test_tls_with_cacert_and_untrusted_without(tls_server, remote, certs):
+    relay = remote("streamable-http", tls_server.url)
+    reply, _ = relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                            "clientInfo": {"name": "t", "version": "1"}}, msg_id=1)
+    assert "certificate verif" in reply["error"]["message"] and "--cacert" in reply["error"]["message"]
+    relay.close()
+    relay = remote("streamable-http", tls_server.url, "--cacert", str(certs / "ca.pem"))
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "tls"})) == "tls"
+    relay.close()
+
+
+def test_tls_via_ssl_cert_file_and_insecure(tls_server, remote, certs):
+    relay = remote("auto", tls_server.url, env=clean_env(SSL_CERT_FILE=str(certs / "ca.pem")))
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "env ca"})) == "env ca"
+    relay.close()
+    relay = remote("streamable-http", tls_server.url, "--insecure")
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "insecure"})) == "insecure"
+    relay.close()
+    assert "NOT verified" in relay.stderr
+
+
+def test_https_through_a_connect_tunnel(tls_server, remote, proxy, certs):
+    prx = proxy()
+    env = clean_env(HTTPS_PROXY=prx.url)
+    relay = remote("streamable-http", tls_server.url, "--cacert", str(certs / "ca.pem"), env=env)
+    relay.initialize()
+    assert text_of(relay.call("echo", {"text": "tunnelled"})) == "tunnelled"
+    relay.close()
+    assert prx.log and prx.log[0][0] == "CONNECT" and prx.log[0][1] == "127.0.0.1:%d" % tls_server.port
+
+
+def test_urls_in_logs_lose_passwords_and_secret_query_values():
+    shown = ocx_proxy.redact_url("https://u:pw@h.example/mcp?key=abc123&page=2&access_token=zz9")
+    assert "pw" not in shown and "abc123" not in shown and "zz9" not in shown
+    assert "page=2" in shown and "h.example/mcp" in shown
