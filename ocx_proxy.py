@@ -196,6 +196,11 @@ def parse_message(line):
     return json.loads(line.decode("utf-8"))
 
 
+def id_key(msg_id):
+    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests."""
+    return (isinstance(msg_id, str), msg_id)
+
+
 def message_kind(msg):
     """'request', 'notification', 'response' or None for anything else."""
     if not isinstance(msg, dict):
@@ -1266,10 +1271,6 @@ MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 
 
-def remote_key(msg_id):
-    """Dictionary key for a JSON-RPC id (1 and "1" differ), as the relay keys them."""
-    return (isinstance(msg_id, str), msg_id)
-
 
 class SseEvent:
     """One dispatched server-sent event: type, data (bytes) and the last event id."""
@@ -1850,7 +1851,7 @@ class RemoteExchange:
         self.outstanding = {}
         for item in items:
             if message_kind(item) == "request":
-                self.outstanding[remote_key(item["id"])] = item["id"]
+                self.outstanding[id_key(item["id"])] = item["id"]
         self.has_requests = bool(self.outstanding)
         self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
         self.swallow = swallow     # our own replayed initialize: its answer is not for the client
@@ -1921,10 +1922,10 @@ class RemoteUpstream(Upstream):
     def _cancelled(self, request_id):
         """The client gave up on a request: stop waiting for it (the server gets the notification)."""
         with self.lock:
-            exchange = self.inflight.pop(remote_key(request_id), None)
+            exchange = self.inflight.pop(id_key(request_id), None)
             if exchange is None:
                 return
-            exchange.outstanding.pop(remote_key(request_id), None)
+            exchange.outstanding.pop(id_key(request_id), None)
             done = not exchange.outstanding
         if done and exchange.conn is not None and self.transport == "streamable-http":
             self.pool.abort(exchange.conn)
@@ -2054,7 +2055,7 @@ class RemoteUpstream(Upstream):
         for item in (msg if isinstance(msg, list) else [msg]):
             if message_kind(item) != "response":
                 continue
-            key = remote_key(item.get("id"))
+            key = id_key(item.get("id"))
             with self.lock:
                 owner = exchange if exchange is not None and key in exchange.outstanding else self.inflight.get(key)
                 if owner is not None:
@@ -2725,11 +2726,6 @@ class AutoUpstream(Upstream):
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
 ABANDONED_LIMIT = 4096
-
-
-def id_key(msg_id):
-    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests."""
-    return (isinstance(msg_id, str), msg_id)
 
 
 class RelayOptions:
@@ -5731,53 +5727,65 @@ def remote_config_from_args(args):
     return config
 
 
-def cmd_remote(args):
-    options = relay_options_from_args(args)
-    config = remote_config_from_args(args)
+def remote_upstream_factory(transport, config, made=None):
+    """``make_upstream`` for a remote transport; ``made`` (a list) collects the upstreams built."""
     memory = {}   # auto: the transport found, kept across --restart
-    made = []
 
     def make_upstream(loop, on_line, on_exit):
-        if args.transport == "streamable-http":
+        if transport == "streamable-http":
             upstream = StreamableHttpUpstream(loop, config, on_line, on_exit)
-        elif args.transport == "sse":
+        elif transport == "sse":
             upstream = SseUpstream(loop, config, on_line, on_exit)
         else:
             upstream = AutoUpstream(loop, config, on_line, on_exit, memory)
-        made.append(upstream)
+        if made is not None:
+            made.append(upstream)
         return upstream
 
+    return make_upstream
+
+
+def cmd_remote(args):
+    options = relay_options_from_args(args)
+    config = remote_config_from_args(args)
+    made = []
     via = ""
     if config.proxy is not None:
         via = " through the proxy %s (%s)" % (config.proxy.display, config.proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
-    status = run_relay(options, make_upstream)
+    status = run_relay(options, remote_upstream_factory(args.transport, config, made))
     return 1 if any(getattr(upstream, "fatal", False) for upstream in made) else status
+
+
+def add_remote_server_options(parser, timeout=True):
+    """--url, --header, TLS and timeout options shared by the remote relays and ``check``."""
+    group = parser.add_argument_group("remote server")
+    group.add_argument("--url", required=True,
+                       help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands from "
+                            "our environment (required, no default)")
+    group.add_argument("--header", action="append", metavar="NAME=VALUE",
+                       help="send this HTTP header; 'NAME: VALUE' works too; ${VAR} in VALUE expands "
+                            "from our environment and an unset one is an error; values from ${VAR} "
+                            "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
+                            "default: none)")
+    if timeout:
+        group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
+                           help="limit for connecting, sending and each HTTP exchange that is not an "
+                                "event stream; 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
+    group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
+                       help="longest silence allowed on an open event stream; 0 = no limit "
+                            "(default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
+    group.add_argument("--cacert", metavar="FILE",
+                       help="also trust the CA certificates in this PEM file (default: the system "
+                            "CAs plus SSL_CERT_FILE when set)")
+    group.add_argument("--insecure", action="store_true",
+                       help="do not verify TLS certificates; prints a warning (default off)")
 
 
 def add_remote_commands(sub):
     for name, summary, description in REMOTE_COMMANDS:
         p = sub.add_parser(name, help=summary, description=description)
-        group = p.add_argument_group("remote server")
-        group.add_argument("--url", required=True,
-                           help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands from "
-                                "our environment (required, no default)")
-        group.add_argument("--header", action="append", metavar="NAME=VALUE",
-                           help="send this HTTP header; 'NAME: VALUE' works too; ${VAR} in VALUE expands "
-                                "from our environment and an unset one is an error; values from ${VAR} "
-                                "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
-                                "default: none)")
-        group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
-                           help="limit for connecting, sending and each HTTP exchange that is not an "
-                                "event stream; 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
-        group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
-                           help="longest silence allowed on an open event stream; 0 = no limit "
-                                "(default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
-        group.add_argument("--cacert", metavar="FILE",
-                           help="also trust the CA certificates in this PEM file (default: the system "
-                                "CAs plus SSL_CERT_FILE when set)")
-        group.add_argument("--insecure", action="store_true",
-                           help="do not verify TLS certificates; prints a warning (default off)")
+        add_remote_server_options(p)
         add_relay_options(p)
         p.set_defaults(handler=cmd_remote, transport=name)
 
@@ -6153,7 +6161,12 @@ def check_stdio_upstream(args):
     return make_upstream
 
 
-CHECK_TRANSPORTS = {"stdio": check_stdio_upstream}
+def check_remote_upstream(args):
+    return remote_upstream_factory(args.transport, remote_config_from_args(args))
+
+
+CHECK_TRANSPORTS = {"stdio": check_stdio_upstream, "streamable-http": check_remote_upstream,
+                    "sse": check_remote_upstream, "auto": check_remote_upstream}
 
 
 def cmd_check(args):
@@ -6187,7 +6200,7 @@ def cmd_check(args):
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
                        usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | stdio [--env ...] "
-                             "-- COMMAND [ARGS...])",
+                             "-- COMMAND [ARGS...] | streamable-http|sse|auto --url URL [--header ...])",
                        description="Connect like a client (initialize, then every page of tools, prompts, "
                                    "resources and templates), or read a saved catalog, and report each problem "
                                    "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
@@ -6206,6 +6219,10 @@ def add_check_command(sub):
     t.add_argument("--pass-environment", action="store_true", help="pass our whole environment (default off)")
     add_check_output_options(t, suppress=True)
     t.set_defaults(takes_command=True)
+    for name, _, _ in REMOTE_COMMANDS:
+        t = transports.add_parser(name, help="connect to a remote server (%s)" % name)
+        add_remote_server_options(t, timeout=False)
+        add_check_output_options(t, suppress=True)
     return transports
 
 

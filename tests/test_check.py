@@ -148,3 +148,50 @@ def test_json_pointer_escaping_and_resolution():
     assert op.resolve_pointer(doc, "/a~1b/m~0n/3") == "x"
     with pytest.raises(KeyError):
         op.resolve_pointer(doc, "/missing")
+
+
+# -- remote transports ----------------------------------------------------------
+
+@pytest.fixture
+def http_server():
+    sys.path.insert(0, FIXTURES)
+    import http_servers
+
+    made = []
+
+    def start(**kw):
+        srv = http_servers.McpHttpServer(**kw)
+        made.append(srv)
+        return srv
+
+    yield start
+    for srv in made:
+        srv.stop()
+
+
+def check_env():
+    return {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+
+
+@pytest.mark.parametrize("transport,path", [("streamable-http", "/mcp"), ("sse", "/sse"), ("auto", "/mcp")])
+def test_check_over_remote_transports(http_server, transport, path):
+    srv = http_server()
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", transport, "--url", srv.base + path],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, env=check_env())
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["server"]["name"] == "http-fixture" and report["counts"]["tools"] > 0
+    assert "tools/list" in report["timings"]
+
+
+def test_check_remote_connection_failure_exits_2(http_server):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.run([sys.executable, PROXY, "check", "--timeout", "5", "streamable-http", "--url",
+                           "http://127.0.0.1:%d/mcp" % port], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60, env=check_env())
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "could not get the catalog" in err and "Traceback" not in err, err
