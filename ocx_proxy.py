@@ -6076,6 +6076,7 @@ def cmd_capture(args):
         if args.print_config:
             text = json.dumps(capture_config(args), indent=2, ensure_ascii=False) + "\n"
             sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.buffer.flush()
             log.info("pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config "
                      "--allowedTools %s" % allowed)
         if args.print_allowed_tools:
