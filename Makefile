@@ -15,5 +15,21 @@ $(VENV)/.deps: $(VPY) Makefile
 test: $(VENV)/.deps
 	$(VPY) -m pytest -q -p no:cacheprovider tests
 
+# Benchmarks (never part of `make test`): relay vs direct in one run, one table.
+# The bench venv has no packages: the relay and the bench are standard library only.
+BENCH_VENV := .venv-bench
+BENCH_PY   := $(BENCH_VENV)/bin/python
+
+$(BENCH_PY):
+	$(PYTHON) -m venv $(BENCH_VENV)
+
+bench: $(BENCH_PY)
+	$(BENCH_PY) tests/bench/bench_relay.py $(BENCH_ARGS)
+	@if [ -f tests/bench/bench_protobuf.py ]; then \
+		echo; $(BENCH_PY) tests/bench/bench_protobuf.py; \
+	else \
+		echo; echo "bench: tests/bench/bench_protobuf.py not present yet (protobuf issue); skipped"; \
+	fi
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis
