@@ -12,6 +12,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
 Standard library only.  Not part of the pass/fail test run.
 """
 import argparse
+import compileall
 import http.client
 import json
 import os
@@ -73,6 +74,15 @@ class Session:
         assert b'"result"' in line, line[:300]
         return elapsed
 
+    def cpu_seconds(self):
+        """user + system CPU time the process we started has used so far."""
+        try:
+            with open("/proc/%d/stat" % self.proc.pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError):
+            return None
+
     def peak_rss_mb(self):
         """VmHWM (peak resident set) of the process we started: the relay, or the direct server."""
         try:
@@ -123,6 +133,33 @@ class Bench:
         return self.relay_prefix("stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
                                  *options) + ["--", PY, SERVER]
 
+    def installed_relay_argv(self):
+        """The relay as the ``ocx-proxy`` console script runs it: an import with cached bytecode."""
+        site = os.path.join(self.tmp, "site")
+        if not os.path.isdir(site):
+            os.makedirs(site)
+            shutil.copy(PROXY, site)
+            compileall.compile_dir(site, quiet=1)
+        code = "import sys; sys.path.insert(0, %r); import ocx_proxy; sys.exit(ocx_proxy.main())" % site
+        return [PY, "-c", code, "stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
+                "--", PY, SERVER]
+
+    def disk_write_ms(self, runs=5):
+        """Writing two new 5 MB files into the spill directory's file system (what a spill must do)."""
+        os.makedirs(self.spill_dir, exist_ok=True)
+        data = b"x" * BIG_BYTES
+        times = []
+        for n in range(runs):
+            t0 = time.perf_counter()
+            for part in ("json", "txt"):
+                fd = os.open(os.path.join(self.spill_dir, "disk%d.%s" % (n, part)),
+                             os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.write(fd, data)
+                os.close(fd)
+            times.append((time.perf_counter() - t0) * 1000.0)
+        shutil.rmtree(self.spill_dir, ignore_errors=True)
+        return statistics.median(times)
+
     # -- measurements ------------------------------------------------------
 
     def startup(self, argv):
@@ -141,10 +178,13 @@ class Bench:
                 session.request("tools/call", params)
             samples = []
             clock = time.perf_counter
+            cpu0 = session.cpu_seconds()
             for _ in range(count):
                 t0 = clock()
                 session.request("tools/call", params)
                 samples.append(clock() - t0)
+            cpu1 = session.cpu_seconds()
+            self.last_cpu_ms = (cpu1 - cpu0) * 1000.0 / count if cpu0 is not None and cpu1 is not None else None
             samples.sort()
             p50 = samples[len(samples) // 2] * 1000.0
             p99 = samples[int(len(samples) * 0.99)] * 1000.0
@@ -246,27 +286,35 @@ class Bench:
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
         progress("start-up x%d" % a.startup_runs)
-        s_direct, s_relay = [], []
+        s_direct, s_relay, s_installed = [], [], []
         for _ in range(a.startup_runs):
             s_direct.append(self.startup(self.direct_argv()))
             s_relay.append(self.startup(self.relay_argv()))
+            s_installed.append(self.startup(self.installed_relay_argv()))
         d, r = statistics.median(s_direct), statistics.median(s_relay)
-        rows.append(("start-up: spawn -> initialize result", "ms", d, r, r - d, TARGETS["startup"]))
+        rows.append(("start-up: spawn -> initialize (python ocx_proxy.py)", "ms", d, r, r - d, TARGETS["startup"]))
+        r = statistics.median(s_installed)
+        rows.append(("start-up, installed ocx-proxy (cached bytecode)", "ms", d, r, r - d, TARGETS["startup"]))
 
         # Small tools/call round trips.
         progress("round trips %d runs x %d calls" % (a.runs, a.calls))
-        p50_d, p99_d, p50_r, p99_r, rss_small = [], [], [], [], []
+        p50_d, p99_d, p50_r, p99_r, rss_small, cpu_d, cpu_r = [], [], [], [], [], [], []
         for _ in range(a.runs):
             p50, p99, _ = self.round_trips(self.direct_argv(), a.calls)
             p50_d.append(p50)
             p99_d.append(p99)
+            cpu_d.append(self.last_cpu_ms)
             p50, p99, rss = self.round_trips(self.relay_argv(), a.calls)
             p50_r.append(p50)
             p99_r.append(p99)
+            cpu_r.append(self.last_cpu_ms)
             rss_small.append(rss)
         for label, dl, rl in (("p50", p50_d, p50_r), ("p99", p99_d, p99_r)):
             d, r = statistics.median(dl), statistics.median(rl)
             rows.append(("small tools/call round trip %s (stdio)" % label, "ms", d, r, r - d, TARGETS["rtt"]))
+        if None not in cpu_d + cpu_r:
+            rows.append(("  info: CPU per round trip (server | relay)", "ms", statistics.median(cpu_d),
+                         statistics.median(cpu_r), None, None))
 
         # 5 MB result: passed through (spill disabled) and spilled.
         progress("5 MB results %d runs x %d calls" % (a.big_runs, a.big_calls))
@@ -288,6 +336,8 @@ class Bench:
         rows.append(("5 MB result passed through (spill off)", "ms", d, r, r - d, TARGETS["big"]))
         r = statistics.median(b_spill)
         rows.append(("5 MB result spilled (-> %d-byte preview)" % size_spill, "ms", d, r, r - d, TARGETS["big"]))
+        rows.append(("  info: writing 2 new 5 MB files on the spill disk", "ms", None, self.disk_write_ms(),
+                     None, None))
 
         # Peak RSS of the relay process alone (VmHWM), per scenario.
         for label, values in (("small calls", rss_small), ("5 MB passed through", rss_pass),
@@ -330,6 +380,9 @@ def print_table(rows, elapsed, args):
             continue
         name, unit, direct, relay, added, target = row
         judged = added if added is not None else relay
+        if target is None:
+            table.append((name, unit, fmt(direct, unit), fmt(relay, unit), "", "", ""))
+            continue
         if judged is None:
             verdict = "?"
         elif judged <= target:
