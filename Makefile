@@ -31,5 +31,10 @@ bench: $(BENCH_PY)
 		echo; echo "bench: tests/bench/bench_protobuf.py not present yet (protobuf issue); skipped"; \
 	fi
 
+# Python 3.8-3.13 matrix: tests/smoke.py (stdlib) and the suite in .venv-compat/3.X
+# for every interpreter pyenv (or PATH) has; a missing version is skipped.
+compat:
+	$(PYTHON) tests/run_compat.py $(COMPAT_ARGS)
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .pytest_cache .hypothesis

@@ -155,7 +155,7 @@ def default_cache_dir():
 
 
 def utc_now_iso():
-    return datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 # ---------------------------------------------------------------------------
@@ -473,7 +473,7 @@ class Spill:
         return path
 
     def stem(self, line, method, msg_id):
-        stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%S.%fZ")
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         import hashlib  # only when spilling: it loads OpenSSL (+4 MB resident, ~3.5 ms at start-up)
 
         digest = hashlib.sha256(line).hexdigest()[:10]
