@@ -36,5 +36,10 @@ bench: $(BENCH_PY)
 compat:
 	$(PYTHON) tests/run_compat.py $(COMPAT_ARGS)
 
+# Interop tier: the official mcp SDK (pinned 1.x, own venv .venv-interop) drives the relay.
+# Skips with a message (exit 0) when the package index cannot be reached.
+interop:
+	$(PYTHON) tests/run_interop.py $(INTEROP_ARGS)
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .pytest_cache .hypothesis
