@@ -643,7 +643,6 @@ class PreviewBuilder:
 # ---------------------------------------------------------------------------
 
 READ_CHUNK = 1 << 16
-WRITEV_MIN = 1 << 16  # PipeWriter.write_line: below this, one concatenation is cheaper
 
 
 class Timer:
@@ -925,24 +924,6 @@ class PipeWriter:
             data = memoryview(data)[written:]
             self.loop.add_writer(self.fd, self._writable)
         self.buffer += data
-
-    def write_line(self, line):
-        """Write ``line`` followed by a newline (large lines go out with writev, not copied)."""
-        if self.threaded or len(line) < WRITEV_MIN or self.buffer or self.failed or self.closing:
-            self.write(line + b"\n")
-            return
-        try:
-            written = os.writev(self.fd, (line, b"\n"))
-        except (BlockingIOError, InterruptedError):
-            written = 0
-        except OSError as exc:
-            self._fail(exc)
-            return
-        if written > len(line):
-            return
-        self.loop.add_writer(self.fd, self._writable)
-        self.buffer += memoryview(line)[written:]
-        self.buffer += b"\n"
 
     def _writable(self):
         try:
@@ -1595,7 +1576,7 @@ class Relay:
                 line = out.encode("utf-8", "surrogatepass")
         if self.trace:
             self.trace.record("upstream->client", msg, len(line), pending, spilled)
-        self.client_out.write_line(line)
+        self.client_out.write(line + b"\n")
 
     def _check_size(self, line, msg, pending):
         """Return (replacement text or None, SpillFiles or None) for a line over the byte limit."""

@@ -25,7 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PROXY = os.path.join(ROOT, "ocx_proxy.py")
+PROXY = os.environ.get("OCX_BENCH_PROXY") or os.path.join(ROOT, "ocx_proxy.py")  # another copy to compare
 SERVER = os.path.join(HERE, "bench_server.py")
 HTTP_SERVER = os.path.join(HERE, "bench_http_server.py")
 PY = sys.executable
