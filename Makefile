@@ -15,9 +15,28 @@ $(VENV)/.deps: $(VPY) Makefile
 test: $(VENV)/.deps
 	$(VPY) -m pytest -q -p no:cacheprovider tests
 
-clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+# Benchmarks (never part of `make test`): relay vs direct in one run, one table.
+# The bench venv has no packages: the relay and the bench are standard library only.
+BENCH_VENV := .venv-bench
+BENCH_PY   := $(BENCH_VENV)/bin/python
 
-# Not a test: prints microseconds per 100-tool catalog (and google protobuf's ratio if importable).
-bench: $(VENV)/.deps
-	$(VPY) tests/bench/bench_protobuf.py
+$(BENCH_PY):
+	$(PYTHON) -m venv $(BENCH_VENV)
+
+bench: $(BENCH_PY)
+	$(BENCH_PY) tests/bench/bench_relay.py $(BENCH_ARGS)
+	@echo
+	$(BENCH_PY) tests/bench/bench_protobuf.py
+
+# Python 3.8-3.13 matrix: tests/smoke.py (stdlib) and the suite in .venv-compat/3.X
+# for every interpreter pyenv (or PATH) has; a missing version is skipped.
+compat:
+	$(PYTHON) tests/run_compat.py $(COMPAT_ARGS)
+
+# Interop tier: the official mcp SDK (pinned 1.x, own venv .venv-interop) drives the relay.
+# Skips with a message (exit 0) when the package index cannot be reached.
+interop:
+	$(PYTHON) tests/run_interop.py $(INTEROP_ARGS)
+
+clean:
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .pytest_cache .hypothesis

@@ -156,3 +156,16 @@ def pid_alive(pid):
             return handle.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# Hypothesis profiles.  `make compat` runs the whole suite once per Python 3.8-3.13
+# and selects the lighter "compat" profile with HYPOTHESIS_PROFILE=compat; tests
+# that pin max_examples with @settings keep their own count.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is always installed by the Makefile
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("compat", max_examples=30, deadline=None)
+    if os.environ.get("HYPOTHESIS_PROFILE"):
+        _hypothesis_settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])

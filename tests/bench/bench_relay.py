@@ -1,0 +1,430 @@
+"""Relay benchmarks: ocx-proxy against the same server reached directly, in one run.
+
+Drives the relay the way an MCP client does (raw newline-delimited JSON-RPC over
+pipes) and prints one table.  Every figure is a median over repeated runs, and
+the direct connection (client -> server, no relay) is measured in the same run,
+interleaved with the relay, so that the "added" column is what the relay costs.
+
+    python tests/bench/bench_relay.py            # about a minute on 2 cores
+    python tests/bench/bench_relay.py --quick    # fewer repetitions (a smoke check)
+    python tests/bench/bench_relay.py --profile DIR   # also write cProfile stats of the relay
+
+Standard library only.  Not part of the pass/fail test run.
+"""
+import argparse
+import compileall
+import http.client
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROXY = os.environ.get("OCX_BENCH_PROXY") or os.path.join(ROOT, "ocx_proxy.py")  # another copy to compare
+SERVER = os.path.join(HERE, "bench_server.py")
+HTTP_SERVER = os.path.join(HERE, "bench_http_server.py")
+PY = sys.executable
+BIG_BYTES = 5000000
+
+TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40}
+
+
+class Session:
+    """One client connection over pipes: to the server directly or through the relay."""
+
+    def __init__(self, argv, stderr_path=None):
+        self.started = time.perf_counter()
+        self.stderr = open(stderr_path or os.devnull, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, bufsize=1 << 20)
+        self.fd = self.proc.stdin.fileno()
+        self.out = self.proc.stdout
+        self.next_id = 0
+
+    def send(self, obj):
+        data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def recv_line(self):
+        line = self.out.readline()
+        if not line:
+            raise RuntimeError("connection closed: %r" % (self.proc.args,))
+        return line
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.recv_line()
+
+    def initialize(self):
+        line = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                           "clientInfo": {"name": "bench", "version": "1"}})
+        elapsed = time.perf_counter() - self.started
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert b'"result"' in line, line[:300]
+        return elapsed
+
+    def cpu_seconds(self):
+        """user + system CPU time the process we started has used so far."""
+        try:
+            with open("/proc/%d/stat" % self.proc.pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def peak_rss_mb(self):
+        """VmHWM (peak resident set) of the process we started: the relay, or the direct server."""
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as handle:
+                for row in handle:
+                    if row.startswith("VmHWM:"):
+                        return int(row.split()[1]) / 1024.0
+        except OSError:
+            pass
+        return None
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+        self.stderr.close()
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.tmp = tempfile.mkdtemp(prefix="ocx-bench-")
+        self.spill_dir = os.path.join(self.tmp, "spill")
+        self.profile_count = 0
+
+    # -- argv --------------------------------------------------------------
+
+    def relay_prefix(self, *options):
+        prefix = [PY]
+        if self.args.profile:
+            self.profile_count += 1
+            os.makedirs(self.args.profile, exist_ok=True)
+            prefix += ["-m", "cProfile", "-o",
+                       os.path.join(self.args.profile, "relay-%03d.prof" % self.profile_count)]
+        return prefix + [PROXY] + list(options)
+
+    def direct_argv(self):
+        return [PY, SERVER]
+
+    def relay_argv(self, *options):
+        return self.relay_prefix("stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
+                                 *options) + ["--", PY, SERVER]
+
+    def installed_relay_argv(self):
+        """The relay as the ``ocx-proxy`` console script runs it: an import with cached bytecode."""
+        site = os.path.join(self.tmp, "site")
+        if not os.path.isdir(site):
+            os.makedirs(site)
+            shutil.copy(PROXY, site)
+            compileall.compile_dir(site, quiet=1)
+        code = "import sys; sys.path.insert(0, %r); import ocx_proxy; sys.exit(ocx_proxy.main())" % site
+        return [PY, "-c", code, "stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
+                "--", PY, SERVER]
+
+    def disk_write_ms(self, runs=5):
+        """Writing two new 5 MB files into the spill directory's file system (what a spill must do)."""
+        os.makedirs(self.spill_dir, exist_ok=True)
+        data = b"x" * BIG_BYTES
+        times = []
+        for n in range(runs):
+            t0 = time.perf_counter()
+            for part in ("json", "txt"):
+                fd = os.open(os.path.join(self.spill_dir, "disk%d.%s" % (n, part)),
+                             os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.write(fd, data)
+                os.close(fd)
+            times.append((time.perf_counter() - t0) * 1000.0)
+        shutil.rmtree(self.spill_dir, ignore_errors=True)
+        return statistics.median(times)
+
+    # -- measurements ------------------------------------------------------
+
+    def startup(self, argv):
+        session = Session(argv)
+        try:
+            return session.initialize() * 1000.0
+        finally:
+            session.close()
+
+    def round_trips(self, argv, count):
+        session = Session(argv)
+        try:
+            session.initialize()
+            params = {"name": "small", "arguments": {"text": "hello"}}
+            for _ in range(200):  # warm-up
+                session.request("tools/call", params)
+            samples = []
+            clock = time.perf_counter
+            cpu0 = session.cpu_seconds()
+            for _ in range(count):
+                t0 = clock()
+                session.request("tools/call", params)
+                samples.append(clock() - t0)
+            cpu1 = session.cpu_seconds()
+            self.last_cpu_ms = (cpu1 - cpu0) * 1000.0 / count if cpu0 is not None and cpu1 is not None else None
+            samples.sort()
+            p50 = samples[len(samples) // 2] * 1000.0
+            p99 = samples[int(len(samples) * 0.99)] * 1000.0
+            return p50, p99, session.peak_rss_mb()
+        finally:
+            session.close()
+
+    def big_calls(self, argv, count, expect_spill):
+        session = Session(argv)
+        try:
+            session.initialize()
+            params = {"name": "big", "arguments": {"bytes": BIG_BYTES}}
+            session.request("tools/call", params)  # warm-up: the server builds and caches the text
+            times = []
+            size = 0
+            for _ in range(count):
+                t0 = time.perf_counter()
+                line = session.request("tools/call", params)
+                times.append((time.perf_counter() - t0) * 1000.0)
+                size = len(line)
+            spilled = b"ocx-proxy/spill" in line
+            if spilled != expect_spill:
+                raise RuntimeError("expected spill=%s, got a %d-byte line" % (expect_spill, size))
+            return statistics.median(times), size, session.peak_rss_mb()
+        finally:
+            session.close()
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
+
+    # -- Streamable HTTP -----------------------------------------------------
+
+    def http_available(self):
+        try:
+            proc = subprocess.run([PY, PROXY, "streamable-http", "--help"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return proc.returncode == 0
+
+    def http_round_trips(self, runs, count):
+        server = subprocess.Popen([PY, HTTP_SERVER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            port = int(server.stdout.readline().split()[1])
+            url = "http://127.0.0.1:%d/mcp" % port
+            direct, relay = [], []
+            for _ in range(runs):
+                direct.append(self._http_direct(port, count))
+                argv = self.relay_prefix("streamable-http", "--url", url, "--output-dir", self.spill_dir,
+                                         "--log-level", "warning")
+                relay.append(self.round_trips(argv, count)[:2])
+            return direct, relay
+        finally:
+            server.kill()
+            server.wait()
+            server.stdout.close()
+
+    def _http_direct(self, port, count):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        counter = [0]
+
+        def post(method, params=None):
+            counter[0] += 1
+            msg = {"jsonrpc": "2.0", "id": counter[0], "method": method}
+            if params is not None:
+                msg["params"] = params
+            conn.request("POST", "/mcp", json.dumps(msg, separators=(",", ":")), headers)
+            response = conn.getresponse()
+            body = response.read()
+            session_id = response.getheader("Mcp-Session-Id")
+            if session_id:
+                headers["Mcp-Session-Id"] = session_id
+            return body
+
+        post("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "bench", "version": "1"}})
+        headers["MCP-Protocol-Version"] = "2025-06-18"
+        params = {"name": "small", "arguments": {"text": "hello"}}
+        for _ in range(200):
+            post("tools/call", params)
+        samples = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            post("tools/call", params)
+            samples.append(time.perf_counter() - t0)
+        conn.close()
+        samples.sort()
+        return samples[len(samples) // 2] * 1000.0, samples[int(len(samples) * 0.99)] * 1000.0
+
+    # -- the run -------------------------------------------------------------
+
+    def run(self):
+        a = self.args
+        rows = []
+        t_start = time.perf_counter()
+
+        def progress(text):
+            sys.stderr.write("bench: %s (%.0fs)\n" % (text, time.perf_counter() - t_start))
+            sys.stderr.flush()
+
+        # Start-up: spawn -> initialize result, alternating so both see the same machine state.
+        progress("start-up x%d" % a.startup_runs)
+        s_direct, s_relay, s_installed = [], [], []
+        for _ in range(a.startup_runs):
+            s_direct.append(self.startup(self.direct_argv()))
+            s_relay.append(self.startup(self.relay_argv()))
+            s_installed.append(self.startup(self.installed_relay_argv()))
+        d, r = statistics.median(s_direct), statistics.median(s_relay)
+        rows.append(("start-up: spawn -> initialize (python ocx_proxy.py)", "ms", d, r, r - d, TARGETS["startup"]))
+        r = statistics.median(s_installed)
+        rows.append(("start-up, installed ocx-proxy (cached bytecode)", "ms", d, r, r - d, TARGETS["startup"]))
+
+        # Small tools/call round trips.
+        progress("round trips %d runs x %d calls" % (a.runs, a.calls))
+        p50_d, p99_d, p50_r, p99_r, rss_small, cpu_d, cpu_r = [], [], [], [], [], [], []
+        for _ in range(a.runs):
+            p50, p99, _ = self.round_trips(self.direct_argv(), a.calls)
+            p50_d.append(p50)
+            p99_d.append(p99)
+            cpu_d.append(self.last_cpu_ms)
+            p50, p99, rss = self.round_trips(self.relay_argv(), a.calls)
+            p50_r.append(p50)
+            p99_r.append(p99)
+            cpu_r.append(self.last_cpu_ms)
+            rss_small.append(rss)
+        for label, dl, rl in (("p50", p50_d, p50_r), ("p99", p99_d, p99_r)):
+            d, r = statistics.median(dl), statistics.median(rl)
+            rows.append(("small tools/call round trip %s (stdio)" % label, "ms", d, r, r - d, TARGETS["rtt"]))
+        if None not in cpu_d + cpu_r:
+            rows.append(("  info: CPU per round trip (server | relay)", "ms", statistics.median(cpu_d),
+                         statistics.median(cpu_r), None, None))
+
+        # 5 MB result: passed through (spill disabled) and spilled.
+        progress("5 MB results %d runs x %d calls" % (a.big_runs, a.big_calls))
+        b_direct, b_pass, b_spill, rss_pass, rss_spill = [], [], [], [], []
+        size_direct = size_pass = size_spill = 0
+        for _ in range(a.big_runs):
+            t, size_direct, _ = self.big_calls(self.direct_argv(), a.big_calls, False)
+            b_direct.append(t)
+            t, size_pass, rss = self.big_calls(self.relay_argv("--max-response-chars", "0"), a.big_calls, False)
+            b_pass.append(t)
+            rss_pass.append(rss)
+            t, size_spill, rss = self.big_calls(self.relay_argv(), a.big_calls, True)
+            b_spill.append(t)
+            rss_spill.append(rss)
+        if size_pass != size_direct:
+            raise RuntimeError("pass-through changed the 5 MB line: %d vs %d bytes" % (size_pass, size_direct))
+        d = statistics.median(b_direct)
+        r = statistics.median(b_pass)
+        rows.append(("5 MB result passed through (spill off)", "ms", d, r, r - d, TARGETS["big"]))
+        r = statistics.median(b_spill)
+        rows.append(("5 MB result spilled (-> %d-byte preview)" % size_spill, "ms", d, r, r - d, TARGETS["big"]))
+        rows.append(("  info: writing 2 new 5 MB files on the spill disk", "ms", None, self.disk_write_ms(),
+                     None, None))
+
+        # Peak RSS of the relay process alone (VmHWM), per scenario.
+        for label, values in (("small calls", rss_small), ("5 MB passed through", rss_pass),
+                              ("5 MB spilled", rss_spill)):
+            values = [v for v in values if v is not None]
+            r = statistics.median(values) if values else None
+            rows.append(("relay peak RSS (VmHWM), %s" % label, "MB", None, r, None, TARGETS["rss"]))
+
+        # Streamable HTTP, once the remote transports are merged.
+        if self.http_available():
+            progress("Streamable HTTP round trips")
+            direct, relay = self.http_round_trips(a.runs, a.calls)
+            for i, label in enumerate(("p50", "p99")):
+                d = statistics.median([x[i] for x in direct])
+                r = statistics.median([x[i] for x in relay])
+                rows.append(("Streamable HTTP round trip %s" % label, "ms", d, r, r - d, TARGETS["http_rtt"]))
+        else:
+            rows.append(("Streamable HTTP round trip", "n/a (remote transports not merged yet)"))
+
+        progress("done")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return rows, time.perf_counter() - t_start
+
+
+def fmt(value, unit):
+    if value is None:
+        return "-"
+    if unit == "ms" and abs(value) < 10:
+        return "%.3f" % value
+    return "%.1f" % value
+
+
+def print_table(rows, elapsed, args):
+    header = ("measure", "unit", "direct", "relay", "added", "target", "")
+    table = [header]
+    misses = 0
+    for row in rows:
+        if len(row) == 2:
+            table.append((row[0], "", "", row[1], "", "", ""))
+            continue
+        name, unit, direct, relay, added, target = row
+        judged = added if added is not None else relay
+        if target is None:
+            table.append((name, unit, fmt(direct, unit), fmt(relay, unit), "", "", ""))
+            continue
+        if judged is None:
+            verdict = "?"
+        elif judged <= target:
+            verdict = "met"
+        else:
+            verdict = "MISSED"
+            misses += 1
+        bound = ("<= +%s" if added is not None else "<= %s") % fmt(target, unit)
+        added_text = ("+" if added is not None and added >= 0 else "") + fmt(added, unit)
+        table.append((name, unit, fmt(direct, unit), fmt(relay, unit), added_text, bound, verdict))
+    widths = [max(len(str(r[i])) for r in table if not (len(str(r[3])) > 30 and i == 3)) for i in range(7)]
+    lines = []
+    for n, r in enumerate(table):
+        if str(r[3]).startswith("n/a"):
+            lines.append("  ".join([r[0].ljust(widths[0]), r[3]]))
+            continue
+        cells = [str(c).ljust(widths[i]) if i < 2 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    print("ocx-proxy relay benchmark  (Python %s, %d cores; medians of %d start-ups, %d x %d calls, %d x %d 5 MB calls)"
+          % (sys.version.split()[0], os.cpu_count() or 0, args.startup_runs, args.runs, args.calls,
+             args.big_runs, args.big_calls))
+    print("\n".join(lines))
+    print("%d target(s) missed; bench took %.0f s" % (misses, elapsed))
+    return misses
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--profile", metavar="DIR", help="run every relay under cProfile, stats into DIR")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3
+    else:
+        args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 15, 5, 2000, 3, 5
+    rows, elapsed = Bench(args).run()
+    misses = print_table(rows, elapsed, args)
+    return 1 if (misses and args.strict) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

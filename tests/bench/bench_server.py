@@ -1,0 +1,67 @@
+"""A minimal MCP server on stdio for the benchmarks (standard library only).
+
+It answers as fast as plain Python can so that the figures measure the relay:
+``initialize``, ``ping``, ``tools/list`` and ``tools/call`` with the tools
+``small`` (a tiny text result) and ``big`` (a text result of about
+``arguments.bytes`` bytes, 5 MB by default; built once and cached).
+"""
+import json
+import sys
+
+BIG_CACHE = {}
+
+
+def big_result(size):
+    """The JSON text of a CallToolResult whose line is about ``size`` bytes."""
+    cached = BIG_CACHE.get(size)
+    if cached is None:
+        row = "%08d the quick brown fox jumps over the lazy dog 0123456789 abcdef\n"
+        lines = []
+        total = 0
+        i = 0
+        while total < size - 100:
+            text = row % i
+            lines.append(text)
+            total += len(text) + 1  # "\n" is escaped as two characters
+            i += 1
+        result = {"content": [{"type": "text", "text": "".join(lines)}], "isError": False}
+        cached = BIG_CACHE[size] = json.dumps(result, separators=(",", ":")).encode("utf-8")
+    return cached
+
+
+def main():
+    stdin = sys.stdin.buffer
+    out = sys.stdout.buffer
+    small = json.dumps({"content": [{"type": "text", "text": "ok"}]}, separators=(",", ":")).encode()
+    for line in stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        if "id" not in msg or "method" not in msg:
+            continue
+        method = msg["method"]
+        params = msg.get("params") or {}
+        if method == "initialize":
+            result = json.dumps({"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                                 "capabilities": {"tools": {}},
+                                 "serverInfo": {"name": "bench", "version": "1"}}).encode()
+        elif method == "ping":
+            result = b"{}"
+        elif method == "tools/list":
+            result = json.dumps({"tools": [{"name": "small", "inputSchema": {"type": "object"}},
+                                           {"name": "big", "inputSchema": {"type": "object"}}]}).encode()
+        elif method == "tools/call" and params.get("name") == "big":
+            result = big_result(int((params.get("arguments") or {}).get("bytes", 5000000)))
+        elif method == "tools/call":
+            result = small
+        else:
+            out.write(b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}\n'
+                      % json.dumps(msg["id"]).encode())
+            out.flush()
+            continue
+        out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode() + b',"result":' + result + b"}\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
