@@ -6,8 +6,16 @@ library.  An MCP client (Cursor, Claude Code, Codex, CodeBuddy...) starts it ove
 stdio, and it relays JSON-RPC to the real server::
 
     python ocx_proxy.py stdio -- npx -y @modelcontextprotocol/server-everything
+    python ocx_proxy.py streamable-http --url https://example.com/mcp --header 'Authorization: Bearer ${TOKEN}'
+    python ocx_proxy.py sse --url http://127.0.0.1:8000/sse      # legacy HTTP+SSE; `auto` picks one
     python ocx_proxy.py demo            # the whole chain against a built-in server
     python ocx_proxy.py demo-server     # that built-in sample server, on stdio
+
+Besides relaying it can encode a tool catalog as Cursor's ``McpTools``
+protobuf and explain a bad blob (``encode-tools``, ``decode``), serve a
+capture-only MCP server that records an agent CLI's tool calls without running
+anything (``capture``), and tell which field of a server's catalog breaks
+which client (``check``).  Every function documented here can be imported.
 
 When a response is larger than ``--max-response-chars`` (default 10000
 characters of compact JSON), the full line is saved byte-exact under
