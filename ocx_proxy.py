@@ -1152,7 +1152,11 @@ class StdioUpstream(Upstream):
             self.loop.post(self.on_exit, "could not start %s: %s" % (self.command[0], exc))
             return
         self.stdout_open = True
-        self.stdin = PipeWriter(self.loop, self.process.stdin.fileno(), on_error=self._stdin_error,
+        # The writer owns a duplicate of the pipe so that closing it never leaves
+        # Popen's file object holding a dead descriptor (EBADF at garbage collection).
+        stdin_fd = os.dup(self.process.stdin.fileno())
+        self.process.stdin.close()
+        self.stdin = PipeWriter(self.loop, stdin_fd, on_error=self._stdin_error,
                                 use_threads=self.use_threads, close_fd=True)
         self.stdout_reader = PipeReader(self.loop, self.process.stdout.fileno(), self._stdout_data,
                                         use_threads=self.use_threads)
