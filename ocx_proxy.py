@@ -492,7 +492,10 @@ class Spill:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         import hashlib  # only when spilling: it loads OpenSSL (+4 MB resident, ~3.5 ms at start-up)
 
-        digest = hashlib.sha256(line).hexdigest()[:10]
+        # The hash only keeps names apart: both ends and the length of a
+        # multi-megabyte line are as good as all of it, at a fraction of the cost.
+        sample = line if len(line) <= 131072 else line[:65536] + line[-65536:] + str(len(line)).encode()
+        digest = hashlib.sha256(sample).hexdigest()[:10]
         return "%s_%s_id-%s_%s" % (stamp, safe_name(method or "message"), safe_name(str(msg_id), 24), digest)
 
     def save(self, line, msg, method, text):
@@ -520,7 +523,7 @@ class Spill:
 
     # -- rewriting ---------------------------------------------------------
 
-    def rewrite(self, line, msg, method, request_params=None, protocol_version=None):
+    def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None):
         """Replace an oversized message; see the class docstring for the contract."""
         kind = message_kind(msg)
         if kind == "request" or kind is None:
@@ -538,7 +541,8 @@ class Spill:
             log.error("could not save oversized %s response (%s); forwarding it unchanged"
                       % (method or "message", exc))
             return None
-        original_chars = len(line.decode("utf-8", "replace"))
+        if original_chars is None:
+            original_chars = len(line.decode("utf-8", "replace"))
         builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
         return builder.fit(full_text, self.max_chars, self.preview_chars), files
 
@@ -1910,6 +1914,45 @@ class RemoteExchange:
         self.result = None         # the response message, for swallowed exchanges
 
 
+class WorkerThreads:
+    """Daemon threads reused from task to task.
+
+    ``run(task)`` hands the task to an idle thread, or starts a new one when
+    none is idle: a task never waits behind a busy one (a long tool call must
+    not delay a ping), yet a steady stream of requests does not pay for a new
+    thread each time.  A thread idle for ``idle_seconds`` ends.
+    """
+
+    def __init__(self, idle_seconds=30.0):
+        self.idle_seconds = idle_seconds
+        self.ready = threading.Condition(threading.Lock())
+        self.tasks = collections.deque()
+        self.idle = 0
+
+    def run(self, task):
+        with self.ready:
+            self.tasks.append(task)
+            if self.idle >= len(self.tasks):
+                self.ready.notify()
+                return
+        threading.Thread(target=self._work, name="ocx-worker", daemon=True).start()
+
+    def _work(self):
+        while True:
+            with self.ready:
+                if not self.tasks:
+                    self.idle += 1
+                    self.ready.wait(self.idle_seconds)
+                    self.idle -= 1
+                    if not self.tasks:
+                        return
+                task = self.tasks.popleft()
+            task()
+
+
+WORKERS = WorkerThreads()
+
+
 class RemoteUpstream(Upstream):
     """Shared machinery of the remote transports.
 
@@ -1944,7 +1987,7 @@ class RemoteUpstream(Upstream):
     # -- loop thread -------------------------------------------------------
 
     def start(self):
-        self.sender = self.spawn("ocx-http-sender", self._sender_loop)
+        self.sender = self.spawn("ocx-http-sender", self._sender_loop, dedicated=True)
 
     def send(self, data):
         if self.exited or self.closing:
@@ -2000,8 +2043,9 @@ class RemoteUpstream(Upstream):
 
     # -- any thread --------------------------------------------------------
 
-    def spawn(self, name, target, *args):
-        """Run ``target(*args)`` in a daemon thread; a bug there is logged, never a traceback."""
+    def spawn(self, name, target, *args, **kw):
+        """Run ``target(*args)`` on a reused worker thread, or on a ``dedicated=True`` thread
+        that is returned (for joining); a bug there is logged, never a traceback."""
         def run():
             try:
                 target(*args)
@@ -2009,6 +2053,9 @@ class RemoteUpstream(Upstream):
                 self.note("error", "internal error in %s: %r" % (name, exc))
                 self.thread_crashed(exc)
 
+        if not kw.get("dedicated"):
+            WORKERS.run(run)
+            return None
         thread = threading.Thread(target=run, name=name, daemon=True)
         thread.start()
         return thread
@@ -3100,7 +3147,7 @@ class Relay:
                 return compact, None
         method = pending.method if pending else None
         params = pending.params if pending else None
-        rewritten = self.spill.rewrite(line, msg, method, params, self.protocol_version)
+        rewritten = self.spill.rewrite(line, msg, method, params, self.protocol_version, chars)
         if rewritten is None:
             return None, None
         out, files = rewritten
@@ -6286,17 +6333,29 @@ def add_check_command(sub):
     return transports
 
 
-def build_parser():
+def command_groups():
+    """(command names, function that registers them), in the order ``--help`` lists them."""
+    return (
+        (("stdio",), add_stdio_command),
+        (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
+        (("demo", "demo-server"), add_demo_commands),
+        (("encode-tools", "decode"), register_protobuf_commands),
+        (("capture",), register_capture_command),
+        (("check",), add_check_command),
+    )
+
+
+def build_parser(command=None):
+    """The argument parser; with a known ``command`` only that command's group is
+    built (building all of them costs ~15 ms of every relay start-up)."""
     parser = CliParser(prog="ocx-proxy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    add_stdio_command(sub)
-    add_remote_commands(sub)
-    add_demo_commands(sub)
-    register_protobuf_commands(sub)
-    register_capture_command(sub)
-    add_check_command(sub)
+    groups = command_groups()
+    wanted = [register for names, register in groups if command in names]
+    for register in wanted or [register for _, register in groups]:
+        register(sub)
     return parser
 
 
@@ -6307,7 +6366,7 @@ def main(argv=None):
     if "--" in argv:
         split = argv.index("--")
         argv, upstream_command = argv[:split], argv[split + 1:]
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if upstream_command is not None and not getattr(args, "takes_command", False):
         parser.error("unexpected arguments after --: %s" % " ".join(upstream_command))
