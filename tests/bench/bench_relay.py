@@ -309,6 +309,8 @@ class Bench:
             p99_r.append(p99)
             cpu_r.append(self.last_cpu_ms)
             rss_small.append(rss)
+        # The same calls through the installed relay (cached bytecode: no compile-time peak).
+        rss_installed = self.round_trips(self.installed_relay_argv(), min(a.calls, 500))[2]
         for label, dl, rl in (("p50", p50_d, p50_r), ("p99", p99_d, p99_r)):
             d, r = statistics.median(dl), statistics.median(rl)
             rows.append(("small tools/call round trip %s (stdio)" % label, "ms", d, r, r - d, TARGETS["rtt"]))
@@ -340,8 +342,8 @@ class Bench:
                      None, None))
 
         # Peak RSS of the relay process alone (VmHWM), per scenario.
-        for label, values in (("small calls", rss_small), ("5 MB passed through", rss_pass),
-                              ("5 MB spilled", rss_spill)):
+        for label, values in (("small calls", rss_small), ("small calls, installed", [rss_installed]),
+                              ("5 MB passed through", rss_pass), ("5 MB spilled", rss_spill)):
             values = [v for v in values if v is not None]
             r = statistics.median(values) if values else None
             rows.append(("relay peak RSS (VmHWM), %s" % label, "MB", None, r, None, TARGETS["rss"]))
