@@ -126,6 +126,25 @@ class RelayProcess:
 
 
 @pytest.fixture
+def http_server():
+    """Start ``McpHttpServer``s (tests/fixtures/http_servers.py) on 127.0.0.1; all stop at the end."""
+    if FIXTURES not in sys.path:
+        sys.path.insert(0, FIXTURES)
+    import http_servers
+
+    made = []
+
+    def start(**kw):
+        srv = http_servers.McpHttpServer(**kw)
+        made.append(srv)
+        return srv
+
+    yield start
+    for srv in made:
+        srv.stop()
+
+
+@pytest.fixture
 def relay_factory(tmp_path):
     """Start relays with ``--output-dir`` in tmp_path; all are closed at the end."""
     started = []

@@ -152,23 +152,6 @@ def test_json_pointer_escaping_and_resolution():
 
 # -- remote transports ----------------------------------------------------------
 
-@pytest.fixture
-def http_server():
-    sys.path.insert(0, FIXTURES)
-    import http_servers
-
-    made = []
-
-    def start(**kw):
-        srv = http_servers.McpHttpServer(**kw)
-        made.append(srv)
-        return srv
-
-    yield start
-    for srv in made:
-        srv.stop()
-
-
 def check_env():
     return {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
 

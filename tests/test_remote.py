@@ -33,17 +33,8 @@ def clean_env(**extra):
 
 
 @pytest.fixture
-def server():
-    made = []
-
-    def start(**kw):
-        srv = http_servers.McpHttpServer(**kw)
-        made.append(srv)
-        return srv
-
-    yield start
-    for srv in made:
-        srv.stop()
+def server(http_server):
+    return http_server
 
 
 @pytest.fixture
