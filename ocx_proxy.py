@@ -154,6 +154,17 @@ def expand_env_refs(value, environ=None):
     return ENV_REF_RE.sub(repl, value)
 
 
+def read_input_bytes(source):
+    """Read a FILE argument, ``-`` meaning stdin; OcxError when unreadable."""
+    try:
+        if source in (None, "-"):
+            return sys.stdin.buffer.read()
+        with open(source, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise OcxError("cannot read %s: %s" % (source, exc.strerror or exc))
+
+
 def default_cache_dir():
     """The per-OS user cache directory for spill files."""
     if IS_WINDOWS:
@@ -5666,17 +5677,6 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, "%s: error: %s (see --help)\n" % (self.prog, message))
-
-
-def read_input_bytes(source):
-    """Read a FILE argument, ``-`` meaning stdin; OcxError when unreadable."""
-    try:
-        if source in (None, "-"):
-            return sys.stdin.buffer.read()
-        with open(source, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise OcxError("cannot read %s: %s" % (source, exc.strerror or exc))
 
 
 ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
