@@ -1149,7 +1149,6 @@ class StdioUpstream(Upstream):
         self.stdin = None
         self.stdout_lines = LineSplitter()
         self.stderr_lines = LineSplitter()
-        self.stdout_open = False
 
     def start(self):
         """Spawn the child; a failure to start is reported through ``on_exit``."""
@@ -1166,7 +1165,6 @@ class StdioUpstream(Upstream):
             self.exited = True
             self.loop.post(self.on_exit, "could not start %s: %s" % (self.command[0], exc))
             return
-        self.stdout_open = True
         # The writer owns a duplicate of the pipe so that closing it never leaves
         # Popen's file object holding a dead descriptor (EBADF at garbage collection).
         stdin_fd = os.dup(self.process.stdin.fileno())
@@ -1198,7 +1196,6 @@ class StdioUpstream(Upstream):
 
     def _stdout_data(self, data):
         if not data:
-            self.stdout_open = False
             tail = self.stdout_lines.pending()
             if tail.strip():
                 self.on_line(tail)
@@ -1273,9 +1270,6 @@ class StdioUpstream(Upstream):
             if not data:
                 break
             self._stderr_data(data)
-
-    def alive(self):
-        return self.process is not None and self.process.poll() is None
 
     def kill_tree(self, sig=None):
         """Signal the child's whole process group (SIGKILL by default)."""
@@ -2932,7 +2926,6 @@ class Relay:
         self.held = []                   # client lines waiting for the restart to finish
         self.dead_reason = None          # set when the upstream is gone for good
         self.closing = False
-        self.exit_status = 0
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -3282,7 +3275,7 @@ def run_relay(options, make_upstream):
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         loop.close()
-    return relay.exit_status
+    return 0
 
 
 # ---------------------------------------------------------------------------
