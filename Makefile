@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 
-.PHONY: test bench compat interop clean
+.PHONY: test stress bench compat interop clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,10 @@ $(VENV)/.deps: $(VPY) Makefile
 
 test: $(VENV)/.deps
 	$(VPY) -m pytest -q -p no:cacheprovider tests
+
+# Slow stress cases (100 MB lines, floods, slowloris): not in `make test`, run by .ci/run.
+stress: $(VENV)/.deps
+	$(VPY) -m pytest -q -p no:cacheprovider -m slow tests
 
 # Benchmarks (never part of `make test`): relay vs direct in one run, one table.
 # The bench venv has no packages: the relay and the bench are standard library only.

@@ -191,6 +191,11 @@ INVALID_PARAMS = -32602
 UPSTREAM_ERROR = -32000
 REQUEST_TIMEOUT = -32001
 
+# Resource bounds (see README "Limits"): one message, and the bytes we hold for
+# a peer that is not reading, before we push back or give up.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+MAX_BUFFER_BYTES = 64 * 1024 * 1024
+
 
 def dumps(obj):
     """Compact JSON as we write it: no spaces, real unicode characters."""
@@ -1568,7 +1573,7 @@ class RemoteConfig:
     """What both remote transports need: the URL, headers, timeouts, TLS and proxy settings."""
 
     def __init__(self, url, headers=(), timeout=120.0, sse_read_timeout=300.0, cacert=None,
-                 insecure=False, environ=None):
+                 insecure=False, environ=None, max_message_bytes=MAX_MESSAGE_BYTES):
         from urllib.parse import unquote, urlsplit
 
         self.environ = os.environ if environ is None else environ
@@ -1609,6 +1614,7 @@ class RemoteConfig:
         self.sse_read_timeout = sse_read_timeout
         self.cacert = cacert
         self.insecure = insecure
+        self.max_message_bytes = max_message_bytes  # one SSE event or JSON body
         self.proxy = proxy_for(parts, self.environ)
         if self.proxy is not None and self.proxy.auth:
             self.secrets.append(self.proxy.auth)
@@ -2833,7 +2839,8 @@ class RelayOptions:
 
     def __init__(self, max_response_chars=10000, preview_chars=4000, output_dir=None,
                  retention_days=7, request_timeout=0.0, restart=0, keep_output_schema=False,
-                 use_threads=False, trace_path=None):
+                 use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
+                 max_buffer_bytes=MAX_BUFFER_BYTES):
         self.max_response_chars = max_response_chars
         self.preview_chars = preview_chars
         self.output_dir = output_dir or default_cache_dir()
@@ -2843,6 +2850,8 @@ class RelayOptions:
         self.keep_output_schema = keep_output_schema
         self.use_threads = use_threads
         self.trace_path = trace_path
+        self.max_message_bytes = max_message_bytes  # one message from either side
+        self.max_buffer_bytes = max_buffer_bytes    # bytes queued for a peer before we stop reading
 
 
 class Pending:
@@ -5757,6 +5766,14 @@ def add_relay_options(parser):
     group.add_argument("--trace", metavar="FILE",
                        help="append one NDJSON record per message (time, direction, id, method, size, "
                             "duration, spill paths; no message bodies, secrets redacted) (default off)")
+    group.add_argument("--max-message-bytes", type=typed(int_at_least(1024), "a byte count"), metavar="BYTES",
+                       help="largest single message accepted from the client or the server; a larger "
+                            "one is answered with an error (default %d = 256 MiB; env "
+                            "OCX_PROXY_MAX_MESSAGE_BYTES)" % MAX_MESSAGE_BYTES)
+    group.add_argument("--max-buffer-bytes", type=typed(int_at_least(65536), "a byte count"), metavar="BYTES",
+                       help="bytes held for a peer that is not reading before we stop reading from the "
+                            "other side (default %d = 64 MiB; env OCX_PROXY_MAX_BUFFER_BYTES)"
+                            % MAX_BUFFER_BYTES)
     group.add_argument("--io", choices=("auto", "select", "threads"),
                        help="how pipes are read: select where possible, or reader/writer threads "
                             "(Windows always uses threads) (default auto; env OCX_PROXY_IO)")
@@ -5778,6 +5795,10 @@ def relay_options_from_args(args):
         keep_output_schema=bool(getattr(args, "keep_output_schema", None)),
         use_threads=IS_WINDOWS or io_mode == "threads",
         trace_path=getattr(args, "trace", None),
+        max_message_bytes=option_value(args, "max_message_bytes", "MAX_MESSAGE_BYTES", int_at_least(1024),
+                                       MAX_MESSAGE_BYTES),
+        max_buffer_bytes=option_value(args, "max_buffer_bytes", "MAX_BUFFER_BYTES", int_at_least(65536),
+                                      MAX_BUFFER_BYTES),
     )
 
 
@@ -5820,7 +5841,10 @@ def remote_config_from_args(args):
     sse_read_timeout = option_value(args, "sse_read_timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float, 300.0)
     if args.cacert and not os.path.isfile(args.cacert):
         raise UsageError("--cacert %s: no such file" % args.cacert)
-    config = RemoteConfig(args.url, args.header or (), timeout, sse_read_timeout, args.cacert, args.insecure)
+    max_message_bytes = option_value(args, "max_message_bytes", "MAX_MESSAGE_BYTES", int_at_least(1024),
+                                     MAX_MESSAGE_BYTES)
+    config = RemoteConfig(args.url, args.header or (), timeout, sse_read_timeout, args.cacert, args.insecure,
+                          max_message_bytes=max_message_bytes)
     if args.insecure:
         log.warning(INSECURE_WARNING)
     return config
