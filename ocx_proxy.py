@@ -236,6 +236,166 @@ def message_kind(msg):
     return None
 
 
+_SPACE = b" \t\r\n"
+_STRUCTURE_RE = re.compile(rb'["\[\]{}]')   # what matters when skipping a nested value
+_SCALAR_END_RE = re.compile(rb"[,}\]\s]")
+
+
+class Envelope:
+    """The top-level routing fields of one JSON object line, read without parsing the rest.
+
+    ``has_id``/``id_raw`` tell whether an ``id`` key is there and its bytes;
+    ``id`` is its value when it is a string, number or null (else
+    ``has_valid_id`` is false); ``has_method`` tells a request or notification
+    and ``method`` is its name when that is a string; ``has_result`` and
+    ``has_error`` say which answer key is present.  Nothing nested is
+    validated, so a line can have an envelope and still not be valid JSON.
+    """
+
+    __slots__ = ("id", "id_raw", "has_id", "has_valid_id", "has_method", "method", "has_result", "has_error")
+
+    def __init__(self):
+        self.id = None
+        self.id_raw = None
+        self.has_id = False
+        self.has_valid_id = False
+        self.has_method = False
+        self.method = None
+        self.has_result = False
+        self.has_error = False
+
+    def kind(self):
+        """Like ``message_kind``: 'request', 'notification', 'response' or None."""
+        if self.has_method:
+            return "request" if self.has_id else "notification"
+        if self.has_id and (self.has_result or self.has_error):
+            return "response"
+        return None
+
+
+def peek_envelope(line):
+    """``Envelope`` of ``line`` (bytes), or None when it does not start as a JSON object.
+
+    Nested values are skipped by scanning for brackets and string ends, never
+    by recursion, so a value nested 100,000 levels deep, an integer of any
+    length or a control character inside a string costs nothing and cannot
+    hide the ``id`` of a request or a response from us.
+    """
+    end = len(line)
+    pos = _skip_space(line, 0)
+    if pos >= end or line[pos] != 0x7B:  # "{"
+        return None
+    envelope = Envelope()
+    pos = _skip_space(line, pos + 1)
+    while pos < end and line[pos] != 0x7D:  # "}"
+        if line[pos] != 0x22:
+            return None
+        key_end = _string_end(line, pos)
+        if key_end < 0:
+            return None
+        key = line[pos + 1:key_end - 1]
+        pos = _skip_space(line, key_end)
+        if pos >= end or line[pos] != 0x3A:  # ":"
+            return None
+        start = _skip_space(line, pos + 1)
+        pos = _value_end(line, start)
+        if pos < 0:
+            return None
+        _note_key(envelope, key, line[start:pos])
+        pos = _skip_space(line, pos)
+        if pos < end and line[pos] == 0x2C:  # ","
+            pos = _skip_space(line, pos + 1)
+        elif pos < end and line[pos] != 0x7D:
+            return None
+    return envelope if pos < end else None
+
+
+def _note_key(envelope, key, raw):
+    if key == b"id":
+        envelope.has_id = True
+        envelope.id_raw = raw
+        if raw[:1] not in (b"{", b"[", b"t", b"f"):
+            try:
+                envelope.id = json.loads(raw.decode("utf-8"))
+                envelope.has_valid_id = True
+            except ValueError:
+                pass
+    elif key == b"method":
+        envelope.has_method = True
+        method = None
+        if raw[:1] == b'"':
+            try:
+                method = json.loads(raw.decode("utf-8"))
+            except ValueError:
+                pass
+        envelope.method = method if isinstance(method, str) else None
+    elif key == b"result":
+        envelope.has_result = True
+    elif key == b"error":
+        envelope.has_error = True
+
+
+def _skip_space(data, pos):
+    end = len(data)
+    while pos < end and data[pos] in _SPACE:
+        pos += 1
+    return pos
+
+
+def _string_end(data, pos):
+    """Index just past the string starting at ``data[pos]`` (a quote), or -1."""
+    start = pos + 1
+    quote = data.find(b'"', start)
+    if quote < 0:
+        return -1
+    if data[quote - 1] != 0x5C:  # the usual case: no backslash before the first quote
+        return quote + 1
+    # Escaped quotes (JSON inside a string) would cost one step each: blank out
+    # escape pairs a chunk at a time instead, so the next quote left is the end.
+    size = 4096
+    while True:
+        chunk = data[start:start + size]
+        if not chunk:
+            return -1
+        plain = chunk.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+        quote = plain.find(b'"')
+        if quote >= 0:
+            return start + quote + 1
+        step = len(plain)
+        if plain.endswith(b"\\") and len(chunk) == size:
+            step -= 1  # an escape cut in two: scan it again with what follows
+        start += step
+        size = min(size * 2, 1 << 20)
+
+
+def _value_end(data, pos):
+    """Index just past the JSON value starting at ``pos``, or -1; nesting costs no recursion."""
+    if pos >= len(data):
+        return -1
+    first = data[pos]
+    if first == 0x22:
+        return _string_end(data, pos)
+    if first not in b"{[":
+        match = _SCALAR_END_RE.search(data, pos)
+        return match.start() if match else len(data)
+    depth = 0
+    while True:
+        match = _STRUCTURE_RE.search(data, pos)
+        if match is None:
+            return -1
+        pos = match.start()
+        char = data[pos]
+        if char == 0x22:
+            pos = _string_end(data, pos)
+            if pos < 0:
+                return -1
+            continue
+        depth += 1 if char in b"{[" else -1
+        pos += 1
+        if depth == 0:
+            return pos
+
+
 class LineSplitter:
     """Turns a byte stream into lines without the trailing CR/LF.
 

@@ -72,3 +72,48 @@ def test_child_environment_is_minimal_by_default():
     assert op.child_environment([], pass_environment=True, environ=environ)["AWS_SECRET_ACCESS_KEY"] == "s"
     with pytest.raises(op.UsageError):
         op.child_environment(["novalue"], environ=environ)
+
+
+# -- peek_envelope: routing fields without parsing the rest ---------------------
+
+_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+                       st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+                       | st.sampled_from(['"', '\\', '\\"', '\\\\"', '{"a":"b"}', "]}", "\u2028"]))
+_json_value = st.recursive(_json_leaf, lambda inner: st.lists(inner, max_size=4)
+                           | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+
+
+@given(st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "result", "error", "params", "x\"y"]),
+                       _json_value, max_size=6), st.booleans(), st.booleans())
+def test_peek_envelope_agrees_with_a_full_parse(obj, spaced, ascii_only):
+    separators = (", ", ": ") if spaced else (",", ":")
+    line = json.dumps(obj, separators=separators, ensure_ascii=ascii_only).encode("utf-8")
+    envelope = op.peek_envelope(line)
+    assert envelope is not None
+    assert envelope.kind() == op.message_kind(obj)
+    assert envelope.has_id == ("id" in obj)
+    valid = "id" in obj and (obj["id"] is None or isinstance(obj["id"], (str, int, float))) \
+        and not isinstance(obj["id"], bool)
+    assert envelope.has_valid_id == valid
+    if valid:
+        assert envelope.id == obj["id"]
+    assert envelope.method == (obj["method"] if isinstance(obj.get("method"), str) else None)
+    assert envelope.has_result == ("result" in obj) and envelope.has_error == ("error" in obj)
+
+
+def test_peek_envelope_reads_the_id_past_what_json_cannot_parse():
+    deep = b'{"jsonrpc":"2.0","params":' + b"[" * 100000 + b"]" * 100000 + b',"id":3,"method":"x"}'
+    assert op.peek_envelope(deep).id == 3 and op.peek_envelope(deep).kind() == "request"
+    nul = b'{"jsonrpc":"2.0","result":{"t":"a\x00b"},"id":"7"}'
+    assert op.peek_envelope(nul).id == "7" and op.peek_envelope(nul).kind() == "response"
+    huge = b'{"id":5,"result":1' + b"9" * 5000 + b"}"
+    assert op.peek_envelope(huge).id == 5
+    escaped = json.dumps({"result": {"text": '{"k":"v\\\\"}' * 5000}, "id": 8}).encode()
+    assert op.peek_envelope(escaped).id == 8
+
+
+@pytest.mark.parametrize("line", [b"", b"  ", b"[1]", b'"s"', b"{", b'{"id"', b'{"id":1', b'{"id":1 "x":2}',
+                                  b'{"a":"unterminated}', b'{"a":[1,2}', b"{1:2}"])
+def test_peek_envelope_refuses_what_is_not_an_object(line):
+    envelope = op.peek_envelope(line)
+    assert envelope is None or not envelope.has_id
