@@ -3057,7 +3057,15 @@ class Trace:
     """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted."""
 
     def __init__(self, path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # O_NOFOLLOW: a link someone planted at the name (/tmp/trace.ndjson) must
+        # not make us append to whatever file it points at.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if os.path.islink(path):
+                raise UsageError("--trace %s is a symbolic link; give the file itself" % path)
+            raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
         self.handle = os.fdopen(fd, "a", encoding="utf-8")
 
     def record(self, direction, msg, size, pending=None, spilled=None, note=None):

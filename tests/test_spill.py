@@ -420,3 +420,13 @@ def test_relay_spills_into_a_private_subdirectory_of_a_shared_dir(tmp_path):
     assert stat.S_IMODE(os.lstat(private).st_mode) == 0o700
     assert "spill files go to the private directory %s" % private in relay.stderr
 
+
+@posix_only
+def test_trace_never_appends_through_a_planted_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("orig\n")
+    os.symlink(str(victim), str(tmp_path / "trace.ndjson"))
+    result = run_proxy("stdio", "--trace", str(tmp_path / "trace.ndjson"), "--", sys.executable, "-c", "pass",
+                       stdin=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert "is a symbolic link" in assert_one_line_error(result, 2)
+    assert victim.read_text() == "orig\n"
