@@ -605,6 +605,176 @@ def readable_text(msg, method):
     return out
 
 
+# Spill files are only ever opened new: O_EXCL refuses an existing name (a
+# planted link included), O_NOFOLLOW is the belt to those braces.
+TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                   | getattr(os, "O_BINARY", 0))
+PRIVATE_DIR_PREFIX = "ocx-proxy-"
+
+
+class SpillDir:
+    """An opened, checked spill directory (see ``open_spill_dir``).
+
+    On POSIX ``fd`` is a descriptor of the very directory that was checked and
+    every file is created, renamed and removed relative to it, so renaming or
+    replacing its path meanwhile cannot send a file elsewhere.  On Windows
+    ``fd`` is None and plain paths are used.
+    """
+
+    def __init__(self, path, fd=None):
+        self.path = path
+        self.fd = fd
+        self.written = []  # names of the files written through this opening
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def at(self, name):
+        """``name`` as the path to pass along with ``dir_fd=self.fd``."""
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def names(self):
+        return os.listdir(self.path if self.fd is None else self.fd)
+
+    def lstat(self, name):
+        return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=False)
+
+    def remove(self, name):
+        os.unlink(self.at(name), dir_fd=self.fd)
+
+    def discard(self, names):
+        """Remove ``names``, ignoring errors: undoes a write that failed part-way."""
+        for name in names:
+            try:
+                self.remove(name)
+            except OSError:
+                pass
+
+    def write(self, name, data):
+        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
+
+        The bytes go to a new temporary file, created 0600 with O_EXCL and
+        O_NOFOLLOW under a name with 64 random bits, so no planted link is
+        ever opened; then it is renamed to ``name``.  rename() replaces the
+        directory entry, a symbolic link included, and never writes through
+        it.  On any failure (disk full, I/O error...) the temporary file is
+        removed and the error raised: a full disk is left no fuller.
+        """
+        temp = ".%s.%s.tmp" % (name, os.urandom(8).hex())
+        fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
+        try:
+            try:
+                for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(self.at(temp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            self.discard([temp])
+            raise
+        self.written.append(name)
+        return os.path.join(self.path, name)
+
+
+def _open_dir(name, create, dir_fd=None, follow=True):
+    """Open directory ``name``, made 0700 first when missing and ``create``.
+
+    Returns ``(fd, made)``, or ``(None, False)`` when it is missing and not ``create``.
+    """
+    made = False
+    if create:
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+            made = True
+        except FileExistsError:
+            pass
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        return os.open(name, flags, dir_fd=dir_fd), made
+    except FileNotFoundError:
+        if create:
+            raise
+        return None, False
+
+
+def _is_ours(fd, uid, made, shared_bits):
+    """True when ``fd`` is a directory owned by ``uid`` without ``shared_bits``; one we made is fixed to 0700."""
+    info = os.fstat(fd)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
+        return False
+    if made:  # ours: only a directory we created is ever chmodded (an odd umask)
+        os.fchmod(fd, 0o700)
+        return True
+    return not info.st_mode & shared_bits
+
+
+def open_spill_dir(path, create=True):
+    """Open the directory spill files go to for ``--output-dir path``; a ``SpillDir``.
+
+    That is ``path`` itself when it is ours and nobody else may write to it.
+    Otherwise (another user's directory, or a shared one such as /tmp or a
+    0777 directory) it is a private ``ocx-proxy-<uid>`` directory inside it,
+    created 0700; an existing one is used only when it is a real directory,
+    ours, and closed to group and others.  A ``path`` that is a symbolic link
+    to a directory owned by someone else is refused.  Refusals raise OSError
+    with a one-line reason.  Missing parents of ``path`` are created with the
+    default mode; only the directory we write in is made private.  Returns
+    None when ``create`` is false and the directory does not exist yet.
+    Windows has no owners and modes to check: ``path`` is used as it is.
+    """
+    if not hasattr(os, "geteuid"):
+        if not create and not os.path.isdir(path):
+            return None
+        os.makedirs(path, exist_ok=True)
+        return SpillDir(path)
+    uid = os.geteuid()
+    if create:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, made = _open_dir(path, create)
+    if fd is None:
+        return None
+    keep = False
+    try:
+        if _is_ours(fd, uid, made, 0o022):
+            keep = True
+            return SpillDir(path, fd)
+        return _open_private_dir(path, fd, uid, create)
+    finally:
+        if not keep:
+            os.close(fd)
+
+
+def _open_private_dir(path, fd, uid, create):
+    """``ocx-proxy-<uid>`` inside the shared or foreign directory ``path`` (open as ``fd``)."""
+    owner = os.fstat(fd).st_uid
+    if owner != uid and os.path.islink(path):
+        raise OSError("refusing --output-dir %s: a symbolic link to a directory owned by uid %d" % (path, owner))
+    private = os.path.join(path, PRIVATE_DIR_PREFIX + str(uid))
+    try:
+        sub_fd, made = _open_dir(os.path.basename(private), create, fd, follow=False)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise
+        raise OSError("refusing spill directory %s: it is a symbolic link or a file" % private)
+    if sub_fd is None:
+        return None
+    if not _is_ours(sub_fd, uid, made, 0o077):
+        os.close(sub_fd)
+        raise OSError("refusing spill directory %s: not a private directory of ours (expected owner "
+                      "uid %d, mode 0700)" % (private, uid))
+    return SpillDir(private, sub_fd)
+
+
 class Spill:
     """Saves oversized messages to disk and builds the preview that replaces them.
 
@@ -620,49 +790,58 @@ class Spill:
         self.max_chars = max_chars
         self.preview_chars = preview_chars
         self.retention_days = retention_days
-        self.dir_ready = False
+        self.directory = None  # where files last went: output_dir or its private subdirectory
 
     # -- files -------------------------------------------------------------
 
-    def prepare_dir(self):
-        if self.dir_ready:
-            return
-        if not os.path.isdir(self.output_dir):
-            os.makedirs(self.output_dir, 0o700, exist_ok=True)
-            os.chmod(self.output_dir, 0o700)
-        self.dir_ready = True
+    def open_dir(self, create=True):
+        """The spill directory, opened and checked on every use (``open_spill_dir``).
+
+        Checking each time costs a few system calls per spill and picks up a
+        directory removed or fixed meanwhile.  A private subdirectory is
+        announced once.
+        """
+        where = open_spill_dir(self.output_dir, create)
+        if where is not None and where.path != self.directory:
+            if where.path != self.output_dir:
+                log.info("%s is shared or not ours: spill files go to the private directory %s"
+                         % (self.output_dir, where.path))
+            self.directory = where.path
+        return where
 
     def remove_expired(self, now=None):
-        """Delete this tool's own spill files older than ``retention_days``."""
-        if self.retention_days <= 0 or not os.path.isdir(self.output_dir):
+        """Delete this tool's own spill files older than ``retention_days``.
+
+        Only regular files named like ours, in the directory spills go to; a
+        link is never followed nor removed.
+        """
+        if self.retention_days <= 0:
+            return 0
+        where = self.open_dir(create=False)
+        if where is None:
             return 0
         cutoff = (now or time.time()) - self.retention_days * 86400
         removed = 0
-        for name in os.listdir(self.output_dir):
-            if not SPILL_NAME_RE.match(name):
-                continue
-            path = os.path.join(self.output_dir, name)
-            try:
-                if os.path.isfile(path) and os.path.getmtime(path) < cutoff:
-                    os.unlink(path)
-                    removed += 1
-            except OSError as exc:
-                log.warning("could not remove old spill file %s: %s" % (path, exc))
+        with where:
+            for name in where.names():
+                if not SPILL_NAME_RE.match(name):
+                    continue
+                try:
+                    info = where.lstat(name)
+                    if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                        where.remove(name)
+                        removed += 1
+                except OSError as exc:
+                    log.warning("could not remove old spill file %s: %s" % (os.path.join(where.path, name), exc))
         return removed
 
     def write_file(self, name, data):
-        """Write ``data`` to ``name`` in the output directory: 0600, temp name then rename."""
-        path = os.path.join(self.output_dir, name)
-        temp = os.path.join(self.output_dir, ".%s.%d.tmp" % (name, os.getpid()))
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-        return path
+        """Write ``data`` (bytes or an iterable of bytes chunks) to ``name`` in the spill directory.
+
+        Returns the path written; see ``SpillDir.write`` for how it is kept safe.
+        """
+        with self.open_dir() as where:
+            return where.write(name, data)
 
     def stem(self, line, method, msg_id):
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -675,26 +854,33 @@ class Spill:
         return "%s_%s_id-%s_%s" % (stamp, safe_name(method or "message"), safe_name(str(msg_id), 24), digest)
 
     def save(self, line, msg, method, text):
-        """Write ``<stem>.json`` (the exact line), ``<stem>.txt`` and decoded blobs."""
-        self.prepare_dir()
-        stem = self.stem(line, method, msg.get("id"))
-        json_path = self.write_file(stem + ".json", line)
-        blob_paths = []
-        for n, (data, mime) in enumerate(text.blobs, 1):
-            try:
-                raw = base64.b64decode(data, validate=False)
-            except (ValueError, TypeError):
-                continue
-            ext = MIME_EXTENSIONS.get(mime or "")
-            if not ext:
-                import mimetypes  # only for unusual blob types: it costs ~5 ms at start-up
+        """Write ``<stem>.json`` (the exact line), ``<stem>.txt`` and decoded blobs.
 
-                ext = mimetypes.guess_extension(mime or "") or ".bin"
-            blob_paths.append(self.write_file("%s.%d%s" % (stem, n, ext), raw))
-        full_text = text.text()
-        for n, path in enumerate(blob_paths, 1):
-            full_text = full_text.replace(": saved as file %d]" % n, ": saved as %s]" % path, 1)
-        txt_path = self.write_file(stem + ".txt", full_text.encode("utf-8", "surrogatepass"))
+        All or nothing: when one file fails, those already written are removed.
+        """
+        with self.open_dir() as where:
+            stem = self.stem(line, method, msg.get("id"))
+            try:
+                json_path = where.write(stem + ".json", line)
+                blob_paths = []
+                for n, (data, mime) in enumerate(text.blobs, 1):
+                    try:
+                        raw = base64.b64decode(data, validate=False)
+                    except (ValueError, TypeError):
+                        continue
+                    ext = MIME_EXTENSIONS.get(mime or "")
+                    if not ext:
+                        import mimetypes  # only for unusual blob types: it costs ~5 ms at start-up
+
+                        ext = mimetypes.guess_extension(mime or "") or ".bin"
+                    blob_paths.append(where.write("%s.%d%s" % (stem, n, ext), raw))
+                full_text = text.text()
+                for n, path in enumerate(blob_paths, 1):
+                    full_text = full_text.replace(": saved as file %d]" % n, ": saved as %s]" % path, 1)
+                txt_path = where.write(stem + ".txt", full_text.encode("utf-8", "surrogatepass"))
+            except BaseException:
+                where.discard(where.written)  # no half spill is left behind
+                raise
         return SpillFiles(json_path, txt_path, blob_paths), full_text
 
     # -- rewriting ---------------------------------------------------------
@@ -714,8 +900,8 @@ class Spill:
         try:
             files, full_text = self.save(line, msg, method, text)
         except OSError as exc:
-            log.error("could not save oversized %s response (%s); forwarding it unchanged"
-                      % (method or "message", exc))
+            log.error("could not save oversized %s response under %s (%s); forwarding it unchanged"
+                      % (method or "message", self.output_dir, exc))
             return None
         if original_chars is None:
             original_chars = len(line.decode("utf-8", "replace"))
@@ -3031,7 +3217,15 @@ class Trace:
     """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted."""
 
     def __init__(self, path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # O_NOFOLLOW: a link someone planted at the name (/tmp/trace.ndjson) must
+        # not make us append to whatever file it points at.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if os.path.islink(path):
+                raise UsageError("--trace %s is a symbolic link; give the file itself" % path)
+            raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
         self.handle = os.fdopen(fd, "a", encoding="utf-8")
 
     def record(self, direction, msg, size, pending=None, spilled=None, note=None):

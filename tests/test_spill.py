@@ -4,12 +4,15 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ocx_proxy as op
+from conftest import PROXY, ROOT, STDIO_SERVER, RelayProcess, assert_one_line_error, run_proxy
 
 
 def compact(obj):
@@ -198,3 +201,232 @@ def test_remove_expired_only_touches_own_old_files(tmp_path):
     assert spill.remove_expired() == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([own_new.name, other.name])
     assert op.Spill(str(tmp_path), 1000, 100, retention_days=0).remove_expired() == 0
+
+
+# -- hostile directories, planted links, full disks (issue 10, items 1, 2, 10) --
+
+posix_only = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="owners and modes are POSIX")
+UID = os.geteuid() if hasattr(os, "geteuid") else None
+BIG = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "z" * 5000}]}}
+
+
+def shared_dir(path):
+    """A directory anyone may write to, like /tmp (mkdir alone would be cut by the umask)."""
+    path.mkdir()
+    os.chmod(str(path), 0o777)
+    return path
+
+
+def foreign_dir(tmp_path):
+    """A directory owned by another user: made and given away as root, else the root directory."""
+    if os.geteuid() != 0:
+        return "/"
+    path = tmp_path / "foreign"
+    path.mkdir()
+    os.chown(str(path), 65534, 65534)
+    return str(path)
+
+
+def spill_names(path):
+    return sorted(n for n in os.listdir(str(path)) if op.SPILL_NAME_RE.match(n))
+
+
+def test_planted_links_are_never_written_through(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"orig")
+    # The issue's reproduction: a link at the temporary name the old code would use...
+    os.symlink(str(victim), str(out / (".x.json.%d.tmp" % os.getpid())))
+    # ...and one at the final name: rename() replaces the link itself, never its target.
+    os.symlink(str(victim), str(out / "x.json"))
+    path = op.Spill(str(out)).write_file("x.json", b"PWN")
+    assert victim.read_bytes() == b"orig"
+    assert path == str(out / "x.json") and not os.path.islink(path)
+    assert open(path, "rb").read() == b"PWN" and stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+
+
+def test_write_file_takes_chunks_and_a_failed_write_leaves_no_temp_file(tmp_path):
+    spill = op.Spill(str(tmp_path / "out"))
+    path = spill.write_file("chunks.txt", (bytes([65 + n]) * 100000 for n in range(3)))
+    assert open(path, "rb").read() == b"A" * 100000 + b"B" * 100000 + b"C" * 100000
+
+    def failing():
+        yield b"x" * 100000
+        raise OSError(5, "producer failed")
+
+    with pytest.raises(OSError):
+        spill.write_file("broken.txt", failing())
+    assert os.listdir(str(tmp_path / "out")) == ["chunks.txt"]
+
+
+@posix_only
+def test_shared_output_dir_gets_a_private_subdirectory(tmp_path, capsys):
+    shared = shared_dir(tmp_path / "shared")
+    spill = op.Spill(str(shared), 4000, 200)
+    out, files = spill.rewrite(spill_line(BIG), BIG, "tools/call")
+    private = shared / ("ocx-proxy-%d" % UID)
+    assert os.listdir(str(shared)) == [private.name]
+    assert stat.S_IMODE(os.lstat(str(private)).st_mode) == 0o700 and os.lstat(str(private)).st_uid == UID
+    assert stat.S_IMODE(os.stat(str(shared)).st_mode) == 0o777  # never chmod a directory we did not create
+    meta = json.loads(out)["result"]["_meta"][op.SPILL_META_KEY]
+    assert os.path.dirname(meta["json"]) == os.path.dirname(meta["txt"]) == str(private)
+    assert len(spill_names(private)) == 2
+    spill.rewrite(spill_line(BIG), BIG, "tools/call")
+    assert capsys.readouterr().err.count("private directory %s" % private) == 1  # said once
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a directory away needs root")
+def test_directory_owned_by_someone_else_gets_a_private_subdirectory(tmp_path):
+    foreign = foreign_dir(tmp_path)
+    os.chmod(foreign, 0o755)
+    out, files = op.Spill(foreign, 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call")
+    assert os.path.dirname(files.json_path) == os.path.join(foreign, "ocx-proxy-%d" % UID)
+
+
+@posix_only
+def test_output_dir_linked_to_another_users_directory_is_refused(tmp_path, capsys):
+    foreign = foreign_dir(tmp_path)
+    before = sorted(os.listdir(foreign))
+    os.symlink(foreign, str(tmp_path / "link"))
+    assert op.Spill(str(tmp_path / "link"), 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call") is None
+    assert sorted(os.listdir(foreign)) == before
+    err = capsys.readouterr().err
+    assert "refusing --output-dir %s" % (tmp_path / "link") in err and "forwarding it unchanged" in err
+    # A link to a directory of our own is fine (~/.cache on another disk).
+    own = tmp_path / "own"
+    own.mkdir(mode=0o700)
+    os.symlink(str(own), str(tmp_path / "own-link"))
+    assert op.Spill(str(tmp_path / "own-link"), 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call")
+    assert len(spill_names(own)) == 2
+
+
+@posix_only
+@pytest.mark.parametrize("planted", ["link", "open-dir", "file"])
+def test_a_planted_private_subdirectory_is_refused(tmp_path, capsys, planted):
+    shared = shared_dir(tmp_path / "shared")
+    private = shared / ("ocx-proxy-%d" % UID)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if planted == "link":
+        os.symlink(str(elsewhere), str(private))
+    elif planted == "open-dir":
+        private.mkdir()
+        os.chmod(str(private), 0o777)
+    else:
+        private.write_text("x")
+    assert op.Spill(str(shared), 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call") is None
+    assert "refusing spill directory %s" % private in capsys.readouterr().err
+    assert os.listdir(str(elsewhere)) == [] and sorted(os.listdir(str(shared))) == [private.name]
+    if planted == "open-dir":
+        assert stat.S_IMODE(os.stat(str(private)).st_mode) == 0o777 and os.listdir(str(private)) == []
+
+
+@posix_only
+def test_remove_expired_works_in_the_private_subdirectory_and_never_follows_links(tmp_path):
+    old = time.time() - 10 * 86400
+    shared = shared_dir(tmp_path / "shared")
+    spill = op.Spill(str(shared), 1000, 100, retention_days=7)
+    assert spill.remove_expired() == 0 and os.listdir(str(shared)) == []  # nothing created to clean
+    spill.write_file("keep.txt", b"x")
+    private = shared / ("ocx-proxy-%d" % UID)
+    name = "20200101T000000.000000Z_tools-call_id-%d_0123456789.txt"
+    victim = tmp_path / "victim"
+    for path in (private / (name % 1), shared / (name % 2), victim):
+        path.write_text("x")
+        os.utime(str(path), (old, old))
+    os.symlink(str(victim), str(private / (name % 3)))
+    assert spill.remove_expired() == 1
+    assert sorted(os.listdir(str(private))) == sorted(["keep.txt", name % 3])
+    assert (shared / (name % 2)).exists() and victim.exists()  # not the directory we write in
+
+
+# A real failing write, as root or not and without a tiny file system: past
+# RLIMIT_FSIZE, write() fails with EFBIG once SIGXFSZ is ignored (Python ignores
+# it already; we say so anyway).  The limit is set in a child process only.
+LIMIT_FILE_SIZE = r"""
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+SPILL_ONE = r"""
+import json, sys
+import ocx_proxy as op
+msg = json.loads(sys.stdin.read())
+line = json.dumps(msg, separators=(",", ":")).encode()
+print(json.dumps(op.Spill(sys.argv[1], 1000, 200).rewrite(line, msg, sys.argv[2]) is None))
+"""
+
+
+def file_size_limited(limit, argv):
+    """``python argv...`` run with RLIMIT_FSIZE at ``limit`` bytes."""
+    pytest.importorskip("resource")
+    return [sys.executable, "-c", LIMIT_FILE_SIZE, str(limit)] + list(argv)
+
+
+@pytest.mark.parametrize("failing", ["json", "txt"])
+def test_full_disk_leaves_nothing_behind_and_forwards_unchanged(tmp_path, failing):
+    if failing == "json":  # the first file already fails
+        msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "y" * 200000}]}}
+        method = "tools/call"
+    else:  # the .json fits, its indented .txt does not: the .json is removed again
+        msg = {"jsonrpc": "2.0", "id": 1, "result": {"items": [0] * 20000}}
+        method = "custom/thing"
+    script = tmp_path / "spill_one.py"
+    script.write_text(SPILL_ONE)
+    out = tmp_path / "out"
+    result = subprocess.run(file_size_limited(65536, [str(script), str(out), method]), input=json.dumps(msg).encode(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=ROOT),
+                            timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) is True  # forwarded unchanged
+    err = result.stderr.decode()
+    assert err.count("\n") == 1 and "could not save oversized %s response" % method in err
+    assert "File too large" in err
+    assert os.listdir(str(out)) == []
+
+
+def test_relay_forwards_unspilled_when_the_disk_is_full(tmp_path):
+    out = tmp_path / "out"
+    relay = RelayProcess(command=file_size_limited(65536, [PROXY, "stdio", "--output-dir", str(out), "--",
+                                                           sys.executable, STDIO_SERVER]))
+    try:
+        relay.initialize()
+        reply = relay.call("big", {"n": 200000})
+        assert reply["result"]["content"][0]["text"] == "x" * 200000  # the original, whole
+        assert relay.call("echo", {"text": "still here"})["result"]["content"][0]["text"] == "still here"
+    finally:
+        assert relay.close() == 0
+    assert "could not save oversized tools/call response" in relay.stderr and "File too large" in relay.stderr
+    assert os.listdir(str(out)) == []  # no temporary file keeps the disk full
+
+
+@posix_only
+def test_relay_spills_into_a_private_subdirectory_of_a_shared_dir(tmp_path):
+    shared = shared_dir(tmp_path / "shared")
+    relay = RelayProcess(["--output-dir", str(shared)])
+    try:
+        relay.initialize()
+        reply = relay.call("big", {"n": 30000})
+    finally:
+        assert relay.close() == 0
+    private = str(shared / ("ocx-proxy-%d" % UID))
+    meta = reply["result"]["_meta"][op.SPILL_META_KEY]
+    assert os.path.dirname(meta["txt"]) == private and open(meta["txt"]).read() == "x" * 30000
+    assert os.listdir(str(shared)) == [os.path.basename(private)]
+    assert stat.S_IMODE(os.lstat(private).st_mode) == 0o700
+    assert "spill files go to the private directory %s" % private in relay.stderr
+
+
+@posix_only
+def test_trace_never_appends_through_a_planted_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("orig\n")
+    os.symlink(str(victim), str(tmp_path / "trace.ndjson"))
+    result = run_proxy("stdio", "--trace", str(tmp_path / "trace.ndjson"), "--", sys.executable, "-c", "pass",
+                       stdin=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert "is a symbolic link" in assert_one_line_error(result, 2)
+    assert victim.read_text() == "orig\n"
