@@ -396,42 +396,185 @@ def _value_end(data, pos):
             return pos
 
 
+# Bytes that start a UTF-8 character: counting them counts code points (see char_count).
+_NOT_LEAD_BYTES = bytes(range(0x80, 0xC0))
+
+
+def char_count(line):
+    """Characters in the UTF-8 ``line`` (as ``len(line.decode())``), counted without decoding it."""
+    if line.isascii():
+        return len(line)
+    step = 1 << 20  # a slice at a time: never a second copy of a big line
+    continuation = 0
+    for start in range(0, len(line), step):
+        piece = line[start:start + step]
+        continuation += len(piece) - len(piece.translate(None, _NOT_LEAD_BYTES))
+    return len(line) - continuation
+
+
+# The top-level id as the last member of an object, at the very end of a line:
+# only the outermost object's closing brace can end a line, so the member just
+# before it is top-level (a string cannot hide it: its quotes would be escaped).
+_TAIL_ID_RE = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*"|null)\s*}\s*$')
+
+
+class OversizedLine:
+    """A line longer than the cap: its size and both ends, the rest was dropped as it came.
+
+    ``envelope()`` recovers what it can of the routing fields: the top-level
+    keys that fit in the first ``KEEP`` bytes (so a request's ``method`` and an
+    ``id`` written before a huge ``params``), else an ``id`` that is the last
+    member, from the last ``KEEP`` bytes.  An id in the middle is lost.
+    """
+
+    KEEP = 65536
+    __slots__ = ("head", "tail", "size")
+
+    def __init__(self):
+        self.head = b""
+        self.tail = b""
+        self.size = 0
+
+    def add(self, data):
+        if len(self.head) < self.KEEP:
+            self.head += data[:self.KEEP - len(self.head)]
+        self.tail = (self.tail + data)[-self.KEEP:]
+        self.size += len(data)
+
+    def finish(self):
+        if self.tail.endswith(b"\r"):
+            self.tail = self.tail[:-1]
+            self.size -= 1
+        return self
+
+    def envelope(self):
+        envelope = _head_envelope(self.head)
+        if not envelope.has_valid_id:
+            match = _TAIL_ID_RE.search(self.tail)
+            if match:
+                _note_key(envelope, b"id", match.group(1))
+        return envelope
+
+
+def _head_envelope(head):
+    """``Envelope`` of the top-level members that are complete in ``head``, a line's first bytes."""
+    envelope = Envelope()
+    end = len(head)
+    pos = _skip_space(head, 0)
+    if pos >= end or head[pos] != 0x7B:  # "{"
+        return envelope
+    pos = _skip_space(head, pos + 1)
+    while pos < end and head[pos] == 0x22:
+        key_end = _string_end(head, pos)
+        if key_end < 0:
+            break
+        key = head[pos + 1:key_end - 1]
+        pos = _skip_space(head, key_end)
+        if pos >= end or head[pos] != 0x3A:  # ":"
+            break
+        start = _skip_space(head, pos + 1)
+        pos = _value_end(head, start)
+        if pos < 0 or pos >= end:
+            break  # the value goes on past what was kept
+        _note_key(envelope, key, head[start:pos])
+        pos = _skip_space(head, pos)
+        if pos >= end or head[pos] != 0x2C:  # ","
+            break
+        pos = _skip_space(head, pos + 1)
+    return envelope
+
+
 class LineSplitter:
     """Turns a byte stream into lines without the trailing CR/LF.
 
     Chunks without a newline are kept as they came and joined once when the
     line ends, so a multi-megabyte line arriving in 64 KiB chunks costs linear
     time and a single copy; a chunk holding exactly one line (the usual case)
-    costs one slice.
+    costs one slice.  A line longer than ``max_line`` bytes is never held: its
+    bytes are dropped as they come and it is returned as an ``OversizedLine``.
     """
 
-    def __init__(self):
+    def __init__(self, max_line=None):
         self.chunks = []  # bytes received after the last newline
+        self.size = 0     # their total size
+        self.max_line = max_line or sys.maxsize
+        self.oversized = None  # the OversizedLine being received, if any
 
     def feed(self, data):
-        """Add bytes; return the list of complete lines (bytes)."""
+        """Add bytes; return the list of complete lines (bytes, or ``OversizedLine``)."""
         pos = data.find(b"\n")
         if pos < 0:
             if data:
-                self.chunks.append(bytes(data))
+                self._keep(data)
             return []
-        if self.chunks:
-            self.chunks.append(data[:pos])
-            line = b"".join(self.chunks)
-            self.chunks = []
+        if self.chunks or self.oversized is not None:
+            line = self._end_line(data[:pos])
         else:
-            line = bytes(data[:pos])
-        lines = [line[:-1] if line.endswith(b"\r") else line]
+            end = pos - 1 if pos and data[pos - 1] == 13 else pos
+            line = bytes(data[:end]) if end <= self.max_line else self._too_long(data[:end])
+        lines = [line]
+        max_line = self.max_line
         start = pos + 1
         pos = data.find(b"\n", start)
         while pos >= 0:
             end = pos - 1 if pos > start and data[pos - 1] == 13 else pos
-            lines.append(bytes(data[start:end]))
+            if end - start <= max_line:
+                lines.append(bytes(data[start:end]))
+            else:
+                lines.append(self._too_long(data[start:end]))
             start = pos + 1
             pos = data.find(b"\n", start)
         if start < len(data):
-            self.chunks.append(bytes(data[start:]))
+            self._keep(data[start:])
         return lines
+
+    def _keep(self, part):
+        if self.oversized is not None:
+            self.oversized.add(part)
+            return
+        self.chunks.append(bytes(part))
+        self.size += len(part)
+        if self.size > self.max_line:
+            self.oversized = OversizedLine()
+            for chunk in self.chunks:
+                self.oversized.add(chunk)
+            self.chunks = []
+
+    def _end_line(self, part):
+        if self.oversized is None and self.size + len(part) > self.max_line:
+            self._keep(part)
+            part = b""
+        if self.oversized is not None:
+            self.oversized.add(part)
+            line, self.oversized = self.oversized.finish(), None
+            self.size = 0
+            return line
+        if part.endswith(b"\r"):
+            part = part[:-1]
+        elif not part and self.chunks[-1].endswith(b"\r"):
+            self.chunks[-1] = self.chunks[-1][:-1]  # the CR ended the previous chunk
+        if part:
+            self.chunks.append(part)
+        line = b"".join(self.chunks)
+        self.chunks = []
+        self.size = 0
+        return line
+
+    @staticmethod
+    def _too_long(part):
+        line = OversizedLine()
+        line.add(part)
+        return line
+
+    def finish(self):
+        """At end of stream: the last line when it was not terminated and is not blank."""
+        if self.oversized is not None:
+            line, self.oversized = self.oversized.finish(), None
+            return [line]
+        tail = self.pending()
+        self.chunks = []
+        self.size = 0
+        return [tail] if tail.strip() else []
 
     def pending(self):
         """Bytes received after the last newline."""
@@ -455,6 +598,14 @@ MIME_EXTENSIONS = {
 # Characters a preview must not start with: they belong to the character before
 # (zero-width joiner, variation selectors; skin tones and combining marks are tested apart).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
+
+
+def _write_all(fd, data):
+    """Write ``data`` (bytes, or an iterable of bytes chunks) to ``fd``."""
+    for chunk in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def never_spilled(method):
@@ -535,7 +686,7 @@ class ReadableText:
 
     def __init__(self):
         self.parts = []
-        self.blobs = []  # (base64 data, mimeType)
+        self.blobs = []  # (base64 data, mimeType, index of its note in parts)
 
     def add_block(self, block):
         if not isinstance(block, dict):
@@ -557,7 +708,7 @@ class ReadableText:
             self.add_blob(resource["blob"], resource.get("mimeType"), "blob " + str(resource.get("uri")))
 
     def add_blob(self, data, mime, label):
-        self.blobs.append((data, mime if isinstance(mime, str) else None))
+        self.blobs.append((data, mime if isinstance(mime, str) else None, len(self.parts)))
         self.parts.append("[%s %s: saved as file %d]" % (label, mime or "", len(self.blobs)))
 
     def add_json(self, value):
@@ -565,6 +716,14 @@ class ReadableText:
 
     def text(self):
         return "\n\n".join(self.parts)
+
+    def encoded(self, step=1 << 20):
+        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole."""
+        for n, part in enumerate(self.parts):
+            if n:
+                yield b"\n\n"
+            for start in range(0, len(part), step):
+                yield part[start:start + step].encode("utf-8", "surrogatepass")
 
 
 def readable_text(msg, method):
@@ -672,10 +831,7 @@ class SpillDir:
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
             try:
-                for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view):]
+                _write_all(fd, data)
             finally:
                 os.close(fd)
             os.replace(self.at(temp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
@@ -863,7 +1019,7 @@ class Spill:
             try:
                 json_path = where.write(stem + ".json", line)
                 blob_paths = []
-                for n, (data, mime) in enumerate(text.blobs, 1):
+                for n, (data, mime, note) in enumerate(text.blobs, 1):
                     try:
                         raw = base64.b64decode(data, validate=False)
                     except (ValueError, TypeError):
@@ -873,15 +1029,14 @@ class Spill:
                         import mimetypes  # only for unusual blob types: it costs ~5 ms at start-up
 
                         ext = mimetypes.guess_extension(mime or "") or ".bin"
-                    blob_paths.append(where.write("%s.%d%s" % (stem, n, ext), raw))
-                full_text = text.text()
-                for n, path in enumerate(blob_paths, 1):
-                    full_text = full_text.replace(": saved as file %d]" % n, ": saved as %s]" % path, 1)
-                txt_path = where.write(stem + ".txt", full_text.encode("utf-8", "surrogatepass"))
+                    path = where.write("%s.%d%s" % (stem, n, ext), raw)
+                    blob_paths.append(path)
+                    text.parts[note] = text.parts[note].replace(": saved as file %d]" % n, ": saved as %s]" % path)
+                txt_path = where.write(stem + ".txt", text.encoded())
             except BaseException:
                 where.discard(where.written)  # no half spill is left behind
                 raise
-        return SpillFiles(json_path, txt_path, blob_paths), full_text
+        return SpillFiles(json_path, txt_path, blob_paths), text.text()
 
     # -- rewriting ---------------------------------------------------------
 
@@ -904,7 +1059,7 @@ class Spill:
                       % (method or "message", self.output_dir, exc))
             return None
         if original_chars is None:
-            original_chars = len(line.decode("utf-8", "replace"))
+            original_chars = char_count(line)
         builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
         return builder.fit(full_text, self.max_chars, self.preview_chars), files
 
@@ -1025,6 +1180,9 @@ class PreviewBuilder:
 # ---------------------------------------------------------------------------
 
 READ_CHUNK = 1 << 16
+# A line shorter than this is copied once to append its newline (one system call);
+# a longer one is queued as it is, the newline after it.
+WRITE_COPY_LIMIT = 1 << 16
 
 
 class Timer:
@@ -1199,7 +1357,10 @@ class PipeReader:
 
     In select mode the loop calls us when the fd is readable.  In thread mode
     (Windows pipes, regular files, or forced for tests) a daemon thread does
-    blocking reads and posts each chunk to the loop.
+    blocking reads and posts each chunk to the loop.  ``pause()`` stops reading
+    until ``resume()`` (a chunk already read is still delivered), so that a
+    writer on the other end of the pipe blocks: that is how backpressure
+    reaches a peer.
     """
 
     def __init__(self, loop, fd, on_data, use_threads=False):
@@ -1207,6 +1368,7 @@ class PipeReader:
         self.fd = fd
         self.on_data = on_data
         self.closed = False
+        self.paused = False
         self.threaded = use_threads
         if not use_threads:
             try:
@@ -1214,6 +1376,8 @@ class PipeReader:
             except (OSError, ValueError):
                 self.threaded = True
         if self.threaded:
+            self.flowing = threading.Event()
+            self.flowing.set()
             threading.Thread(target=self._run, name="ocx-reader-%d" % fd, daemon=True).start()
 
     def _readable(self):
@@ -1229,6 +1393,7 @@ class PipeReader:
 
     def _run(self):
         while True:
+            self.flowing.wait()
             try:
                 data = os.read(self.fd, READ_CHUNK)
             except InterruptedError:
@@ -1246,6 +1411,25 @@ class PipeReader:
             self.closed = True
         self.on_data(data)
 
+    def pause(self):
+        """Stop reading until ``resume()``."""
+        if self.paused or self.closed:
+            return
+        self.paused = True
+        if self.threaded:
+            self.flowing.clear()
+        else:
+            self.loop.remove_reader(self.fd)
+
+    def resume(self):
+        if not self.paused:
+            return
+        self.paused = False
+        if self.threaded:
+            self.flowing.set()
+        elif not self.closed:
+            self.loop.add_reader(self.fd, self._readable)
+
     def stop(self):
         """Stop delivering data (select mode also unregisters the fd)."""
         if not self.threaded:
@@ -1257,23 +1441,33 @@ class PipeWriter:
     """Writes bytes to ``fd`` without ever blocking the loop.
 
     Select mode: the fd is made non-blocking; a write goes out at once when
-    the pipe has room and the rest waits in a buffer drained on writability.
-    Thread mode: a daemon thread does blocking writes from a queue.
+    the pipe has room and the rest waits in a queue drained on writability.
+    Thread mode: a daemon thread does blocking writes from the queue.  Queued
+    bytes are referenced, never copied (so a 100 MB line costs nothing more
+    while it waits): callers must not change a buffer after writing it.
+
+    ``write()`` returns False once more than ``limit`` bytes wait: the caller
+    should stop producing (stop reading from the peer that feeds us) and ask
+    ``when_drained(callback)``, which calls ``callback()`` once, on the loop
+    thread, when no more than half of ``limit`` waits.  ``limit`` is a high-water
+    mark, not a cap: a single larger write is still queued whole.
     ``on_error(exc)`` is called once if the reader went away (EPIPE).
     """
 
-    def __init__(self, loop, fd, on_error=None, use_threads=False, close_fd=False):
+    def __init__(self, loop, fd, on_error=None, use_threads=False, close_fd=False, limit=MAX_BUFFER_BYTES):
         self.loop = loop
         self.fd = fd
         self.on_error = on_error
         self.close_fd = close_fd
-        self.buffer = bytearray()
+        self.limit = limit
+        self.queue = collections.deque()  # bytes or memoryviews waiting, oldest first
+        self.queued = 0                   # their total size (thread mode: until written)
+        self.drained = []                 # when_drained() callbacks
         self.failed = False
         self.closing = False
         self.threaded = use_threads or not self._can_select(fd)
         self.restore_blocking = None
         if self.threaded:
-            self.queue = collections.deque()
             self.ready = threading.Condition()
             self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
             self.thread.start()
@@ -1292,54 +1486,101 @@ class PipeWriter:
         return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
     def pending_bytes(self):
-        if self.threaded:
-            with self.ready:
-                return sum(len(chunk) for chunk in self.queue)
-        return len(self.buffer)
+        return self.queued
 
     def write(self, data):
+        """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
-            return
+            return True
         if self.threaded:
             with self.ready:
                 self.queue.append(data)
+                self.queued += len(data)
                 self.ready.notify()
-            return
-        if not self.buffer:
+                return self.queued <= self.limit
+        if not self.queue:
             try:
                 written = os.write(self.fd, data)
             except (BlockingIOError, InterruptedError):
                 written = 0
             except OSError as exc:
                 self._fail(exc)
-                return
+                return True
             if written == len(data):
-                return
+                return True
             data = memoryview(data)[written:]
             self.loop.add_writer(self.fd, self._writable)
-        self.buffer += data
+        self.queue.append(data)
+        self.queued += len(data)
+        return self.queued <= self.limit
+
+    def write_line(self, line):
+        """Write ``line`` and a newline; a big line is queued as it is, not copied to add one."""
+        if len(line) < WRITE_COPY_LIMIT:
+            return self.write(line + b"\n")
+        self.write(line)
+        return self.write(b"\n")
+
+    def when_drained(self, callback):
+        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
+        if self.threaded:
+            with self.ready:
+                self.drained.append(callback)
+        else:
+            self.drained.append(callback)
+        self._check_drained()
+
+    def _check_drained(self):
+        # Any thread; the callbacks always run on the loop thread, later.
+        if self.threaded:
+            with self.ready:
+                if not self.drained or (self.queued > self.limit // 2 and not self.failed):
+                    return
+                callbacks, self.drained = self.drained, []
+        else:
+            if not self.drained or (self.queued > self.limit // 2 and not self.failed):
+                return
+            callbacks, self.drained = self.drained, []
+        for callback in callbacks:
+            self.loop.post(callback)
 
     def _writable(self):
+        queue = self.queue
+        if len(queue) > 1 and len(queue[0]) < READ_CHUNK:
+            # Many small lines wait (a slow client): one system call for a pipe's worth.
+            parts, size = [], 0
+            while queue and size < READ_CHUNK and len(queue[0]) < READ_CHUNK:
+                size += len(queue[0])
+                parts.append(queue.popleft())
+            queue.appendleft(b"".join(parts))
         try:
-            written = os.write(self.fd, self.buffer)
+            written = os.write(self.fd, queue[0])
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._fail(exc)
             return
-        del self.buffer[:written]
-        if not self.buffer:
+        self.queued -= written
+        if written == len(queue[0]):
+            queue.popleft()
+        else:
+            queue[0] = memoryview(queue[0])[written:]
+        if not queue:
             self.loop.remove_writer(self.fd)
             if self.closing:
                 self._close_now()
+        if self.drained:
+            self._check_drained()
 
     def _fail(self, exc):
         self.failed = True
-        self.buffer.clear()
+        self.queue.clear()
+        self.queued = 0
         if not self.threaded:
             self.loop.remove_writer(self.fd)
         if self.on_error:
             self.on_error(exc)
+        self._check_drained()
 
     def _run(self):
         while True:
@@ -1357,9 +1598,15 @@ class PipeWriter:
                 self.failed = True
                 with self.ready:
                     self.queue.clear()
+                    self.queued = 0
                 if self.on_error:
                     self.loop.post(self.on_error, exc)
+                self._check_drained()
                 break
+            with self.ready:
+                self.queued -= len(data)
+            if self.drained:
+                self._check_drained()
         if self.close_fd:
             self._close_fd()
 
@@ -1372,7 +1619,7 @@ class PipeWriter:
             with self.ready:
                 self.queue.append(None)
                 self.ready.notify()
-        elif not self.buffer or self.failed:
+        elif not self.queue or self.failed:
             self._close_now()
 
     def _close_now(self):
@@ -1397,7 +1644,7 @@ class PipeWriter:
             while self.pending_bytes() and time.monotonic() < deadline and not self.failed:
                 time.sleep(0.005)
             return
-        while self.buffer and not self.failed and time.monotonic() < deadline:
+        while self.queue and not self.failed and time.monotonic() < deadline:
             import select
 
             select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
@@ -1453,9 +1700,19 @@ class Upstream:
     ``close_input()`` when it wants the upstream to finish; ``kill_tree()`` and
     ``reap()`` at the very end.  The upstream calls, always on the loop thread
     (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
-    message line from the server (no newline), and ``on_exit(description)``
-    exactly once when it is gone for good; it then sets ``exited``.
-    ``stderr_tail`` holds recent diagnostic lines quoted in error messages.
+    message line from the server (no newline), or an ``OversizedLine`` for
+    one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
+    once when it is gone for good; it then sets ``exited``.  ``stderr_tail``
+    holds recent diagnostic lines quoted in error messages.
+
+    Flow control, so that a slow peer slows the other one down instead of
+    filling our memory: ``pause_reading()`` asks the upstream to stop reading
+    from the server (lines already read may still arrive) until
+    ``resume_reading()``; ``send()`` returns False when more than
+    ``--max-buffer-bytes`` wait for the server, and ``when_drained(callback)``
+    then calls ``callback()`` once, on the loop thread, when half of that has
+    gone out.  The defaults suit a transport that cannot push back: pausing
+    does nothing and ``send()`` is never full.
     """
 
     def __init__(self, loop, on_line, on_exit):
@@ -1474,6 +1731,16 @@ class Upstream:
     def close_input(self):
         raise NotImplementedError
 
+    def pause_reading(self):
+        """Stop reading from the server until ``resume_reading()`` (default: no-op)."""
+
+    def resume_reading(self):
+        """Undo ``pause_reading()`` (default: no-op)."""
+
+    def when_drained(self, callback):
+        """Call ``callback()`` once the input queue is back under half the bound (default: soon)."""
+        self.loop.post(callback)
+
     def kill_tree(self, sig=None):
         """Stop whatever the upstream started (a no-op for network upstreams)."""
 
@@ -1490,15 +1757,19 @@ class StdioUpstream(Upstream):
     can reach everything it started.
     """
 
-    def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None):
+    def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None,
+                 max_message_bytes=MAX_MESSAGE_BYTES, max_buffer_bytes=MAX_BUFFER_BYTES):
         Upstream.__init__(self, loop, on_line, on_exit)
         self.command = command
         self.env = env
         self.cwd = cwd
         self.use_threads = use_threads
+        self.max_buffer_bytes = max_buffer_bytes
         self.process = None
         self.stdin = None
-        self.stdout_lines = LineSplitter()
+        self.stdout_reader = None
+        self.paused = False
+        self.stdout_lines = LineSplitter(max_message_bytes)
         self.stderr_lines = LineSplitter()
 
     def start(self):
@@ -1521,9 +1792,11 @@ class StdioUpstream(Upstream):
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()
         self.stdin = PipeWriter(self.loop, stdin_fd, on_error=self._stdin_error,
-                                use_threads=self.use_threads, close_fd=True)
+                                use_threads=self.use_threads, close_fd=True, limit=self.max_buffer_bytes)
         self.stdout_reader = PipeReader(self.loop, self.process.stdout.fileno(), self._stdout_data,
                                         use_threads=self.use_threads)
+        if self.paused:
+            self.stdout_reader.pause()
         self.stderr_reader = PipeReader(self.loop, self.process.stderr.fileno(), self._stderr_data,
                                         use_threads=self.use_threads)
         self.poll_timer = self.loop.call_later(0.5, self._poll)
@@ -1533,9 +1806,26 @@ class StdioUpstream(Upstream):
         return self.process.pid if self.process else None
 
     def send(self, data):
-        """Queue bytes (one or more complete lines) for the child's stdin."""
+        """Queue bytes (one or more complete lines) for the child's stdin; False when over the bound."""
         if self.stdin is not None and not self.exited:
-            self.stdin.write(data)
+            return self.stdin.write(data)
+        return True
+
+    def pause_reading(self):
+        self.paused = True
+        if self.stdout_reader is not None:
+            self.stdout_reader.pause()
+
+    def resume_reading(self):
+        self.paused = False
+        if self.stdout_reader is not None:
+            self.stdout_reader.resume()
+
+    def when_drained(self, callback):
+        if self.stdin is None or self.exited:
+            self.loop.post(callback)
+        else:
+            self.stdin.when_drained(callback)
 
     def close_input(self):
         """Close the child's stdin once queued bytes are written: the polite way to stop it."""
@@ -1547,9 +1837,8 @@ class StdioUpstream(Upstream):
 
     def _stdout_data(self, data):
         if not data:
-            tail = self.stdout_lines.pending()
-            if tail.strip():
-                self.on_line(tail)
+            for line in self.stdout_lines.finish():
+                self.on_line(line)
             self._wait_for_exit(time.monotonic() + 2.0)
             return
         for line in self.stdout_lines.feed(data):
@@ -1570,9 +1859,17 @@ class StdioUpstream(Upstream):
         if self.exited:
             return
         if self.process.poll() is not None:
-            self.loop.call_later(1.0, self._report_exit)
+            self.loop.call_later(1.0, self._exited_without_eof)
         else:
             self.poll_timer = self.loop.call_later(0.5, self._poll)
+
+    def _exited_without_eof(self):
+        if self.paused:
+            # What the child wrote before exiting is still in the pipe, waiting
+            # for the client to catch up: its end of file will tell.
+            self.poll_timer = self.loop.call_later(0.5, self._poll)
+        else:
+            self._report_exit()
 
     def _wait_for_exit(self, deadline):
         if self.exited:
@@ -3273,8 +3570,13 @@ class Relay:
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = PipeWriter(loop, client_out_fd, on_error=self._client_gone,
-                                     use_threads=options.use_threads)
-        self.client_lines = LineSplitter()
+                                     use_threads=options.use_threads, limit=options.max_buffer_bytes)
+        self.client_lines = LineSplitter(options.max_message_bytes)
+        self.client_in = None
+        # Backpressure (--max-buffer-bytes): reading from one side stops while
+        # the other side has more than that waiting for it.
+        self.upstream_held = False       # the client is not reading: the upstream waits
+        self.client_held = False         # the upstream is not reading: the client waits
         self.pending = {}
         self.abandoned = collections.OrderedDict()
         self.upstream = None
@@ -3306,6 +3608,8 @@ class Relay:
     def _start_upstream(self):
         self.generation += 1
         self.upstream = self.make_upstream(self.loop, self._upstream_line, self._upstream_exit)
+        if self.upstream_held:
+            self.upstream.pause_reading()
         self.upstream.start()
 
     def shutdown(self, reason="client closed stdin"):
@@ -3351,14 +3655,31 @@ class Relay:
     # -- client -> upstream ------------------------------------------------
 
     def _client_data(self, data):
+        lines = self.client_lines.feed(data) if data else self.client_lines.finish()
+        for line in lines:
+            if line.__class__ is OversizedLine:
+                self._client_too_long(line)
+            else:
+                self._client_line(line)
         if not data:
-            tail = self.client_lines.pending()
-            if tail.strip():
-                self._client_line(tail)
             self.shutdown()
-            return
-        for line in self.client_lines.feed(data):
-            self._client_line(line)
+
+    def _client_too_long(self, line):
+        """A client line over --max-message-bytes was dropped as it came: answer what it was."""
+        envelope = line.envelope()
+        message = ("message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
+                   % (line.size, self.options.max_message_bytes))
+        msg_id = envelope.id if envelope.has_valid_id else None
+        if envelope.has_method and not envelope.has_id:
+            log.warning("dropped a client notification %s: %s" % (envelope.method, message))
+        elif envelope.has_method or msg_id is None:
+            log.warning("client %s: %s; answered with an error" % (envelope.method or "message", message))
+            self._answer_error(msg_id, INVALID_REQUEST, "Invalid Request: " + message)
+        else:
+            # The client's answer to a server request: tell the server it will not come.
+            log.warning("client response to %r: %s; the upstream gets an error instead" % (msg_id, message))
+            if self.dead_reason is None and not self.restarting:
+                self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
 
     def _client_line(self, line):
         if not line or line.isspace():
@@ -3415,7 +3736,19 @@ class Relay:
         if self.restarting:
             self.held.append(line)
             return
-        self.upstream.send(line + b"\n")
+        self._send_upstream_bytes(line + b"\n")
+
+    def _send_upstream_bytes(self, data):
+        if self.upstream.send(data) is False and not self.client_held:
+            # The upstream is not reading: stop reading the client until it does.
+            self.client_held = True
+            self.client_in.pause()
+            self.upstream.when_drained(self._release_client)
+
+    def _release_client(self):
+        if self.client_held:
+            self.client_held = False
+            self.client_in.resume()
 
     def _timed_out(self, pending):
         key = id_key(pending.msg_id)
@@ -3438,6 +3771,9 @@ class Relay:
     # -- upstream -> client ------------------------------------------------
 
     def _upstream_line(self, line):
+        if line.__class__ is OversizedLine:
+            self._upstream_too_long(line)
+            return
         if not line or line.isspace():
             return
         try:
@@ -3495,12 +3831,43 @@ class Relay:
                 line = out.encode("utf-8", "surrogatepass")
         if self.trace:
             self.trace.record("upstream->client", msg, len(line), pending, spilled)
-        self.client_out.write(line + b"\n")
+        if not self.client_out.write_line(line):
+            self._hold_upstream()
+
+    def _hold_upstream(self):
+        """The client is not reading: stop reading the upstream until it catches up."""
+        if not self.upstream_held and self.upstream is not None:
+            self.upstream_held = True
+            self.upstream.pause_reading()
+            self.client_out.when_drained(self._release_upstream)
+
+    def _release_upstream(self):
+        self.upstream_held = False
+        if self.upstream is not None:
+            self.upstream.resume_reading()
+
+    def _upstream_too_long(self, line):
+        """An upstream line over --max-message-bytes was dropped as it came: fail its request."""
+        envelope = line.envelope()
+        message = ("upstream message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
+                   % (line.size, self.options.max_message_bytes))
+        msg_id = envelope.id if envelope.has_valid_id else None
+        pending = self.pending.pop(id_key(msg_id), None) if msg_id is not None and not envelope.has_method else None
+        if pending is not None:
+            if pending.timer:
+                pending.timer.cancel()
+            log.warning("%s; request %r answered with an error" % (message, msg_id))
+            self._answer_error(msg_id, UPSTREAM_ERROR, message)
+        elif envelope.has_method and msg_id is not None:
+            log.warning("%s; the upstream's %s request %r gets an error" % (message, envelope.method, msg_id))
+            self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
+        else:
+            log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
     def _check_size(self, line, msg, pending):
         """Return (replacement text or None, SpillFiles or None) for a line over the byte limit."""
         limit = self.options.max_response_chars
-        chars = len(line) if line.isascii() else len(line.decode("utf-8", "replace"))
+        chars = char_count(line)
         if chars <= limit:
             return None, None
         # Re-serializing only helps a line that compacts under the limit.  Compact
@@ -3526,7 +3893,8 @@ class Relay:
         line = encode_message(msg)
         if self.trace:
             self.trace.record("proxy->client", msg, len(line) - 1)
-        self.client_out.write(line)
+        if not self.client_out.write(line):
+            self._hold_upstream()
 
     def _answer_error(self, msg_id, code, message):
         self.send_to_client(error_response(msg_id, code, message))
@@ -3549,6 +3917,7 @@ class Relay:
             return
         log.warning(reason)
         self._fail_all_pending(reason)
+        self._release_client()  # nothing waits for that upstream any more
         if self.held:
             # Their requests were just answered with errors: sending them later would run them anyway.
             log.warning("dropped %d client messages that were waiting for the restart" % len(self.held))
@@ -6170,7 +6539,8 @@ def cmd_stdio(args):
         raise UsageError("--cwd %s is not a directory" % args.cwd)
 
     def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, command, env, args.cwd, options.use_threads, on_line, on_exit)
+        return StdioUpstream(loop, command, env, args.cwd, options.use_threads, on_line, on_exit,
+                             options.max_message_bytes, options.max_buffer_bytes)
 
     return run_relay(options, make_upstream)
 

@@ -117,3 +117,61 @@ def test_peek_envelope_reads_the_id_past_what_json_cannot_parse():
 def test_peek_envelope_refuses_what_is_not_an_object(line):
     envelope = op.peek_envelope(line)
     assert envelope is None or not envelope.has_id
+
+
+def feed_in_chunks(splitter, data, size=65536):
+    out = []
+    for start in range(0, len(data), size):
+        out.extend(splitter.feed(data[start:start + size]))
+    return out
+
+
+def test_line_splitter_drops_a_line_over_the_cap_as_it_comes():
+    cap = 100000
+    splitter = op.LineSplitter(cap)
+    big = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"t":"' + b"z" * 1000000 + b'"}}'
+    out = []
+    held = 0
+    for start in range(0, len(big), 4096):
+        out.extend(splitter.feed(big[start:start + 4096]))
+        held = max(held, sum(map(len, splitter.chunks)))
+    assert held <= cap and out == []
+    out = splitter.feed(b'\r\n{"id":8}\n')
+    assert out[1] == b'{"id":8}'
+    line = out[0]
+    assert isinstance(line, op.OversizedLine) and line.size == len(big)
+    assert len(line.head) == op.OversizedLine.KEEP and len(line.tail) >= op.OversizedLine.KEEP - 1  # minus the CR
+    assert big.startswith(line.head) and big.endswith(line.tail)
+    envelope = line.envelope()
+    assert envelope.id == 7 and envelope.method == "tools/call"
+
+
+def test_line_splitter_cap_applies_to_a_line_inside_one_chunk_and_at_the_end():
+    splitter = op.LineSplitter(1024)
+    out = splitter.feed(b"a" * 1024 + b"\n" + b"b" * 1025 + b"\nc\n")
+    assert out[0] == b"a" * 1024 and out[2] == b"c"
+    assert isinstance(out[1], op.OversizedLine) and out[1].size == 1025
+    assert splitter.feed(b"d" * 3000) == []
+    (tail,) = splitter.finish()
+    assert isinstance(tail, op.OversizedLine) and tail.size == 3000
+    assert splitter.finish() == [] and splitter.feed(b"e\n") == [b"e"]
+
+
+@pytest.mark.parametrize("line, expected", [
+    (b'{"jsonrpc":"2.0","result":{"t":"%s"},"id":12}', 12),
+    (b'{"jsonrpc":"2.0","result":{"t":"%s"},"id":"a\\"b" } ', 'a"b'),
+    (b'{"jsonrpc":"2.0","id":-3,"result":{"t":"%s"}}', -3),
+    (b'{"jsonrpc":"2.0","result":{"t":"%s","id":5}}', None),         # nested: not the top-level id
+    (b'{"jsonrpc":"2.0","result":{"t":"%s"},"id":9,"x":1}', None),   # in the middle: lost
+])
+def test_oversized_line_recovers_the_id_at_either_end(line, expected):
+    splitter = op.LineSplitter(1024)
+    (out,) = feed_in_chunks(splitter, line.replace(b"%s", b"q" * 200000) + b"\n")
+    envelope = out.envelope()
+    assert envelope.id == expected and envelope.has_valid_id == (expected is not None)
+
+
+def test_char_count_counts_code_points_without_decoding():
+    for text in ("", "ascii", "é数😀" * 1000, "x" * (1 << 20) + "é" + "😀" * 300000):
+        data = text.encode("utf-8")
+        assert op.char_count(data) == len(text)

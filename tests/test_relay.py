@@ -4,12 +4,14 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
-from conftest import STDIO_SERVER, pid_alive
+from conftest import PROXY, STDIO_SERVER, pid_alive
 
 IO_MODES = ["select", "threads"]
 
@@ -411,3 +413,170 @@ def test_retention_removes_only_our_old_files(tmp_path):
     relay.initialize()
     relay.close()
     assert not old.exists() and mine_new.exists() and foreign.exists()
+
+
+# -- resource bounds: backpressure and --max-message-bytes ----------------------
+
+MiB = 1 << 20
+
+
+def wait_until_stable(read, settle=0.4, timeout=5.0):
+    """Poll ``read()`` until its value has not changed for ``settle`` seconds; return it."""
+    value, since = read(), time.monotonic()
+    deadline = since + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = read()
+        if now != value:
+            value, since = now, time.monotonic()
+        elif time.monotonic() - since >= settle:
+            break
+    return value
+
+
+def stderr_count(relay, text, want, timeout=5.0):
+    """How often ``text`` is in the relay's stderr, waiting for its reader thread to reach ``want``."""
+    deadline = time.monotonic() + timeout
+    while relay.stderr.count(text) < want and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return relay.stderr.count(text)
+
+
+def raw_relay(tmp_path, io_mode, *relay_args):
+    """The relay with our own pipes: the test decides when (and whether) to read its stdout."""
+    argv = [sys.executable, PROXY, "stdio", "--output-dir", str(tmp_path / "spill"), "--io", io_mode,
+            "--max-buffer-bytes", str(4 * MiB)] + list(relay_args) + ["--", sys.executable, STDIO_SERVER]
+    stderr = open(str(tmp_path / "relay.stderr"), "wb")
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+    stderr.close()
+
+    def send(msg):
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        proc.stdin.flush()
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return proc, send
+
+
+def test_a_client_that_does_not_read_slows_the_server_down(tmp_path, io_mode):
+    progress = tmp_path / "progress"
+    progress.write_text("0")
+    proc, send = raw_relay(tmp_path, io_mode, "--max-response-chars", "0")
+    try:
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "flood", "arguments": {"count": 40, "size": MiB, "progress": str(progress)}}})
+        written = wait_until_stable(lambda: progress.read_text())
+        # 4 MiB queued for us, a pipe on each side and the line being written: nowhere near 40.
+        assert 0 < int(written or 0) <= 12
+        for n in range(1, 41):
+            msg = json.loads(proc.stdout.readline())
+            assert msg["params"]["data"] == "%06d" % n + "F" * MiB
+        assert json.loads(proc.stdout.readline())["id"] == 2
+        assert progress.read_text() == "40"
+    finally:
+        proc.stdin.close()
+        proc.wait(15)
+        proc.stdout.close()
+
+
+def test_a_server_that_does_not_read_slows_the_client_down(tmp_path, io_mode):
+    go_on = tmp_path / "go-on"
+    proc, send = raw_relay(tmp_path, io_mode)
+    sent = [0]
+    line = json.dumps({"jsonrpc": "2.0", "method": "notifications/bulk", "params": {"data": "C" * MiB}}).encode()
+
+    def flood():
+        for _ in range(40):
+            proc.stdin.write(line + b"\n")
+            proc.stdin.flush()
+            sent[0] += 1
+
+    try:
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "pause_input", "arguments": {"until": str(go_on)}}})
+        writer = threading.Thread(target=flood, daemon=True)
+        writer.start()
+        assert wait_until_stable(lambda: sent[0]) <= 12  # our writes block: the relay stopped reading
+        go_on.write_text("")
+        writer.join(15)
+        assert sent[0] == 40
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "received"}})
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        counted = [r for r in replies if r["id"] == 3][0]
+        # initialize, initialized, pause_input, 40 notifications, this call: nothing lost
+        assert counted["result"]["content"][0]["text"] == "44"
+    finally:
+        go_on.write_text("")
+        proc.stdin.close()
+        proc.wait(15)
+        proc.stdout.close()
+
+
+def test_an_oversized_server_line_fails_its_request_and_the_relay_goes_on(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode, "--max-message-bytes", "100000"])
+    relay.initialize()
+    for id_last in (False, True):  # the id is read from the first or the last bytes kept
+        reply = relay.call("big", {"n": 200000, "id_last": id_last})
+        assert reply["error"]["code"] == -32000
+        assert "--max-message-bytes" in reply["error"]["message"] and "100000" in reply["error"]["message"]
+    assert relay.call("echo", {"text": "after"})["result"]["content"][0]["text"] == "after"
+    assert relay.call("big", {"n": 90000})["result"]  # under the cap: as before
+    assert relay.close() == 0
+    assert stderr_count(relay, "--max-message-bytes", 2) == 2 and "Traceback" not in relay.stderr
+
+
+def test_an_oversized_client_line_is_answered_and_never_sent(relay_factory, tmp_path, io_mode):
+    record = tmp_path / "record"
+    relay = relay_factory(["--io", io_mode, "--max-message-bytes", "100000"], ["--record", str(record)])
+    relay.initialize()
+    text = "z" * 200000
+    relay.send({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": text}}})
+    relay.send_raw(json.dumps({"jsonrpc": "2.0", "method": "tools/call",
+                               "params": {"name": "echo", "arguments": {"text": text}},
+                               "id": "last"}).encode() + b"\r\n")
+    relay.send({"jsonrpc": "2.0", "method": "notifications/big", "params": {"text": text}})
+    for msg_id in (41, "last"):
+        reply, _ = relay.wait_for(msg_id)
+        assert reply["error"]["code"] == -32600 and "--max-message-bytes" in reply["error"]["message"]
+    assert relay.call("echo", {"text": "after"})["result"]["content"][0]["text"] == "after"
+    assert relay.close() == 0
+    assert "zzz" not in record.read_text()
+    assert stderr_count(relay, "dropped a client notification notifications/big", 1) == 1
+
+
+@pytest.mark.slow
+def test_a_100_mb_response_passes_through_and_spills_intact(relay_factory, tmp_path):
+    relay = relay_factory(["--max-response-chars", "0"])
+    relay.initialize()
+    reply = relay.call("big", {"n": 100 * 1000 * 1000}, timeout=120)
+    assert len(reply["result"]["content"][0]["text"]) == 100 * 1000 * 1000
+    assert relay.close() == 0
+    relay = relay_factory()
+    relay.initialize()
+    meta = spill_meta(relay.call("big", {"n": 100 * 1000 * 1000, "unit": "é"}, timeout=120))
+    assert meta["original_chars"] > 100 * 1000 * 1000
+    with open(meta["txt"], "rb") as handle:
+        assert handle.read() == "é".encode() * (100 * 1000 * 1000)
+    assert relay.close() == 0
+
+
+@pytest.mark.slow
+def test_40_times_10_mb_to_a_client_that_does_not_read(tmp_path):
+    progress = tmp_path / "progress"
+    progress.write_text("0")
+    proc, send = raw_relay(tmp_path, "select", "--max-response-chars", "0", "--max-buffer-bytes", str(64 * MiB))
+    try:
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "flood", "arguments": {"count": 40, "size": 10 * MiB, "progress": str(progress)}}})
+        assert int(wait_until_stable(lambda: progress.read_text(), settle=1.0, timeout=30)) <= 10
+        for n in range(1, 41):
+            assert json.loads(proc.stdout.readline())["params"]["data"].startswith("%06d" % n)
+        assert json.loads(proc.stdout.readline())["id"] == 2
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+        proc.stdout.close()

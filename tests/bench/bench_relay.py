@@ -30,6 +30,7 @@ SERVER = os.path.join(HERE, "bench_server.py")
 HTTP_SERVER = os.path.join(HERE, "bench_http_server.py")
 PY = sys.executable
 BIG_BYTES = 5000000
+HUGE_BYTES = 100000000  # the memory rows: peak RSS must stay under 2x the line + 30 MB
 
 TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40}
 
@@ -192,12 +193,13 @@ class Bench:
         finally:
             session.close()
 
-    def big_calls(self, argv, count, expect_spill):
+    def big_calls(self, argv, count, expect_spill, size=BIG_BYTES, warm_up=True):
         session = Session(argv)
         try:
             session.initialize()
-            params = {"name": "big", "arguments": {"bytes": BIG_BYTES}}
-            session.request("tools/call", params)  # warm-up: the server builds and caches the text
+            params = {"name": "big", "arguments": {"bytes": size}}
+            if warm_up:
+                session.request("tools/call", params)  # the server builds and caches the text
             times = []
             size = 0
             for _ in range(count):
@@ -273,6 +275,25 @@ class Bench:
         samples.sort()
         return samples[len(samples) // 2] * 1000.0, samples[int(len(samples) * 0.99)] * 1000.0
 
+    def huge_rows(self, rows, progress):
+        """Peak RSS for one 100 MB line, passed through and spilled, next to the direct server's."""
+        progress("100 MB results: direct, passed through, spilled")
+        t_direct, size_huge, rss_direct = self.big_calls(self.direct_argv(), 1, False, HUGE_BYTES, False)
+        t_pass, size_pass, rss_pass = self.big_calls(self.relay_argv("--max-response-chars", "0"), 1, False,
+                                                     HUGE_BYTES, False)
+        if size_pass != size_huge:
+            raise RuntimeError("pass-through changed the 100 MB line: %d vs %d bytes" % (size_pass, size_huge))
+        t_spill, _, rss_spill = self.big_calls(self.relay_argv(), 1, True, HUGE_BYTES, False)
+        line_mb = size_huge / 1e6
+        bound = 2 * line_mb + 30
+        rows.append(("%.0f MB result passed through: peak RSS (server | relay)" % line_mb, "MB",
+                     rss_direct, rss_pass, None, bound))
+        rows.append(("%.0f MB result spilled: peak RSS (server | relay)" % line_mb, "MB",
+                     rss_direct, rss_spill, None, bound))
+        rows.append(("  info: %.0f MB call, passed through" % line_mb, "ms", t_direct, t_pass, t_pass - t_direct,
+                     None))
+        rows.append(("  info: %.0f MB call, spilled" % line_mb, "ms", t_direct, t_spill, t_spill - t_direct, None))
+
     # -- the run -------------------------------------------------------------
 
     def run(self):
@@ -285,6 +306,9 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
+        if a.only_huge:
+            self.huge_rows(rows, progress)
+            return rows, time.perf_counter() - t_start
         progress("start-up x%d" % a.startup_runs)
         s_direct, s_relay, s_installed = [], [], []
         for _ in range(a.startup_runs):
@@ -347,6 +371,9 @@ class Bench:
             values = [v for v in values if v is not None]
             r = statistics.median(values) if values else None
             rows.append(("relay peak RSS (VmHWM), %s" % label, "MB", None, r, None, TARGETS["rss"]))
+
+        if a.huge:
+            self.huge_rows(rows, progress)
 
         # Streamable HTTP, once the remote transports are merged.
         if self.http_available():
@@ -418,6 +445,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--profile", metavar="DIR", help="run every relay under cProfile, stats into DIR")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--no-huge", dest="huge", action="store_false",
+                        help="skip the 100 MB memory rows (about 30 s)")
+    parser.add_argument("--only-huge", action="store_true", help="run only the 100 MB memory rows")
     args = parser.parse_args(argv)
     if args.quick:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3

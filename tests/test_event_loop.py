@@ -1,0 +1,152 @@
+"""The event loop section: PipeReader, PipeWriter and backpressure over real pipes."""
+import os
+import threading
+import time
+
+import pytest
+
+import ocx_proxy as op
+
+IO_MODES = ["select", "threads"]
+
+
+@pytest.fixture(params=IO_MODES)
+def threads(request):
+    return request.param == "threads"
+
+
+@pytest.fixture
+def loop():
+    made = op.Loop()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def pipe():
+    read_fd, write_fd = os.pipe()
+    yield read_fd, write_fd
+    for fd in (read_fd, write_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def run_until(loop, done, timeout=5.0):
+    """Run ``loop`` until ``done()`` is true or ``timeout`` passes; returns ``done()``."""
+    if done():
+        return True
+    deadline = time.monotonic() + timeout
+
+    def check():
+        if done() or time.monotonic() > deadline:
+            loop.stop()
+        else:
+            loop.call_later(0.005, check)
+
+    loop.call_later(0.005, check)
+    loop.run()
+    return done()
+
+
+def read_all_in_thread(fd, size):
+    """Read ``size`` bytes from ``fd`` in a thread; returns (thread, list of chunks)."""
+    chunks = []
+
+    def run():
+        got = 0
+        while got < size:
+            data = os.read(fd, 1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+            got += len(data)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, chunks
+
+
+def test_writer_reports_the_high_water_mark_and_drains(loop, pipe, threads):
+    read_fd, write_fd = pipe
+    writer = op.PipeWriter(loop, write_fd, use_threads=threads, limit=256 * 1024)
+    data = os.urandom(1 << 20)
+    assert writer.write(data) is False  # a single write over the mark is still taken whole
+    assert writer.write(b"end") is False
+    drained = []
+    writer.when_drained(lambda: drained.append(writer.pending_bytes()))
+    assert not run_until(loop, lambda: drained, timeout=0.2)  # nobody reads: no drain
+    thread, chunks = read_all_in_thread(read_fd, len(data) + 3)
+    assert run_until(loop, lambda: drained)
+    assert drained[0] <= 128 * 1024
+    assert run_until(loop, lambda: writer.pending_bytes() == 0)
+    thread.join(5)
+    assert b"".join(chunks) == data + b"end"
+
+
+def test_writer_keeps_a_big_write_without_copying_it(loop, pipe):
+    writer = op.PipeWriter(loop, pipe[1], limit=1 << 30)
+    data = b"x" * (4 << 20)
+    writer.write(data)
+    assert len(writer.queue) == 1 and writer.queue[0].obj is data
+    writer.write_line(data)
+    assert writer.queue[1] is data and writer.queue[2] == b"\n"
+
+
+def test_write_line_adds_one_newline_to_small_and_big_lines(loop, pipe, threads):
+    read_fd, write_fd = pipe
+    writer = op.PipeWriter(loop, write_fd, use_threads=threads)
+    big = b"b" * 300000
+    expected = b"small\n" + big + b"\n" + b"after\n"
+    thread, chunks = read_all_in_thread(read_fd, len(expected))
+    for line in (b"small", big, b"after"):
+        writer.write_line(line)
+    assert run_until(loop, lambda: writer.pending_bytes() == 0)
+    thread.join(5)
+    assert b"".join(chunks) == expected
+
+
+def test_writer_failure_releases_those_waiting_for_a_drain(loop, pipe, threads):
+    read_fd, write_fd = pipe
+    errors, drained = [], []
+    writer = op.PipeWriter(loop, write_fd, on_error=errors.append, use_threads=threads, limit=65536)
+    writer.write(b"x" * (1 << 20))
+    writer.when_drained(lambda: drained.append(True))
+    os.close(read_fd)  # the reader goes away: EPIPE
+    assert run_until(loop, lambda: drained and errors)
+    assert writer.pending_bytes() == 0
+
+
+def test_paused_reader_stops_reading_so_the_writer_blocks(loop, pipe, threads):
+    read_fd, write_fd = pipe
+    total = 2 << 20
+    got = []
+    reader = None
+
+    def on_data(data):
+        got.append(data)
+        reader.pause()  # the first chunk: stop there
+
+    reader = op.PipeReader(loop, read_fd, on_data, use_threads=threads)
+    written = [0]
+
+    def write_all():
+        view = memoryview(b"w" * total)
+        while view:
+            n = os.write(write_fd, view[:65536])
+            written[0] += n
+            view = view[n:]
+
+    writer = threading.Thread(target=write_all, daemon=True)
+    writer.start()
+    run_until(loop, lambda: False, timeout=0.3)
+    # A thread may have a read in flight when it is told to pause: one more chunk.
+    assert sum(map(len, got)) <= 2 * op.READ_CHUNK
+    assert writer.is_alive() and written[0] < total  # blocked: the pipe is full
+    reader.on_data = got.append
+    reader.resume()
+    assert run_until(loop, lambda: sum(map(len, got)) == total)
+    writer.join(5)
+    assert b"".join(got) == b"w" * total
+    reader.stop()
