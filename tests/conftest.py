@@ -34,11 +34,12 @@ def assert_one_line_error(result, status=1):
 class RelayProcess:
     """``ocx_proxy.py stdio ... -- fixture server`` driven like an MCP client would."""
 
-    def __init__(self, relay_args=(), server_args=(), env=None, server=None, command=None):
+    def __init__(self, relay_args=(), server_args=(), env=None, server=None, command=None,
+                 start_new_session=False):
         server_cmd = [sys.executable, server or STDIO_SERVER] + list(server_args)
         self.argv = command or ([sys.executable, PROXY, "stdio"] + list(relay_args) + ["--"] + server_cmd)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env)
+                                     stderr=subprocess.PIPE, env=env, start_new_session=start_new_session)
         self.lines = queue.Queue()
         self.raw_lines = []
         self.stderr_lines = []

@@ -1,0 +1,174 @@
+"""The upstreams section: a stdio server's process tree lives no longer than the relay.
+
+Real relay subprocesses, real fixture servers that outlive EOF on stdin (and
+start a grandchild), real signals.  Linux only: liveness and children are read
+from /proc.
+"""
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from conftest import FIXTURES, pid_alive
+
+STUBBORN = os.path.join(FIXTURES, "stubborn_server.py")
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+@pytest.fixture
+def reaper():
+    """Register pids to SIGKILL at the end, so that a failing test leaves nothing behind."""
+    pids = []
+    yield pids.extend
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def start(relay_factory, reaper, server_args=(), **kw):
+    """A relay in front of stubborn_server.py, initialized; returns (relay, server pid, grandchild pid)."""
+    relay = relay_factory(server=STUBBORN, server_args=server_args, **kw)
+    result = relay.initialize()["result"]
+    reaper([result["pid"], result["grandchild"]])
+    return relay, result["pid"], result["grandchild"]
+
+
+def wait_gone(pids, timeout):
+    """Seconds until none of ``pids`` is alive (a zombie counts as gone); fails after ``timeout``."""
+    started = time.monotonic()
+    while True:
+        alive = [pid for pid in pids if pid_alive(pid)]
+        elapsed = time.monotonic() - started
+        if not alive:
+            return elapsed
+        assert elapsed < timeout, "still running after %.1f s: %s" % (elapsed, [describe(pid) for pid in alive])
+        time.sleep(0.02)
+
+
+def describe(pid):
+    """``pid (state) argv`` for a failure message."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            argv = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")[:120]
+    except OSError:
+        return str(pid)
+    return "%d (%s) %s" % (pid, state, argv)
+
+
+def children(pid):
+    """{child pid: state letter} for the children of ``pid`` (zombies included)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found[int(name)] = fields[0]
+    return found
+
+
+def watchdog_of(relay, server):
+    """The pid of the relay's one watchdog: its child that is not the server."""
+    others = [pid for pid in children(relay.proc.pid) if pid != server]
+    assert len(others) == 1, children(relay.proc.pid)
+    return others[0]
+
+
+@pytest.mark.parametrize("io_mode", ["select", "threads"])
+def test_client_group_sigterm_then_sigkill_leaves_no_server_tree(relay_factory, reaper, io_mode):
+    # Codex CLI ends a session like this: SIGTERM to our group, SIGKILL 30 ms later.
+    # The server has its own group, so only the relay (or its watchdog) can reach it.
+    relay, server, grandchild = start(relay_factory, reaper, relay_args=["--io", io_mode],
+                                      start_new_session=True)
+    os.killpg(relay.proc.pid, signal.SIGTERM)
+    time.sleep(0.03)
+    os.killpg(relay.proc.pid, signal.SIGKILL)
+    assert relay.proc.wait(timeout=5) in (0, -signal.SIGKILL)  # 0: it finished within the 30 ms
+    wait_gone([server, grandchild], 3.0)
+
+
+@pytest.mark.parametrize("server_args", [[], ["--ignore-term"]], ids=["dies-on-term", "ignores-term"])
+def test_kill_9_of_the_relay_alone_leaves_no_server_tree(relay_factory, reaper, server_args):
+    relay, server, grandchild = start(relay_factory, reaper, server_args)
+    watchdog = watchdog_of(relay, server)
+    relay.proc.kill()
+    relay.proc.wait(timeout=5)
+    # A client waiting for EOF on our stdout gets it at once: nothing we started holds it.
+    while relay.lines.get(timeout=2) is not None:
+        pass
+    wait_gone([server, grandchild], 3.0)
+    # It waits out its grace while zombies (not yet reaped by init) still answer killpg.
+    wait_gone([watchdog], 2.5)
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_terminates_the_server_group_at_once(relay_factory, reaper, signame):
+    relay, server, grandchild = start(relay_factory, reaper)
+    relay.send({"jsonrpc": "2.0", "id": 7, "method": "hang"})
+    relay.request("tools/list")  # answered after "hang" was read: it is pending now
+    relay.proc.send_signal(getattr(signal, signame))
+    wait_gone([server, grandchild], 1.5)  # not after the 2 s stdin-close grace
+    reply, _ = relay.wait_for(7, timeout=5)
+    assert reply["error"]["code"] == -32000
+    assert relay.proc.wait(timeout=5) == 0
+
+
+def test_a_signal_kills_a_server_that_ignores_sigterm_after_a_short_grace(relay_factory, reaper):
+    relay, server, grandchild = start(relay_factory, reaper, ["--ignore-term"])
+    started = time.monotonic()
+    relay.proc.send_signal(signal.SIGTERM)
+    assert relay.proc.wait(timeout=6) == 0
+    assert time.monotonic() - started < 3.0  # one short grace (1 s), not 2 s + 2 s
+    wait_gone([server, grandchild], 0.5)
+
+
+def test_watchdog_runs_apart_and_ends_with_a_normal_shutdown(relay_factory, reaper):
+    relay = relay_factory()  # stdio_server.py: exits when its stdin closes
+    relay.initialize()
+    server = int(relay.call("pid")["result"]["content"][0]["text"])
+    watchdog = watchdog_of(relay, server)
+    reaper([watchdog])
+    # Its own session (a signal to the client's group does not take it down with
+    # us) and nothing of ours open: only stdin (its pipe) and /dev/null.
+    assert os.getsid(watchdog) not in (os.getsid(relay.proc.pid), os.getsid(server))
+    fds = {fd: os.readlink("/proc/%d/fd/%s" % (watchdog, fd)) for fd in os.listdir("/proc/%d/fd" % watchdog)}
+    assert sorted(fds) == ["0", "1", "2"] and fds["1"] == fds["2"] == "/dev/null", fds
+    assert fds["0"].startswith("pipe:")
+    assert relay.close() == 0
+    wait_gone([server, watchdog], 1.0)
+
+
+def test_restart_reaps_the_old_server_and_watchdog(relay_factory, reaper):
+    relay = relay_factory(["--restart", "1"], server=STUBBORN)
+    first = relay.initialize()["result"]
+    reaper([first["pid"], first["grandchild"]])
+    old_watchdog = watchdog_of(relay, first["pid"])
+    reaper([old_watchdog])
+    for pid in (first["grandchild"], first["pid"]):  # the grandchild holds the server's stdout too
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while True:
+        reply, _ = relay.request("tools/list")
+        if "result" in reply and reply["result"]["pid"] != first["pid"]:
+            break
+        assert time.monotonic() < deadline, reply
+        time.sleep(0.05)
+    second = reply["result"]
+    reaper([second["pid"], second["grandchild"]])
+    wait_gone([old_watchdog], 1.0)
+    kids = children(relay.proc.pid)
+    assert "Z" not in kids.values(), kids
+    assert len(kids) == 2 and second["pid"] in kids, kids  # the new server and its watchdog
+    relay.proc.send_signal(signal.SIGTERM)
+    assert relay.proc.wait(timeout=5) == 0
