@@ -4028,6 +4028,7 @@ class Relay:
             self.held = []
         self.replaying = None
         if upstream is not None:
+            upstream.kill_tree()  # what the dead server left in its group must not outlive it
             upstream.reap()
         if self.restarts_left > 0:
             self.restarting = True

@@ -172,3 +172,21 @@ def test_restart_reaps_the_old_server_and_watchdog(relay_factory, reaper):
     assert len(kids) == 2 and second["pid"] in kids, kids  # the new server and its watchdog
     relay.proc.send_signal(signal.SIGTERM)
     assert relay.proc.wait(timeout=5) == 0
+
+
+def test_what_a_crashed_server_left_in_its_group_does_not_outlive_it(relay_factory, reaper):
+    relay = relay_factory(["--restart", "1"], server=STUBBORN)
+    first = relay.initialize()["result"]
+    reaper([first["pid"], first["grandchild"]])
+    os.kill(first["pid"], signal.SIGKILL)  # the grandchild keeps the server's stdout open
+    deadline = time.monotonic() + 10
+    while True:
+        reply, _ = relay.request("tools/list")
+        if "result" in reply and reply["result"]["pid"] != first["pid"]:
+            break
+        assert time.monotonic() < deadline, reply
+        time.sleep(0.05)
+    reaper([reply["result"]["pid"], reply["result"]["grandchild"]])
+    wait_gone([first["grandchild"]], 1.0)
+    relay.proc.send_signal(signal.SIGTERM)
+    assert relay.proc.wait(timeout=5) == 0
