@@ -633,3 +633,48 @@ def test_any_fault_on_one_line_costs_only_that_line(tmp_path):
     assert error["error"]["code"] == -32603 and "injected fault" in error["error"]["message"]
     assert relay.close() == 0
     assert "Traceback" not in relay.stderr
+
+
+SPY_ON_PARSING = """
+import sys
+import ocx_proxy as op
+
+parse = op.parse_message
+
+def spy(line, *args, **kw):
+    if len(line) > 1000000:
+        sys.stderr.write("ocx-test: parsed a line of %d bytes\\n" % len(line))
+    return parse(line, *args, **kw)
+
+op.parse_message = spy
+sys.exit(op.main())
+"""
+
+
+def spying_relay(tmp_path, *relay_args):
+    from conftest import RelayProcess
+
+    return RelayProcess(command=[sys.executable, "-c", SPY_ON_PARSING, "stdio", "--output-dir", str(tmp_path)]
+                        + list(relay_args) + ["--", sys.executable, STDIO_SERVER])
+
+
+def test_big_lines_are_parsed_only_when_they_may_be_rewritten(tmp_path):
+    relay = spying_relay(tmp_path, "--max-response-chars", "5000000")
+    relay.initialize()
+    reply = relay.call("big", {"n": 2000000, "unit": "é"})  # 4 MB: relayed on its envelope
+    assert reply["result"]["content"][0]["text"] == "é" * 2000000
+    reply = relay.call("big", {"n": 6000000})  # over the limit: parsed, then spilled
+    assert "_meta" in reply["result"]
+    relay.close()
+    assert relay.stderr.count("ocx-test: parsed a line") == 1
+
+
+@pytest.mark.slow
+def test_100_mb_result_flows_through_unparsed_with_spill_off(tmp_path):
+    relay = spying_relay(tmp_path, "--max-response-chars", "0")
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "big", "arguments": {"n": 100 * 2 ** 20}}})
+    raw = relay.recv_raw(timeout=60)
+    assert len(raw) > 100 * 2 ** 20 and raw.endswith(b'"}]}}\n') and raw.startswith(b'{"jsonrpc":"2.0","id":3,')
+    relay.close()
+    assert "ocx-test: parsed a line" not in relay.stderr
