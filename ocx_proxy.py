@@ -225,7 +225,7 @@ def error_response(msg_id, code, message, data=None):
 
 
 class LongNumber:
-    """An integer too long for ``int()`` (Python 3.11+ refuses 4,300 digits and more).
+    """An integer too long for ``int()`` (4,300 digits and more: Python 3.11, and 3.8+ since 2022).
 
     ``parse_message(..., long_numbers=True)`` leaves one in place of such an
     integer: the message can still be routed and relayed byte-exact, while

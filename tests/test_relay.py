@@ -502,7 +502,7 @@ def test_huge_integers_are_relayed_byte_exact_both_ways(relay_factory, tmp_path)
     record = tmp_path / "received.ndjson"
     relay = relay_factory(server_args=["--record", str(record)])
     relay.initialize()
-    digits = "9" * 5000  # over Python 3.11's int-string limit (4300); 3.8-3.10 have none
+    digits = "9" * 5000  # over the int-string limit of current Pythons (4300 digits)
     request = '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"n":%s}}}' % digits
     relay.send_raw(request.encode() + b"\n")
     reply, _ = recv_id(relay, 11)
