@@ -42,13 +42,16 @@ Layout of this file (each section only uses the ones above it):
 """
 
 import argparse
+import array
 import base64
+import codecs
 import collections
 import datetime
 import errno
 import heapq
 import itertools
 import json
+import math
 import os
 import re
 import selectors
@@ -188,6 +191,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 UPSTREAM_ERROR = -32000
 REQUEST_TIMEOUT = -32001
 
@@ -198,8 +202,13 @@ MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
 def dumps(obj):
-    """Compact JSON as we write it: no spaces, real unicode characters."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON as we write it: no spaces, real unicode characters.
+
+    NaN and infinities raise ValueError (JSON has no such numbers, and a
+    client's parser would refuse the whole line), and so does a ``LongNumber``
+    (TypeError): callers that rewrite a message fall back on its original text.
+    """
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def encode_message(obj):
@@ -215,23 +224,93 @@ def error_response(msg_id, code, message, data=None):
     return {"jsonrpc": "2.0", "id": msg_id, "error": error}
 
 
-def parse_message(line):
-    """Parse one line (bytes) into a JSON value; raises ValueError when it is not JSON."""
-    return json.loads(line.decode("utf-8"))
+class LongNumber:
+    """An integer too long for ``int()`` (4,300 digits and more: Python 3.11, and 3.8+ since 2022).
+
+    ``parse_message(..., long_numbers=True)`` leaves one in place of such an
+    integer: the message can still be routed and relayed byte-exact, while
+    ``dumps`` refuses to write it back (TypeError) rather than change it.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return "LongNumber(%d digits)" % len(self.text)
+
+
+def _long_int(text):
+    try:
+        return int(text)
+    except ValueError:
+        return LongNumber(text)
+
+
+def _not_json(constant):
+    raise ValueError("%s is not a JSON number" % constant)
+
+
+# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so
+# that what we read is what any client can read.  One decoder each, made once:
+# json.loads(text, **options) would build a new one per line.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+_LONG_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_int=_long_int)
+
+
+def parse_message(line, long_numbers=False):
+    """Parse one line (bytes) into a JSON value; raises ValueError when it is not JSON.
+
+    Besides invalid UTF-8 and syntax errors, that means ``NaN``/``Infinity``
+    and nesting too deep for the parser.  With ``long_numbers``, an integer
+    too long for ``int()`` becomes a ``LongNumber`` instead of an error.
+    """
+    text = line.decode("utf-8")
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse")
+    except ValueError:
+        if not long_numbers:
+            raise
+    try:
+        return _LONG_DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse")
+
+
+def valid_id(msg_id):
+    """True for a JSON-RPC id: a string, a finite number (not a boolean) or null."""
+    if msg_id is None or isinstance(msg_id, str):
+        return True
+    if isinstance(msg_id, bool):
+        return False
+    if isinstance(msg_id, int):
+        return True
+    return isinstance(msg_id, float) and math.isfinite(msg_id)
 
 
 def id_key(msg_id):
-    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests."""
+    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests.
+
+    An invalid id (object, array, boolean, non-finite) gets a key of its own
+    that matches nothing, so looking one up never raises.
+    """
+    if not valid_id(msg_id):
+        return object()
     return (isinstance(msg_id, str), msg_id)
 
 
 def message_kind(msg):
-    """'request', 'notification', 'response' or None for anything else."""
+    """'request', 'notification', 'response' or None for anything else (an invalid id too)."""
     if not isinstance(msg, dict):
         return None
     if "method" in msg:
-        return "request" if "id" in msg else "notification"
-    if "id" in msg and ("result" in msg or "error" in msg):
+        if "id" not in msg:
+            return "notification"
+        return "request" if valid_id(msg["id"]) else None
+    if "id" in msg and ("result" in msg or "error" in msg) and valid_id(msg["id"]):
         return "response"
     return None
 
@@ -267,59 +346,71 @@ class Envelope:
     def kind(self):
         """Like ``message_kind``: 'request', 'notification', 'response' or None."""
         if self.has_method:
-            return "request" if self.has_id else "notification"
-        if self.has_id and (self.has_result or self.has_error):
+            if not self.has_id:
+                return "notification"
+            return "request" if self.has_valid_id else None
+        if self.has_valid_id and (self.has_result or self.has_error):
             return "response"
         return None
 
 
-def peek_envelope(line):
-    """``Envelope`` of ``line`` (bytes), or None when it does not start as a JSON object.
+def peek_envelope(line, partial=False):
+    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.
 
     Nested values are skipped by scanning for brackets and string ends, never
     by recursion, so a value nested 100,000 levels deep, an integer of any
     length or a control character inside a string costs nothing and cannot
-    hide the ``id`` of a request or a response from us.
+    hide the ``id`` of a request or a response from us.  With ``partial``,
+    an object cut short or broken still gives the keys read before the break
+    (enough to tell which request a broken answer was meant for).
     """
-    end = len(line)
     pos = _skip_space(line, 0)
-    if pos >= end or line[pos] != 0x7B:  # "{"
+    if pos >= len(line) or line[pos] != 0x7B:  # "{"
         return None
     envelope = Envelope()
-    pos = _skip_space(line, pos + 1)
+    return envelope if _read_members(line, pos + 1, envelope) or partial else None
+
+
+def _read_members(line, pos, envelope):
+    """Note the members of the object whose "{" is just before ``pos``; False when it is broken."""
+    end = len(line)
+    pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
         if line[pos] != 0x22:
-            return None
+            return False
         key_end = _string_end(line, pos)
         if key_end < 0:
-            return None
+            return False
         key = line[pos + 1:key_end - 1]
         pos = _skip_space(line, key_end)
         if pos >= end or line[pos] != 0x3A:  # ":"
-            return None
+            return False
         start = _skip_space(line, pos + 1)
         pos = _value_end(line, start)
         if pos < 0:
-            return None
+            return False
         _note_key(envelope, key, line[start:pos])
         pos = _skip_space(line, pos)
         if pos < end and line[pos] == 0x2C:  # ","
             pos = _skip_space(line, pos + 1)
         elif pos < end and line[pos] != 0x7D:
-            return None
-    return envelope if pos < end else None
+            return False
+    return pos < end
 
 
 def _note_key(envelope, key, raw):
     if key == b"id":
         envelope.has_id = True
         envelope.id_raw = raw
+        envelope.id, envelope.has_valid_id = None, False  # a repeated key counts as JSON counts it: the last
         if raw[:1] not in (b"{", b"[", b"t", b"f"):
             try:
-                envelope.id = json.loads(raw.decode("utf-8"))
-                envelope.has_valid_id = True
+                value = parse_message(raw)
             except ValueError:
-                pass
+                return
+            if valid_id(value):
+                envelope.id = value
+                envelope.has_valid_id = True
     elif key == b"method":
         envelope.has_method = True
         method = None
@@ -379,6 +470,7 @@ def _value_end(data, pos):
         match = _SCALAR_END_RE.search(data, pos)
         return match.start() if match else len(data)
     depth = 0
+    hits = 0
     while True:
         match = _STRUCTURE_RE.search(data, pos)
         if match is None:
@@ -389,11 +481,120 @@ def _value_end(data, pos):
             pos = _string_end(data, pos)
             if pos < 0:
                 return -1
-            continue
-        depth += 1 if char in b"{[" else -1
-        pos += 1
-        if depth == 0:
-            return pos
+        else:
+            depth += 1 if char in b"{[" else -1
+            pos += 1
+            if depth == 0:
+                return pos
+        hits += 1
+        if hits == 256 and len(data) - pos > _SKIP_CHUNK:
+            # A big container (a 100 MB structured result): one step per bracket
+            # would take seconds, so go on a chunk at a time up to its last chunk.
+            pos, depth = _skip_chunks(data, pos, depth)
+            if pos < 0:
+                return -1
+
+
+_SKIP_CHUNK = 1 << 16
+_ONE_BRACKET = bytes.maketrans(b"[]", b"{}")
+_BRACKET_STEPS = bytes.maketrans(b"{}", b"\x01\xff")  # +1 and -1 as signed bytes
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
+
+
+def _skip_chunks(data, pos, depth):
+    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.
+
+    ``pos`` is outside any string.  Returns the position and depth where the
+    chunk holding the end starts, or (-1, 0) when a string never ends.  A
+    chunk costs a few C-speed passes: escape pairs blanked, everything but
+    quotes and brackets dropped, strings and matched bracket pairs removed;
+    what is left is "}" * closed + "{" * opened.
+    """
+    end = len(data)
+    while end - pos > _SKIP_CHUNK:
+        chunk = data[pos:pos + _SKIP_CHUNK].replace(b"\\\\", b"__").replace(b'\\"', b"__")
+        size = len(chunk)
+        if chunk.count(b'"') % 2:  # the chunk ends inside a string: stop before its opening quote
+            size = chunk.rfind(b'"')
+            if size == 0:  # a string longer than a chunk
+                pos = _string_end(data, pos)
+                if pos < 0:
+                    return -1, 0
+                continue
+        # Dropping two adjacent quotes keeps every bracket inside or outside its string.
+        rest = chunk[:size].translate(_ONE_BRACKET, _NOT_STRUCTURE).replace(b'""', b"")
+        if b'"' in rest:  # brackets inside strings
+            rest = b"".join(rest.split(b'"')[0::2])
+        for _ in range(8):
+            shorter = rest.replace(b"{}", b"")
+            if len(shorter) == len(rest):
+                closed = len(rest) - len(rest.lstrip(b"}"))
+                low, total = -closed, len(rest) - 2 * closed
+                break
+            rest = shorter
+        else:  # deeply nested: each pass would remove a single pair, so add up +1/-1 steps
+            steps = array.array("b", rest.translate(_BRACKET_STEPS))
+            low, total = min(0, min(itertools.accumulate(steps))), sum(steps)
+        if depth + low <= 0:
+            return pos, depth
+        depth += total
+        pos += size
+    return pos, depth
+
+
+def split_array(line):
+    """The members of a JSON array line as a list of bytes, or None when it is not one.
+
+    Nothing is parsed: each member keeps its exact bytes, so the good members
+    of a batch can go on even when another one is not JSON at all.
+    """
+    end = len(line)
+    pos = _skip_space(line, 0)
+    if pos >= end or line[pos] != 0x5B:  # "["
+        return None
+    members = []
+    pos = _skip_space(line, pos + 1)
+    if pos < end and line[pos] == 0x5D:  # "]"
+        return members if _skip_space(line, pos + 1) == end else None
+    while True:
+        stop = _value_end(line, pos)
+        if stop <= pos:
+            return None
+        members.append(line[pos:stop])
+        pos = _skip_space(line, stop)
+        if pos >= end:
+            return None
+        if line[pos] == 0x5D:
+            return members if _skip_space(line, pos + 1) == end else None
+        if line[pos] != 0x2C:  # ","
+            return None
+        pos = _skip_space(line, pos + 1)
+
+
+# Raw bytes no JSON text holds (tab and CR may be whitespace between tokens).
+_NOT_CONTROL = bytes(sorted(set(range(256)) - set(range(0x20)) | set(b"\t\r")))
+
+
+def relayable_unparsed(line):
+    """True when ``line`` may reach a client without a full parse.
+
+    That is: valid UTF-8, no raw control character, no ``NaN``/``Infinity``
+    (those may be inside a string: then the full parse decides).  Each test
+    is a C-speed pass that holds no copy of the line.
+    """
+    if line.translate(None, _NOT_CONTROL) or b"NaN" in line or b"Infinity" in line:
+        return False
+    if line.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(line)
+    try:
+        for start in range(0, len(view), 1 << 20):
+            decoder.decode(view[start:start + (1 << 20)])
+        decoder.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 # Bytes that start a UTF-8 character: counting them counts code points (see char_count).
@@ -2732,7 +2933,7 @@ class RemoteUpstream(Upstream):
             if not line.strip():
                 continue
             try:
-                msg = parse_message(line)
+                msg = parse_message(line, long_numbers=True)
             except ValueError:
                 msg = None
             if isinstance(msg, dict):
@@ -2876,11 +3077,14 @@ class RemoteUpstream(Upstream):
             # line breaks, so they are whitespace and the message stays one line.
             data = data.replace(b"\r", b" ").replace(b"\n", b" ")
         try:
-            msg = parse_message(data)
-        except ValueError:
-            self.note("warning", "ignored data from the server that is not JSON: %s"
-                      % data[:200].decode("utf-8", "replace"))
-            return
+            msg = parse_message(data, long_numbers=True)
+        except ValueError as exc:
+            # The relay repairs such data or reports it; an answer still settles its exchange here.
+            envelope = peek_envelope(data, partial=True)
+            if envelope is None or not envelope.has_valid_id or envelope.has_method:
+                self.loop.post(self._deliver, data)
+                return
+            msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
         forward = True
         for item in (msg if isinstance(msg, list) else [msg]):
             if message_kind(item) != "response":
@@ -3556,6 +3760,11 @@ class AutoUpstream(Upstream):
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
 ABANDONED_LIMIT = 4096
+# Upstream lines longer than this are routed on their envelope first, and only
+# parsed when they may be rewritten (smaller ones: parsing is the fast path).
+PEEK_LINE_BYTES = 64 * 1024
+# For upstream lines that are not JSON: see Relay._repair.
+_REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
 
 
 class RelayOptions:
@@ -3612,13 +3821,13 @@ class Trace:
             if "id" in msg:
                 entry["id"] = msg["id"]
             method = msg.get("method") or (pending.method if pending else None)
-            if method:
+            if isinstance(method, str):
                 entry["method"] = method
             params = msg.get("params")
-            if method == "tools/call" and isinstance(params, dict) and "name" in params:
+            if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
                 entry["tool"] = params["name"]
-            if "error" in msg and isinstance(msg["error"], dict):
-                entry["error"] = msg["error"].get("code")
+            if "error" in msg and isinstance(msg["error"], dict) and type(msg["error"].get("code")) is int:
+                entry["error"] = msg["error"]["code"]
         if pending is not None:
             entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
         if spilled is not None:
@@ -3786,27 +3995,88 @@ class Relay:
                 self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
 
     def _client_line(self, line):
+        """Handle one line from the client: whatever goes wrong costs this line only."""
         if not line or line.isspace():
             return
         try:
-            msg = parse_message(line)
+            self._client_message(line)
+        except Exception as exc:  # a bug here must not drop the lines after this one
+            self._client_line_failed(line, exc)
+
+    def _client_message(self, line):
+        try:
+            msg = parse_message(line, long_numbers=True)
         except ValueError as exc:
-            log.warning("client sent a line that is not JSON (%s); answered with -32700" % exc)
-            self.send_to_client(error_response(None, PARSE_ERROR, "Parse error: line is not valid JSON"))
+            if split_array(line) is not None:  # a batch with a bad member: the others still count
+                self._client_batch(line)
+            else:
+                self._refuse_client_line(line, PARSE_ERROR, "Parse error: %s" % exc)
             return
-        items = msg if isinstance(msg, list) and msg else [msg]
-        for item in items:
-            if message_kind(item) is None:
-                log.warning("client sent something that is not a JSON-RPC message; answered with -32600")
-                bad_id = item.get("id") if isinstance(item, dict) else None
-                self.send_to_client(error_response(bad_id if isinstance(bad_id, (str, int)) else None,
-                                                   INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
-                return
-        for item in items:
-            self._track_client_message(item, line)
+        if isinstance(msg, list):
+            self._client_batch(line)
+        elif message_kind(msg) is None:
+            self._refuse_client_line(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+        else:
+            self._relay_client_line(line, [msg], [line])
+
+    def _client_batch(self, line):
+        """A batch (JSON-RPC 2.0, MCP before 2025-06-18): its good members go on, each bad one is answered."""
+        members = split_array(line) or []
+        if not members:
+            self._refuse_client_line(line, INVALID_REQUEST, "Invalid Request: empty batch")
+            return
+        msgs, kept = [], []
+        for raw in members:
+            try:
+                msg = parse_message(raw, long_numbers=True)
+            except ValueError as exc:
+                self._refuse_client_line(raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc)
+                continue
+            if message_kind(msg) is None:
+                self._refuse_client_line(raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+                continue
+            msgs.append(msg)
+            kept.append(raw)
+        if kept:
+            # The members keep their own bytes: nothing is re-serialized.
+            out = line if len(kept) == len(members) else b"[" + b",".join(kept) + b"]"
+            self._relay_client_line(out, msgs, kept)
+
+    def _relay_client_line(self, line, msgs, raws):
+        for msg, raw in zip(msgs, raws):
+            self._track_client_message(msg, raw)
         if self.trace:
-            self.trace.record("client->upstream", msg, len(line))
-        self._send_upstream(line, items)
+            self.trace.record("client->upstream", msgs[0] if len(msgs) == 1 else msgs, len(line))
+        self._send_upstream(line, msgs)
+
+    def _refuse_client_line(self, line, code, message):
+        """Answer a client message we cannot relay: with its own id when its envelope shows one."""
+        envelope = peek_envelope(line)
+        log.warning("client sent a message ocx-proxy cannot relay (%s); answered with %d" % (message, code))
+        if envelope is not None and envelope.kind() == "response":
+            # The client's answer to the server: tell the server, or its request waits forever.
+            self._send_upstream(encode_message(error_response(envelope.id, code, message))[:-1], [])
+            return
+        answer_id = None
+        if envelope is not None and envelope.has_valid_id and not (envelope.has_result or envelope.has_error):
+            answer_id = envelope.id
+        self.send_to_client(error_response(answer_id, code, message))
+
+    def _client_line_failed(self, line, exc):
+        try:
+            log.error("internal error on a client line (%s: %s); answered with -32603" % (type(exc).__name__, exc))
+            envelope = peek_envelope(line)
+            answer_id = envelope.id if envelope is not None and envelope.kind() == "request" else None
+            if answer_id is not None:
+                key = id_key(answer_id)
+                pending = self.pending.pop(key, None)
+                if pending is not None:  # it may have gone out: its answer from the server is dropped
+                    if pending.timer:
+                        pending.timer.cancel()
+                    self._abandon(key)
+            self.send_to_client(error_response(answer_id, INTERNAL_ERROR, "ocx-proxy internal error: %s" % exc))
+        except Exception as again:
+            log.error("internal error while answering a client line: %s" % again)
 
     def _track_client_message(self, msg, line):
         kind = message_kind(msg)
@@ -3859,9 +4129,7 @@ class Relay:
         if self.pending.get(key) is not pending:
             return
         del self.pending[key]
-        self.abandoned[key] = True
-        while len(self.abandoned) > ABANDONED_LIMIT:
-            self.abandoned.popitem(last=False)
+        self._abandon(key)
         seconds = self.options.request_timeout
         log.warning("%s request %r timed out after %gs" % (pending.method, pending.msg_id, seconds))
         self.send_to_client(error_response(
@@ -3872,45 +4140,135 @@ class Relay:
                       "params": {"requestId": pending.msg_id, "reason": "ocx-proxy request timeout"}}
             self.upstream.send(encode_message(cancel))
 
+    def _abandon(self, key):
+        """We answered this request ourselves: drop the server's answer if it ever comes."""
+        self.abandoned[key] = True
+        while len(self.abandoned) > ABANDONED_LIMIT:
+            self.abandoned.popitem(last=False)
+
     # -- upstream -> client ------------------------------------------------
 
     def _upstream_line(self, line):
+        """Handle one line from the upstream: whatever goes wrong costs this line only."""
         if line.__class__ is OversizedLine:
             self._upstream_too_long(line)
             return
         if not line or line.isspace():
             return
         try:
-            msg = parse_message(line)
-        except UnicodeDecodeError:
-            text = line.decode("utf-8", "replace")
-            log.warning("upstream sent invalid UTF-8; forwarding with replacement characters")
+            self._upstream_message(line)
+        except Exception as exc:  # a bug here must not drop the lines after this one
             try:
-                msg = json.loads(text)
-            except ValueError:
-                msg = None
-            line = text.encode("utf-8")
-        except ValueError:
-            msg = None
-        if msg is None or (message_kind(msg) is None and not isinstance(msg, list)):
-            shown = line[:200].decode("utf-8", "replace")
-            log.warning("ignored a line from the upstream that is not JSON-RPC: %s" % shown)
+                self._drop_upstream_line(line, "hit an internal error in ocx-proxy (%s: %s)"
+                                         % (type(exc).__name__, exc))
+            except Exception as again:
+                log.error("internal error while dropping an upstream line: %s" % again)
+
+    def _upstream_message(self, line):
+        if len(line) > PEEK_LINE_BYTES and self._pass_through(line):
+            return
+        try:
+            msg = parse_message(line, long_numbers=True)
+        except ValueError as exc:
+            msg, line = self._repair(line, exc)
+            if msg is None:
+                return
+        if message_kind(msg) is None and not isinstance(msg, list):
+            self._drop_upstream_line(line, "is not a JSON-RPC message")
             return
         pending = None
+        answers = []
         if isinstance(msg, list):
-            for item in msg:
-                if message_kind(item) == "response":
-                    self._complete(item)
+            answers = [item for item in msg if message_kind(item) == "response"]
         elif "method" not in msg:
             if self._is_replay_response(msg):
                 return
-            key = id_key(msg.get("id"))
+            key = id_key(msg["id"])
             if key in self.abandoned:
                 del self.abandoned[key]
-                log.info("dropped a late answer to timed-out request %r" % msg.get("id"))
+                log.info("dropped a late answer to timed-out request %r" % msg["id"])
                 return
-            pending = self._complete(msg)
+            pending = self.pending.get(key)
+            answers = [msg]
         self._forward(line, msg, pending)
+        for answer in answers:  # only now: a request is pending until its answer is on its way
+            self._complete(answer)
+
+    def _pass_through(self, line):
+        """Relay a big line on its envelope alone when nothing in it will be rewritten.
+
+        Returns False when the line needs the full parse: it may be spilled or
+        stripped, it is not plain JSON-RPC, or it ends the initialize handshake.
+        """
+        envelope = peek_envelope(line)
+        kind = envelope.kind() if envelope is not None else None
+        if kind is None:
+            return False
+        pending = None
+        if kind == "response":
+            key = id_key(envelope.id)
+            if key in self.abandoned or (self.replaying is not None and envelope.id == self.replaying):
+                return False
+            pending = self.pending.get(key)
+        method = pending.method if pending else envelope.method
+        if method == "initialize" or self._may_rewrite(line, kind, method) or not relayable_unparsed(line):
+            return False
+        if self.trace:
+            self.trace.record("upstream->client", {"id": envelope.id, "method": envelope.method}
+                              if envelope.has_id else {"method": envelope.method}, len(line), pending)
+        if not self.client_out.write_line(line):
+            self._hold_upstream()
+        if pending is not None:
+            self._complete({"id": envelope.id})
+        return True
+
+    def _may_rewrite(self, line, kind, method):
+        """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
+        if method == "tools/list" and not self.options.keep_output_schema and b'"outputSchema"' in line:
+            return True
+        limit = self.options.max_response_chars
+        return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
+
+    def _repair(self, line, exc):
+        """(message, line) for an upstream line that is not JSON: repaired if we can, else (None, line).
+
+        Repairs keep what the server evidently meant: invalid UTF-8 becomes
+        U+FFFD, a raw control character in a string is escaped, and NaN or
+        Infinity becomes null, as JSON.stringify writes them.  Anything else
+        (cut short, nested too deep, not JSON at all) is dropped, and a request
+        waiting for it is answered with an error.
+        """
+        try:
+            msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
+            repaired = encode_message(msg)[:-1]
+        except (ValueError, TypeError, RecursionError):
+            self._drop_upstream_line(line, "is not JSON (%s)" % exc)
+            return None, line
+        log.warning("upstream sent a line that is not valid JSON (%s); relaying it repaired" % exc)
+        return msg, repaired
+
+    def _drop_upstream_line(self, line, defect):
+        """Skip an upstream line we cannot relay, answering whoever waits for it."""
+        shown = line[:200].decode("utf-8", "replace")
+        envelope = peek_envelope(line, partial=True)
+        if envelope is not None and envelope.has_valid_id:
+            key = id_key(envelope.id)
+            pending = None if envelope.has_method else self.pending.pop(key, None)
+            if pending is not None:
+                if pending.timer:
+                    pending.timer.cancel()
+                self._abandon(key)  # answered here: a proper answer coming later is dropped
+                log.warning("the upstream's answer to %s request %r %s; answered with -32603: %s"
+                            % (pending.method, pending.msg_id, defect, shown))
+                self._answer_error(pending.msg_id, INTERNAL_ERROR,
+                                   "ocx-proxy could not relay the server's answer: it %s" % defect)
+                return
+            if envelope.kind() == "request":
+                log.warning("the upstream sent a request that %s; answered it with -32603: %s" % (defect, shown))
+                self._send_upstream(encode_message(error_response(
+                    envelope.id, INTERNAL_ERROR, "ocx-proxy could not relay this request: it %s" % defect))[:-1], [])
+                return
+        log.warning("ignored a line from the upstream that %s: %s" % (defect, shown))
 
     def _complete(self, msg):
         pending = self.pending.pop(id_key(msg.get("id")), None)
@@ -3930,7 +4288,11 @@ class Relay:
         spilled = None
         limit = self.options.max_response_chars
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
-            out, spilled = self._check_size(line, msg, pending)
+            try:
+                out, spilled = self._check_size(line, msg, pending)
+            except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
+                log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
+                out, spilled = None, None
             if out is not None:
                 line = out.encode("utf-8", "surrogatepass")
         if self.trace:
@@ -4048,15 +4410,22 @@ class Relay:
             self._restart_done()
             return
         self.replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
-        request = json.loads(self.initialize_line.decode("utf-8"))
-        request["id"] = self.replaying
-        self.upstream.send(encode_message(request))
+        try:
+            request = parse_message(self.initialize_line, long_numbers=True)
+            request["id"] = self.replaying
+            line = encode_message(request)
+        except (ValueError, TypeError) as exc:  # 1e999 or a LongNumber in it: JSON cannot hold it rewritten
+            log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
+            self.replaying = None
+            self._restart_done()
+            return
+        self.upstream.send(line)
 
     def _is_replay_response(self, msg):
         if self.replaying is None or msg.get("id") != self.replaying:
             return False
         if "error" in msg:
-            log.error("the restarted upstream refused the replayed initialize: %s" % dumps(msg["error"])[:300])
+            log.error("the restarted upstream refused the replayed initialize: %s" % json.dumps(msg["error"], default=repr)[:300])
         else:
             log.info("upstream restarted and re-initialized")
         self.replaying = None
@@ -4088,7 +4457,13 @@ def strip_output_schemas(msg, line):
         if isinstance(tool, dict) and "outputSchema" in tool:
             del tool["outputSchema"]
             changed = True
-    return encode_message(msg)[:-1] if changed else line
+    if not changed:
+        return line
+    try:
+        return encode_message(msg)[:-1]
+    except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
+        log.warning("could not remove outputSchema from tools/list (%s); forwarding it unchanged" % exc)
+        return line
 
 
 def run_relay(options, make_upstream):

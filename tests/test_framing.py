@@ -1,5 +1,6 @@
 """Wire helpers and JSON-RPC framing."""
 import json
+import sys
 
 import pytest
 from hypothesis import given, strategies as st
@@ -175,3 +176,103 @@ def test_char_count_counts_code_points_without_decoding():
     for text in ("", "ascii", "é数😀" * 1000, "x" * (1 << 20) + "é" + "😀" * 300000):
         data = text.encode("utf-8")
         assert op.char_count(data) == len(text)
+
+
+# -- issue 10: what the relay reads and writes is JSON, whatever a peer sends ----------------------
+
+def test_parse_message_refuses_what_is_not_json_with_a_value_error():
+    for line in (b'{"a":NaN}', b'{"a":-Infinity}', b"[" * 100000 + b"]" * 100000, b'{"a":"\xff"}', b"{"):
+        with pytest.raises(ValueError):
+            op.parse_message(line)
+    assert op.parse_message(b'{"a":1e999}')["a"] == float("inf")  # a JSON number; dumps refuses to write it
+
+
+def test_long_integers_are_kept_for_routing_but_never_written_back():
+    digits = b"7" * 5000
+    msg = op.parse_message(b'{"jsonrpc":"2.0","id":1,"result":{"n":' + digits + b"}}", long_numbers=True)
+    assert op.message_kind(msg) == "response" and msg["id"] == 1
+    number = msg["result"]["n"]
+    if isinstance(number, op.LongNumber):  # int() refuses 4,300 digits and more (3.11; 3.8-3.10 security releases)
+        assert number.text == digits.decode()
+        with pytest.raises(ValueError):
+            op.parse_message(b"[" + digits + b"]")
+        with pytest.raises(TypeError):
+            op.dumps(msg)
+    else:  # older patch releases have no limit
+        assert number == int(digits)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), op.LongNumber("1" * 5000)])
+def test_dumps_never_writes_what_json_cannot_hold(value):
+    with pytest.raises((ValueError, TypeError)):
+        op.encode_message({"x": [value]})
+
+
+def test_invalid_ids_make_no_message_and_match_nothing():
+    for bad in ({}, [1], True, False, float("inf"), float("nan")):
+        assert not op.valid_id(bad)
+        assert op.message_kind({"jsonrpc": "2.0", "id": bad, "method": "ping"}) is None
+        assert op.message_kind({"jsonrpc": "2.0", "id": bad, "result": {}}) is None
+        assert op.id_key(bad) != op.id_key(bad) and {op.id_key(bad): 1}.get(op.id_key(bad)) is None
+    for good in (None, 0, -3, 1.5, "1", ""):
+        assert op.valid_id(good) and op.id_key(good) == op.id_key(good)
+    assert op.id_key(1) != op.id_key("1") and op.id_key(True) != op.id_key(1)
+    for raw in (b"NaN", b"1e999", b"true", b"{}", b"[1]", b"9" * 5000 if sys.version_info >= (3, 11) else b"{}"):
+        envelope = op.peek_envelope(b'{"id":' + raw + b',"method":"x"}')
+        assert envelope.has_id and not envelope.has_valid_id and envelope.kind() is None
+
+
+def test_peek_envelope_partial_keeps_the_id_of_a_broken_line():
+    for line in (b'{"jsonrpc":"2.0","id":17,"result":{"text":"cut sho', b'{"id":17 "x":2}', b'{"id":17,"result":tru'):
+        assert op.peek_envelope(line) is None
+        envelope = op.peek_envelope(line, partial=True)
+        assert envelope.has_valid_id and envelope.id == 17 and not envelope.has_method
+    assert op.peek_envelope(b'{"id":1,"id":{}}').has_valid_id is False  # the last one counts, as for json
+
+
+def _nested(rnd, depth, budget):
+    roll = rnd.random()
+    if depth > 12 or roll < 0.3 or budget[0] <= 0:
+        budget[0] -= 1
+        return rnd.choice([1, -2.5, None, True, "s{[", 'q\\"]}', "é数", "}", "\\", "a" * rnd.randint(0, 5000)])
+    if roll < 0.65:
+        return [_nested(rnd, depth + 1, budget) for _ in range(rnd.randint(0, 8))]
+    return {"k%d" % i: _nested(rnd, depth + 1, budget) for i in range(rnd.randint(0, 8))}
+
+
+def test_peek_envelope_skips_big_containers_a_chunk_at_a_time():
+    import random
+
+    rnd = random.Random(10)
+    chunked = 0
+    for n in range(40):
+        obj = {"result": _nested(rnd, 0, [rnd.randint(200, 3000)]), "jsonrpc": "2.0", "id": n}
+        line = json.dumps(obj, ensure_ascii=n % 2 == 0).encode("utf-8")
+        chunked += len(line) > 2 * op._SKIP_CHUNK
+        envelope = op.peek_envelope(line)
+        assert envelope.id == n and envelope.kind() == "response"
+        start = len(b'{"result": ')
+        assert json.loads(line[start:op._value_end(line, start)]) == obj["result"]
+    assert chunked >= 10
+    deep = b'{"params":' + b"[" * 300000 + b"]" * 300000 + b',"id":3,"method":"x"}'
+    assert op.peek_envelope(deep).id == 3
+    assert op.peek_envelope(deep[:-30] + b"]}") is None
+
+
+@given(st.lists(_json_value, max_size=6), st.booleans())
+def test_split_array_keeps_each_member_s_bytes(items, spaced):
+    line = json.dumps(items, separators=(", ", ": ") if spaced else (",", ":")).encode("utf-8")
+    members = op.split_array(line)
+    assert [json.loads(member) for member in members] == items
+
+
+@pytest.mark.parametrize("line", [b"", b"{}", b"[", b"[1,]", b"[,1]", b"[1 2]", b"[1]x", b'["a]'])
+def test_split_array_refuses_what_is_not_an_array(line):
+    assert op.split_array(line) is None
+
+
+def test_relayable_unparsed():
+    assert op.relayable_unparsed('{"a":"é\t数","b":[1e999]}'.encode("utf-8"))
+    for line in (b'{"a":"\x00"}', b'{"a":"\x1f"}', b'{"a":NaN}', b'{"a":-Infinity}', b'{"a":"NaN"}',
+                 b'{"a":"\xc3"}', b'{"a":"\xed\xa0\x80"}', "é".encode("utf-8") * 600000 + b"\xff"):
+        assert not op.relayable_unparsed(line)

@@ -580,3 +580,270 @@ def test_40_times_10_mb_to_a_client_that_does_not_read(tmp_path):
         proc.stdin.close()
         proc.wait(30)
         proc.stdout.close()
+
+
+# -- issue 10: one bad line never costs its neighbours, and nothing waits for a dropped line --------
+
+def strict_json(raw):
+    """Parse a line as a strict client would: NaN/Infinity refused; long integers kept as text."""
+    def refuse(constant):
+        raise ValueError("%s in relay output" % constant)
+    return json.loads(raw.decode("utf-8"), parse_constant=refuse, parse_int=lambda text: int(text) if len(text) < 4000 else text)
+
+
+def answer_raw(relay, line, msg_id, method="tools/call", params=None):
+    """Have the fixture server answer request ``msg_id`` with ``line`` written as is (``__ID__`` = the id)."""
+    params = dict(params or {"name": "echo"}, _answer_raw=line)
+    relay.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+
+def recv_id(relay, msg_id, timeout=3):
+    """The next line (strictly parsed) answering ``msg_id``, skipping others."""
+    deadline = time.monotonic() + timeout
+    while True:
+        raw = relay.recv_raw(max(0.01, deadline - time.monotonic()))
+        msg = strict_json(raw)
+        if isinstance(msg, dict) and msg.get("id") == msg_id and "method" not in msg:
+            return msg, raw
+
+
+def test_issue_reproduction_object_id_from_the_server_loses_nothing(tmp_path):
+    from conftest import PROXY, RelayProcess
+
+    server = ('import sys;sys.stdin.readline();print("{\\"jsonrpc\\":\\"2.0\\",\\"id\\":{},\\"result\\":{}}\\n'
+              '{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"result\\":{}}",flush=True);sys.stdin.read()')
+    relay = RelayProcess(command=[sys.executable, PROXY, "stdio", "--output-dir", str(tmp_path), "--",
+                                  sys.executable, "-c", server])
+    relay.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert relay.recv_raw(timeout=3) == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    relay.close()
+    assert "Traceback" not in relay.stderr and "is not a JSON-RPC message" in relay.stderr
+
+
+def test_object_array_and_boolean_ids_from_the_server_cost_no_other_line(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    answer_raw(relay, '{"jsonrpc":"2.0","id":{},"result":{}}\n{"jsonrpc":"2.0","id":[1],"error":{}}\n'
+                      '{"jsonrpc":"2.0","id":true,"result":{}}\n{"jsonrpc":"2.0","id":__ID__,"result":{"ok":1}}', 7)
+    reply, _ = recv_id(relay, 7)
+    assert reply["result"] == {"ok": 1}
+    relay.close()
+    assert relay.stderr.count("is not a JSON-RPC message") == 3
+
+
+def test_object_array_and_boolean_ids_from_the_client_get_invalid_request(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    relay.send_raw(b'{"jsonrpc":"2.0","id":{},"method":"ping"}\n{"jsonrpc":"2.0","id":[1],"method":"ping"}\n'
+                   b'{"jsonrpc":"2.0","id":true,"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    errors = [relay.recv(timeout=3) for _ in range(3)]
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, -32600)] * 3
+    assert relay.recv(timeout=3) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    relay.close()
+
+
+def test_deep_nesting_from_the_client_answers_its_id(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    deep = b"[" * 100000 + b"]" * 100000
+    relay.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":'
+                   + deep + b'}}\n{"jsonrpc":"2.0","id":6,"method":"ping"}\n')
+    error = relay.recv(timeout=3)
+    assert error["id"] == 5 and error["error"]["code"] == -32700 and "nested" in error["error"]["message"]
+    assert relay.recv(timeout=3) == {"jsonrpc": "2.0", "id": 6, "result": {}}
+    relay.close()
+
+
+def test_deep_nesting_from_the_server_fails_only_its_request(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    deep = "[" * 100000 + "]" * 100000
+    answer_raw(relay, '{"jsonrpc":"2.0","id":__ID__,"result":' + deep + '}\n'
+                      '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"next"}}', 8)
+    error, _ = recv_id(relay, 8)
+    assert error["error"]["code"] == -32603 and "nested too deeply" in error["error"]["message"]
+    note = relay.recv(timeout=3)
+    assert note["method"] == "notifications/message" and note["params"]["data"] == "next"
+    relay.close()
+
+
+def test_huge_integers_are_relayed_byte_exact_both_ways(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(server_args=["--record", str(record)])
+    relay.initialize()
+    digits = "9" * 5000  # over the int-string limit of current Pythons (4300 digits)
+    request = '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"n":%s}}}' % digits
+    relay.send_raw(request.encode() + b"\n")
+    reply, _ = recv_id(relay, 11)
+    assert reply["result"]["content"][0]["text"] == ""
+    assert request in record.read_text().splitlines()
+    line = '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[],"structuredContent":{"n":-%s}}}' % digits
+    answer_raw(relay, line, 12)
+    _, raw = recv_id(relay, 12)
+    assert raw == line.replace("__ID__", "12").encode() + b"\n"
+    relay.close()
+
+
+def test_nan_and_infinity_never_reach_the_client(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    # From the client, NaN is not JSON: its own id gets -32700.
+    relay.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"x":NaN}}}\n')
+    error, _ = recv_id(relay, 9)
+    assert error["error"]["code"] == -32700 and "NaN" in error["error"]["message"]
+    # From the server, NaN and Infinity are repaired as JSON.stringify writes them: null.
+    answer_raw(relay, '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[],"structuredContent":'
+                      '{"a":NaN,"b":-Infinity,"c":"NaN"}}}', 10)
+    reply, _ = recv_id(relay, 10)
+    assert reply["result"]["structuredContent"] == {"a": None, "b": None, "c": "NaN"}
+    # 1e999 is a JSON number: relayed as written, never turned into Infinity.
+    line = '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[],"structuredContent":{"big":1e999}}}'
+    answer_raw(relay, line, 13)
+    assert recv_id(relay, 13)[1] == line.replace("__ID__", "13").encode() + b"\n"
+    relay.close()
+    assert "relaying it repaired" in relay.stderr
+
+
+def test_rewrites_never_emit_infinity(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    # tools/list loses its outputSchema by a rewrite: 1e999 cannot be written back, so the line goes as it came.
+    line = ('{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","inputSchema":{"type":"object",'
+            '"properties":{"x":{"type":"number","maximum":1e999}}},"outputSchema":{"type":"object"}}]}}')
+    answer_raw(relay, line, 14, method="tools/list", params={})
+    assert recv_id(relay, 14)[1] == line.replace("__ID__", "14").encode() + b"\n"
+    # An oversized result with 1e999 in it: spilled or forwarded, never with Infinity.
+    line = ('{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"%s"}],'
+            '"structuredContent":{"v":1e999}}}' % ("x" * 20000))
+    answer_raw(relay, line, 15)
+    reply, raw = recv_id(relay, 15)
+    assert b"Infinity" not in raw and "result" in reply
+    relay.close()
+
+
+def test_batches_relay_valid_members_and_answer_each_bad_one(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(server_args=["--record", str(record)])
+    relay.initialize()
+    relay.send_raw(b'[{"jsonrpc":"2.0","id":23,"method":"ping"}, 5]\n')
+    got = [relay.recv(timeout=3) for _ in range(2)]
+    assert {"jsonrpc": "2.0", "id": 23, "result": {}} in got
+    assert [m["error"]["code"] for m in got if "error" in m] == [-32600]
+    deep = "[" * 100000 + "]" * 100000
+    relay.send_raw(('[{"jsonrpc":"2.0","id":24,"method":"ping"},{"jsonrpc":"2.0","id":25,"method":"x","params":%s},'
+                    '{"jsonrpc":"2.0","id":{},"method":"ping"}]\n' % deep).encode())
+    got = [relay.recv(timeout=3) for _ in range(3)]
+    assert {"jsonrpc": "2.0", "id": 24, "result": {}} in got
+    assert sorted((m["id"] is None, m["error"]["code"]) for m in got if "error" in m) == [(False, -32700), (True, -32600)]
+    relay.send_raw(b'[{"jsonrpc":"2.0","id":26,"method":"ping"}, {"jsonrpc":"2.0","id":27,"method":"ping"}]\n[]\n')
+    got = [relay.recv(timeout=3) for _ in range(3)]
+    assert sorted(m["id"] for m in got if "result" in m) == [26, 27]
+    assert [(m["id"], m["error"]["code"]) for m in got if "error" in m] == [(None, -32600)]
+    relay.close()
+    received = record.read_text().splitlines()
+    # Good members keep their own bytes; a batch with nothing to drop goes on as it came.
+    assert '[{"jsonrpc":"2.0","id":23,"method":"ping"}]' in received
+    assert '[{"jsonrpc":"2.0","id":24,"method":"ping"}]' in received
+    assert '[{"jsonrpc":"2.0","id":26,"method":"ping"}, {"jsonrpc":"2.0","id":27,"method":"ping"}]' in received
+
+
+def test_control_character_in_a_server_string_is_repaired(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    answer_raw(relay, '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"a\x00b\x1fc"}]}}', 16)
+    reply, _ = recv_id(relay, 16)
+    assert reply["result"]["content"][0]["text"] == "a\x00b\x1fc"
+    relay.close()
+    assert "Invalid control character" in relay.stderr
+
+
+def test_unusable_server_answer_fails_its_request_instead_of_hanging(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    answer_raw(relay, '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"cut sho', 17)
+    error, _ = recv_id(relay, 17)
+    assert error["error"]["code"] == -32603 and "is not JSON" in error["error"]["message"]
+    assert relay.request("ping")[0]["result"] == {}
+    relay.close()
+
+
+INJECT_FAULTS = """
+import sys
+import ocx_proxy as op
+
+forward, track = op.Relay._forward, op.Relay._track_client_message
+
+def bad_forward(self, line, msg, pending):
+    if b"boom" in line:
+        raise KeyError("injected fault")
+    return forward(self, line, msg, pending)
+
+def bad_track(self, msg, line):
+    if msg.get("method") == "boom":
+        raise KeyError("injected fault")
+    return track(self, msg, line)
+
+op.Relay._forward, op.Relay._track_client_message = bad_forward, bad_track
+sys.argv[0] = "ocx-proxy"
+sys.exit(op.main())
+"""
+
+
+def test_any_fault_on_one_line_costs_only_that_line(tmp_path):
+    from conftest import ROOT, RelayProcess
+
+    relay = RelayProcess(command=[sys.executable, "-c", INJECT_FAULTS, "stdio", "--output-dir", str(tmp_path),
+                                  "--", sys.executable, STDIO_SERVER])
+    relay.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"boom"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    assert relay.recv(timeout=3)["error"]["code"] == -32603
+    assert relay.recv(timeout=3) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    answer_raw(relay, '{"jsonrpc":"2.0","id":__ID__,"result":{"boom":1}}\n{"jsonrpc":"2.0","id":"x","result":{}}', 3)
+    error, _ = recv_id(relay, 3)
+    assert error["error"]["code"] == -32603 and "injected fault" in error["error"]["message"]
+    assert relay.close() == 0
+    assert "Traceback" not in relay.stderr
+
+
+SPY_ON_PARSING = """
+import sys
+import ocx_proxy as op
+
+parse = op.parse_message
+
+def spy(line, *args, **kw):
+    if len(line) > 1000000:
+        sys.stderr.write("ocx-test: parsed a line of %d bytes\\n" % len(line))
+    return parse(line, *args, **kw)
+
+op.parse_message = spy
+sys.exit(op.main())
+"""
+
+
+def spying_relay(tmp_path, *relay_args):
+    from conftest import RelayProcess
+
+    return RelayProcess(command=[sys.executable, "-c", SPY_ON_PARSING, "stdio", "--output-dir", str(tmp_path)]
+                        + list(relay_args) + ["--", sys.executable, STDIO_SERVER])
+
+
+def test_big_lines_are_parsed_only_when_they_may_be_rewritten(tmp_path):
+    relay = spying_relay(tmp_path, "--max-response-chars", "5000000")
+    relay.initialize()
+    reply = relay.call("big", {"n": 2000000, "unit": "é"})  # 4 MB: relayed on its envelope
+    assert reply["result"]["content"][0]["text"] == "é" * 2000000
+    reply = relay.call("big", {"n": 6000000})  # over the limit: parsed, then spilled
+    assert "_meta" in reply["result"]
+    relay.close()
+    assert relay.stderr.count("ocx-test: parsed a line") == 1
+
+
+@pytest.mark.slow
+def test_100_mb_result_flows_through_unparsed_with_spill_off(tmp_path):
+    relay = spying_relay(tmp_path, "--max-response-chars", "0")
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "big", "arguments": {"n": 100 * 2 ** 20}}})
+    raw = relay.recv_raw(timeout=60)
+    assert len(raw) > 100 * 2 ** 20 and raw.endswith(b'"}]}}\n') and raw.startswith(b'{"jsonrpc":"2.0","id":3,')
+    relay.close()
+    assert "ocx-test: parsed a line" not in relay.stderr
