@@ -574,6 +574,122 @@ def test_auto_falls_back_to_legacy_sse_on_405(server, remote):
 
 
 # ---------------------------------------------------------------------------
+# Hostile servers: every wait is bounded, every message capped (issue 10, item 11)
+# ---------------------------------------------------------------------------
+
+def test_sse_parser_caps_an_event_and_a_line_but_keeps_what_came_before():
+    parser = ocx_proxy.SseParser(limit=1000)
+    events = parser.feed(b"data: ok\n\n" + b"data: " + b"x" * 600 + b"\n" + b"data: " + b"y" * 600 + b"\n")
+    assert [e.data for e in events] == [b"ok"]
+    assert parser.error == "upstream sent an SSE event larger than 1000 bytes (--max-message-bytes)"
+    assert parser.feed(b"\n\n") == []
+    parser = ocx_proxy.SseParser(limit=1000)
+    for _ in range(3):
+        parser.feed(b": " + b"z" * 400)  # a comment that never ends
+    assert parser.error == "upstream sent an SSE line larger than 1000 bytes (--max-message-bytes)"
+    parser = ocx_proxy.SseParser(limit=1000)
+    parser.feed(b"retry: 99999999999\nid: " + b"i" * 2000 + b"\ndata: {}\n\n")
+    assert parser.retry is None and parser.last_id is None and parser.error is None
+
+
+def call_while_pinging(relay, name, arguments=None, within=6):
+    """Call a hostile tool; while it runs, a ping must be answered.  Returns (reply, seconds)."""
+    started = time.monotonic()
+    relay.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments or {}}})
+    time.sleep(0.2)
+    assert relay.request("ping", timeout=3)[0]["result"] == {}
+    reply, _ = relay.wait_for(7, timeout=within)
+    return reply, time.monotonic() - started
+
+
+@pytest.mark.parametrize("tool,needle", [
+    ("endless_sse", "neither the answer nor progress for 1 s (--sse-read-timeout)"),
+    ("drip_sse", "neither the answer nor progress for 1 s (--sse-read-timeout)"),
+    ("drip_headers", "timed out (--timeout 1 s)"),
+    ("drip_body", "did not arrive in full within 1 s (--timeout)"),
+])
+def test_timeouts_bound_the_whole_wait_for_an_answer(server, remote, tool, needle):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url, "--timeout", "1", "--sse-read-timeout", "1")
+    relay.initialize()
+    reply, seconds = call_while_pinging(relay, tool)
+    assert reply["error"]["code"] == -32000 and needle in reply["error"]["message"], reply
+    assert seconds < 3
+    assert text_of(relay.call("echo", {"text": "still fine"})) == "still fine"
+    relay.close()
+
+
+def test_progress_restarts_the_wait_for_an_answer(server, remote):
+    srv = server(streamable=False)
+    relay = remote("sse", srv.sse_url, "--sse-read-timeout", "1")
+    relay.initialize()
+    reply, notes = relay.request("tools/call", {"name": "progress", "arguments": {"steps": 4, "delay": 0.45},
+                                                "_meta": {"progressToken": "t"}})
+    assert text_of(reply) == "progressed" and len(notes) == 4
+    relay.close()
+
+
+@pytest.mark.parametrize("tool,needle", [
+    ("huge_length", "upstream announced a body of 10000000000 bytes, more than 100000 (--max-message-bytes)"),
+    ("endless_chunked", "upstream sent a body larger than 100000 bytes (--max-message-bytes)"),
+    ("endless_event", "upstream sent an SSE event larger than 100000 bytes (--max-message-bytes)"),
+    ("endless_line", "upstream sent an SSE line larger than 100000 bytes (--max-message-bytes)"),
+])
+def test_one_answer_is_capped_and_its_connection_dropped(server, remote, tool, needle):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url, "--max-message-bytes", "100000")
+    relay.initialize()
+    reply, _ = call_while_pinging(relay, tool, {"bytes": 400000}, within=5)
+    assert reply["error"]["message"] == needle
+    assert wait_until(lambda: srv.hangups == 1, 3), "the connection was not closed"
+    assert text_of(relay.call("echo", {"text": "after"})) == "after"
+    relay.close()
+
+
+@pytest.mark.parametrize("size", ["10000000000000000", "-5", "zz"])
+def test_invalid_chunk_size_is_named(server, remote, size):
+    srv = server(reply="json")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    reply = relay.call("bad_chunk", {"size": size}, timeout=5)
+    assert reply["error"]["message"] == "upstream sent an invalid chunk size"
+    assert "internal error" not in relay.stderr
+    relay.close()
+
+
+def test_a_huge_retry_value_is_ignored(server, remote):
+    srv = server(reply="sse", event_ids=True, retry_ms=99999999999)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    reply, _ = relay.request("tools/call", {"name": "drop", "arguments": {"then": 0.2}}, timeout=5)
+    assert text_of(reply) == "finished after the drop"
+    relay.close()
+
+
+def test_legacy_server_without_endpoint_event(server, remote):
+    srv = server(streamable=False, legacy="no-endpoint")
+    relay = remote("sse", srv.sse_url, "--timeout", "1")
+    started = time.monotonic()
+    reply, _ = relay.request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                                            "clientInfo": {"name": "t", "version": "1"}}, msg_id=1, timeout=6)
+    assert "gave no endpoint event within 1 s (--timeout)" in reply["error"]["message"]
+    assert time.monotonic() - started < 3
+    relay.close()
+
+
+def test_legacy_server_that_never_answers(server, remote):
+    srv = server(streamable=False, legacy="keepalive")
+    relay = remote("sse", srv.sse_url, "--sse-read-timeout", "1")
+    relay.initialize()
+    reply, seconds = call_while_pinging(relay, "ignore")
+    assert "neither the answer nor progress for 1 s (--sse-read-timeout)" in reply["error"]["message"]
+    assert seconds < 3
+    assert text_of(relay.call("echo", {"text": "legacy"})) == "legacy"
+    relay.close()
+
+
+# ---------------------------------------------------------------------------
 # Proxies and TLS
 # ---------------------------------------------------------------------------
 
