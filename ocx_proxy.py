@@ -1416,7 +1416,7 @@ class SseParser:
             start = end
         if start:
             del buf[:start]
-        if len(buf) > self.limit + len(b"retry: "):
+        if len(buf) > self.limit + len(b"event: "):  # room for the field name of a line at the limit
             self._fail(over_cap("an SSE line", self.limit))
         self.scanned = max(0, len(buf) - 1) if buf.endswith(b"\r") else len(buf)
         return events
@@ -1840,9 +1840,7 @@ def read_body(resp, limit):
     while True:
         try:
             chunk = resp.read(READ_CHUNK)
-        except socket.timeout:
-            raise
-        except Exception as exc:  # http.client errors, OverflowError from a giant chunk size
+        except Exception as exc:  # a timeout, http.client errors, OverflowError from a giant chunk size
             raise chunk_size_error(resp, exc) or exc
         error = chunk_size_error(resp)
         if error is not None:
@@ -2764,14 +2762,14 @@ class StreamableHttpUpstream(RemoteUpstream):
                             self.pool.discard(conn)
                             return
                         self.get_conn = conn
-                    failures, delay = 0, RECONNECT_INITIAL
                     parser.reset_stream()
                     try:
                         outcome, _ = self._pump(conn, resp, parser, self._on_event, lambda: not current(),
                                                 self.silence_deadline)
+                        failures, delay = 0, RECONNECT_INITIAL
                     except UpstreamDataError as exc:
                         outcome = str(exc)
-                        failures += 1
+                        failures += 1   # a server that does it again and again is given up on
                         self.note("warning", "GET stream: %s; reconnecting" % exc)
                     self.pool.discard(conn)
                     log.debug("GET stream ended (%s)" % outcome)
@@ -2925,7 +2923,7 @@ class SseUpstream(RemoteUpstream):
 
         def on_event(event):
             if event.event == "endpoint":
-                state["fatal"] = self._take_endpoint(event.data, conn)
+                state["fatal"] = self._take_endpoint(event.data)
             elif event.event == "message":
                 if self.endpoint is None:
                     log.warning("ignored a message that arrived before the endpoint event")
@@ -2948,7 +2946,7 @@ class SseUpstream(RemoteUpstream):
         return "dropped", {"eof": "closed by the server", "timeout": "no data for %g s (--sse-read-timeout)"
                            % self.config.sse_read_timeout, "dropped": "connection lost"}.get(outcome, outcome)
 
-    def _take_endpoint(self, data, conn):
+    def _take_endpoint(self, data):
         from urllib.parse import urljoin, urlsplit
 
         if len(data) > MAX_ENDPOINT_BYTES:
@@ -6167,11 +6165,14 @@ def add_remote_server_options(parser, timeout=True):
                             "default: none)")
     if timeout:
         group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
-                           help="limit for connecting, sending and each HTTP exchange that is not an "
-                                "event stream; 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
+                           help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
+                                "headers and a JSON answer in full (legacy sse: also the wait for the "
+                                "endpoint event); 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
     group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
-                       help="longest silence allowed on an open event stream; 0 = no limit "
-                            "(default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
+                       help="how long a request answered on an event stream may go without its answer "
+                            "or a progress notification for it (keep-alive comments do not count); the "
+                            "longest silence on a stream that only carries server-initiated messages; "
+                            "0 = no limit (default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
     group.add_argument("--cacert", metavar="FILE",
                        help="also trust the CA certificates in this PEM file (default: the system "
                             "CAs plus SSL_CERT_FILE when set)")

@@ -607,6 +607,7 @@ def call_while_pinging(relay, name, arguments=None, within=6):
     ("endless_sse", "neither the answer nor progress for 1 s (--sse-read-timeout)"),
     ("drip_sse", "neither the answer nor progress for 1 s (--sse-read-timeout)"),
     ("drip_headers", "timed out (--timeout 1 s)"),
+    ("endless_continue", "timed out (--timeout 1 s)"),
     ("drip_body", "did not arrive in full within 1 s (--timeout)"),
 ])
 def test_timeouts_bound_the_whole_wait_for_an_answer(server, remote, tool, needle):
