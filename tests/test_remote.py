@@ -592,31 +592,42 @@ def test_sse_parser_caps_an_event_and_a_line_but_keeps_what_came_before():
     assert parser.retry is None and parser.last_id is None and parser.error is None
 
 
-def call_while_pinging(relay, name, arguments=None, within=6):
-    """Call a hostile tool; while it runs, a ping must be answered.  Returns (reply, seconds)."""
-    started = time.monotonic()
-    relay.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                "params": {"name": name, "arguments": arguments or {}}})
+def hostile_calls(relay, calls, within=6):
+    """Call hostile tools ({name: arguments}) at once; while they run, a ping must be answered.
+
+    Returns {name: (reply, seconds from the call to its answer)}.
+    """
+    started, ids = time.monotonic(), {}
+    for n, (name, arguments) in enumerate(sorted(calls.items())):
+        ids[name] = 700 + n
+        relay.send({"jsonrpc": "2.0", "id": ids[name], "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}})
     time.sleep(0.2)
     assert relay.request("ping", timeout=3)[0]["result"] == {}
-    reply, _ = relay.wait_for(7, timeout=within)
-    return reply, time.monotonic() - started
+    replies = {}
+    for name, msg_id in ids.items():
+        reply, _ = relay.wait_for(msg_id, timeout=max(0.1, started + within - time.monotonic()))
+        replies[name] = (reply, time.monotonic() - started)
+    return replies
 
 
-@pytest.mark.parametrize("tool,needle", [
-    ("endless_sse", "neither the answer nor progress for 1 s (--sse-read-timeout)"),
-    ("drip_sse", "neither the answer nor progress for 1 s (--sse-read-timeout)"),
-    ("drip_headers", "timed out (--timeout 1 s)"),
-    ("endless_continue", "timed out (--timeout 1 s)"),
-    ("drip_body", "did not arrive in full within 1 s (--timeout)"),
-])
-def test_timeouts_bound_the_whole_wait_for_an_answer(server, remote, tool, needle):
+TIMEOUT_ABUSES = {
+    "endless_sse": "neither the answer nor progress for 1 s (--sse-read-timeout)",
+    "drip_sse": "neither the answer nor progress for 1 s (--sse-read-timeout)",
+    "drip_headers": "timed out (--timeout 1 s)",
+    "endless_continue": "timed out (--timeout 1 s)",
+    "drip_body": "did not arrive in full within 1 s (--timeout)",
+}
+
+
+def test_timeouts_bound_the_whole_wait_for_an_answer(server, remote):
     srv = server(reply="sse")
     relay = remote("streamable-http", srv.url, "--timeout", "1", "--sse-read-timeout", "1")
     relay.initialize()
-    reply, seconds = call_while_pinging(relay, tool)
-    assert reply["error"]["code"] == -32000 and needle in reply["error"]["message"], reply
-    assert seconds < 3
+    replies = hostile_calls(relay, dict.fromkeys(TIMEOUT_ABUSES, {}))
+    for name, (reply, seconds) in replies.items():
+        assert TIMEOUT_ABUSES[name] in reply["error"]["message"], (name, reply)
+        assert seconds < 3, (name, seconds)
     assert text_of(relay.call("echo", {"text": "still fine"})) == "still fine"
     relay.close()
 
@@ -625,36 +636,39 @@ def test_progress_restarts_the_wait_for_an_answer(server, remote):
     srv = server(streamable=False)
     relay = remote("sse", srv.sse_url, "--sse-read-timeout", "1")
     relay.initialize()
-    reply, notes = relay.request("tools/call", {"name": "progress", "arguments": {"steps": 4, "delay": 0.45},
+    reply, notes = relay.request("tools/call", {"name": "progress", "arguments": {"steps": 3, "delay": 0.45},
                                                 "_meta": {"progressToken": "t"}})
-    assert text_of(reply) == "progressed" and len(notes) == 4
+    assert text_of(reply) == "progressed" and len(notes) == 3
     relay.close()
 
 
-@pytest.mark.parametrize("tool,needle", [
-    ("huge_length", "upstream announced a body of 10000000000 bytes, more than 100000 (--max-message-bytes)"),
-    ("endless_chunked", "upstream sent a body larger than 100000 bytes (--max-message-bytes)"),
-    ("endless_event", "upstream sent an SSE event larger than 100000 bytes (--max-message-bytes)"),
-    ("endless_line", "upstream sent an SSE line larger than 100000 bytes (--max-message-bytes)"),
-])
-def test_one_answer_is_capped_and_its_connection_dropped(server, remote, tool, needle):
+CAP_ABUSES = {
+    "huge_length": "upstream announced a body of 10000000000 bytes, more than 100000 (--max-message-bytes)",
+    "endless_chunked": "upstream sent a body larger than 100000 bytes (--max-message-bytes)",
+    "endless_event": "upstream sent an SSE event larger than 100000 bytes (--max-message-bytes)",
+    "endless_line": "upstream sent an SSE line larger than 100000 bytes (--max-message-bytes)",
+}
+
+
+def test_one_answer_is_capped_and_its_connection_dropped(server, remote):
     srv = server(reply="sse")
     relay = remote("streamable-http", srv.url, "--max-message-bytes", "100000")
     relay.initialize()
-    reply, _ = call_while_pinging(relay, tool, {"bytes": 400000}, within=5)
-    assert reply["error"]["message"] == needle
-    assert wait_until(lambda: srv.hangups == 1, 3), "the connection was not closed"
+    replies = hostile_calls(relay, dict.fromkeys(CAP_ABUSES, {"bytes": 400000}), within=5)
+    for name, (reply, _) in replies.items():
+        assert reply["error"]["message"] == CAP_ABUSES[name], (name, reply)
+    assert wait_until(lambda: srv.hangups == len(CAP_ABUSES), 3), "a connection was not closed"
     assert text_of(relay.call("echo", {"text": "after"})) == "after"
     relay.close()
 
 
-@pytest.mark.parametrize("size", ["10000000000000000", "-5", "zz"])
-def test_invalid_chunk_size_is_named(server, remote, size):
+def test_invalid_chunk_sizes_are_named(server, remote):
     srv = server(reply="json")
     relay = remote("streamable-http", srv.url)
     relay.initialize()
-    reply = relay.call("bad_chunk", {"size": size}, timeout=5)
-    assert reply["error"]["message"] == "upstream sent an invalid chunk size"
+    for size in ("10000000000000000", "-5", "zz"):
+        reply = relay.call("bad_chunk", {"size": size}, timeout=5)
+        assert reply["error"]["message"] == "upstream sent an invalid chunk size", (size, reply)
     assert "internal error" not in relay.stderr
     relay.close()
 
@@ -679,11 +693,22 @@ def test_legacy_server_without_endpoint_event(server, remote):
     relay.close()
 
 
+def test_legacy_stream_with_an_endless_event_is_dropped_and_reopened(server, remote):
+    srv = server(streamable=False)
+    relay = remote("sse", srv.sse_url, "--max-message-bytes", "100000")
+    relay.initialize()
+    reply, _ = hostile_calls(relay, {"flood": {}}, within=5)["flood"]
+    assert "upstream sent an SSE event larger than 100000 bytes (--max-message-bytes)" in reply["error"]["message"]
+    assert text_of(relay.call("echo", {"text": "reconnected"}, timeout=10)) == "reconnected"
+    assert srv.legacy_connects == 2
+    relay.close()
+
+
 def test_legacy_server_that_never_answers(server, remote):
     srv = server(streamable=False, legacy="keepalive")
     relay = remote("sse", srv.sse_url, "--sse-read-timeout", "1")
     relay.initialize()
-    reply, seconds = call_while_pinging(relay, "ignore")
+    reply, seconds = hostile_calls(relay, {"ignore": {}})["ignore"]
     assert "neither the answer nor progress for 1 s (--sse-read-timeout)" in reply["error"]["message"]
     assert seconds < 3
     assert text_of(relay.call("echo", {"text": "legacy"})) == "legacy"
