@@ -1312,7 +1312,10 @@ class StdioUpstream(Upstream):
 # Worker threads do the blocking http.client work; everything they learn goes
 # to the loop thread through ``loop.post``.  One SSE parser serves both
 # transports, and ``RemoteUpstream.fail_exchange`` is the one place where an
-# HTTP failure becomes a JSON-RPC error for the client.
+# HTTP failure becomes a JSON-RPC error for the client.  A hostile server
+# cannot make us wait or buffer without end: every read runs under a
+# wall-clock deadline (``ResponseReader``) and one answer is capped at
+# --max-message-bytes (``read_body``, ``SseParser``).
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
