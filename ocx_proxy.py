@@ -49,6 +49,7 @@ import collections
 import datetime
 import errno
 import heapq
+import io
 import itertools
 import json
 import math
@@ -2236,7 +2237,10 @@ class StdioUpstream(Upstream):
 # Worker threads do the blocking http.client work; everything they learn goes
 # to the loop thread through ``loop.post``.  One SSE parser serves both
 # transports, and ``RemoteUpstream.fail_exchange`` is the one place where an
-# HTTP failure becomes a JSON-RPC error for the client.
+# HTTP failure becomes a JSON-RPC error for the client.  A hostile server
+# cannot make us wait or buffer without end: every read runs under a
+# wall-clock deadline (``ResponseReader``) and one answer is capped at
+# --max-message-bytes (``read_body``, ``SseParser``).
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
@@ -2256,7 +2260,17 @@ SECRET_HEADER_RE = re.compile(r"^(authorization|proxy-authorization|cookie|x-api
 QUERY_SECRET_RE = re.compile(r"key|token|secret|pass|auth|sig|session|code|credential", re.I)
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
+MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
+MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
+MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
 
+
+class UpstreamDataError(Exception):
+    """The server sent something we stop reading at (too large, broken framing); the text is for the client."""
+
+
+def over_cap(what, limit):
+    return UpstreamDataError("upstream sent %s larger than %d bytes (--max-message-bytes)" % (what, limit))
 
 
 class SseEvent:
@@ -2279,12 +2293,17 @@ class SseParser:
     takes ASCII digits only.  Data stays bytes so that a result is relayed
     byte-exact.  ``reset_stream()`` starts a new connection but keeps the last
     event id and retry for resumption.
+
+    Memory is bounded by ``limit``: an event's data or an unfinished line
+    (its field name aside) longer than that sets ``error`` and the parser
+    stops; the events completed before it are still returned.
     """
 
     LINE_END = re.compile(b"[\r\n]")
 
-    def __init__(self, last_id=None):
+    def __init__(self, last_id=None, limit=MAX_MESSAGE_BYTES):
         self.last_id = last_id
+        self.limit = limit
         self.retry = None        # milliseconds, from the last valid retry: field
         self.reset_stream()
 
@@ -2294,10 +2313,14 @@ class SseParser:
         self.first_line = True
         self.id_buffer = self.last_id
         self.data = []
+        self.size = 0            # bytes in self.data, line feeds included
         self.event = b""
+        self.error = None
 
     def feed(self, chunk):
         """Add bytes; return the list of complete events (``SseEvent``)."""
+        if self.error:
+            return []
         buf = self.buffer
         buf += chunk
         events = []
@@ -2314,13 +2337,22 @@ class SseParser:
             else:
                 end = pos + 1
             event = self._line(bytes(buf[start:pos]))
+            if self.error:
+                return events
             if event is not None:
                 events.append(event)
             start = end
         if start:
             del buf[:start]
+        if len(buf) > self.limit + len(b"event: "):  # room for the field name of a line at the limit
+            self._fail(over_cap("an SSE line", self.limit))
         self.scanned = max(0, len(buf) - 1) if buf.endswith(b"\r") else len(buf)
         return events
+
+    def _fail(self, error):
+        self.error = str(error)
+        self.buffer = bytearray()
+        self.data = []
 
     def _line(self, line):
         if self.first_line:
@@ -2339,21 +2371,25 @@ class SseParser:
         else:
             field, value = line, b""
         if field == b"data":
+            self.size += len(value) + 1
+            if self.size - 1 > self.limit:
+                return self._fail(over_cap("an SSE event", self.limit))
             self.data.append(value)
         elif field == b"event":
             self.event = value
         elif field == b"id":
-            if b"\0" not in value:
-                self.id_buffer = value.decode("utf-8", "replace")
+            if b"\0" not in value and len(value) <= MAX_EVENT_ID_BYTES:
+                # latin-1: the id goes back byte for byte in the Last-Event-ID header
+                self.id_buffer = value.decode("latin-1")
         elif field == b"retry":
-            if value.isdigit():
+            if value.isdigit() and len(value) <= MAX_RETRY_DIGITS:
                 self.retry = int(value)
         return None
 
     def _dispatch(self):
         self.last_id = self.id_buffer
         data, event = self.data, self.event
-        self.data, self.event = [], b""
+        self.data, self.event, self.size = [], b"", 0
         if not data:
             return None
         return SseEvent(event.decode("utf-8", "replace") or "message", b"\n".join(data), self.last_id)
@@ -2567,8 +2603,12 @@ class RemoteConfig:
             context.verify_mode = ssl.CERT_NONE
         return context
 
-    def socket_timeout(self, seconds):
-        return seconds if seconds and seconds > 0 else None
+    @staticmethod
+    def deadline(seconds, start=None):
+        """The monotonic time ``seconds`` after ``start`` (default now); None for no limit (0)."""
+        if not seconds or seconds <= 0:
+            return None
+        return (time.monotonic() if start is None else start) + seconds
 
     def scrub(self, text):
         return scrub_secrets(text, self.secrets)
@@ -2641,6 +2681,106 @@ def http_error_text(status, reason, body):
     return "HTTP %d from upstream: %s" % (status, excerpt) if excerpt else "HTTP %d from upstream" % status
 
 
+def time_left(deadline):
+    """Seconds until ``deadline`` (None: no limit); socket.timeout once it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise socket.timeout("timed out")
+    return left
+
+
+class ResponseReader(io.RawIOBase):
+    """The raw stream http.client reads a response through: no recv outlives ``conn.deadline``.
+
+    A socket timeout bounds each recv, so a server that trickles a byte a
+    second never trips it.  This re-arms the timeout with the time left
+    before every recv, which makes the deadline a wall-clock bound on the
+    status line, the headers (http.client caps their size, not their pace)
+    and the body.  http.client only calls ``makefile`` on the socket it is
+    given, so a reader stands in for it (see ``bound_responses``).
+    """
+
+    def __init__(self, conn, sock):
+        io.RawIOBase.__init__(self)
+        self.conn = conn
+        self.sock = sock
+        # the socket's own raw file: it keeps the socket open after the connection
+        # lets go of it (a response that ends with the connection)
+        self.raw = sock.makefile("rb", buffering=0)
+
+    def makefile(self, mode="rb", *args, **kw):
+        return io.BufferedReader(self)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        self.sock.settimeout(time_left(self.conn.deadline))
+        return self.raw.readinto(buffer)
+
+    def close(self):
+        self.raw.close()
+        io.RawIOBase.close(self)
+
+
+def bound_responses(conn):
+    """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline``."""
+    import http.client
+
+    conn.deadline = None
+    conn.response_class = lambda sock, *args, **kw: http.client.HTTPResponse(ResponseReader(conn, sock),
+                                                                             *args, **kw)
+
+
+def chunk_size_error(resp, exc=None):
+    """UpstreamDataError if ``resp`` broke the chunked framing, else None.
+
+    http.client takes any integer as a chunk size (2^64 later fails with
+    OverflowError, a negative one reads garbage) and turns a size that is not
+    hex into a bare IncompleteRead; ``exc`` is the exception a read raised.
+    """
+    if not getattr(resp, "chunked", False):
+        return None
+    left = resp.chunk_left
+    cause = exc
+    while cause is not None and not isinstance(cause, ValueError):
+        cause = cause.__context__   # IncompleteRead from IncompleteRead from int(line, 16)
+    # int(b"", 16) is an EOF where the size should be, not a bad size
+    not_hex = cause is not None and str(cause).startswith("invalid literal") and not str(cause).endswith("b''")
+    if not_hex or isinstance(exc, OverflowError) or (left is not None and not 0 <= left < 1 << 63):
+        return UpstreamDataError("upstream sent an invalid chunk size")
+    return None
+
+
+def read_body(resp, limit):
+    """The whole body of ``resp`` (read under its connection's deadline), at most ``limit`` bytes.
+
+    Raises UpstreamDataError past the limit (before reading anything when
+    Content-Length says so) or for a bad chunk size; socket.timeout or
+    http.client errors when the body does not arrive in full.
+    """
+    if resp.length is not None and resp.length > limit:
+        raise UpstreamDataError("upstream announced a body of %d bytes, more than %d (--max-message-bytes)"
+                                % (resp.length, limit))
+    parts, size = [], 0
+    while True:
+        try:
+            chunk = resp.read(READ_CHUNK)
+        except Exception as exc:  # a timeout, http.client errors, OverflowError from a giant chunk size
+            raise chunk_size_error(resp, exc) or exc
+        error = chunk_size_error(resp)
+        if error is not None:
+            raise error
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > limit:
+            raise over_cap("a body", limit)
+        parts.append(chunk)
+
+
 def read_limited(resp, limit=ERROR_BODY_LIMIT):
     """Up to ``limit`` bytes of a response body; errors give what was read."""
     try:
@@ -2674,12 +2814,12 @@ class HttpPool:
         self.closed = False
         self.connects = 0
 
-    def _new_connection(self, parts):
+    def _new_connection(self, parts, deadline):
         import http.client
 
         config = self.config
         proxy = config.proxy
-        timeout = config.socket_timeout(config.timeout)
+        timeout = time_left(deadline)
         _, host, port = origin_of(parts)
         https = parts.scheme.lower() == "https"
         if proxy is None:
@@ -2692,6 +2832,8 @@ class HttpPool:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         else:
             conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=timeout)
+        bound_responses(conn)
+        conn.deadline = deadline
         conn.connect()
         with self.lock:
             self.connects += 1
@@ -2727,29 +2869,34 @@ class HttpPool:
         return (parts.path or "/") + ("?" + parts.query if parts.query else "")
 
     def exchange(self, method, parts, headers, body=None, on_written=None, timeout=None):
-        """Send one request and read its status line and headers: returns (conn, response)."""
+        """Send one request and read its status line and headers: returns (conn, response).
+
+        ``timeout`` (default ``--timeout``) bounds the whole exchange, wall
+        clock: connecting, sending, the headers and, since ``conn.deadline``
+        stays set, reading a plain body.  Event-stream readers move the deadline.
+        """
         import http.client
 
         if self.config.proxy is not None and parts.scheme.lower() == "http" and self.config.proxy.auth:
             headers = dict(headers, **{"Proxy-Authorization": self.config.proxy.auth})
         origin = origin_of(parts)
+        deadline = self.config.deadline(self.config.timeout if timeout is None else timeout)
         for attempt in (0, 1):
             if self.closed:
                 raise OSError("ocx-proxy is shutting down")
             conn = self._take_idle(origin) if attempt == 0 else None
             reused = conn is not None
             if conn is None:
-                conn = self._new_connection(parts)
-            if reused and conn.sock is not None:
-                conn.sock.settimeout(self.config.socket_timeout(self.config.timeout))
+                conn = self._new_connection(parts, deadline)
+            conn.deadline = deadline
             with self.lock:
                 self.active.add(conn)
             try:
+                if conn.sock is not None:
+                    conn.sock.settimeout(time_left(deadline))  # sendall: a limit on the whole send
                 conn.request(method, self._target(parts), body=body, headers=headers)
                 if on_written is not None:
                     on_written()
-                if timeout is not None and conn.sock is not None:
-                    conn.sock.settimeout(self.config.socket_timeout(timeout))
                 return conn, conn.getresponse()
             except (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine) as exc:
                 self.discard(conn)
@@ -2823,10 +2970,14 @@ class Gate:
             self.holds.clear()
             self.cond.notify_all()
 
-    def wait(self, stopping):
+    def wait(self, stopping, deadline=None):
+        """Block while anything holds the gate; False if ``deadline`` passed first."""
         with self.cond:
             while self.holds and not stopping.is_set():
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
                 self.cond.wait(0.25)
+            return True
 
 
 class RemoteExchange:
@@ -2842,12 +2993,29 @@ class RemoteExchange:
                 self.outstanding[id_key(item["id"])] = item["id"]
         self.has_requests = bool(self.outstanding)
         self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
+        params = msg.get("params") if isinstance(msg, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
         self.swallow = swallow     # our own replayed initialize: its answer is not for the client
+        self.queued = time.monotonic()
+        self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
         self.written = threading.Event()
+        self.settled = threading.Event()  # every request in it answered or failed
         self.conn = None
         self.gate_reason = None
         self.failure = None
         self.result = None         # the response message, for swallowed exchanges
+
+    def answer_deadline(self, seconds):
+        """When the wait for the answer ends (--sse-read-timeout after the last sign of life)."""
+        return RemoteConfig.deadline(seconds, self.waiting_since)
+
+
+def progress_key(token):
+    """Dictionary key for a progress token (a string or an integer, like an id), else None."""
+    if isinstance(token, (str, int)) and not isinstance(token, bool):
+        return id_key(token)
+    return None
 
 
 class WorkerThreads:
@@ -2900,6 +3068,7 @@ class RemoteUpstream(Upstream):
     """
 
     transport = "remote"
+    hands_over = True  # auto mode may hand the queued messages to another transport
 
     def __init__(self, loop, config, on_line, on_exit):
         import queue
@@ -2954,6 +3123,8 @@ class RemoteUpstream(Upstream):
                 return
             exchange.outstanding.pop(id_key(request_id), None)
             done = not exchange.outstanding
+        if done:
+            exchange.settled.set()
         if done and exchange.conn is not None and self.transport == "streamable-http":
             self.pool.abort(exchange.conn)
 
@@ -3045,6 +3216,7 @@ class RemoteUpstream(Upstream):
                     del self.inflight[key]
             exchange.outstanding.clear()
         exchange.failure = reason
+        exchange.settled.set()
         if exchange.swallow:
             return
         if not ids:
@@ -3087,6 +3259,8 @@ class RemoteUpstream(Upstream):
             msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
         forward = True
         for item in (msg if isinstance(msg, list) else [msg]):
+            if isinstance(item, dict) and item.get("method") == "notifications/progress":
+                self._progressed(item.get("params"))
             if message_kind(item) != "response":
                 continue
             key = id_key(item.get("id"))
@@ -3096,6 +3270,8 @@ class RemoteUpstream(Upstream):
                     owner.outstanding.pop(key, None)
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
+                    if not owner.outstanding:
+                        owner.settled.set()
             if owner is not None:
                 self._answered(owner, item)
                 if owner.swallow:
@@ -3104,6 +3280,17 @@ class RemoteUpstream(Upstream):
                 forward = False
         if forward:
             self.loop.post(self._deliver, data)
+
+    def _progressed(self, params):
+        """A progress notification restarts the wait of the request whose token it carries."""
+        key = progress_key(params.get("progressToken")) if isinstance(params, dict) else None
+        if key is None:
+            return
+        now = time.monotonic()
+        with self.lock:
+            for exchange in self.inflight.values():
+                if exchange.progress_key == key:
+                    exchange.waiting_since = now
 
     def _answered(self, exchange, msg):
         """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
@@ -3121,19 +3308,34 @@ class RemoteUpstream(Upstream):
         if event.data.strip():
             self._emit(event.data, exchange)
 
-    def _pump(self, resp, parser, on_event, done):
-        """Read SSE from ``resp`` until ``done()``, EOF or an error: 'done', 'eof', 'timeout' or 'dropped'."""
+    def _pump(self, conn, resp, parser, on_event, done, deadline):
+        """Read SSE from ``resp`` until ``done()``, EOF, an error or the deadline.
+
+        ``deadline()`` (a monotonic time or None) is asked before every read and
+        bounds it by the wall clock, so neither comments nor a trickle of bytes
+        keep a stream alive past it.  Returns (outcome, got): 'done', 'eof',
+        'timeout' or 'dropped', and whether any event arrived.  Raises
+        UpstreamDataError (an oversized line or event, a bad chunk size) once
+        the events before the fault are handled.
+        """
         got = False
         while True:
             if self.stopping.is_set() and not self.closing:
                 return "dropped", got
+            conn.deadline = deadline()
             try:
                 chunk = resp.read1(READ_CHUNK)
             except socket.timeout:
                 return "timeout", got
             except Exception as exc:  # OSError, http.client.IncompleteRead, ValueError on a closed file
+                error = chunk_size_error(resp, exc)
+                if error is not None:
+                    raise error
                 log.debug("SSE stream ended: %r" % exc)
                 return "dropped", got
+            error = chunk_size_error(resp)
+            if error is not None:
+                raise error
             if not chunk:
                 return "eof", got
             for event in parser.feed(chunk):
@@ -3141,24 +3343,27 @@ class RemoteUpstream(Upstream):
                 on_event(event)
             if done():
                 return "done", got
+            if parser.error:
+                raise UpstreamDataError(parser.error)
 
-    def set_read_timeout(self, conn, seconds):
-        if conn.sock is not None:
-            try:
-                conn.sock.settimeout(self.config.socket_timeout(seconds))
-            except OSError:
-                pass
+    def silence_deadline(self):
+        """Deadline for a stream that only has to stay alive: --sse-read-timeout from now."""
+        return self.config.deadline(self.config.sse_read_timeout)
 
     # -- sender thread -----------------------------------------------------
 
     def _sender_loop(self):
         earlier = []  # written events of requests dispatched so far
         while True:
-            self.gate.wait(self.stopping)
+            if self.hands_over:
+                self.gate.wait(self.stopping)  # keep messages in the outbox for a hand-over
             exchange = self.outbox.get()
             if exchange is None or self.handed_over:
                 return
-            self.gate.wait(self.stopping)  # it may have closed while we waited for a message
+            # the gate may have closed while we waited for a message
+            if not self.gate.wait(self.stopping, self.send_deadline(exchange)):
+                self.fail_exchange(exchange, self.not_ready_text())
+                continue
             if self.stopping.is_set() and not self.closing:
                 self.fail_exchange(exchange, "the connection to the server is closed")
                 continue
@@ -3183,6 +3388,14 @@ class RemoteUpstream(Upstream):
 
     def _before_request(self, exchange):
         """Hook run in the sender thread before a request's worker starts."""
+
+    def send_deadline(self, exchange):
+        """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
+        return None
+
+    def not_ready_text(self):
+        """Hook: why a message that waited past ``send_deadline`` was not sent."""
+        return "the server connection was not ready"
 
     def _worker(self, exchange):
         try:
@@ -3299,7 +3512,14 @@ class StreamableHttpUpstream(RemoteUpstream):
             self._read_post_stream(exchange, conn, resp)
         else:
             try:
-                body = resp.read()
+                body = read_body(resp, self.config.max_message_bytes)
+            except UpstreamDataError as exc:
+                self.pool.discard(conn)
+                return self.fail_exchange(exchange, str(exc), status)
+            except socket.timeout:
+                self.pool.discard(conn)
+                return self.fail_exchange(exchange, "the answer from %s did not arrive in full within %g s "
+                                          "(--timeout)" % (self.config.display_url, self.config.timeout))
             except (OSError, http.client.HTTPException) as exc:
                 self.pool.discard(conn)
                 return self.fail_exchange(exchange, "the response from %s broke off: %s" % (
@@ -3333,19 +3553,22 @@ class StreamableHttpUpstream(RemoteUpstream):
                     "with a session" if self.session_id else "no session"))
 
     def _read_post_stream(self, exchange, conn, resp):
-        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops."""
-        import http.client
+        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops.
 
-        self.set_read_timeout(conn, self.config.sse_read_timeout)
-        parser = SseParser()
-        done = lambda: not exchange.outstanding  # noqa: E731
-        outcome, _ = self._pump(resp, parser, lambda e: self._on_event(e, exchange), done)
-        self.pool.release(conn, resp) if outcome == "eof" else self.pool.discard(conn)
+        The whole wait, resumptions included, ends --sse-read-timeout after the
+        stream opened or after the last progress notification for the request.
+        """
+        exchange.waiting_since = time.monotonic()
+        deadline = lambda: exchange.answer_deadline(self.config.sse_read_timeout)  # noqa: E731
+        parser = SseParser(limit=self.config.max_message_bytes)
+        outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
         attempts, delay = 0, RECONNECT_INITIAL
         while exchange.outstanding and not self.stopping.is_set():
             if outcome == "timeout":
-                return self.fail_exchange(exchange, "no data from upstream for %g s (--sse-read-timeout)"
-                                          % self.config.sse_read_timeout)
+                return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
+                                          "(--sse-read-timeout)" % self.config.sse_read_timeout)
+            if outcome == "invalid":
+                return
             if not parser.last_id:
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering "
                                                     "(no event id to resume from)")
@@ -3353,8 +3576,10 @@ class StreamableHttpUpstream(RemoteUpstream):
             if attempts > RECONNECT_ATTEMPTS:
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
-            wait = parser.retry / 1000.0 if parser.retry is not None else delay
+            wait = min(parser.retry / 1000.0, RECONNECT_MAX) if parser.retry is not None else delay
             delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
+            if deadline() is not None:
+                wait = min(wait, max(0.0, deadline() - time.monotonic()))
             if self.stopping.wait(max(wait, 0.05)):
                 break
             log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
@@ -3371,12 +3596,23 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return self.fail_exchange(exchange, "could not resume the response stream: "
                                           + http_error_text(resp.status, resp.reason, body), resp.status)
             exchange.conn = conn
-            self.set_read_timeout(conn, self.config.sse_read_timeout)
             parser.reset_stream()
-            outcome, progressed = self._pump(resp, parser, lambda e: self._on_event(e, exchange), done)
-            self.pool.release(conn, resp) if outcome == "eof" else self.pool.discard(conn)
-            if progressed:
+            outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
+            if outcome == "progressed":
                 attempts, delay = 0, RECONNECT_INITIAL
+
+    def _pump_answer(self, exchange, conn, resp, parser, deadline):
+        """One connection of an answer stream: the ``_pump`` outcome ('progressed' for a stream that
+        dropped after some event); 'invalid' after failing the exchange for bad data."""
+        done = lambda: not exchange.outstanding  # noqa: E731
+        try:
+            outcome, got = self._pump(conn, resp, parser, lambda e: self._on_event(e, exchange), done, deadline)
+        except UpstreamDataError as exc:
+            self.pool.discard(conn)
+            self.fail_exchange(exchange, str(exc))
+            return "invalid"
+        self.pool.release(conn, resp) if outcome == "eof" else self.pool.discard(conn)
+        return "progressed" if got and outcome in ("eof", "dropped") else outcome
 
     # -- session expiry ----------------------------------------------------
 
@@ -3422,7 +3658,7 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _get_stream_loop(self, generation):
         import http.client
 
-        parser = SseParser()
+        parser = SseParser(limit=self.config.max_message_bytes)
         failures, delay = 0, RECONNECT_INITIAL
         current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
         while current():
@@ -3457,17 +3693,22 @@ class StreamableHttpUpstream(RemoteUpstream):
                             self.pool.discard(conn)
                             return
                         self.get_conn = conn
-                    failures, delay = 0, RECONNECT_INITIAL
-                    self.set_read_timeout(conn, self.config.sse_read_timeout)
                     parser.reset_stream()
-                    outcome, _ = self._pump(resp, parser, self._on_event, lambda: not current())
+                    try:
+                        outcome, _ = self._pump(conn, resp, parser, self._on_event, lambda: not current(),
+                                                self.silence_deadline)
+                        failures, delay = 0, RECONNECT_INITIAL
+                    except UpstreamDataError as exc:
+                        outcome = str(exc)
+                        failures += 1   # a server that does it again and again is given up on
+                        self.note("warning", "GET stream: %s; reconnecting" % exc)
                     self.pool.discard(conn)
                     log.debug("GET stream ended (%s)" % outcome)
             if failures >= RECONNECT_ATTEMPTS:
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
                                      "server starts on its own will not arrive" % failures)
                 return
-            wait = parser.retry / 1000.0 if parser.retry is not None else delay
+            wait = min(parser.retry / 1000.0, RECONNECT_MAX) if parser.retry is not None else delay
             if failures:
                 delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
             if self.stopping.wait(max(wait, 0.05)):
@@ -3529,6 +3770,7 @@ class SseUpstream(RemoteUpstream):
     """
 
     transport = "sse"
+    hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
 
     def __init__(self, loop, config, on_line, on_exit):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
@@ -3546,6 +3788,13 @@ class SseUpstream(RemoteUpstream):
     def thread_crashed(self, exc):
         if not self.stopping.is_set():
             self.report_exit("ocx-proxy internal error in the SSE transport: %r" % exc)
+
+    def send_deadline(self, exchange):
+        return self.config.deadline(self.config.timeout, exchange.queued)
+
+    def not_ready_text(self):
+        return ("not sent: the SSE stream from %s gave no endpoint event within %g s (--timeout)"
+                % (self.config.display_url, self.config.timeout))
 
     def _stream_loop(self):
         failures, delay = 0, RECONNECT_INITIAL
@@ -3595,12 +3844,17 @@ class SseUpstream(RemoteUpstream):
             permanent = 400 <= resp.status < 500 and resp.status not in (408, 429)
             return ("refused" if permanent or resp.status == 200 else "failed"), text
         self.stream_conn = conn
-        parser = SseParser()
+        parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}
+        endpoint_deadline = conn.deadline  # --timeout after the GET started
+
+        def deadline():
+            # until the endpoint arrives the GET is one exchange; then the stream need only stay alive
+            return endpoint_deadline if self.endpoint is None else self.silence_deadline()
 
         def on_event(event):
             if event.event == "endpoint":
-                state["fatal"] = self._take_endpoint(event.data, conn)
+                state["fatal"] = self._take_endpoint(event.data)
             elif event.event == "message":
                 if self.endpoint is None:
                     log.warning("ignored a message that arrived before the endpoint event")
@@ -3609,26 +3863,32 @@ class SseUpstream(RemoteUpstream):
             else:
                 log.debug("ignored SSE event %r" % event.event)
 
-        self.set_read_timeout(conn, self.config.timeout)
-        outcome, _ = self._pump(resp, parser, on_event, lambda: state["fatal"] is not None)
+        try:
+            outcome, _ = self._pump(conn, resp, parser, on_event, lambda: state["fatal"] is not None, deadline)
+        except UpstreamDataError as exc:
+            outcome = str(exc)
         self.pool.discard(conn)
         if state["fatal"]:
             return "fatal", state["fatal"]
         if self.endpoint is None:
+            if outcome == "timeout":
+                return "failed", "no endpoint event within %g s (--timeout)" % self.config.timeout
             return "failed", "no endpoint event (%s)" % outcome
         return "dropped", {"eof": "closed by the server", "timeout": "no data for %g s (--sse-read-timeout)"
-                           % self.config.sse_read_timeout}.get(outcome, "connection lost")
+                           % self.config.sse_read_timeout, "dropped": "connection lost"}.get(outcome, outcome)
 
-    def _take_endpoint(self, data, conn):
+    def _take_endpoint(self, data):
         from urllib.parse import urljoin, urlsplit
 
+        if len(data) > MAX_ENDPOINT_BYTES:
+            return "refusing the SSE endpoint: it is %d bytes long (a URL of at most %d is expected)" % (
+                len(data), MAX_ENDPOINT_BYTES)
         target = urljoin(self.target.geturl(), data.decode("utf-8", "replace").strip())
         parts = urlsplit(target)
         if origin_of(parts) != origin_of(self.config.parts):
             return ("refusing the SSE endpoint %s: it is not on the same origin as %s (scheme, host and "
                     "port must match)" % (redact_url(target, self.config.secrets), self.config.display_url))
         self.endpoint = parts
-        self.set_read_timeout(conn, self.config.sse_read_timeout)
         log.debug("SSE endpoint: %s" % redact_url(target, self.config.secrets))
         if self.connected_once and self.initialize_line is not None:
             self.replays += 1
@@ -3686,7 +3946,8 @@ class SseUpstream(RemoteUpstream):
 
         endpoint = self.endpoint
         if endpoint is None and not exchange.swallow:
-            self.gate.wait(self.stopping)  # the stream dropped just now: wait for the reconnect
+            # the stream dropped just now: wait for the reconnect
+            self.gate.wait(self.stopping, self.send_deadline(exchange))
             endpoint = self.endpoint
         if endpoint is None:
             return self.fail_exchange(exchange, "the SSE stream from the server is down")
@@ -3700,6 +3961,20 @@ class SseUpstream(RemoteUpstream):
         self.pool.release(conn, resp)
         if not 200 <= resp.status < 300:
             self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
+        elif not exchange.swallow:
+            self._await_answer(exchange)
+
+    def _await_answer(self, exchange):
+        """Wait for a request's answer on the stream: at most --sse-read-timeout without it or a
+        progress notification for it (comments and other traffic keep the stream, not the request, alive)."""
+        exchange.waiting_since = time.monotonic()
+        while exchange.outstanding and not self.stopping.is_set():
+            deadline = exchange.answer_deadline(self.config.sse_read_timeout)
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
+                                          "(--sse-read-timeout)" % self.config.sse_read_timeout)
+            exchange.settled.wait(min(left, 1.0))
 
 
 class AutoUpstream(Upstream):
@@ -7097,11 +7372,14 @@ def add_remote_server_options(parser, timeout=True):
                             "default: none)")
     if timeout:
         group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
-                           help="limit for connecting, sending and each HTTP exchange that is not an "
-                                "event stream; 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
+                           help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
+                                "headers and a JSON answer in full (legacy sse: also the wait for the "
+                                "endpoint event); 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
     group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
-                       help="longest silence allowed on an open event stream; 0 = no limit "
-                            "(default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
+                       help="how long a request answered on an event stream may go without its answer "
+                            "or a progress notification for it (keep-alive comments do not count); the "
+                            "longest silence on a stream that only carries server-initiated messages; "
+                            "0 = no limit (default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
     group.add_argument("--cacert", metavar="FILE",
                        help="also trust the CA certificates in this PEM file (default: the system "
                             "CAs plus SSL_CERT_FILE when set)")

@@ -574,6 +574,148 @@ def test_auto_falls_back_to_legacy_sse_on_405(server, remote):
 
 
 # ---------------------------------------------------------------------------
+# Hostile servers: every wait is bounded, every message capped (issue 10, item 11)
+# ---------------------------------------------------------------------------
+
+def test_sse_parser_caps_an_event_and_a_line_but_keeps_what_came_before():
+    parser = ocx_proxy.SseParser(limit=1000)
+    events = parser.feed(b"data: ok\n\n" + b"data: " + b"x" * 600 + b"\n" + b"data: " + b"y" * 600 + b"\n")
+    assert [e.data for e in events] == [b"ok"]
+    assert parser.error == "upstream sent an SSE event larger than 1000 bytes (--max-message-bytes)"
+    assert parser.feed(b"\n\n") == []
+    parser = ocx_proxy.SseParser(limit=1000)
+    for _ in range(3):
+        parser.feed(b": " + b"z" * 400)  # a comment that never ends
+    assert parser.error == "upstream sent an SSE line larger than 1000 bytes (--max-message-bytes)"
+    parser = ocx_proxy.SseParser(limit=1000)
+    parser.feed(b"retry: 99999999999\nid: " + b"i" * 2000 + b"\ndata: {}\n\n")
+    assert parser.retry is None and parser.last_id is None and parser.error is None
+
+
+def hostile_calls(relay, calls, within=6):
+    """Call hostile tools ({name: arguments}) at once; while they run, a ping must be answered.
+
+    Returns {name: (reply, seconds from the call to its answer)}.
+    """
+    started, ids = time.monotonic(), {}
+    for n, (name, arguments) in enumerate(sorted(calls.items())):
+        ids[name] = 700 + n
+        relay.send({"jsonrpc": "2.0", "id": ids[name], "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}})
+    time.sleep(0.2)
+    assert relay.request("ping", timeout=3)[0]["result"] == {}
+    replies = {}
+    for name, msg_id in ids.items():
+        reply, _ = relay.wait_for(msg_id, timeout=max(0.1, started + within - time.monotonic()))
+        replies[name] = (reply, time.monotonic() - started)
+    return replies
+
+
+TIMEOUT_ABUSES = {
+    "endless_sse": "neither the answer nor progress for 1 s (--sse-read-timeout)",
+    "drip_sse": "neither the answer nor progress for 1 s (--sse-read-timeout)",
+    "drip_headers": "timed out (--timeout 1 s)",
+    "endless_continue": "timed out (--timeout 1 s)",
+    "drip_body": "did not arrive in full within 1 s (--timeout)",
+}
+
+
+def test_timeouts_bound_the_whole_wait_for_an_answer(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url, "--timeout", "1", "--sse-read-timeout", "1")
+    relay.initialize()
+    replies = hostile_calls(relay, dict.fromkeys(TIMEOUT_ABUSES, {}))
+    for name, (reply, seconds) in replies.items():
+        assert TIMEOUT_ABUSES[name] in reply["error"]["message"], (name, reply)
+        assert seconds < 3, (name, seconds)
+    assert text_of(relay.call("echo", {"text": "still fine"})) == "still fine"
+    relay.close()
+
+
+def test_progress_restarts_the_wait_for_an_answer(server, remote):
+    srv = server(streamable=False)
+    relay = remote("sse", srv.sse_url, "--sse-read-timeout", "1")
+    relay.initialize()
+    reply, notes = relay.request("tools/call", {"name": "progress", "arguments": {"steps": 3, "delay": 0.45},
+                                                "_meta": {"progressToken": "t"}})
+    assert text_of(reply) == "progressed" and len(notes) == 3
+    relay.close()
+
+
+CAP_ABUSES = {
+    "huge_length": "upstream announced a body of 10000000000 bytes, more than 100000 (--max-message-bytes)",
+    "endless_chunked": "upstream sent a body larger than 100000 bytes (--max-message-bytes)",
+    "endless_event": "upstream sent an SSE event larger than 100000 bytes (--max-message-bytes)",
+    "endless_line": "upstream sent an SSE line larger than 100000 bytes (--max-message-bytes)",
+}
+
+
+def test_one_answer_is_capped_and_its_connection_dropped(server, remote):
+    srv = server(reply="sse")
+    relay = remote("streamable-http", srv.url, "--max-message-bytes", "100000")
+    relay.initialize()
+    replies = hostile_calls(relay, dict.fromkeys(CAP_ABUSES, {"bytes": 400000}), within=5)
+    for name, (reply, _) in replies.items():
+        assert reply["error"]["message"] == CAP_ABUSES[name], (name, reply)
+    assert wait_until(lambda: srv.hangups == len(CAP_ABUSES), 3), "a connection was not closed"
+    assert text_of(relay.call("echo", {"text": "after"})) == "after"
+    relay.close()
+
+
+def test_invalid_chunk_sizes_are_named(server, remote):
+    srv = server(reply="json")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    for size in ("10000000000000000", "-5", "zz"):
+        reply = relay.call("bad_chunk", {"size": size}, timeout=5)
+        assert reply["error"]["message"] == "upstream sent an invalid chunk size", (size, reply)
+    assert "internal error" not in relay.stderr
+    relay.close()
+
+
+def test_a_huge_retry_value_is_ignored(server, remote):
+    srv = server(reply="sse", event_ids=True, retry_ms=99999999999)
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    reply, _ = relay.request("tools/call", {"name": "drop", "arguments": {"then": 0.2}}, timeout=5)
+    assert text_of(reply) == "finished after the drop"
+    relay.close()
+
+
+def test_legacy_server_without_endpoint_event(server, remote):
+    srv = server(streamable=False, legacy="no-endpoint")
+    relay = remote("sse", srv.sse_url, "--timeout", "1")
+    started = time.monotonic()
+    reply, _ = relay.request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                                            "clientInfo": {"name": "t", "version": "1"}}, msg_id=1, timeout=6)
+    assert "gave no endpoint event within 1 s (--timeout)" in reply["error"]["message"]
+    assert time.monotonic() - started < 3
+    relay.close()
+
+
+def test_legacy_stream_with_an_endless_event_is_dropped_and_reopened(server, remote):
+    srv = server(streamable=False)
+    relay = remote("sse", srv.sse_url, "--max-message-bytes", "100000")
+    relay.initialize()
+    reply, _ = hostile_calls(relay, {"flood": {}}, within=5)["flood"]
+    assert "upstream sent an SSE event larger than 100000 bytes (--max-message-bytes)" in reply["error"]["message"]
+    assert text_of(relay.call("echo", {"text": "reconnected"}, timeout=10)) == "reconnected"
+    assert srv.legacy_connects == 2
+    relay.close()
+
+
+def test_legacy_server_that_never_answers(server, remote):
+    srv = server(streamable=False, legacy="keepalive")
+    relay = remote("sse", srv.sse_url, "--sse-read-timeout", "1")
+    relay.initialize()
+    reply, seconds = hostile_calls(relay, {"ignore": {}})["ignore"]
+    assert "neither the answer nor progress for 1 s (--sse-read-timeout)" in reply["error"]["message"]
+    assert seconds < 3
+    assert text_of(relay.call("echo", {"text": "legacy"})) == "legacy"
+    relay.close()
+
+
+# ---------------------------------------------------------------------------
 # Proxies and TLS
 # ---------------------------------------------------------------------------
 
