@@ -267,7 +267,11 @@ def parse_message(line, long_numbers=False):
     and nesting too deep for the parser.  With ``long_numbers``, an integer
     too long for ``int()`` becomes a ``LongNumber`` instead of an error.
     """
-    text = line.decode("utf-8")
+    return parse_text(line.decode("utf-8"), long_numbers)
+
+
+def parse_text(text, long_numbers=False):
+    """``parse_message`` for a line already decoded to str."""
     try:
         return _DECODER.decode(text)
     except RecursionError:
@@ -1216,10 +1220,34 @@ class Spill:
 
         All or nothing: when one file fails, those already written are removed.
         """
+        saved = self.save_line(line, method, msg.get("id"))
+        try:
+            return self.save_text(saved, text)
+        except BaseException:
+            self.discard(saved)
+            raise
+
+    def save_line(self, line, method, msg_id):
+        """Write ``<stem>.json``, the exact line; returns ``(stem, path)`` for ``save_text``."""
+        stem = self.stem(line, method, msg_id)
         with self.open_dir() as where:
-            stem = self.stem(line, method, msg.get("id"))
+            return stem, where.write(stem + ".json", line)
+
+    def discard(self, saved):
+        """Remove a ``<stem>.json`` written by ``save_line`` (its spill failed)."""
+        try:
+            os.unlink(saved[1])
+        except OSError:
+            pass
+
+    def save_text(self, saved, text):
+        """Write the blobs and ``<stem>.txt`` of a saved line; returns ``(SpillFiles, full text)``.
+
+        When one file fails, the others written here are removed and the error raised.
+        """
+        stem, json_path = saved
+        with self.open_dir() as where:
             try:
-                json_path = where.write(stem + ".json", line)
                 blob_paths = []
                 for n, (data, mime, note) in enumerate(text.blobs, 1):
                     try:
@@ -1242,20 +1270,29 @@ class Spill:
 
     # -- rewriting ---------------------------------------------------------
 
-    def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None):
-        """Replace an oversized message; see the class docstring for the contract."""
+    def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None,
+                saved=None):
+        """Replace an oversized message; see the class docstring for the contract.
+
+        ``saved`` is ``save_line``'s answer when the line was written before it
+        was parsed (big lines, see ``Relay._spill_later``); ``line`` is then
+        None, and the ``.json`` is left for the caller to remove on failure.
+        """
         kind = message_kind(msg)
         if kind == "request" or kind is None:
             return None
         if kind == "notification" and msg.get("method") != "notifications/message":
             return None
         if kind == "response" and "result" in msg and never_spilled(method):
-            log.warning("%s response of %d bytes is over --max-response-chars but is never rewritten"
-                        % (method, len(line)))
+            log.warning("%s response of %d characters is over --max-response-chars but is never rewritten"
+                        % (method, original_chars if line is None else len(line)))
             return None
         text = readable_text(msg, method)
         try:
-            files, full_text = self.save(line, msg, method, text)
+            if saved is None:
+                files, full_text = self.save(line, msg, method, text)
+            else:
+                files, full_text = self.save_text(saved, text)
         except OSError as exc:
             log.error("could not save oversized %s response under %s (%s); forwarding it unchanged"
                       % (method or "message", self.output_dir, exc))
@@ -1580,6 +1617,7 @@ class PipeReader:
         if self.threaded:
             self.flowing = threading.Event()
             self.flowing.set()
+            self.delivered = threading.Event()
             threading.Thread(target=self._run, name="ocx-reader-%d" % fd, daemon=True).start()
 
     def _readable(self):
@@ -1602,16 +1640,23 @@ class PipeReader:
                 continue
             except OSError:
                 data = b""
+            # One chunk at a time: the next read waits until the loop has taken
+            # this one, so a pause() made while handling it is never overrun.
+            self.delivered.clear()
             self.loop.post(self._deliver, data)
             if not data:
                 return
+            self.delivered.wait()
 
     def _deliver(self, data):
-        if self.closed:
-            return
-        if not data:
-            self.closed = True
-        self.on_data(data)
+        try:
+            if self.closed:
+                return
+            if not data:
+                self.closed = True
+            self.on_data(data)
+        finally:
+            self.delivered.set()
 
     def pause(self):
         """Stop reading until ``resume()``."""
@@ -4154,6 +4199,7 @@ class Relay:
         self.replaying = None            # replay request id while re-initializing
         self.restarting = False          # between an upstream exit and its replacement being ready
         self.held = []                   # client lines waiting for the restart to finish
+        self.behind_spill = None         # upstream lines waiting for a big answer's spill (a list)
         self.dead_reason = None          # set when the upstream is gone for good
         self.closing = False
 
@@ -4425,6 +4471,9 @@ class Relay:
 
     def _upstream_line(self, line):
         """Handle one line from the upstream: whatever goes wrong costs this line only."""
+        if self.behind_spill is not None:
+            self.behind_spill.append(line)  # see _spill_later
+            return
         if line.__class__ is OversizedLine:
             self._upstream_too_long(line)
             return
@@ -4442,6 +4491,9 @@ class Relay:
     def _upstream_message(self, line):
         if len(line) > PEEK_LINE_BYTES and self._pass_through(line):
             return
+        self._parse_and_forward(line)
+
+    def _parse_and_forward(self, line):
         try:
             msg = parse_message(line, long_numbers=True)
         except ValueError as exc:
@@ -4486,16 +4538,86 @@ class Relay:
                 return False
             pending = self.pending.get(key)
         method = pending.method if pending else envelope.method
-        if method == "initialize" or self._may_rewrite(line, kind, method) or not relayable_unparsed(line):
+        if method == "initialize" or not relayable_unparsed(line):
             return False
-        if self.trace:
-            self.trace.record("upstream->client", {"id": envelope.id, "method": envelope.method}
-                              if envelope.has_id else {"method": envelope.method}, len(line), pending)
-        if not self.client_out.write_line(line):
-            self._hold_upstream()
+        if self._may_rewrite(line, kind, method):
+            return len(line) >= SPILL_LATER_BYTES and kind == "response" and self._spill_later(line, envelope, pending)
+        self._send_line(line, {"id": envelope.id, "method": envelope.method} if envelope.has_id
+                        else {"method": envelope.method}, pending)
         if pending is not None:
             self._complete({"id": envelope.id})
         return True
+
+    def _spill_later(self, line, envelope, pending):
+        """Save a big answer that will be spilled now, and parse it once its bytes are let go.
+
+        Parsing needs the text and the parsed value at once; with the bytes
+        still held (by the reader that handed us the line) that is three
+        copies.  So the exact line goes to its ``.json`` now and is read back
+        as text on the next loop turn, when nothing holds the bytes: two
+        copies at most.  Upstream lines that arrive meanwhile wait in
+        ``behind_spill``, so the client sees them in the same order.  Returns False
+        when the line is to be parsed now, as smaller ones are.
+        """
+        if pending is None or never_spilled(pending.method):
+            return False
+        chars = char_count(line)
+        if compact_floor(line, chars) <= self.options.max_response_chars:
+            return False
+        try:
+            saved = self.spill.save_line(line, pending.method, envelope.id)
+        except OSError:
+            return False  # the usual path tries again, says why and forwards it unchanged
+        self.behind_spill = []
+        self.loop.post(self._finish_spill, saved, pending, chars, len(line))
+        return True
+
+    def _finish_spill(self, saved, pending, chars, size):
+        """Second half of ``_spill_later``: the preview goes out, then the lines that waited."""
+        try:
+            self._send_saved(saved, pending, chars, size)
+        except Exception as exc:  # as in _upstream_line: this answer only
+            log.error("internal error while spilling a saved answer: %s: %s" % (type(exc).__name__, exc))
+        waiting, self.behind_spill = self.behind_spill, None
+        for n, line in enumerate(waiting):
+            if self.behind_spill is not None:  # another big answer is being saved: the rest waits behind it
+                self.behind_spill.extend(waiting[n:])
+                return
+            self._upstream_line(line)
+
+    def _send_saved(self, saved, pending, chars, size):
+        try:
+            with open(saved[1], encoding="utf-8", newline="") as handle:
+                text = handle.read()
+            msg = parse_text(text, long_numbers=True)
+        except (OSError, ValueError):
+            self._parse_and_forward(self._unsave(saved))  # the usual path repairs or reports it
+            return
+        del text
+        if self.pending.get(id_key(pending.msg_id)) is not pending:
+            log.info("dropped a late answer to %s request %r" % (pending.method, pending.msg_id))
+            self.spill.discard(saved)
+            return
+        try:
+            rewritten = self.spill.rewrite(None, msg, pending.method, pending.params, self.protocol_version,
+                                           chars, saved=saved)
+        except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
+            log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
+            rewritten = None
+        if rewritten is None:
+            self._send_line(self._unsave(saved), msg, pending)
+        else:
+            out, files = rewritten
+            self._log_spill(pending.method, pending.msg_id, size, files)
+            self._send_line(out.encode("utf-8", "surrogatepass"), msg, pending, files)
+        self._complete(msg)
+
+    def _unsave(self, saved):
+        """The exact line of a spill that did not happen; its ``.json`` is removed."""
+        with open(saved[1], "rb") as handle:
+            line = handle.read()
+        self.spill.discard(saved)
+        return line
 
     def _may_rewrite(self, line, kind, method):
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
@@ -4570,6 +4692,10 @@ class Relay:
                 out, spilled = None, None
             if out is not None:
                 line = out.encode("utf-8", "surrogatepass")
+        self._send_line(line, msg, pending, spilled)
+
+    def _send_line(self, line, msg, pending, spilled=None):
+        """Write one upstream line (no newline) to the client; ``msg`` is for the trace only."""
         if self.trace:
             self.trace.record("upstream->client", msg, len(line), pending, spilled)
         if not self.client_out.write_line(line):
@@ -4611,12 +4737,9 @@ class Relay:
         chars = char_count(line)
         if chars <= limit:
             return None, None
-        # Re-serializing only helps a line that compacts under the limit.  Compact
-        # JSON can only lose whitespace, escapes (\uXXXX, \/) and number digits, so
-        # when even dropping all of those leaves it over the limit, skip the costly
-        # dumps (14 ms for 5 MB).  Duplicate keys could shrink it further; such a
-        # line is then spilled, never sent oversized.
-        if chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u") <= limit:
+        # Re-serializing only helps a line that compacts under the limit: when
+        # it cannot, skip the costly dumps (14 ms for 5 MB).
+        if compact_floor(line, chars) <= limit:
             compact = dumps(msg)
             if len(compact) <= limit:
                 return compact, None
@@ -4626,9 +4749,11 @@ class Relay:
         if rewritten is None:
             return None, None
         out, files = rewritten
-        log.info("spilled %s response %r (%d bytes) to %s" % (method or msg.get("method") or "?",
-                                                              msg.get("id"), len(line), files.txt_path))
+        self._log_spill(method or msg.get("method"), msg.get("id"), len(line), files)
         return out, files
+
+    def _log_spill(self, method, msg_id, size, files):
+        log.info("spilled %s response %r (%d bytes) to %s" % (method or "?", msg_id, size, files.txt_path))
 
     def send_to_client(self, msg):
         line = encode_message(msg)
@@ -4719,6 +4844,17 @@ class Relay:
 
 # Bytes that may disappear when a line is re-serialized compactly (see Relay._check_size).
 COMPACT_SHRINKABLE = b" \t\r\n/0123456789"
+SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed (Relay._spill_later)
+
+
+def compact_floor(line, chars):
+    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly.
+
+    Compact JSON can only lose whitespace, escapes (\\uXXXX, \\/) and number
+    digits; duplicate keys could shrink it further, so a line over the limit
+    by this bound is spilled, never sent oversized.
+    """
+    return chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u")
 
 
 def strip_output_schemas(msg, line):

@@ -847,3 +847,36 @@ def test_100_mb_result_flows_through_unparsed_with_spill_off(tmp_path):
     assert len(raw) > 100 * 2 ** 20 and raw.endswith(b'"}]}}\n') and raw.startswith(b'{"jsonrpc":"2.0","id":3,')
     relay.close()
     assert "ocx-test: parsed a line" not in relay.stderr
+
+
+# -- big answers are saved before they are parsed (peak memory: two copies, not three) -------------
+
+def test_a_big_spilled_answer_keeps_its_place_and_its_bytes(relay_factory):
+    """Over SPILL_LATER_BYTES the answer is parsed a loop turn later: the line after it must wait."""
+    text = "word \\\"quoted\\\" " * 700000  # ~12 MB of JSON, escapes included
+    big = '{"result":{"content":[{"type":"text","text":"%s"}]},"jsonrpc":"2.0","id":__ID__}' % text
+    after = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after"}}'
+    relay = relay_factory()
+    relay.initialize()
+    relay.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {}, "_answer_raw": big + "\n" + after}})
+    first, second = relay.recv(timeout=30), relay.recv(timeout=30)
+    assert first["id"] == 5 and second["params"]["data"] == "after"
+    meta = spill_meta(first)
+    with open(meta["json"], "rb") as handle:
+        assert handle.read() == big.replace("__ID__", "5").encode()
+    with open(meta["txt"], encoding="utf-8") as handle:
+        assert handle.read() == json.loads('"%s"' % text)
+    assert len(json.dumps(first, ensure_ascii=False, separators=(",", ":"))) <= 10000
+
+
+def test_a_big_answer_that_is_not_json_after_all_still_answers_its_request(relay_factory, tmp_path):
+    """The envelope looked fine, the full parse fails later: the request gets -32603, nothing is left on disk."""
+    broken = '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"%s"}],}}' % ("x" * (9 << 20))
+    relay = relay_factory()
+    relay.initialize()
+    reply, _ = relay.request("tools/call", {"name": "echo", "arguments": {}, "_answer_raw": broken}, timeout=30)
+    assert reply["error"]["code"] == -32603
+    assert relay.request("ping")[0]["result"] == {}
+    spill_dir = tmp_path / "spill"
+    assert not spill_dir.exists() or not os.listdir(str(spill_dir))
