@@ -3126,6 +3126,8 @@ class RemoteUpstream(Upstream):
         self.outbox = queue.Queue()
         self.gate = Gate()
         self.stopping = threading.Event()
+        self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
+        self.flowing.set()
         self.closing = False
         self.fatal = False
         self.handed_over = False
@@ -3183,6 +3185,23 @@ class RemoteUpstream(Upstream):
     def _deliver(self, line):
         if not self.exited:
             self.on_line(line)
+
+    def pause_reading(self):
+        self.flowing.clear()
+
+    def resume_reading(self):
+        self.flowing.set()
+
+    def _post_line(self, data):
+        """Worker threads: hand ``data`` to the loop, first waiting while the client is not reading.
+
+        The worker then reads no further from its HTTP answer, so the server's
+        writes block in TCP: backpressure, as a paused pipe gives it on stdio.
+        """
+        while not self.flowing.wait(0.25):
+            if self.stopping.is_set():
+                return
+        self.loop.post(self._deliver, data)
 
     def _exit_on_loop(self, description):
         if self.exited or self.handed_over:
@@ -3299,7 +3318,7 @@ class RemoteUpstream(Upstream):
             # The relay repairs such data or reports it; an answer still settles its exchange here.
             envelope = peek_envelope(data, partial=True)
             if envelope is None or not envelope.has_valid_id or envelope.has_method:
-                self.loop.post(self._deliver, data)
+                self._post_line(data)
                 return
             msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
         forward = True
@@ -3324,7 +3343,7 @@ class RemoteUpstream(Upstream):
             elif self._swallow_orphan(item):
                 forward = False
         if forward:
-            self.loop.post(self._deliver, data)
+            self._post_line(data)
 
     def _progressed(self, params):
         """A progress notification restarts the wait of the request whose token it carries."""
@@ -4059,6 +4078,12 @@ class AutoUpstream(Upstream):
 
     def close_input(self):
         self.inner.close_input()
+
+    def pause_reading(self):
+        self.inner.pause_reading()
+
+    def resume_reading(self):
+        self.inner.resume_reading()
 
     def _fall_back(self, lines, status):
         log.info("%s answered HTTP %d to the Streamable HTTP initialize; using legacy HTTP+SSE"

@@ -824,3 +824,38 @@ def test_urls_in_logs_lose_passwords_and_secret_query_values():
     shown = ocx_proxy.redact_url("https://u:pw@h.example/mcp?key=abc123&page=2&access_token=zz9")
     assert "pw" not in shown and "abc123" not in shown and "zz9" not in shown
     assert "page=2" in shown and "h.example/mcp" in shown
+
+
+def test_a_client_that_does_not_read_slows_a_remote_server_down(server, tmp_path):
+    """Backpressure over HTTP: the worker stops reading the answer stream, TCP holds the server back."""
+    srv = server(sessions=False)
+    argv = [sys.executable, PROXY, "streamable-http", "--url", srv.url, "--output-dir", str(tmp_path / "spill"),
+            "--max-response-chars", "0", "--max-buffer-bytes", str(1 << 20)]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=clean_env())
+    size, count = 1 << 20, 40
+    try:
+        def send(msg):
+            proc.stdin.write(json.dumps(msg).encode() + b"\n")
+            proc.stdin.flush()
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "flood_events", "arguments": {"count": count, "size": size, "id": 2}}})
+        last, stable_since = -1, time.monotonic()
+        while time.monotonic() - stable_since < 1.0:
+            time.sleep(0.05)
+            if srv.flood_sent != last:
+                last, stable_since = srv.flood_sent, time.monotonic()
+        # 1 MiB queued for us, a pipe, the socket buffers of loopback TCP: far fewer than 40.
+        assert 0 < last < count * 3 // 4, last
+        for n in range(1, count + 1):
+            assert json.loads(proc.stdout.readline())["params"]["data"] == "%06d" % n + "F" * size
+        assert json.loads(proc.stdout.readline())["id"] == 2
+    finally:
+        proc.stdin.close()
+        proc.wait(15)
+        proc.stdout.close()
