@@ -6238,31 +6238,55 @@ def write_json_output(value):
 
 
 _JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_JSON_SLICE = 1 << 16  # characters of one string escaped at a time
 
 
 def _json_chunks(value, newline):
-    # ``newline`` is a line break and the current indentation.
-    if isinstance(value, (dict, list)) and value:
+    # ``newline`` is a line break and the current indentation.  Leaves are
+    # written in place rather than by a nested generator: this is as fast
+    # as json.dumps(indent=2).
+    text = _json_leaf(value)
+    if text is not None:
+        yield text
+    elif isinstance(value, str):
+        yield '"'
+        for start in range(0, len(value), _JSON_SLICE):
+            yield _JSON_TEXT.encode(value[start:start + _JSON_SLICE])[1:-1]
+        yield '"'
+    else:
         is_dict = isinstance(value, dict)
         inner = newline + "  "
-        yield "{" if is_dict else "["
-        for index, item in enumerate(value.items() if is_dict else value):
-            yield inner if index == 0 else "," + inner
+        separator = ("{" if is_dict else "[") + inner
+        for item in value.items() if is_dict else value:
             if is_dict:
                 key, item = item
-                yield from _json_chunks(key, inner)
-                yield ": "
-            yield from _json_chunks(item, inner)
+                text = _json_leaf(key)
+                if text is None:
+                    yield separator
+                    yield from _json_chunks(key, inner)
+                    separator = ""
+                else:
+                    separator += text
+                separator += ": "
+            text = _json_leaf(item)
+            if text is None:
+                yield separator
+                yield from _json_chunks(item, inner)
+            else:
+                yield separator + text
+            separator = "," + inner
         yield newline + ("}" if is_dict else "]")
-    elif isinstance(value, str) and len(value) > 1 << 16:
-        yield '"'
-        for start in range(0, len(value), 1 << 16):
-            yield _JSON_TEXT.encode(value[start:start + (1 << 16)])[1:-1]
-        yield '"'
-    elif isinstance(value, int) and not isinstance(value, bool):
-        yield int.__repr__(value)  # the commonest scalar; the encoder is 20 times slower
-    else:
-        yield _JSON_TEXT.encode(value)  # short strings, floats, true/false/null, {} and []
+
+
+def _json_leaf(value):
+    """The JSON text of a value written in one piece, or None (a container, a long string)."""
+    if isinstance(value, str):
+        return _JSON_TEXT.encode(value) if len(value) <= _JSON_SLICE else None
+    if isinstance(value, (dict, list)):
+        return None if value else _JSON_TEXT.encode(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__repr__(value)  # the commonest scalar; the encoder is 20 times slower
+    return _JSON_TEXT.encode(value)  # floats (never NaN), true, false, null
 
 
 def register_protobuf_commands(sub):
