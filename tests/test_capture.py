@@ -491,6 +491,44 @@ def test_random_calls_in_process(calls):
     assert session.failed == any(r["type"] == "capture_error" for r in records)
 
 
+# Numbers include NaN, the infinities and integers past a double; text includes
+# lone surrogates: json.dumps writes them as a hostile client might.
+HOSTILE_VALUES = st.recursive(
+    st.none() | st.floats() | st.integers(-(10 ** 400), 10 ** 400)
+    | st.text(st.characters(blacklist_categories=()), max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=8)
+HOSTILE_LINES = st.builds(
+    lambda arguments: json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                  "params": {"name": "exec_command", "arguments": {"cmd": arguments}}}
+                                 ).encode("utf-8", "surrogatepass"),
+    HOSTILE_VALUES) | st.binary(max_size=60)
+
+
+def strict_json(data):
+    """Parse what we wrote as any JSON reader would: UTF-8, no NaN or Infinity."""
+    def refuse(name):
+        raise AssertionError("%s written as JSON" % name)
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, parse_constant=refuse)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(HOSTILE_LINES, max_size=4))
+def test_random_lines_in_process_only_ever_write_strict_json(lines):
+    tools, _ = ox.load_capture_catalog(CODEX)
+    out = io.BytesIO()
+    session = ox.CaptureSession(tools, out, max_calls=8)
+    session.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+    for line in lines:
+        for reply in session.handle_line(line):
+            strict_json(ox.encode_message(reply))
+    for record in out.getvalue().splitlines():
+        record = strict_json(record)
+        if record["type"] == "function_call":
+            strict_json(record["arguments"])
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(CALL_NAMES, ARGUMENTS), min_size=1, max_size=5))
 def test_random_calls_subprocess(tmp_path, calls):
@@ -624,7 +662,7 @@ def test_catalog_with_non_finite_numbers_is_refused(tmp_path, content):
 @pytest.mark.parametrize("content", [
     b"[" * 100000 + b"]" * 100000,
     b'{"tools":[{"name":"a"}],"metadata":' + b"[" * 500 + b"]" * 500 + b"}",  # anywhere in the document
-])
+], ids=["100000-levels", "500-levels-aside"])
 def test_catalog_nested_too_deeply_is_one_line(tmp_path, content):
     path = tmp_path / "deep.json"
     path.write_bytes(content)

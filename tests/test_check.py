@@ -193,7 +193,7 @@ def nested_in_schema(levels):
     (b'[{"name":"a","description":"\\udc00","inputSchema":{"type":"object"}}]', "lone surrogate"),
     (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
     (nested_in_schema(500), "nested too deeply"),  # parses, but the rules walk it recursively
-])
+], ids=["nan", "inf", "minus-infinity", "400-digits", "lone-surrogate", "100000-levels", "500-levels"])
 def test_file_mode_bad_json_exits_2_with_one_line(tmp_path, content, needle):
     path = tmp_path / "tools.json"
     path.write_bytes(content)
