@@ -5311,12 +5311,21 @@ class UpstreamClient:
         self.thread.start()
 
     def _on_line(self, line):
+        # An answer that parses only leniently (NaN, 1e999, 500 levels) is
+        # replaced by an error: clients refuse it, and so must the checks.
+        problem = None
         try:
-            msg = parse_message(line)
-        except ValueError:
-            log.warning("server wrote a line that is not JSON: %s" % line[:200].decode("utf-8", "replace"))
-            return
+            msg = load_json_strict(line, "the answer")
+        except OcxError as exc:
+            problem = str(exc)
+            try:
+                msg = parse_message(line)
+            except (ValueError, RecursionError):
+                log.warning("server wrote a line that is not JSON: %s" % line[:200].decode("utf-8", "replace"))
+                return
         kind = message_kind(msg)
+        if problem is not None and kind == "response":
+            msg = error_response(msg["id"], PARSE_ERROR, problem)
         if kind == "request":
             answer = ({"jsonrpc": "2.0", "id": msg["id"], "result": {}} if msg["method"] == "ping" else
                       error_response(msg["id"], METHOD_NOT_FOUND, "ocx-proxy check does not serve " + msg["method"]))

@@ -233,3 +233,19 @@ def test_file_mode_stops_reading_an_endless_file_at_the_default_cap():
     err = proc.stderr.decode("utf-8")
     assert proc.returncode == 2 and len(err.splitlines()) == 1
     assert "larger than %d bytes" % op.MAX_INPUT_BYTES in err
+
+
+@pytest.mark.parametrize("tool,needle", [
+    ({"name": "a", "inputSchema": {"type": "object", "maximum": float("inf")}}, "Infinity is not a JSON number"),
+    ({"name": "a", "inputSchema": {"type": "object", "default": float("nan")}}, "NaN is not a JSON number"),
+    (json.loads(nested_in_schema(500))[0], "nested too deeply"),  # before: internal error
+], ids=["infinity", "nan", "500-levels"])
+def test_server_answer_only_lenient_json_accepts_is_a_finding(tmp_path, tool, needle):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"tools": [tool]}))  # the fixture server writes NaN/Infinity as Python does
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", "stdio", "--", sys.executable, SERVER,
+                           str(catalog)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 1 and b"internal error" not in proc.stderr, proc.stderr
+    findings = [f for f in json.loads(proc.stdout)["findings"] if f["severity"] == "error"]
+    assert [f["pointer"] for f in findings] == ["/tools"]
+    assert "tools/list failed" in findings[0]["message"] and needle in findings[0]["message"]
