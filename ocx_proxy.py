@@ -158,15 +158,130 @@ def expand_env_refs(value, environ=None):
     return ENV_REF_RE.sub(repl, value)
 
 
-def read_input_bytes(source):
-    """Read a FILE argument, ``-`` meaning stdin; OcxError when unreadable."""
+# What a command reads from a FILE argument or stdin (decode, encode-tools,
+# check --file), unless --max-input-bytes says otherwise.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Far deeper than any real JSON Schema, and shallow enough that every walk
+# over a document we accept (check rules, encoders) stays clear of the
+# recursion limit.
+MAX_JSON_DEPTH = 200
+
+
+def read_at_most(stream, size):
+    """Read a binary stream until its end or ``size`` bytes, whichever is first.
+
+    Reads go in 64 KiB pieces, so an endless input (``/dev/zero``) costs
+    ``size`` bytes and no more.
+    """
+    chunks = []
+    while size > 0:
+        chunk = stream.read(min(size, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_input_bytes(source, limit=MAX_INPUT_BYTES):
+    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes.
+
+    Reading stops one byte past the limit.  OcxError when unreadable or
+    longer, naming --max-input-bytes, the option that raises the limit.
+    """
+    stdin = source in (None, "-")
     try:
-        if source in (None, "-"):
-            return sys.stdin.buffer.read()
-        with open(source, "rb") as handle:
-            return handle.read()
+        if stdin:
+            data = read_at_most(sys.stdin.buffer, limit + 1)
+        else:
+            with open(source, "rb") as handle:
+                data = read_at_most(handle, limit + 1)
     except OSError as exc:
         raise OcxError("cannot read %s: %s" % (source, exc.strerror or exc))
+    if len(data) > limit:
+        raise OcxError("input limit: %s is larger than %d bytes (raise it with --max-input-bytes)"
+                       % ("standard input" if stdin else source, limit))
+    return data
+
+
+# A surrogate escape such as \ud800 is the only way JSON text can smuggle a
+# lone surrogate (UTF-8 cannot encode one), so only such text is searched.
+_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+_MAX_DOUBLE_INT = int(sys.float_info.max)
+
+
+def load_json_strict(data, what):
+    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).
+
+    Only what every JSON reader accepts gets through: NaN, Infinity, numbers
+    beyond the range of a double (``1e999``), strings with a lone surrogate
+    and nesting deeper than MAX_JSON_DEPTH are refused, so nothing derived
+    from the value can put them into JSON we write, and no later walk over
+    it meets RecursionError.  Any defect raises OcxError, one line starting
+    with ``what``.
+    """
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
+        value = json.loads(text, parse_constant=_refuse_json_constant,
+                           parse_float=_json_double, parse_int=_json_integer)
+    except UnicodeDecodeError as exc:
+        raise OcxError("%s is not UTF-8 text: %s at byte %d" % (what, exc.reason, exc.start))
+    except RecursionError:
+        raise OcxError("%s is nested too deeply: more than %d levels" % (what, MAX_JSON_DEPTH))
+    except ValueError as exc:
+        raise OcxError("%s is not valid JSON: %s" % (what, exc))
+    problem = _json_tree_problem(value, _SURROGATE_ESCAPE_RE.search(text) is not None)
+    if problem:
+        raise OcxError("%s %s" % (what, problem))
+    return value
+
+
+def _refuse_json_constant(name):
+    raise ValueError("%s is not a JSON number" % name)
+
+
+def _json_double(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number %s is beyond the range of a double" % _number_excerpt(text))
+    return value
+
+
+def _json_integer(text):
+    # Checking the length first spares Python < 3.11 a quadratic conversion
+    # of a megabyte of digits (3.11+ refuses past 4300 digits anyway).
+    if len(text) <= 320:
+        value = int(text)
+        if abs(value) <= _MAX_DOUBLE_INT:
+            return value
+    raise ValueError("number %s is beyond the range of a double" % _number_excerpt(text))
+
+
+def _number_excerpt(text):
+    return text if len(text) <= 24 else "%s... (%d characters)" % (text[:16], len(text))
+
+
+def _json_tree_problem(value, check_strings):
+    """What is wrong with a parsed value (too deep, a lone surrogate), or None; iterative."""
+    wanted = (dict, list, str) if check_strings else (dict, list)
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if _LONE_SURROGATE_RE.search(node):
+                return "holds a string with a lone surrogate, which is not Unicode text"
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return "is nested too deeply: more than %d levels" % MAX_JSON_DEPTH
+        if isinstance(node, dict):
+            if check_strings:
+                stack.extend((key, depth) for key in node)
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        stack.extend((item, depth + 1) for item in node if isinstance(item, wanted))
+    return None
 
 
 def default_cache_dir():
@@ -4952,6 +5067,11 @@ MAX_EXACT_INTEGER = 2 ** 53
 MAX_VALUE_DEPTH = 100
 # decode_raw guesses nested messages only this deep; deeper payloads stay bytes.
 MAX_RAW_DEPTH = 64
+# A field takes two bytes on the wire and some two hundred once decoded (a
+# dict, its keys, a list slot), so without a cap a 2 MB blob of empty tools
+# decodes to a gigabyte.  A 1 MiB message, Cursor's largest, has at most
+# 524,288 fields.
+MAX_DECODED_FIELDS = 1000000
 
 # Limits observed on Cursor's service (see vendor_proto_notes.md, "Limits").
 CURSOR_MAX_TOOLS = 330
@@ -4988,6 +5108,25 @@ class ProtobufDecodeError(OcxError):
         if self.snippet is not None:
             parts.append("; the bytes there look like text: %s" % json.dumps(self.snippet))
         return "".join(parts)
+
+
+class DecodeLimitError(OcxError):
+    """The input holds more fields than the decoder may turn into objects."""
+
+
+class _FieldBudget:
+    """How many more fields one decode may turn into Python objects."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.left = limit
+
+    def take(self, offset):
+        """Count the field whose tag is at ``offset``; DecodeLimitError past the limit."""
+        self.left -= 1
+        if self.left < 0:
+            raise DecodeLimitError("decode limit: more than %d fields (the next at byte %d); "
+                                   "raise it with --max-fields" % (self.limit, offset))
 
 
 def _is_text_byte(byte):
@@ -5307,14 +5446,16 @@ def _skip_value(data, pos, end, where, field, wire_type):
     return _skip_group(data, pos, end, where, field)
 
 
-def _iter_fields(data, pos, end, where):
+def _iter_fields(data, pos, end, where, budget):
     """Yield (field, wire type, tag offset, value) for each field in data[pos:end].
 
     ``value`` is an int for varints, bytes for fixed fields, a (start, end)
-    pair for length-delimited fields and None for skipped groups.
+    pair for length-delimited fields and None for skipped groups.  Each
+    field is taken from ``budget``.
     """
     while pos < end:
         tag_pos = pos
+        budget.take(tag_pos)
         field, wire_type, pos = _read_tag(data, pos, end, where)
         if wire_type == WIRE_VARINT:
             value, pos = _read_varint(data, pos, end, where, field, wire_type)
@@ -5362,34 +5503,36 @@ def _utf8_at(data, span, offset, field, where, name):
                                   data, span[0] + exc.start, field, WIRE_LEN, where)
 
 
-def decode_value(data):
+def decode_value(data, max_fields=MAX_DECODED_FIELDS):
     """Decode serialized ``google.protobuf.Value`` bytes into a JSON value.
 
     Strict: exactly one kind must be set, NaN/infinity and unknown fields are
     refused, and any problem raises ProtobufDecodeError.  Integral doubles
-    within 2**53 come back as int, as a JSON printer would show them.
+    within 2**53 come back as int, as a JSON printer would show them.  Like
+    every decoder here, it raises DecodeLimitError rather than decode more
+    than ``max_fields`` fields.
     """
     data = _as_bytes(data)
-    return _decode_value(data, 0, len(data), "Value", 0)
+    return _decode_value(data, 0, len(data), "Value", 0, _FieldBudget(max_fields))
 
 
-def _decode_value(data, pos, end, where, depth):
+def _decode_value(data, pos, end, where, depth, budget):
     if depth > MAX_VALUE_DEPTH:
         raise ProtobufDecodeError("Value nested deeper than %d levels" % MAX_VALUE_DEPTH,
                                   data, pos, where=where)
     result = None
     kind = None
-    for field, wire_type, offset, value in _iter_fields(data, pos, end, where):
+    for field, wire_type, offset, value in _iter_fields(data, pos, end, where, budget):
         if kind is not None:
             raise ProtobufDecodeError("Value sets more than one kind (already %s)" % kind,
                                       data, offset, field, wire_type, where)
-        kind, result = _decode_value_kind(data, field, wire_type, offset, value, where, depth)
+        kind, result = _decode_value_kind(data, field, wire_type, offset, value, where, depth, budget)
     if kind is None:
         raise ProtobufDecodeError("Value has no kind set (empty message)", data, pos, where=where)
     return result
 
 
-def _decode_value_kind(data, field, wire_type, offset, value, where, depth):
+def _decode_value_kind(data, field, wire_type, offset, value, where, depth, budget):
     if field == 1:
         _expect(data, offset, field, wire_type, WIRE_VARINT, where, "null_value")
         if value != 0:
@@ -5410,10 +5553,10 @@ def _decode_value_kind(data, field, wire_type, offset, value, where, depth):
         return "bool_value", bool(value)
     if field == 5:
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "struct_value")
-        return "struct_value", _decode_struct(data, value[0], value[1], where, depth + 1)
+        return "struct_value", _decode_struct(data, value[0], value[1], where, depth + 1, budget)
     if field == 6:
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "list_value")
-        return "list_value", _decode_list(data, value[0], value[1], where, depth + 1)
+        return "list_value", _decode_list(data, value[0], value[1], where, depth + 1, budget)
     raise ProtobufDecodeError("google.protobuf.Value has no field %d" % field,
                               data, offset, field, wire_type, where)
 
@@ -5427,15 +5570,15 @@ def _json_number(number, data, offset, where):
     return number
 
 
-def _decode_struct(data, pos, end, where, depth):
+def _decode_struct(data, pos, end, where, depth, budget):
     where += ".struct_value"
     result = {}
-    for field, wire_type, offset, span in _iter_fields(data, pos, end, where):
+    for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         if field != 1:
             raise ProtobufDecodeError("google.protobuf.Struct has no field %d" % field,
                                       data, offset, field, wire_type, where)
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "fields")
-        key, value = _decode_struct_entry(data, span, where, depth)
+        key, value = _decode_struct_entry(data, span, where, depth, budget)
         if key in result:
             raise ProtobufDecodeError("Struct key %s appears twice" % json.dumps(key),
                                       data, offset, field, wire_type, where)
@@ -5443,11 +5586,11 @@ def _decode_struct(data, pos, end, where, depth):
     return result
 
 
-def _decode_struct_entry(data, span, where, depth):
+def _decode_struct_entry(data, span, where, depth, budget):
     key = ""
     value_span = None
     seen = set()
-    for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where):
+    for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where, budget):
         _once(seen, data, offset, field, wire_type, where, "map entry field %d" % field)
         if field == 1:
             _expect(data, offset, field, wire_type, WIRE_LEN, where, "map key")
@@ -5462,19 +5605,19 @@ def _decode_struct_entry(data, span, where, depth):
         raise ProtobufDecodeError("map entry for key %s has no value" % json.dumps(key),
                                   data, span[0], where=where)
     inner = "%s[%s]" % (where, json.dumps(key, ensure_ascii=False))
-    return key, _decode_value(data, value_span[0], value_span[1], inner, depth)
+    return key, _decode_value(data, value_span[0], value_span[1], inner, depth, budget)
 
 
-def _decode_list(data, pos, end, where, depth):
+def _decode_list(data, pos, end, where, depth, budget):
     where += ".list_value"
     result = []
-    for field, wire_type, offset, span in _iter_fields(data, pos, end, where):
+    for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         if field != 1:
             raise ProtobufDecodeError("google.protobuf.ListValue has no field %d" % field,
                                       data, offset, field, wire_type, where)
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "values")
         inner = "%s[%d]" % (where, len(result))
-        result.append(_decode_value(data, span[0], span[1], inner, depth))
+        result.append(_decode_value(data, span[0], span[1], inner, depth, budget))
     return result
 
 
@@ -5482,13 +5625,13 @@ TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema",
                           4: "provider_identifier", 5: "tool_name"}
 
 
-def _decode_definition(data, pos, end, where):
+def _decode_definition(data, pos, end, where, budget):
     # Unknown fields are skipped as protobuf-es skips them, so an error here
     # is the same error Cursor's parser would report for the same bytes.
     tool = {"name": "", "description": "", "input_schema": None,
             "provider_identifier": "", "tool_name": ""}
     seen = set()
-    for field, wire_type, offset, span in _iter_fields(data, pos, end, where):
+    for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         name = TOOL_DEFINITION_FIELDS.get(field)
         if name is None:
             continue
@@ -5496,24 +5639,24 @@ def _decode_definition(data, pos, end, where):
         _once(seen, data, offset, field, wire_type, where, name)
         if field == 3:
             if span[1] > span[0]:
-                tool[name] = _decode_value(data, span[0], span[1], where + ".input_schema", 0)
+                tool[name] = _decode_value(data, span[0], span[1], where + ".input_schema", 0, budget)
         else:
             tool[name] = _utf8_at(data, span, offset, field, where, name)
     return tool
 
 
-def _decode_mcp_tools(data, pos, end, where):
+def _decode_mcp_tools(data, pos, end, where, budget):
     tools = []
-    for field, wire_type, offset, span in _iter_fields(data, pos, end, where):
+    for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         if field != 1:
             continue
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_tools")
         inner = "%s.mcp_tools[%d]" % (where, len(tools))
-        tools.append(_decode_definition(data, span[0], span[1], inner))
+        tools.append(_decode_definition(data, span[0], span[1], inner, budget))
     return tools
 
 
-def decode_mcp_tools(data):
+def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
     """Decode a serialized ``McpTools`` message into a list of tool dicts.
 
     Each dict has name, description, input_schema (decoded JSON, None when
@@ -5523,14 +5666,14 @@ def decode_mcp_tools(data):
     input_schema that is not a Value) raises ProtobufDecodeError.
     """
     data = _as_bytes(data)
-    return _decode_mcp_tools(data, 0, len(data), "McpTools")
+    return _decode_mcp_tools(data, 0, len(data), "McpTools", _FieldBudget(max_fields))
 
 
 def _other_field(field, wire_type, offset):
     return {"field": field, "wire_type": wire_type, "offset": offset}
 
 
-def decode_agent_run_request(data):
+def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
     """Decode the tool part of an ``AgentRunRequest``.
 
     Returns ``{"mcp_tools": ..., "other_fields": [...]}``: mcp_tools is None
@@ -5542,21 +5685,22 @@ def decode_agent_run_request(data):
     where = "AgentRunRequest"
     result = {"mcp_tools": None, "other_fields": []}
     seen = set()
-    for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where):
+    budget = _FieldBudget(max_fields)
+    for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where, budget):
         if field != 4:
             result["other_fields"].append(_other_field(field, wire_type, offset))
             continue
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_tools")
         _once(seen, data, offset, field, wire_type, where, "mcp_tools")
-        result["mcp_tools"] = _decode_mcp_tools(data, span[0], span[1], where + ".mcp_tools")
+        result["mcp_tools"] = _decode_mcp_tools(data, span[0], span[1], where + ".mcp_tools", budget)
     return result
 
 
-def _decode_instructions(data, span, where):
+def _decode_instructions(data, span, where, budget):
     item = {"server_name": "", "instructions": ""}
     names = {1: "server_name", 2: "instructions", 3: "server_identifier"}
     seen = set()
-    for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where):
+    for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where, budget):
         name = names.get(field)
         if name is None:
             continue
@@ -5566,7 +5710,7 @@ def _decode_instructions(data, span, where):
     return item
 
 
-def decode_request_context(data):
+def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
     """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14).
 
     Returns ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``.
@@ -5574,15 +5718,16 @@ def decode_request_context(data):
     data = _as_bytes(data)
     where = "RequestContext"
     result = {"tools": [], "mcp_instructions": [], "other_fields": []}
-    for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where):
+    budget = _FieldBudget(max_fields)
+    for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where, budget):
         if field == 7:
             _expect(data, offset, field, wire_type, WIRE_LEN, where, "tools")
             inner = "%s.tools[%d]" % (where, len(result["tools"]))
-            result["tools"].append(_decode_definition(data, span[0], span[1], inner))
+            result["tools"].append(_decode_definition(data, span[0], span[1], inner, budget))
         elif field == 14:
             _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_instructions")
             inner = "%s.mcp_instructions[%d]" % (where, len(result["mcp_instructions"]))
-            result["mcp_instructions"].append(_decode_instructions(data, span, inner))
+            result["mcp_instructions"].append(_decode_instructions(data, span, inner, budget))
         else:
             result["other_fields"].append(_other_field(field, wire_type, offset))
     return result
@@ -5591,7 +5736,7 @@ def decode_request_context(data):
 # -- schema-less decoding, like `protoc --decode_raw` -------------------------
 
 
-def decode_raw(data):
+def decode_raw(data, max_fields=MAX_DECODED_FIELDS):
     """Decode any protobuf message without its schema.
 
     Returns a list of ``{"field", "wire_type", "offset", <value>}`` dicts
@@ -5603,11 +5748,11 @@ def decode_raw(data):
     typed decoders.
     """
     data = _as_bytes(data)
-    fields, _ = _decode_raw_fields(data, 0, len(data), 0, None)
+    fields, _ = _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))
     return fields
 
 
-def _decode_raw_fields(data, pos, end, depth, group):
+def _decode_raw_fields(data, pos, end, depth, group, budget):
     """Parse data[pos:end]; inside a group, stop at its end tag and return the position."""
     fields = []
     where = "message" if group is None else "group %d" % group
@@ -5619,8 +5764,9 @@ def _decode_raw_fields(data, pos, end, depth, group):
                 raise ProtobufDecodeError("end-group tag without a matching start-group",
                                           data, tag_pos, field, wire_type, where)
             return fields, pos
+        budget.take(tag_pos)
         item = {"field": field, "wire_type": wire_type, "offset": tag_pos}
-        pos = _decode_raw_value(data, pos, end, depth, item, where)
+        pos = _decode_raw_value(data, pos, end, depth, item, where, budget)
         fields.append(item)
     if group is not None:
         raise ProtobufDecodeError("data ends inside group %d" % group,
@@ -5628,7 +5774,7 @@ def _decode_raw_fields(data, pos, end, depth, group):
     return fields, pos
 
 
-def _decode_raw_value(data, pos, end, depth, item, where):
+def _decode_raw_value(data, pos, end, depth, item, where, budget):
     field, wire_type = item["field"], item["wire_type"]
     if wire_type == WIRE_VARINT:
         item["varint"], pos = _read_varint(data, pos, end, where, field, wire_type)
@@ -5644,10 +5790,10 @@ def _decode_raw_value(data, pos, end, depth, item, where):
         if depth >= MAX_RAW_DEPTH:
             raise ProtobufDecodeError("groups nested deeper than %d" % MAX_RAW_DEPTH,
                                       data, pos, field, wire_type, where)
-        item["group"], pos = _decode_raw_fields(data, pos, end, depth + 1, field)
+        item["group"], pos = _decode_raw_fields(data, pos, end, depth + 1, field, budget)
     else:
         start, pos = _read_length(data, pos, end, where, field)
-        item.update(_guess_payload(data, start, pos, depth))
+        item.update(_guess_payload(data, start, pos, depth, budget))
     return pos
 
 
@@ -5656,7 +5802,7 @@ def _add_finite(item, key, number):
         item[key] = number
 
 
-def _guess_payload(data, start, end, depth):
+def _guess_payload(data, start, end, depth, budget):
     # Text is the likelier reading when every byte is printable: a message
     # almost always holds a control byte (small lengths, tags 0x08-0x1A).
     payload = data[start:end]
@@ -5668,10 +5814,11 @@ def _guess_payload(data, start, end, depth):
     if text is not None and all(_is_text_byte(b) for b in payload):
         return {"string": text}
     if depth < MAX_RAW_DEPTH:
+        left = budget.left
         try:
-            return {"message": _decode_raw_fields(data, start, end, depth + 1, None)[0]}
+            return {"message": _decode_raw_fields(data, start, end, depth + 1, None, budget)[0]}
         except ProtobufDecodeError:
-            pass
+            budget.left = left  # that guess is dropped, and its fields with it
     if text is not None:
         return {"string": text}
     return {"bytes": payload.hex()}
@@ -6052,12 +6199,7 @@ def load_capture_catalog(path, tool_choice=None):
     limit.
     """
     data = _read_bounded_regular_file(path, CAPTURE_MAX_CATALOG_BYTES)
-    try:
-        document = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise OcxError("catalog %s is not valid JSON: %s" % (path, exc))
-    except RecursionError:
-        raise OcxError("catalog %s is nested too deeply to parse" % path)
+    document = load_json_strict(data, "catalog %s" % path)
     tools, body_choice = split_catalog(document)
     choice = body_choice if tool_choice is None else tool_choice
     notes = []
@@ -6087,7 +6229,8 @@ def _read_bounded_regular_file(path, limit):
         if before.st_size > limit:
             raise OcxError("catalog limit: %s is %d bytes, at most %d"
                            % (path, before.st_size, limit))
-        data = _read_at_most(fd, limit + 1)
+        with open(fd, "rb", buffering=0, closefd=False) as stream:
+            data = read_at_most(stream, limit + 1)
         after = os.fstat(fd)
     except OSError as exc:
         raise OcxError("cannot read catalog %s: %s" % (path, exc.strerror or exc))
@@ -6099,17 +6242,6 @@ def _read_bounded_regular_file(path, limit):
             or len(data) != before.st_size:
         raise OcxError("catalog %s changed while being read" % path)
     return data
-
-
-def _read_at_most(fd, size):
-    chunks = []
-    while size > 0:
-        chunk = os.read(fd, min(size, 1 << 16))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
 
 
 def _check_capture_choice(choice, selected):
@@ -6211,9 +6343,9 @@ class CaptureSession:
         if not line.strip():
             return []
         try:
-            message = parse_message(line)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return [self._refuse(None, PARSE_ERROR, "parse_error", "line is not JSON")]
+            message = load_json_strict(line, "line")
+        except OcxError as exc:
+            return [self._refuse(None, PARSE_ERROR, "parse_error", str(exc))]
         if isinstance(message, list):
             replies = [reply for reply in map(self.handle, message) if reply is not None]
             return [replies] if replies else []
@@ -6818,12 +6950,21 @@ class UpstreamClient:
         self.thread.start()
 
     def _on_line(self, line):
+        # An answer that parses only leniently (NaN, 1e999, 500 levels) is
+        # replaced by an error: clients refuse it, and so must the checks.
+        problem = None
         try:
-            msg = parse_message(line)
-        except ValueError:
-            log.warning("server wrote a line that is not JSON: %s" % line[:200].decode("utf-8", "replace"))
-            return
+            msg = load_json_strict(line, "the answer")
+        except OcxError as exc:
+            problem = str(exc)
+            try:
+                msg = parse_message(line)
+            except (ValueError, RecursionError):
+                log.warning("server wrote a line that is not JSON: %s" % line[:200].decode("utf-8", "replace"))
+                return
         kind = message_kind(msg)
+        if problem is not None and kind == "response":
+            msg = error_response(msg["id"], PARSE_ERROR, problem)
         if kind == "request":
             answer = ({"jsonrpc": "2.0", "id": msg["id"], "result": {}} if msg["method"] == "ping" else
                       error_response(msg["id"], METHOD_NOT_FOUND, "ocx-proxy check does not serve " + msg["method"]))
@@ -6938,13 +7079,14 @@ def fetch_pages(client, method, key, problems):
     return items, pages
 
 
-def load_catalog_file(path):
-    """A saved tools/list result, JSON-RPC response, or bare tool array -> snapshot."""
-    data = read_input_bytes(path)
-    try:
-        value = json.loads(data.decode("utf-8-sig"))
-    except ValueError as exc:
-        raise CheckConnectError("%s is not JSON: %s" % (path, exc))
+def load_catalog_file(path, limit=MAX_INPUT_BYTES):
+    """A saved tools/list result, JSON-RPC response, or bare tool array -> snapshot.
+
+    The file (``-``: stdin) holds at most ``limit`` bytes of strict JSON
+    (see load_json_strict); OcxError otherwise.
+    """
+    value = load_json_strict(read_input_bytes(path, limit),
+                             "standard input" if path == "-" else path)
     if isinstance(value, dict) and isinstance(value.get("result"), dict):
         value = value["result"]
     if isinstance(value, list):
@@ -7596,18 +7738,10 @@ def add_demo_commands(sub):
                                    "unicode, structured and image results.")
     p.set_defaults(handler=cmd_demo_server)
 
-def load_json_input(source, what):
+def load_json_input(source, what, limit=MAX_INPUT_BYTES):
     """Read and parse a JSON document from FILE or ``-``; OcxError naming ``what``."""
-    data = read_input_bytes(source)
     label = "stdin" if source in (None, "-") else source
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise OcxError("%s (%s) is not UTF-8 text: %s" % (what, label, exc.reason))
-    except ValueError as exc:
-        raise OcxError("%s (%s) is not valid JSON: %s" % (what, label, exc))
-    except RecursionError:
-        raise OcxError("%s (%s) is nested too deeply to parse" % (what, label))
+    return load_json_strict(read_input_bytes(source, limit), "%s (%s)" % (what, label))
 
 
 def parse_tool_choice_arg(text):
@@ -7615,8 +7749,8 @@ def parse_tool_choice_arg(text):
     if text in ("auto", "none", "required"):
         return text
     try:
-        return json.loads(text)
-    except ValueError:
+        return load_json_strict(text, "--tool-choice")
+    except OcxError:
         raise UsageError("--tool-choice must be auto, none, required or JSON "
                          "such as '{\"type\":\"function\",\"name\":\"x\"}'; got %r" % text)
 
@@ -7680,7 +7814,7 @@ def write_binary_output(data, fmt):
 
 def cmd_encode_tools(args):
     """``encode-tools``: a JSON catalog in, Cursor protobuf out, a summary on stderr."""
-    document = load_json_input(args.file, "tool catalog")
+    document = load_json_input(args.file, "tool catalog", args.max_input_bytes)
     tools, body_choice = split_catalog(document)
     if args.tool_choice is None:
         tool_choice = body_choice
@@ -7723,17 +7857,88 @@ DECODERS = {
 
 def cmd_decode(args):
     """``decode``: protobuf bytes (raw, hex or base64) in, JSON on stdout."""
-    data = decode_input_format(read_input_bytes(args.file), args.format)
-    result = DECODERS[args.as_type](data)
+    data = decode_input_format(read_input_bytes(args.file, args.max_input_bytes), args.format)
+    result = DECODERS[args.as_type](data, args.max_fields)
+    del data  # not needed while the result is written
     if args.as_type == "agent-run-request":
         if result["mcp_tools"] is None:
             log.info("mcp_tools is absent: Cursor adds its default native tool catalog")
         elif not result["mcp_tools"]:
             log.info("mcp_tools is an empty wrapper (22 00): Cursor's native catalog is suppressed")
-    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
-    sys.stdout.buffer.write(text.encode("utf-8"))
-    sys.stdout.buffer.flush()
+    write_json_output(result)
     return 0
+
+
+def write_json_output(value):
+    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made.
+
+    The text of a large decoded result is several times the size of its
+    objects, and one escaped string can be six times the string, so
+    neither is ever held whole.
+    """
+    pending = []
+    size = 0
+    for chunk in itertools.chain(_json_chunks(value, "\n"), ["\n"]):
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= 1 << 16:
+            sys.stdout.buffer.write("".join(pending).encode("utf-8"))
+            pending = []
+            size = 0
+    sys.stdout.buffer.write("".join(pending).encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_JSON_SLICE = 1 << 16  # characters of one string escaped at a time
+
+
+def _json_chunks(value, newline):
+    # ``newline`` is a line break and the current indentation.  Leaves are
+    # written in place rather than by a nested generator: this is as fast
+    # as json.dumps(indent=2).
+    text = _json_leaf(value)
+    if text is not None:
+        yield text
+    elif isinstance(value, str):
+        yield '"'
+        for start in range(0, len(value), _JSON_SLICE):
+            yield _JSON_TEXT.encode(value[start:start + _JSON_SLICE])[1:-1]
+        yield '"'
+    else:
+        is_dict = isinstance(value, dict)
+        inner = newline + "  "
+        separator = ("{" if is_dict else "[") + inner
+        for item in value.items() if is_dict else value:
+            if is_dict:
+                key, item = item
+                text = _json_leaf(key)
+                if text is None:
+                    yield separator
+                    yield from _json_chunks(key, inner)
+                    separator = ""
+                else:
+                    separator += text
+                separator += ": "
+            text = _json_leaf(item)
+            if text is None:
+                yield separator
+                yield from _json_chunks(item, inner)
+            else:
+                yield separator + text
+            separator = "," + inner
+        yield newline + ("}" if is_dict else "]")
+
+
+def _json_leaf(value):
+    """The JSON text of a value written in one piece, or None (a container, a long string)."""
+    if isinstance(value, str):
+        return _JSON_TEXT.encode(value) if len(value) <= _JSON_SLICE else None
+    if isinstance(value, (dict, list)):
+        return None if value else _JSON_TEXT.encode(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__repr__(value)  # the commonest scalar; the encoder is 20 times slower
+    return _JSON_TEXT.encode(value)  # floats (never NaN), true, false, null
 
 
 def register_protobuf_commands(sub):
@@ -7766,6 +7971,7 @@ def register_protobuf_commands(sub):
     p.add_argument("--format", choices=["raw", "hex", "base64"],
                    help="output encoding (default: raw when stdout is a file or pipe, "
                         "hex on a terminal)")
+    add_max_input_bytes_option(p)
     p.set_defaults(handler=cmd_encode_tools)
 
     p = sub.add_parser(
@@ -7781,7 +7987,20 @@ def register_protobuf_commands(sub):
     p.add_argument("--format", choices=["auto", "raw", "hex", "base64"], default="auto",
                    help="input encoding; auto takes text of hex digits as hex, text of base64 "
                         "characters as base64, anything else as raw bytes (default: %(default)s)")
+    add_max_input_bytes_option(p)
+    p.add_argument("--max-fields", metavar="N", type=typed(int_at_least(1), "a count"),
+                   default=MAX_DECODED_FIELDS,
+                   help="decode at most this many protobuf fields; more is an error, as a small "
+                        "blob can expand to gigabytes of JSON (default: %(default)s)")
     p.set_defaults(handler=cmd_decode)
+
+
+def add_max_input_bytes_option(parser):
+    parser.add_argument("--max-input-bytes", metavar="BYTES", type=typed(int_at_least(1), "a byte count"),
+                        default=MAX_INPUT_BYTES,
+                        help="read at most this many bytes from FILE or stdin; more is an error "
+                             "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
+
 
 def positive_int(text):
     """argparse type: an integer of at least 1."""
@@ -7944,7 +8163,7 @@ def cmd_check(args):
                          % ("both" if transport else "neither"))
     try:
         if args.file:
-            snapshot, timings, problems = load_catalog_file(args.file), {}, []
+            snapshot, timings, problems = load_catalog_file(args.file, args.max_input_bytes), {}, []
         else:
             client = UpstreamClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0)
             client.start()
@@ -7974,6 +8193,7 @@ def add_check_command(sub):
                                    "found, 2 could not connect.")
     p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
                                                   "connecting ('-' reads stdin) (default: connect)")
+    add_max_input_bytes_option(p)
     add_check_output_options(p)
     p.set_defaults(handler=cmd_check, transport=None)
     transports = p.add_subparsers(dest="transport", metavar="TRANSPORT")

@@ -431,6 +431,17 @@ def test_oversized_line_is_refused_and_the_session_goes_on(client_factory, tmp_p
     assert [record["reason"] for record in read_records(out)] == ["line_too_large"]
 
 
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
+def test_non_finite_arguments_are_refused_never_recorded(client_factory, tmp_path, token):
+    out = tmp_path / "calls.ndjson"
+    client = client_factory("--catalog", CODEX, "--out", str(out))
+    client.initialize()
+    client.send(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec_command",'
+                b'"arguments":{"cmd":"ls","n":%s}}}\n' % token.encode())
+    records = refused(client, out, "parse_error", ox.PARSE_ERROR)
+    assert len(records) == 1 and token.lstrip("-") in records[0]["message"]
+
+
 def test_call_as_notification_is_refused(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
@@ -478,6 +489,44 @@ def test_random_calls_in_process(calls):
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     check_session_outcome(calls, records, 4)
     assert session.failed == any(r["type"] == "capture_error" for r in records)
+
+
+# Numbers include NaN, the infinities and integers past a double; text includes
+# lone surrogates: json.dumps writes them as a hostile client might.
+HOSTILE_VALUES = st.recursive(
+    st.none() | st.floats() | st.integers(-(10 ** 400), 10 ** 400)
+    | st.text(st.characters(blacklist_categories=()), max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=8)
+HOSTILE_LINES = st.builds(
+    lambda arguments: json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                  "params": {"name": "exec_command", "arguments": {"cmd": arguments}}}
+                                 ).encode("utf-8", "surrogatepass"),
+    HOSTILE_VALUES) | st.binary(max_size=60)
+
+
+def strict_json(data):
+    """Parse what we wrote as any JSON reader would: UTF-8, no NaN or Infinity."""
+    def refuse(name):
+        raise AssertionError("%s written as JSON" % name)
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, parse_constant=refuse)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(HOSTILE_LINES, max_size=4))
+def test_random_lines_in_process_only_ever_write_strict_json(lines):
+    tools, _ = ox.load_capture_catalog(CODEX)
+    out = io.BytesIO()
+    session = ox.CaptureSession(tools, out, max_calls=8)
+    session.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+    for line in lines:
+        for reply in session.handle_line(line):
+            strict_json(ox.encode_message(reply))
+    for record in out.getvalue().splitlines():
+        record = strict_json(record)
+        if record["type"] == "function_call":
+            strict_json(record["arguments"])
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -584,6 +633,42 @@ def test_catalog_bad_content(tmp_path, content):
     path.write_bytes(content)
     assert_one_line_error(run_proxy("capture", "--catalog", str(path), "--out",
                                     str(tmp_path / "o")), 1)
+
+
+NON_FINITE_CATALOGS = [
+    b'[{"name":"a","parameters":{"type":"object","properties":{"n":{"maximum":1e999}}}}]',
+    b'[{"name":"a","parameters":{"type":"object","properties":{"n":{"minimum":-1e999}}}}]',
+    b'[{"name":"a","parameters":{"type":"object","properties":{"n":{"default":NaN}}}}]',
+    b'[{"name":"a","parameters":{"type":"object","properties":{"n":{"enum":[Infinity]}}}}]',
+    b'{"tools":[{"name":"a"}],"temperature":-Infinity}',  # anywhere in the document
+    b'[{"name":"a","parameters":{"type":"object","maximum":1%s}}]' % (b"0" * 400),
+    b'[{"name":"a","description":"\\ud800"}]',  # a lone surrogate is not Unicode text
+]
+
+
+@pytest.mark.parametrize("content", NON_FINITE_CATALOGS)
+def test_catalog_with_non_finite_numbers_is_refused(tmp_path, content):
+    # Before: the server started and sent `Infinity`/`NaN` (invalid JSON) in tools/list.
+    path = tmp_path / "c.json"
+    path.write_bytes(content)
+    result = subprocess.run([sys.executable, PROXY, "capture", "--catalog", str(path), "--out",
+                             str(tmp_path / "o")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            input=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n'
+                                  b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n', timeout=30)
+    text = assert_one_line_error(result, 1)
+    assert result.stdout == b"" and "catalog" in text and str(path) in text
+
+
+@pytest.mark.parametrize("content", [
+    b"[" * 100000 + b"]" * 100000,
+    b'{"tools":[{"name":"a"}],"metadata":' + b"[" * 500 + b"]" * 500 + b"}",  # anywhere in the document
+], ids=["100000-levels", "500-levels-aside"])
+def test_catalog_nested_too_deeply_is_one_line(tmp_path, content):
+    path = tmp_path / "deep.json"
+    path.write_bytes(content)
+    text = assert_one_line_error(run_proxy("capture", "--catalog", str(path), "--out",
+                                           str(tmp_path / "o")), 1)
+    assert "nested too deeply" in text
 
 
 def test_tool_choice_matching_nothing_is_a_startup_error(tmp_path):

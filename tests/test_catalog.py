@@ -388,3 +388,24 @@ def test_help_states_every_default(command):
     options = [line for line in text.splitlines() if line.strip().startswith(("--", "FILE"))]
     assert options
     assert text.count("default") >= len([o for o in options if not o.strip().startswith("--help")])
+
+
+@pytest.mark.parametrize("stdin,needle", [
+    (b'{"tools":[{"type":"function","name":"a"}],"temperature":NaN}', "NaN"),
+    (b'{"tools":[{"type":"function","name":"a"}],"top_p":-Infinity}', "-Infinity"),
+    (b'{"tools":[{"type":"function","name":"a"}],"max":1e999}', "1e999"),
+    (b'[{"type":"function","name":"a","description":"\\ud800"}]', "lone surrogate"),
+    (b'{"tools":[],"metadata":' + b"[" * 300 + b"]" * 300 + b"}", "nested too deeply"),
+])
+def test_cli_encode_refuses_what_no_json_reader_accepts(stdin, needle):
+    text = assert_one_line_error(run_proxy("encode-tools", stdin=stdin))
+    assert "tool catalog (stdin)" in text and needle in text and "internal error" not in text
+
+
+def test_cli_encode_input_is_bounded():
+    catalog = json.dumps([{"type": "function", "name": "a"}]).encode()
+    ok = run_proxy("encode-tools", "--max-input-bytes", str(len(catalog)), stdin=catalog)
+    assert ok.returncode == 0, ok.stderr
+    text = assert_one_line_error(run_proxy("encode-tools", "--max-input-bytes", str(len(catalog)),
+                                           stdin=catalog + b"\n"))
+    assert "larger than %d bytes" % len(catalog) in text and "--max-input-bytes" in text

@@ -178,3 +178,74 @@ def test_check_remote_connection_failure_exits_2(http_server):
                           timeout=60, env=check_env())
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "could not get the catalog" in err and "Traceback" not in err, err
+
+
+def nested_in_schema(levels):
+    return b'[{"name":"a","inputSchema":{"type":"object","properties":{"x":' + b"[" * levels + \
+        b"]" * levels + b"}}}]"
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b'[{"name":"a","inputSchema":{"type":"object","default":NaN}}]', "NaN"),
+    (b'[{"name":"a","inputSchema":{"type":"object","maximum":1e999}}]', "1e999"),
+    (b'{"result":{"tools":[{"name":"a","inputSchema":{"type":"object","minimum":-Infinity}}]}}', "-Infinity"),
+    (b'[{"name":"a","inputSchema":{"type":"object","maximum":1' + b"0" * 400 + b'}}]', "range of a double"),
+    (b'[{"name":"a","description":"\\udc00","inputSchema":{"type":"object"}}]', "lone surrogate"),
+    (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
+    (nested_in_schema(500), "nested too deeply"),  # parses, but the rules walk it recursively
+], ids=["nan", "inf", "minus-infinity", "400-digits", "lone-surrogate", "100000-levels", "500-levels"])
+def test_file_mode_bad_json_exits_2_with_one_line(tmp_path, content, needle):
+    path = tmp_path / "tools.json"
+    path.write_bytes(content)
+    for extra in ([], ["--json"]):
+        proc = subprocess.run([sys.executable, PROXY, "check", "--file", str(path)] + extra,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        err = proc.stderr.decode("utf-8")
+        assert proc.returncode == 2 and proc.stdout == b"", err
+        assert err.startswith("ocx-proxy check: could not get the catalog: ") and needle in err, err
+        assert len(err.splitlines()) == 1
+
+
+def test_file_mode_schema_nested_within_the_limit_is_checked(tmp_path):
+    path = tmp_path / "tools.json"
+    path.write_bytes(nested_in_schema(150))
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", "--file", str(path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 1, proc.stderr  # a finding (Cursor's Value depth), not a crash
+    assert any("nested deeper" in f["message"] for f in json.loads(proc.stdout)["findings"])
+
+
+def test_file_mode_input_is_bounded(tmp_path):
+    catalog = json.dumps([{"name": "ok", "inputSchema": {"type": "object"}}]).encode()
+    args = [sys.executable, PROXY, "check", "--file", "-", "--max-input-bytes", str(len(catalog))]
+    proc = subprocess.run(args, input=catalog, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run(args, input=catalog + b" ", stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == 2 and len(err.splitlines()) == 1
+    assert "larger than %d bytes" % len(catalog) in err and "--max-input-bytes" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_file_mode_stops_reading_an_endless_file_at_the_default_cap():
+    proc = subprocess.run([sys.executable, PROXY, "check", "--file", "/dev/zero"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == 2 and len(err.splitlines()) == 1
+    assert "larger than %d bytes" % op.MAX_INPUT_BYTES in err
+
+
+@pytest.mark.parametrize("tool,needle", [
+    ({"name": "a", "inputSchema": {"type": "object", "maximum": float("inf")}}, "Infinity is not a JSON number"),
+    ({"name": "a", "inputSchema": {"type": "object", "default": float("nan")}}, "NaN is not a JSON number"),
+    (json.loads(nested_in_schema(500))[0], "nested too deeply"),  # before: internal error
+], ids=["infinity", "nan", "500-levels"])
+def test_server_answer_only_lenient_json_accepts_is_a_finding(tmp_path, tool, needle):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"tools": [tool]}))  # the fixture server writes NaN/Infinity as Python does
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", "stdio", "--", sys.executable, SERVER,
+                           str(catalog)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 1 and b"internal error" not in proc.stderr, proc.stderr
+    findings = [f for f in json.loads(proc.stdout)["findings"] if f["severity"] == "error"]
+    assert [f["pointer"] for f in findings] == ["/tools"]
+    assert "tools/list failed" in findings[0]["message"] and needle in findings[0]["message"]

@@ -1,12 +1,17 @@
 """CLI / main: options, environment twins, usage errors, packaging promises."""
 import ast
+import io
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import PROXY, ROOT, RelayProcess
+import ocx_proxy as ox
 
 SUBCOMMANDS = ["stdio", "demo", "demo-server"]
 
@@ -136,3 +141,50 @@ def test_demo_runs_the_whole_chain(tmp_path):
 def test_console_script_is_declared():
     text = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
     assert 'ocx-proxy = "ocx_proxy:main_exit"' in text
+
+
+# -- every command that reads a user's document: an error line, never "internal error" ---
+
+# Floats include NaN and the infinities, integers go past a double, text
+# includes lone surrogates: json.dumps writes them all as the text a user might.
+JSON_SCALARS = (st.none() | st.booleans() | st.floats() | st.integers()
+                | st.integers(-(10 ** 400), 10 ** 400)
+                | st.text(st.characters(blacklist_categories=()), max_size=8))
+JSON_TREES = st.recursive(
+    JSON_SCALARS,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=12)
+CATALOG_SHAPED = st.builds(
+    lambda name, schema, wrap: wrap({"type": "function", "name": name, "parameters": schema}),
+    st.text(st.characters(blacklist_categories=()), min_size=1, max_size=6), JSON_TREES,
+    st.sampled_from([lambda tool: [tool], lambda tool: {"tools": [tool], "tool_choice": "auto"},
+                     lambda tool: {"result": {"tools": [dict(tool, inputSchema=tool["parameters"])]}}]))
+DEEP = st.sampled_from([150, 199, 200, 201, 600, 5000]).map(lambda n: "[" * n + "]" * n)
+DOCUMENTS = (st.one_of(JSON_TREES, CATALOG_SHAPED).map(json.dumps) | DEEP).map(
+    lambda text: text.encode("utf-8", "surrogatepass")) | st.binary(max_size=80)
+ENTRY_POINTS = [["encode-tools", "-"], ["encode-tools", "-", "--wrap", "request-context"],
+                ["check", "--json", "--file", "-"], ["capture", "--catalog", "{file}", "--print-allowed-tools"]] + \
+               [["decode", "-", "--format", fmt, "--as", kind]
+                for fmt in ("raw", "auto") for kind in ("raw", "mcp-tools", "value", "agent-run-request")]
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.sampled_from(ENTRY_POINTS), DOCUMENTS)
+def test_random_input_to_every_reader_is_a_clean_error(tmp_path_factory, capsysbinary, monkeypatch, argv, data):
+    path = tmp_path_factory.mktemp("doc") / "input.json"
+    path.write_bytes(data)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    level = ox.log.level
+    try:
+        status = ox.main([arg.replace("{file}", str(path)) for arg in argv])
+    finally:
+        ox.log.level = level  # check quiets the shared logger
+    out, err = capsysbinary.readouterr()
+    assert status in (0, 1, 2) and b"internal error" not in err and b"Traceback" not in err, err
+    if status != 0 or argv[0] == "capture":
+        return
+    if argv[0] == "encode-tools":
+        ox.decode_raw(out)
+    else:  # whatever we print is JSON every reader accepts: no NaN, no Infinity
+        ox.load_json_strict(out, "output")

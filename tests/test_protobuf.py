@@ -550,3 +550,73 @@ def test_cli_decode_bad_usage_exits_2():
     result = run_proxy("decode", "--as", "nope")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr.decode()
+
+
+# -- bounds: input size, decoded fields, output written as it is made ------------------
+
+
+@pytest.mark.parametrize("decoder,blob,fields", [
+    (ox.decode_mcp_tools, b"\x0a\x00" * 10, 10),                     # ten empty tools
+    (ox.decode_request_context, b"\x3a\x00" * 10, 10),
+    (ox.decode_agent_run_request, H("2214") + b"\x0a\x00" * 10, 11),  # field 4 counts too
+    (ox.decode_value, H("3228") + H("0a020800") * 10, 21),             # list_value, 10 x (entry, null)
+    (ox.decode_raw, b"\x08\x00" * 10, 10),
+])
+def test_decoders_stop_at_max_fields(decoder, blob, fields):
+    decoder(blob, max_fields=fields)
+    with pytest.raises(ox.DecodeLimitError) as info:
+        decoder(blob, max_fields=fields - 1)
+    assert "more than %d fields" % (fields - 1) in str(info.value) and "--max-fields" in str(info.value)
+    assert not isinstance(info.value, ox.ProtobufDecodeError)  # never mistaken for "not a message"
+
+
+def test_decode_raw_does_not_charge_a_guess_it_drops():
+    # field 1 holds 08 00 08 00 07: two fields, then an illegal tag, so it is shown as text
+    blob = H("0a05") + H("0800080007") + H("0800")
+    assert [sorted(field) for field in ox.decode_raw(blob, max_fields=3)] == \
+        [["field", "offset", "string", "wire_type"], ["field", "offset", "varint", "wire_type"]]
+
+
+def test_cli_decode_field_limit(tmp_path):
+    path = tmp_path / "tools.bin"
+    path.write_bytes(b"\x0a\x00" * 1001)
+    text = assert_one_line_error(run_proxy("decode", str(path), "--max-fields", "1000"))
+    assert "more than 1000 fields" in text and "--max-fields" in text
+    result = run_proxy("decode", str(path), "--max-fields", "1001")
+    assert result.returncode == 0 and len(json.loads(result.stdout)) == 1001
+
+
+def test_cli_decode_input_limit():
+    text = assert_one_line_error(run_proxy("decode", "--max-input-bytes", "4", stdin=b"0a00" + b"\n"))
+    assert "standard input is larger than 4 bytes" in text and "--max-input-bytes" in text
+    assert run_proxy("decode", "--max-input-bytes", "4", stdin=b"0a00").returncode == 0
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize("args", [["/dev/zero"], ["-", "--format", "raw"]])
+def test_cli_decode_stops_reading_an_endless_input_at_the_default_cap(args):
+    with open("/dev/zero", "rb") as zero:
+        result = subprocess.run([sys.executable, PROXY, "decode"] + args, stdin=zero,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    text = assert_one_line_error(result)
+    assert "larger than %d bytes" % ox.MAX_INPUT_BYTES in text
+
+
+def written_json(value, capsysbinary):
+    ox.write_json_output(value)
+    return capsysbinary.readouterr().out
+
+
+LONG_STRINGS = st.sampled_from(["\x00\x01\"\\\n" * 20000, "\U0001F600" * 70000, "x" * 65537])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(JSON_VALUES | st.lists(LONG_STRINGS, max_size=2) | st.dictionaries(LONG_STRINGS, JSON_VALUES, max_size=1))
+def test_cli_output_is_exactly_json_dumps_indent_2(capsysbinary, value):
+    expected = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    assert written_json(value, capsysbinary) == expected
+
+
+def test_cli_output_refuses_non_finite_numbers(capsysbinary):
+    with pytest.raises(ValueError):
+        written_json([float("nan")], capsysbinary)
