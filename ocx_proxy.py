@@ -6957,11 +6957,11 @@ class UpstreamClient:
             msg = load_json_strict(line, "the answer")
         except OcxError as exc:
             problem = str(exc)
-            try:
-                msg = parse_message(line)
-            except (ValueError, RecursionError):
+            envelope = peek_envelope(line, partial=True)
+            if envelope is None or not envelope.has_valid_id or envelope.has_method:
                 log.warning("server wrote a line that is not JSON: %s" % line[:200].decode("utf-8", "replace"))
                 return
+            msg = error_response(envelope.id, PARSE_ERROR, problem)
         kind = message_kind(msg)
         if problem is not None and kind == "response":
             msg = error_response(msg["id"], PARSE_ERROR, problem)
@@ -8261,6 +8261,12 @@ def main(argv=None):
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `decode ... | head`: the reader has what it wanted
+        try:
+            sys.stdout = open(os.devnull, "w")  # no second error when Python flushes stdout at exit
+        except OSError:
+            pass
+        return 1
     except Exception as exc:  # never a traceback for the user: one line, and how to see more
         sys.stderr.write("ocx-proxy: internal error: %s: %s\n" % (type(exc).__name__, exc))
         return 1

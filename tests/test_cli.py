@@ -188,3 +188,22 @@ def test_random_input_to_every_reader_is_a_clean_error(tmp_path_factory, capsysb
         ox.decode_raw(out)
     else:  # whatever we print is JSON every reader accepts: no NaN, no Infinity
         ox.load_json_strict(out, "output")
+
+
+def test_a_reader_that_stops_early_gets_no_internal_error(tmp_path):
+    """``decode ... | head``: a closed stdout ends the command quietly."""
+    tools = [{"type": "function", "name": "t%d" % i, "description": "d" * 200,
+              "parameters": {"type": "object", "properties": {}}} for i in range(2000)]
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps({"tools": tools}))
+    blob = subprocess.run([sys.executable, PROXY, "encode-tools", str(catalog), "--format", "base64"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
+    proc = subprocess.Popen([sys.executable, PROXY, "decode", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(blob)
+    proc.stdin.close()
+    proc.stdout.read(10)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.wait(30)
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
