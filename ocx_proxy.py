@@ -1594,31 +1594,49 @@ class Loop:
 class PipeReader:
     """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.
 
-    In select mode the loop calls us when the fd is readable.  In thread mode
-    (Windows pipes, regular files, or forced for tests) a daemon thread does
-    blocking reads and posts each chunk to the loop.  ``pause()`` stops reading
-    until ``resume()`` (a chunk already read is still delivered), so that a
-    writer on the other end of the pipe blocks: that is how backpressure
-    reaches a peer.
+    ``pause()`` stops reading until ``resume()`` (a chunk already read is
+    still delivered), so that a writer on the other end of the pipe blocks:
+    that is how backpressure reaches a peer.  ``stop()`` ends the deliveries.
+    One subclass per mechanism; ``pipe_reader()`` picks one.
     """
 
-    def __init__(self, loop, fd, on_data, use_threads=False):
+    threaded = False
+
+    def __init__(self, loop, fd, on_data):
         self.loop = loop
         self.fd = fd
         self.on_data = on_data
         self.closed = False
         self.paused = False
-        self.threaded = use_threads
-        if not use_threads:
-            try:
-                loop.add_reader(fd, self._readable)
-            except (OSError, ValueError):
-                self.threaded = True
-        if self.threaded:
-            self.flowing = threading.Event()
-            self.flowing.set()
-            self.delivered = threading.Event()
-            threading.Thread(target=self._run, name="ocx-reader-%d" % fd, daemon=True).start()
+
+    def pause(self):
+        """Stop reading until ``resume()``."""
+        if self.paused or self.closed:
+            return
+        self.paused = True
+        self._hold()
+
+    def resume(self):
+        if not self.paused:
+            return
+        self.paused = False
+        self._flow()
+
+    def stop(self):
+        """Stop delivering data."""
+        self.closed = True
+
+
+class SelectPipeReader(PipeReader):
+    """Reads when the loop reports the fd readable.
+
+    The constructor raises OSError/ValueError for an fd the selector refuses
+    (regular files, Windows pipes).
+    """
+
+    def __init__(self, loop, fd, on_data):
+        PipeReader.__init__(self, loop, fd, on_data)
+        loop.add_reader(fd, self._readable)
 
     def _readable(self):
         try:
@@ -1630,6 +1648,35 @@ class PipeReader:
         if not data:
             self.stop()
         self.on_data(data)
+
+    def _hold(self):
+        self.loop.remove_reader(self.fd)
+
+    def _flow(self):
+        if not self.closed:
+            self.loop.add_reader(self.fd, self._readable)
+
+    def stop(self):
+        """Stop delivering data and unregister the fd."""
+        self.loop.remove_reader(self.fd)
+        self.closed = True
+
+
+class ThreadPipeReader(PipeReader):
+    """A daemon thread does blocking reads and posts each chunk to the loop.
+
+    For what select cannot wait on (Windows pipes, regular files), or forced
+    with ``--io threads``.
+    """
+
+    threaded = True
+
+    def __init__(self, loop, fd, on_data):
+        PipeReader.__init__(self, loop, fd, on_data)
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.delivered = threading.Event()
+        threading.Thread(target=self._run, name="ocx-reader-%d" % fd, daemon=True).start()
 
     def _run(self):
         while True:
@@ -1658,40 +1705,28 @@ class PipeReader:
         finally:
             self.delivered.set()
 
-    def pause(self):
-        """Stop reading until ``resume()``."""
-        if self.paused or self.closed:
-            return
-        self.paused = True
-        if self.threaded:
-            self.flowing.clear()
-        else:
-            self.loop.remove_reader(self.fd)
+    def _hold(self):
+        self.flowing.clear()
 
-    def resume(self):
-        if not self.paused:
-            return
-        self.paused = False
-        if self.threaded:
-            self.flowing.set()
-        elif not self.closed:
-            self.loop.add_reader(self.fd, self._readable)
+    def _flow(self):
+        self.flowing.set()
 
-    def stop(self):
-        """Stop delivering data (select mode also unregisters the fd)."""
-        if not self.threaded:
-            self.loop.remove_reader(self.fd)
-        self.closed = True
+
+def pipe_reader(loop, fd, on_data, use_threads=False):
+    """A reader of ``fd`` for ``loop``: by select when it can, else (or with ``use_threads``) by a thread."""
+    if not use_threads:
+        try:
+            return SelectPipeReader(loop, fd, on_data)
+        except (OSError, ValueError):
+            pass
+    return ThreadPipeReader(loop, fd, on_data)
 
 
 class PipeWriter:
     """Writes bytes to ``fd`` without ever blocking the loop.
 
-    Select mode: the fd is made non-blocking; a write goes out at once when
-    the pipe has room and the rest waits in a queue drained on writability.
-    Thread mode: a daemon thread does blocking writes from the queue.  Queued
-    bytes are referenced, never copied (so a 100 MB line costs nothing more
-    while it waits): callers must not change a buffer after writing it.
+    Queued bytes are referenced, never copied (so a 100 MB line costs nothing
+    more while it waits): callers must not change a buffer after writing it.
 
     ``write()`` returns False once more than ``limit`` bytes wait: the caller
     should stop producing (stop reading from the peer that feeds us) and ask
@@ -1699,9 +1734,11 @@ class PipeWriter:
     thread, when no more than half of ``limit`` waits.  ``limit`` is a high-water
     mark, not a cap: a single larger write is still queued whole.
     ``on_error(exc)`` is called once if the reader went away (EPIPE).
+    ``close()`` closes after everything queued is written, and closes the fd
+    only with ``close_fd``.  One subclass per mechanism; ``pipe_writer()`` picks one.
     """
 
-    def __init__(self, loop, fd, on_error=None, use_threads=False, close_fd=False, limit=MAX_BUFFER_BYTES):
+    def __init__(self, loop, fd, on_error, close_fd, limit):
         self.loop = loop
         self.fd = fd
         self.on_error = on_error
@@ -1712,39 +1749,52 @@ class PipeWriter:
         self.drained = []                 # when_drained() callbacks
         self.failed = False
         self.closing = False
-        self.threaded = use_threads or not self._can_select(fd)
-        self.restore_blocking = None
-        if self.threaded:
-            self.ready = threading.Condition()
-            self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
-            self.thread.start()
-        else:
-            self.restore_blocking = os.get_blocking(fd)
-            os.set_blocking(fd, False)
-
-    @staticmethod
-    def _can_select(fd):
-        if IS_WINDOWS:
-            return False
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError:
-            return False
-        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
     def pending_bytes(self):
         return self.queued
+
+    def write_line(self, line):
+        """Write ``line`` and a newline; a big line is queued as it is, not copied to add one."""
+        if len(line) < WRITE_COPY_LIMIT:
+            return self.write(line + b"\n")
+        self.write(line)
+        return self.write(b"\n")
+
+    def when_drained(self, callback):
+        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
+        self.drained.append(callback)
+        self._check_drained()
+
+    def _take_drained(self):
+        """The ``when_drained`` callbacks that are due, taken off the list."""
+        if not self.drained or (self.queued > self.limit // 2 and not self.failed):
+            return ()
+        callbacks, self.drained = self.drained, []
+        return callbacks
+
+    def _check_drained(self):
+        for callback in self._take_drained():
+            self.loop.post(callback)
+
+    def _close_fd(self):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+class SelectPipeWriter(PipeWriter):
+    """Writes on a non-blocking fd: at once when the pipe has room, the rest on writability."""
+
+    def __init__(self, loop, fd, on_error, close_fd, limit):
+        PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
+        self.restore_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
 
     def write(self, data):
         """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
             return True
-        if self.threaded:
-            with self.ready:
-                self.queue.append(data)
-                self.queued += len(data)
-                self.ready.notify()
-                return self.queued <= self.limit
         if not self.queue:
             try:
                 written = os.write(self.fd, data)
@@ -1760,36 +1810,6 @@ class PipeWriter:
         self.queue.append(data)
         self.queued += len(data)
         return self.queued <= self.limit
-
-    def write_line(self, line):
-        """Write ``line`` and a newline; a big line is queued as it is, not copied to add one."""
-        if len(line) < WRITE_COPY_LIMIT:
-            return self.write(line + b"\n")
-        self.write(line)
-        return self.write(b"\n")
-
-    def when_drained(self, callback):
-        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
-        if self.threaded:
-            with self.ready:
-                self.drained.append(callback)
-        else:
-            self.drained.append(callback)
-        self._check_drained()
-
-    def _check_drained(self):
-        # Any thread; the callbacks always run on the loop thread, later.
-        if self.threaded:
-            with self.ready:
-                if not self.drained or (self.queued > self.limit // 2 and not self.failed):
-                    return
-                callbacks, self.drained = self.drained, []
-        else:
-            if not self.drained or (self.queued > self.limit // 2 and not self.failed):
-                return
-            callbacks, self.drained = self.drained, []
-        for callback in callbacks:
-            self.loop.post(callback)
 
     def _writable(self):
         queue = self.queue
@@ -1823,11 +1843,72 @@ class PipeWriter:
         self.failed = True
         self.queue.clear()
         self.queued = 0
-        if not self.threaded:
-            self.loop.remove_writer(self.fd)
+        self.loop.remove_writer(self.fd)
         if self.on_error:
             self.on_error(exc)
         self._check_drained()
+
+    def close(self):
+        """Close after everything queued has been written (only closes fds we own)."""
+        if self.closing:
+            return
+        self.closing = True
+        if not self.queue or self.failed:
+            self._close_now()
+
+    def _close_now(self):
+        if self.close_fd:
+            self._close_fd()
+            return
+        try:
+            os.set_blocking(self.fd, self.restore_blocking)
+        except OSError:
+            pass
+
+    def flush_blocking(self, timeout):
+        """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
+        deadline = time.monotonic() + timeout
+        while self.queue and not self.failed and time.monotonic() < deadline:
+            import select
+
+            select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
+            self._writable()
+
+
+class ThreadPipeWriter(PipeWriter):
+    """A daemon thread does blocking writes from the queue.
+
+    The queue and the drain check are shared with the loop thread, under ``ready``.
+    """
+
+    def __init__(self, loop, fd, on_error, close_fd, limit):
+        PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
+        self.ready = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
+        self.thread.start()
+
+    def write(self, data):
+        """Queue ``data``; False when more than ``limit`` bytes now wait."""
+        if self.failed or self.closing:
+            return True
+        with self.ready:
+            self.queue.append(data)
+            self.queued += len(data)
+            self.ready.notify()
+            return self.queued <= self.limit
+
+    def when_drained(self, callback):
+        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
+        with self.ready:
+            self.drained.append(callback)
+        self._check_drained()
+
+    def _check_drained(self):
+        # Any thread; the callbacks always run on the loop thread, later.
+        with self.ready:
+            callbacks = self._take_drained()
+        for callback in callbacks:
+            self.loop.post(callback)
 
     def _run(self):
         while True:
@@ -1862,40 +1943,26 @@ class PipeWriter:
         if self.closing:
             return
         self.closing = True
-        if self.threaded:
-            with self.ready:
-                self.queue.append(None)
-                self.ready.notify()
-        elif not self.queue or self.failed:
-            self._close_now()
-
-    def _close_now(self):
-        if self.restore_blocking is not None and not self.close_fd:
-            try:
-                os.set_blocking(self.fd, self.restore_blocking)
-            except OSError:
-                pass
-        if self.close_fd:
-            self._close_fd()
-
-    def _close_fd(self):
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        with self.ready:
+            self.queue.append(None)
+            self.ready.notify()
 
     def flush_blocking(self, timeout):
         """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
         deadline = time.monotonic() + timeout
-        if self.threaded:
-            while self.pending_bytes() and time.monotonic() < deadline and not self.failed:
-                time.sleep(0.005)
-            return
-        while self.queue and not self.failed and time.monotonic() < deadline:
-            import select
+        while self.queued and time.monotonic() < deadline and not self.failed:
+            time.sleep(0.005)
 
-            select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
-            self._writable()
+
+def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limit=MAX_BUFFER_BYTES):
+    """A writer to ``fd`` for ``loop``: by select for a pipe or socket, else (or with ``use_threads``) by a thread."""
+    try:
+        mode = None if use_threads or IS_WINDOWS else os.fstat(fd).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return SelectPipeWriter(loop, fd, on_error, close_fd, limit)
+    return ThreadPipeWriter(loop, fd, on_error, close_fd, limit)
 
 
 # ---------------------------------------------------------------------------
@@ -2117,13 +2184,13 @@ class StdioUpstream(Upstream):
         # Popen's file object holding a dead descriptor (EBADF at garbage collection).
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()
-        self.stdin = PipeWriter(self.loop, stdin_fd, on_error=self._stdin_error,
+        self.stdin = pipe_writer(self.loop, stdin_fd, on_error=self._stdin_error,
                                 use_threads=self.use_threads, close_fd=True, limit=self.max_buffer_bytes)
-        self.stdout_reader = PipeReader(self.loop, self.process.stdout.fileno(), self._stdout_data,
+        self.stdout_reader = pipe_reader(self.loop, self.process.stdout.fileno(), self._stdout_data,
                                         use_threads=self.use_threads)
         if self.paused:
             self.stdout_reader.pause()
-        self.stderr_reader = PipeReader(self.loop, self.process.stderr.fileno(), self._stderr_data,
+        self.stderr_reader = pipe_reader(self.loop, self.process.stderr.fileno(), self._stderr_data,
                                         use_threads=self.use_threads)
         self.poll_timer = self.loop.call_later(0.5, self._poll)
 
@@ -4204,7 +4271,7 @@ class Relay:
                            options.retention_days)
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
-        self.client_out = PipeWriter(loop, client_out_fd, on_error=self._client_gone,
+        self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
                                      use_threads=options.use_threads, limit=options.max_buffer_bytes)
         self.client_lines = LineSplitter(options.max_message_bytes)
         self.client_in = None
@@ -4238,7 +4305,7 @@ class Relay:
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
         self._start_upstream()
-        self.client_in = PipeReader(self.loop, self.client_in_fd, self._client_data,
+        self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
                                     use_threads=self.options.use_threads)
 
     def _start_upstream(self):
