@@ -4171,6 +4171,10 @@ class AutoUpstream(Upstream):
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
+# Relay.upstream_state: where the upstream is in its life (see Relay._upstream_exit).
+UPSTREAM_UP = "up"                  # client lines go to it as they come
+UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Relay.held for the next one
+UPSTREAM_DEAD = "dead"              # for good: requests are answered with Relay.dead_reason
 ABANDONED_LIMIT = 4096
 # Upstream lines longer than this are routed on their envelope first, and only
 # parsed when they may be rewritten (smaller ones: parsing is the fast path).
@@ -4289,11 +4293,11 @@ class Relay:
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
-        self.restarting = False          # between an upstream exit and its replacement being ready
+        self.upstream_state = UPSTREAM_UP
         self.held = []                   # client lines waiting for the restart to finish
         self.behind_spill = None         # upstream lines waiting for a big answer's spill (a list)
-        self.dead_reason = None          # set when the upstream is gone for good
-        self.closing = False
+        self.dead_reason = None          # why the upstream is UPSTREAM_DEAD
+        self.closing = False             # shutdown has begun, whatever the upstream's state
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -4404,7 +4408,7 @@ class Relay:
         else:
             # The client's answer to a server request: tell the server it will not come.
             log.warning("client response to %r: %s; the upstream gets an error instead" % (msg_id, message))
-            if self.dead_reason is None and not self.restarting:
+            if self.upstream_state == UPSTREAM_UP:
                 self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
 
     def _client_line(self, line):
@@ -4513,14 +4517,14 @@ class Relay:
                     cancelled.timer.cancel()
 
     def _send_upstream(self, line, items):
-        if self.dead_reason is not None:
+        if self.upstream_state == UPSTREAM_DEAD:
             for item in items:
                 if message_kind(item) == "request":
                     self._answer_error(item["id"], UPSTREAM_ERROR, self.dead_reason)
                 else:
                     log.warning("dropped a client %s: %s" % (item.get("method") or "response", self.dead_reason))
             return
-        if self.restarting:
+        if self.upstream_state == UPSTREAM_RESTARTING:
             self.held.append(line)
             return
         self._send_upstream_bytes(line + b"\n")
@@ -4548,7 +4552,7 @@ class Relay:
         self.send_to_client(error_response(
             pending.msg_id, REQUEST_TIMEOUT,
             "Request timed out after %g s (ocx-proxy --request-timeout)" % seconds))
-        if pending.method != "initialize" and self.upstream is not None and self.dead_reason is None:
+        if pending.method != "initialize" and self.upstream is not None and self.upstream_state != UPSTREAM_DEAD:
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                       "params": {"requestId": pending.msg_id, "reason": "ocx-proxy request timeout"}}
             self.upstream.send(encode_message(cancel))
@@ -4885,12 +4889,13 @@ class Relay:
             upstream.kill_tree()  # what the dead server left in its group must not outlive it
             upstream.reap()
         if self.restarts_left > 0:
-            self.restarting = True
+            self.upstream_state = UPSTREAM_RESTARTING
             self.restarts_left -= 1
             delay = min(0.1 * self.generation, 2.0)
             log.info("restarting upstream in %.1fs (%d restarts left)" % (delay, self.restarts_left))
             self.loop.call_later(delay, self._restart)
         else:
+            self.upstream_state = UPSTREAM_DEAD
             self.dead_reason = reason
             log.error("upstream is gone; requests will be answered with errors until the client exits")
 
@@ -4928,7 +4933,7 @@ class Relay:
 
     def _restart_done(self):
         """The new upstream is ready: send what the client said meanwhile, in order."""
-        self.restarting = False
+        self.upstream_state = UPSTREAM_UP
         held, self.held = self.held, []
         for line in held:
             self.upstream.send(line + b"\n")
