@@ -1709,31 +1709,49 @@ class Loop:
 class PipeReader:
     """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.
 
-    In select mode the loop calls us when the fd is readable.  In thread mode
-    (Windows pipes, regular files, or forced for tests) a daemon thread does
-    blocking reads and posts each chunk to the loop.  ``pause()`` stops reading
-    until ``resume()`` (a chunk already read is still delivered), so that a
-    writer on the other end of the pipe blocks: that is how backpressure
-    reaches a peer.
+    ``pause()`` stops reading until ``resume()`` (a chunk already read is
+    still delivered), so that a writer on the other end of the pipe blocks:
+    that is how backpressure reaches a peer.  ``stop()`` ends the deliveries.
+    One subclass per mechanism; ``pipe_reader()`` picks one.
     """
 
-    def __init__(self, loop, fd, on_data, use_threads=False):
+    threaded = False
+
+    def __init__(self, loop, fd, on_data):
         self.loop = loop
         self.fd = fd
         self.on_data = on_data
         self.closed = False
         self.paused = False
-        self.threaded = use_threads
-        if not use_threads:
-            try:
-                loop.add_reader(fd, self._readable)
-            except (OSError, ValueError):
-                self.threaded = True
-        if self.threaded:
-            self.flowing = threading.Event()
-            self.flowing.set()
-            self.delivered = threading.Event()
-            threading.Thread(target=self._run, name="ocx-reader-%d" % fd, daemon=True).start()
+
+    def pause(self):
+        """Stop reading until ``resume()``."""
+        if self.paused or self.closed:
+            return
+        self.paused = True
+        self._hold()
+
+    def resume(self):
+        if not self.paused:
+            return
+        self.paused = False
+        self._flow()
+
+    def stop(self):
+        """Stop delivering data."""
+        self.closed = True
+
+
+class SelectPipeReader(PipeReader):
+    """Reads when the loop reports the fd readable.
+
+    The constructor raises OSError/ValueError for an fd the selector refuses
+    (regular files, Windows pipes).
+    """
+
+    def __init__(self, loop, fd, on_data):
+        PipeReader.__init__(self, loop, fd, on_data)
+        loop.add_reader(fd, self._readable)
 
     def _readable(self):
         try:
@@ -1745,6 +1763,35 @@ class PipeReader:
         if not data:
             self.stop()
         self.on_data(data)
+
+    def _hold(self):
+        self.loop.remove_reader(self.fd)
+
+    def _flow(self):
+        if not self.closed:
+            self.loop.add_reader(self.fd, self._readable)
+
+    def stop(self):
+        """Stop delivering data and unregister the fd."""
+        self.loop.remove_reader(self.fd)
+        self.closed = True
+
+
+class ThreadPipeReader(PipeReader):
+    """A daemon thread does blocking reads and posts each chunk to the loop.
+
+    For what select cannot wait on (Windows pipes, regular files), or forced
+    with ``--io threads``.
+    """
+
+    threaded = True
+
+    def __init__(self, loop, fd, on_data):
+        PipeReader.__init__(self, loop, fd, on_data)
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.delivered = threading.Event()
+        threading.Thread(target=self._run, name="ocx-reader-%d" % fd, daemon=True).start()
 
     def _run(self):
         while True:
@@ -1773,40 +1820,28 @@ class PipeReader:
         finally:
             self.delivered.set()
 
-    def pause(self):
-        """Stop reading until ``resume()``."""
-        if self.paused or self.closed:
-            return
-        self.paused = True
-        if self.threaded:
-            self.flowing.clear()
-        else:
-            self.loop.remove_reader(self.fd)
+    def _hold(self):
+        self.flowing.clear()
 
-    def resume(self):
-        if not self.paused:
-            return
-        self.paused = False
-        if self.threaded:
-            self.flowing.set()
-        elif not self.closed:
-            self.loop.add_reader(self.fd, self._readable)
+    def _flow(self):
+        self.flowing.set()
 
-    def stop(self):
-        """Stop delivering data (select mode also unregisters the fd)."""
-        if not self.threaded:
-            self.loop.remove_reader(self.fd)
-        self.closed = True
+
+def pipe_reader(loop, fd, on_data, use_threads=False):
+    """A reader of ``fd`` for ``loop``: by select when it can, else (or with ``use_threads``) by a thread."""
+    if not use_threads:
+        try:
+            return SelectPipeReader(loop, fd, on_data)
+        except (OSError, ValueError):
+            pass
+    return ThreadPipeReader(loop, fd, on_data)
 
 
 class PipeWriter:
     """Writes bytes to ``fd`` without ever blocking the loop.
 
-    Select mode: the fd is made non-blocking; a write goes out at once when
-    the pipe has room and the rest waits in a queue drained on writability.
-    Thread mode: a daemon thread does blocking writes from the queue.  Queued
-    bytes are referenced, never copied (so a 100 MB line costs nothing more
-    while it waits): callers must not change a buffer after writing it.
+    Queued bytes are referenced, never copied (so a 100 MB line costs nothing
+    more while it waits): callers must not change a buffer after writing it.
 
     ``write()`` returns False once more than ``limit`` bytes wait: the caller
     should stop producing (stop reading from the peer that feeds us) and ask
@@ -1814,9 +1849,11 @@ class PipeWriter:
     thread, when no more than half of ``limit`` waits.  ``limit`` is a high-water
     mark, not a cap: a single larger write is still queued whole.
     ``on_error(exc)`` is called once if the reader went away (EPIPE).
+    ``close()`` closes after everything queued is written, and closes the fd
+    only with ``close_fd``.  One subclass per mechanism; ``pipe_writer()`` picks one.
     """
 
-    def __init__(self, loop, fd, on_error=None, use_threads=False, close_fd=False, limit=MAX_BUFFER_BYTES):
+    def __init__(self, loop, fd, on_error, close_fd, limit):
         self.loop = loop
         self.fd = fd
         self.on_error = on_error
@@ -1827,39 +1864,52 @@ class PipeWriter:
         self.drained = []                 # when_drained() callbacks
         self.failed = False
         self.closing = False
-        self.threaded = use_threads or not self._can_select(fd)
-        self.restore_blocking = None
-        if self.threaded:
-            self.ready = threading.Condition()
-            self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
-            self.thread.start()
-        else:
-            self.restore_blocking = os.get_blocking(fd)
-            os.set_blocking(fd, False)
-
-    @staticmethod
-    def _can_select(fd):
-        if IS_WINDOWS:
-            return False
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError:
-            return False
-        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
     def pending_bytes(self):
         return self.queued
+
+    def write_line(self, line):
+        """Write ``line`` and a newline; a big line is queued as it is, not copied to add one."""
+        if len(line) < WRITE_COPY_LIMIT:
+            return self.write(line + b"\n")
+        self.write(line)
+        return self.write(b"\n")
+
+    def when_drained(self, callback):
+        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
+        self.drained.append(callback)
+        self._check_drained()
+
+    def _take_drained(self):
+        """The ``when_drained`` callbacks that are due, taken off the list."""
+        if not self.drained or (self.queued > self.limit // 2 and not self.failed):
+            return ()
+        callbacks, self.drained = self.drained, []
+        return callbacks
+
+    def _check_drained(self):
+        for callback in self._take_drained():
+            self.loop.post(callback)
+
+    def _close_fd(self):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+class SelectPipeWriter(PipeWriter):
+    """Writes on a non-blocking fd: at once when the pipe has room, the rest on writability."""
+
+    def __init__(self, loop, fd, on_error, close_fd, limit):
+        PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
+        self.restore_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
 
     def write(self, data):
         """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
             return True
-        if self.threaded:
-            with self.ready:
-                self.queue.append(data)
-                self.queued += len(data)
-                self.ready.notify()
-                return self.queued <= self.limit
         if not self.queue:
             try:
                 written = os.write(self.fd, data)
@@ -1875,36 +1925,6 @@ class PipeWriter:
         self.queue.append(data)
         self.queued += len(data)
         return self.queued <= self.limit
-
-    def write_line(self, line):
-        """Write ``line`` and a newline; a big line is queued as it is, not copied to add one."""
-        if len(line) < WRITE_COPY_LIMIT:
-            return self.write(line + b"\n")
-        self.write(line)
-        return self.write(b"\n")
-
-    def when_drained(self, callback):
-        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
-        if self.threaded:
-            with self.ready:
-                self.drained.append(callback)
-        else:
-            self.drained.append(callback)
-        self._check_drained()
-
-    def _check_drained(self):
-        # Any thread; the callbacks always run on the loop thread, later.
-        if self.threaded:
-            with self.ready:
-                if not self.drained or (self.queued > self.limit // 2 and not self.failed):
-                    return
-                callbacks, self.drained = self.drained, []
-        else:
-            if not self.drained or (self.queued > self.limit // 2 and not self.failed):
-                return
-            callbacks, self.drained = self.drained, []
-        for callback in callbacks:
-            self.loop.post(callback)
 
     def _writable(self):
         queue = self.queue
@@ -1938,11 +1958,72 @@ class PipeWriter:
         self.failed = True
         self.queue.clear()
         self.queued = 0
-        if not self.threaded:
-            self.loop.remove_writer(self.fd)
+        self.loop.remove_writer(self.fd)
         if self.on_error:
             self.on_error(exc)
         self._check_drained()
+
+    def close(self):
+        """Close after everything queued has been written (only closes fds we own)."""
+        if self.closing:
+            return
+        self.closing = True
+        if not self.queue or self.failed:
+            self._close_now()
+
+    def _close_now(self):
+        if self.close_fd:
+            self._close_fd()
+            return
+        try:
+            os.set_blocking(self.fd, self.restore_blocking)
+        except OSError:
+            pass
+
+    def flush_blocking(self, timeout):
+        """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
+        deadline = time.monotonic() + timeout
+        while self.queue and not self.failed and time.monotonic() < deadline:
+            import select
+
+            select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
+            self._writable()
+
+
+class ThreadPipeWriter(PipeWriter):
+    """A daemon thread does blocking writes from the queue.
+
+    The queue and the drain check are shared with the loop thread, under ``ready``.
+    """
+
+    def __init__(self, loop, fd, on_error, close_fd, limit):
+        PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
+        self.ready = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
+        self.thread.start()
+
+    def write(self, data):
+        """Queue ``data``; False when more than ``limit`` bytes now wait."""
+        if self.failed or self.closing:
+            return True
+        with self.ready:
+            self.queue.append(data)
+            self.queued += len(data)
+            self.ready.notify()
+            return self.queued <= self.limit
+
+    def when_drained(self, callback):
+        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
+        with self.ready:
+            self.drained.append(callback)
+        self._check_drained()
+
+    def _check_drained(self):
+        # Any thread; the callbacks always run on the loop thread, later.
+        with self.ready:
+            callbacks = self._take_drained()
+        for callback in callbacks:
+            self.loop.post(callback)
 
     def _run(self):
         while True:
@@ -1977,40 +2058,26 @@ class PipeWriter:
         if self.closing:
             return
         self.closing = True
-        if self.threaded:
-            with self.ready:
-                self.queue.append(None)
-                self.ready.notify()
-        elif not self.queue or self.failed:
-            self._close_now()
-
-    def _close_now(self):
-        if self.restore_blocking is not None and not self.close_fd:
-            try:
-                os.set_blocking(self.fd, self.restore_blocking)
-            except OSError:
-                pass
-        if self.close_fd:
-            self._close_fd()
-
-    def _close_fd(self):
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        with self.ready:
+            self.queue.append(None)
+            self.ready.notify()
 
     def flush_blocking(self, timeout):
         """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
         deadline = time.monotonic() + timeout
-        if self.threaded:
-            while self.pending_bytes() and time.monotonic() < deadline and not self.failed:
-                time.sleep(0.005)
-            return
-        while self.queue and not self.failed and time.monotonic() < deadline:
-            import select
+        while self.queued and time.monotonic() < deadline and not self.failed:
+            time.sleep(0.005)
 
-            select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
-            self._writable()
+
+def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limit=MAX_BUFFER_BYTES):
+    """A writer to ``fd`` for ``loop``: by select for a pipe or socket, else (or with ``use_threads``) by a thread."""
+    try:
+        mode = None if use_threads or IS_WINDOWS else os.fstat(fd).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return SelectPipeWriter(loop, fd, on_error, close_fd, limit)
+    return ThreadPipeWriter(loop, fd, on_error, close_fd, limit)
 
 
 # ---------------------------------------------------------------------------
@@ -2232,13 +2299,13 @@ class StdioUpstream(Upstream):
         # Popen's file object holding a dead descriptor (EBADF at garbage collection).
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()
-        self.stdin = PipeWriter(self.loop, stdin_fd, on_error=self._stdin_error,
+        self.stdin = pipe_writer(self.loop, stdin_fd, on_error=self._stdin_error,
                                 use_threads=self.use_threads, close_fd=True, limit=self.max_buffer_bytes)
-        self.stdout_reader = PipeReader(self.loop, self.process.stdout.fileno(), self._stdout_data,
+        self.stdout_reader = pipe_reader(self.loop, self.process.stdout.fileno(), self._stdout_data,
                                         use_threads=self.use_threads)
         if self.paused:
             self.stdout_reader.pause()
-        self.stderr_reader = PipeReader(self.loop, self.process.stderr.fileno(), self._stderr_data,
+        self.stderr_reader = pipe_reader(self.loop, self.process.stderr.fileno(), self._stderr_data,
                                         use_threads=self.use_threads)
         self.poll_timer = self.loop.call_later(0.5, self._poll)
 
@@ -4219,6 +4286,10 @@ class AutoUpstream(Upstream):
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
+# Relay.upstream_state: where the upstream is in its life (see Relay._upstream_exit).
+UPSTREAM_UP = "up"                  # client lines go to it as they come
+UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Relay.held for the next one
+UPSTREAM_DEAD = "dead"              # for good: requests are answered with Relay.dead_reason
 ABANDONED_LIMIT = 4096
 # Upstream lines longer than this are routed on their envelope first, and only
 # parsed when they may be rewritten (smaller ones: parsing is the fast path).
@@ -4319,7 +4390,7 @@ class Relay:
                            options.retention_days)
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
-        self.client_out = PipeWriter(loop, client_out_fd, on_error=self._client_gone,
+        self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
                                      use_threads=options.use_threads, limit=options.max_buffer_bytes)
         self.client_lines = LineSplitter(options.max_message_bytes)
         self.client_in = None
@@ -4337,11 +4408,11 @@ class Relay:
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
-        self.restarting = False          # between an upstream exit and its replacement being ready
+        self.upstream_state = UPSTREAM_UP
         self.held = []                   # client lines waiting for the restart to finish
         self.behind_spill = None         # upstream lines waiting for a big answer's spill (a list)
-        self.dead_reason = None          # set when the upstream is gone for good
-        self.closing = False
+        self.dead_reason = None          # why the upstream is UPSTREAM_DEAD
+        self.closing = False             # shutdown has begun, whatever the upstream's state
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -4353,7 +4424,7 @@ class Relay:
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
         self._start_upstream()
-        self.client_in = PipeReader(self.loop, self.client_in_fd, self._client_data,
+        self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
                                     use_threads=self.options.use_threads)
 
     def _start_upstream(self):
@@ -4452,7 +4523,7 @@ class Relay:
         else:
             # The client's answer to a server request: tell the server it will not come.
             log.warning("client response to %r: %s; the upstream gets an error instead" % (msg_id, message))
-            if self.dead_reason is None and not self.restarting:
+            if self.upstream_state == UPSTREAM_UP:
                 self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
 
     def _client_line(self, line):
@@ -4561,14 +4632,14 @@ class Relay:
                     cancelled.timer.cancel()
 
     def _send_upstream(self, line, items):
-        if self.dead_reason is not None:
+        if self.upstream_state == UPSTREAM_DEAD:
             for item in items:
                 if message_kind(item) == "request":
                     self._answer_error(item["id"], UPSTREAM_ERROR, self.dead_reason)
                 else:
                     log.warning("dropped a client %s: %s" % (item.get("method") or "response", self.dead_reason))
             return
-        if self.restarting:
+        if self.upstream_state == UPSTREAM_RESTARTING:
             self.held.append(line)
             return
         self._send_upstream_bytes(line + b"\n")
@@ -4596,7 +4667,7 @@ class Relay:
         self.send_to_client(error_response(
             pending.msg_id, REQUEST_TIMEOUT,
             "Request timed out after %g s (ocx-proxy --request-timeout)" % seconds))
-        if pending.method != "initialize" and self.upstream is not None and self.dead_reason is None:
+        if pending.method != "initialize" and self.upstream is not None and self.upstream_state != UPSTREAM_DEAD:
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                       "params": {"requestId": pending.msg_id, "reason": "ocx-proxy request timeout"}}
             self.upstream.send(encode_message(cancel))
@@ -4933,12 +5004,13 @@ class Relay:
             upstream.kill_tree()  # what the dead server left in its group must not outlive it
             upstream.reap()
         if self.restarts_left > 0:
-            self.restarting = True
+            self.upstream_state = UPSTREAM_RESTARTING
             self.restarts_left -= 1
             delay = min(0.1 * self.generation, 2.0)
             log.info("restarting upstream in %.1fs (%d restarts left)" % (delay, self.restarts_left))
             self.loop.call_later(delay, self._restart)
         else:
+            self.upstream_state = UPSTREAM_DEAD
             self.dead_reason = reason
             log.error("upstream is gone; requests will be answered with errors until the client exits")
 
@@ -4976,7 +5048,7 @@ class Relay:
 
     def _restart_done(self):
         """The new upstream is ready: send what the client said meanwhile, in order."""
-        self.restarting = False
+        self.upstream_state = UPSTREAM_UP
         held, self.held = self.held, []
         for line in held:
             self.upstream.send(line + b"\n")

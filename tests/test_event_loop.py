@@ -1,4 +1,4 @@
-"""The event loop section: PipeReader, PipeWriter and backpressure over real pipes."""
+"""The event loop section: pipe readers and writers (select and thread) and backpressure over real pipes."""
 import os
 import threading
 import time
@@ -70,7 +70,7 @@ def read_all_in_thread(fd, size):
 
 def test_writer_reports_the_high_water_mark_and_drains(loop, pipe, threads):
     read_fd, write_fd = pipe
-    writer = op.PipeWriter(loop, write_fd, use_threads=threads, limit=256 * 1024)
+    writer = op.pipe_writer(loop, write_fd, use_threads=threads, limit=256 * 1024)
     data = os.urandom(1 << 20)
     assert writer.write(data) is False  # a single write over the mark is still taken whole
     assert writer.write(b"end") is False
@@ -86,7 +86,7 @@ def test_writer_reports_the_high_water_mark_and_drains(loop, pipe, threads):
 
 
 def test_writer_keeps_a_big_write_without_copying_it(loop, pipe):
-    writer = op.PipeWriter(loop, pipe[1], limit=1 << 30)
+    writer = op.pipe_writer(loop, pipe[1], limit=1 << 30)
     data = b"x" * (4 << 20)
     writer.write(data)
     assert len(writer.queue) == 1 and writer.queue[0].obj is data
@@ -96,7 +96,7 @@ def test_writer_keeps_a_big_write_without_copying_it(loop, pipe):
 
 def test_write_line_adds_one_newline_to_small_and_big_lines(loop, pipe, threads):
     read_fd, write_fd = pipe
-    writer = op.PipeWriter(loop, write_fd, use_threads=threads)
+    writer = op.pipe_writer(loop, write_fd, use_threads=threads)
     big = b"b" * 300000
     expected = b"small\n" + big + b"\n" + b"after\n"
     thread, chunks = read_all_in_thread(read_fd, len(expected))
@@ -110,7 +110,7 @@ def test_write_line_adds_one_newline_to_small_and_big_lines(loop, pipe, threads)
 def test_writer_failure_releases_those_waiting_for_a_drain(loop, pipe, threads):
     read_fd, write_fd = pipe
     errors, drained = [], []
-    writer = op.PipeWriter(loop, write_fd, on_error=errors.append, use_threads=threads, limit=65536)
+    writer = op.pipe_writer(loop, write_fd, on_error=errors.append, use_threads=threads, limit=65536)
     writer.write(b"x" * (1 << 20))
     writer.when_drained(lambda: drained.append(True))
     os.close(read_fd)  # the reader goes away: EPIPE
@@ -128,7 +128,7 @@ def test_paused_reader_stops_reading_so_the_writer_blocks(loop, pipe, threads):
         got.append(data)
         reader.pause()  # the first chunk: stop there
 
-    reader = op.PipeReader(loop, read_fd, on_data, use_threads=threads)
+    reader = op.pipe_reader(loop, read_fd, on_data, use_threads=threads)
     written = [0]
 
     def write_all():
@@ -150,3 +150,28 @@ def test_paused_reader_stops_reading_so_the_writer_blocks(loop, pipe, threads):
     writer.join(5)
     assert b"".join(got) == b"w" * total
     reader.stop()
+
+
+def test_factories_use_select_for_pipes_and_threads_for_files(loop, pipe, tmp_path):
+    path = tmp_path / "file"
+    path.write_bytes(b"in a file")
+    fd = os.open(str(path), os.O_RDWR)
+    try:
+        assert type(op.pipe_reader(loop, pipe[0], print)) is op.SelectPipeReader
+        assert type(op.pipe_writer(loop, pipe[1])) is op.SelectPipeWriter
+        forced = op.pipe_writer(loop, pipe[1], use_threads=True)
+        assert type(forced) is op.ThreadPipeWriter
+        forced.close()
+        got = []
+        reader = op.pipe_reader(loop, fd, got.append)  # epoll refuses a regular file
+        assert type(reader) is op.ThreadPipeReader
+        assert run_until(loop, lambda: got and got[-1] == b"")
+        assert b"".join(got) == b"in a file"
+        writer = op.pipe_writer(loop, fd)
+        assert type(writer) is op.ThreadPipeWriter
+        writer.write(b", and more")
+        writer.close()
+        writer.thread.join(5)
+        assert path.read_bytes() == b"in a file, and more"
+    finally:
+        os.close(fd)

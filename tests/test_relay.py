@@ -299,6 +299,24 @@ def test_restart_replays_initialize(relay_factory, tmp_path, io_mode):
     relay.close()
 
 
+def test_client_lines_during_a_restart_wait_for_the_new_upstream(relay_factory, tmp_path, io_mode):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--restart", "1", "--io", io_mode], ["--record", str(record)])
+    relay.initialize()
+    assert relay.call("crash")["error"]["code"] == -32000
+    # The replacement starts 0.1 s after the crash and must answer the replayed
+    # initialize first: these lines wait for it, then go in the order they came.
+    for n in range(3):
+        relay.send({"jsonrpc": "2.0", "id": "held-%d" % n, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": str(n)}}})
+    for n in range(3):
+        reply, _ = relay.wait_for("held-%d" % n)
+        assert reply["result"]["content"][0]["text"] == str(n)
+    received = [json.loads(line) for line in record.read_text().splitlines()]
+    last = [m.get("id") if m.get("method") == "tools/call" else m.get("method") for m in received[-5:]]
+    assert last == ["initialize", "notifications/initialized", "held-0", "held-1", "held-2"]
+    relay.close()
+
 def test_request_timeout_cancels_upstream_and_drops_late_answer(relay_factory, tmp_path):
     record = tmp_path / "received.ndjson"
     relay = relay_factory(["--request-timeout", "0.5"], ["--record", str(record)])
