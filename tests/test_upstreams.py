@@ -149,6 +149,18 @@ def test_watchdog_runs_apart_and_ends_with_a_normal_shutdown(relay_factory, reap
     wait_gone([server, watchdog], 1.0)
 
 
+def restarted(relay, reaper, old_pid):
+    """Ask until a new server (not ``old_pid``) answers; returns its pids."""
+    deadline = time.monotonic() + 10
+    while True:
+        reply, _ = relay.request("tools/list")
+        if "result" in reply and reply["result"]["pid"] != old_pid:
+            reaper([reply["result"]["pid"], reply["result"]["grandchild"]])
+            return reply["result"]
+        assert time.monotonic() < deadline, reply
+        time.sleep(0.05)
+
+
 def test_restart_reaps_the_old_server_and_watchdog(relay_factory, reaper):
     relay = relay_factory(["--restart", "1"], server=STUBBORN)
     first = relay.initialize()["result"]
@@ -157,15 +169,7 @@ def test_restart_reaps_the_old_server_and_watchdog(relay_factory, reaper):
     reaper([old_watchdog])
     for pid in (first["grandchild"], first["pid"]):  # the grandchild holds the server's stdout too
         os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while True:
-        reply, _ = relay.request("tools/list")
-        if "result" in reply and reply["result"]["pid"] != first["pid"]:
-            break
-        assert time.monotonic() < deadline, reply
-        time.sleep(0.05)
-    second = reply["result"]
-    reaper([second["pid"], second["grandchild"]])
+    second = restarted(relay, reaper, first["pid"])
     wait_gone([old_watchdog], 1.0)
     kids = children(relay.proc.pid)
     assert "Z" not in kids.values(), kids
@@ -179,14 +183,7 @@ def test_what_a_crashed_server_left_in_its_group_does_not_outlive_it(relay_facto
     first = relay.initialize()["result"]
     reaper([first["pid"], first["grandchild"]])
     os.kill(first["pid"], signal.SIGKILL)  # the grandchild keeps the server's stdout open
-    deadline = time.monotonic() + 10
-    while True:
-        reply, _ = relay.request("tools/list")
-        if "result" in reply and reply["result"]["pid"] != first["pid"]:
-            break
-        assert time.monotonic() < deadline, reply
-        time.sleep(0.05)
-    reaper([reply["result"]["pid"], reply["result"]["grandchild"]])
+    restarted(relay, reaper, first["pid"])
     wait_gone([first["grandchild"]], 1.0)
     relay.proc.send_signal(signal.SIGTERM)
     assert relay.proc.wait(timeout=5) == 0
