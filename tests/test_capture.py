@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, PROXY
+from conftest import FIXTURES, PROXY, PROXY_SCRIPT
 import ocx_proxy as ox
 
 CODEX = os.path.join(FIXTURES, "codex_request.json")
@@ -717,7 +717,7 @@ def test_print_config_and_allowed_tools(tmp_path):
     assert server["type"] == "stdio"
     assert server["command"] == sys.executable
     args = server["args"]
-    assert args[:2] == [os.path.abspath(PROXY), "capture"]
+    assert args[:2] == [os.path.abspath(PROXY_SCRIPT), "capture"]
     assert args[args.index("--catalog") + 1] == catalog
     assert args[args.index("--out") + 1] == str(out)
     assert args[args.index("--server-name") + 1] == "ocx"

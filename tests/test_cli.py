@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PROXY, ROOT, RelayProcess
+from conftest import PROXY, PROXY_SCRIPT, ROOT, RelayProcess
 import ocx_proxy as ox
 
 SUBCOMMANDS = ["stdio", "demo", "demo-server"]
 
 
-def run(args, env=None, timeout=30, stdin=b""):
-    proc = subprocess.run([sys.executable, PROXY] + args, input=stdin, stdout=subprocess.PIPE,
+def run(args, env=None, timeout=30, stdin=b"", script=PROXY):
+    proc = subprocess.run([sys.executable, script] + args, input=stdin, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env, timeout=timeout)
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
 
@@ -117,7 +117,7 @@ def is_stdlib(name):
 
 
 def test_ocx_proxy_imports_only_the_standard_library():
-    tree = ast.parse(open(PROXY, encoding="utf-8").read())
+    tree = ast.parse(open(PROXY_SCRIPT, encoding="utf-8").read())
     modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -131,7 +131,8 @@ def test_ocx_proxy_imports_only_the_standard_library():
 
 
 def test_demo_runs_the_whole_chain(tmp_path):
-    status, out, err = run(["demo", "--output-dir", str(tmp_path)], timeout=60)
+    """The README's first command, exactly: ``python ocx_proxy.py demo``."""
+    status, out, err = run(["demo", "--output-dir", str(tmp_path)], timeout=60, script=PROXY_SCRIPT)
     assert status == 0, err
     assert "spilled" in out and "passed through unchanged" in out
     assert "progress notifications arrived before the result" in out

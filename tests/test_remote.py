@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PROXY, RelayProcess
+from conftest import FIXTURES, PROXY, PROXY_SCRIPT, RelayProcess
 
 sys.path.insert(0, FIXTURES)
 import http_servers  # noqa: E402
@@ -163,7 +163,7 @@ def test_http_error_text_quotes_status_and_a_short_excerpt():
 
 def test_importing_the_module_does_not_load_http_or_tls():
     code = "import sys; import ocx_proxy; print('http.client' in sys.modules or 'ssl' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(PROXY), stdout=subprocess.PIPE)
+    out = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(PROXY_SCRIPT), stdout=subprocess.PIPE)
     assert out.stdout.strip() == b"False"
 
 
