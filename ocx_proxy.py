@@ -28,6 +28,7 @@ Layout of this file (each section only uses the ones above it):
 
     wire helpers      logging, redaction, errors, small utilities
     JSON-RPC framing  newline-delimited JSON lines, error objects
+    protocol versions what each MCP revision has (handshake, resource_link...)
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
@@ -903,6 +904,58 @@ class LineSplitter:
 
 
 # ---------------------------------------------------------------------------
+# Protocol versions: what each MCP revision has
+# ---------------------------------------------------------------------------
+
+# Every MCP revision we know, oldest first, with the features the code asks
+# version_has() about.  A new revision is one more row, a new question one more
+# word in the rows that have it; nothing else compares versions.
+#   handshake           initialize / notifications/initialized before anything else
+#   http_sse            the HTTP+SSE transport (GET stream plus an endpoint for POSTs)
+#   streamable_http     one POST per message; sessions: its Mcp-Session-Id header
+#   batches             JSON-RPC batches
+#   resource_link       tool results may link a resource instead of embedding it
+#   structured_content  tool results carry structuredContent, tools an outputSchema
+#   tasks               the experimental tasks of 2025-11-25 (an extension later)
+#   result_type         results say their kind in resultType
+PROTOCOL_VERSIONS = {
+    "2024-11-05": frozenset(["handshake", "http_sse"]),
+    "2025-03-26": frozenset(["handshake", "streamable_http", "sessions", "batches"]),
+    "2025-06-18": frozenset(["handshake", "streamable_http", "sessions", "resource_link", "structured_content"]),
+    "2025-11-25": frozenset(["handshake", "streamable_http", "sessions", "resource_link", "structured_content",
+                             "tasks"]),
+    # Stateless: no initialize and no session; every request names its version.
+    "2026-07-28": frozenset(["streamable_http", "resource_link", "structured_content", "result_type"]),
+}
+# What servers of ours (capture, demo-server) speak, newest first, and what
+# check asks for: the revisions with an initialize to answer.
+SERVED_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" in PROTOCOL_VERSIONS[v])
+LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
+
+
+def version_has(version, feature):
+    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.
+
+    A version we do not know has the features of the newest known one before
+    it (the dates sort as strings); one that is not a string has none.
+    """
+    if not isinstance(version, str):
+        return False
+    known = [v for v in PROTOCOL_VERSIONS if v <= version]
+    return bool(known) and feature in PROTOCOL_VERSIONS[known[-1]]
+
+
+def version_since(feature):
+    """The first revision with ``feature``, for text that names it."""
+    return next(v for v in PROTOCOL_VERSIONS if feature in PROTOCOL_VERSIONS[v])
+
+
+def served_version(requested):
+    """The version a server of ours answers to an initialize asking for ``requested``."""
+    return requested if requested in SERVED_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+# ---------------------------------------------------------------------------
 # Spill: saving oversized responses and building previews
 # ---------------------------------------------------------------------------
 
@@ -1418,10 +1471,6 @@ class Spill:
         return builder.fit(full_text, self.max_chars, self.preview_chars), files
 
 
-def version_at_least(version, wanted):
-    return isinstance(version, str) and version >= wanted
-
-
 class PreviewBuilder:
     """Builds the replacement message for one spilled message at a given preview size."""
 
@@ -1500,7 +1549,7 @@ class PreviewBuilder:
 
     def build_tool_result(self, result, preview, level):
         content = [{"type": "text", "text": preview}]
-        if level <= 1 and version_at_least(self.protocol_version, "2025-06-18"):
+        if level <= 1 and version_has(self.protocol_version, "resource_link"):
             content.append({
                 "type": "resource_link", "uri": file_uri(self.files.txt_path),
                 "name": os.path.basename(self.files.txt_path), "mimeType": "text/plain",
