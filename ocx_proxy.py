@@ -6228,7 +6228,6 @@ CAPTURE_MAX_TOOLS = 128
 CAPTURE_MAX_SCHEMA_DEPTH = 32
 CAPTURE_EXIT_REFUSED = 3
 CAPTURE_REFUSED = -32010  # too many calls: a server-defined code, distinct from the relay's
-CAPTURE_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 # mcp__<server>__<alias> must stay within the 64 characters agent CLIs allow:
 # 5 + 17 + 2 + 40 = 64.
@@ -6434,10 +6433,9 @@ class CaptureSession:
 
     def _initialize(self, msg_id, params):
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
-        version = requested if requested in CAPTURE_PROTOCOL_VERSIONS else CAPTURE_PROTOCOL_VERSIONS[0]
         self.initialized = True
         return _result(msg_id, {
-            "protocolVersion": version,
+            "protocolVersion": served_version(requested),
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": self.server_name, "version": __version__},
             "instructions": "Tools here are captured for the client to run; results come in "
@@ -6609,8 +6607,6 @@ def serve_capture(session, stdin, stdout, line_limit):
 # ---------------------------------------------------------------------------
 
 CHECK_CLIENTS = ("cursor", "claude-code", "codex", "openai")
-KNOWN_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
-CHECK_PROTOCOL_VERSION = "2025-11-25"
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
@@ -6712,10 +6708,10 @@ class CatalogChecker:
         version = result.get("protocolVersion")
         if not isinstance(version, str):
             self.add("error", "/initialize/protocolVersion", "initialize result has no protocolVersion string")
-        elif version not in KNOWN_PROTOCOL_VERSIONS:
+        elif version not in PROTOCOL_VERSIONS:
             self.add("error", "/initialize/protocolVersion",
                      "server negotiated unknown protocol version %r (known: %s)"
-                     % (version, ", ".join(KNOWN_PROTOCOL_VERSIONS)))
+                     % (version, ", ".join(PROTOCOL_VERSIONS)))
         elif requested_version and version != requested_version:
             self.add("info", "/initialize/protocolVersion",
                      "server answered protocol %s to our %s (allowed: clients accept an older version "
@@ -7070,7 +7066,7 @@ class UpstreamClient:
         self.loop.stop()
 
 
-def fetch_catalog(client, protocol_version=CHECK_PROTOCOL_VERSION):
+def fetch_catalog(client, protocol_version=LATEST_HANDSHAKE_VERSION):
     """initialize, initialized, then every page of each declared list; returns (snapshot, timings)."""
     timings = {}
     started = time.monotonic()
@@ -7218,7 +7214,6 @@ def run_check(snapshot, timings, problems, server_name, client, as_json, out, re
 # Demo: embedded sample server and the demo driver
 # ---------------------------------------------------------------------------
 
-DEMO_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 DEMO_TOOLS = [
     {"name": "echo", "description": "Return the given text.",
@@ -7300,9 +7295,8 @@ def demo_server_answer(msg, notify):
     method = msg.get("method")
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
     if method == "initialize":
-        asked = params.get("protocolVersion")
-        version = asked if asked in DEMO_PROTOCOL_VERSIONS else DEMO_PROTOCOL_VERSIONS[1]
-        return {"protocolVersion": version, "serverInfo": {"name": "ocx-demo", "version": __version__},
+        return {"protocolVersion": served_version(params.get("protocolVersion")),
+                "serverInfo": {"name": "ocx-demo", "version": __version__},
                 "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}}
     if method == "ping":
         return {}
@@ -7435,7 +7429,7 @@ def run_demo(output_dir, max_chars, out):
     client = DemoClient(command)
     started = time.monotonic()
     try:
-        reply, _ = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+        reply, _ = client.request("initialize", {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
                                                  "clientInfo": {"name": "ocx-demo-client", "version": "1"}})
         write("-> initialize: protocol %s, server %s\n" % (
             reply["result"]["protocolVersion"], reply["result"]["serverInfo"]["name"]))
@@ -7655,10 +7649,10 @@ def cmd_stdio(args):
 REMOTE_COMMANDS = (
     ("streamable-http", "relay to a remote MCP server over Streamable HTTP",
      "Relay MCP between this process's stdio (the client) and a remote server speaking Streamable "
-     "HTTP (MCP 2025-03-26 and later): streamable-http --url URL [options]"),
+     "HTTP (MCP %s and later): streamable-http --url URL [options]" % version_since("streamable_http")),
     ("sse", "relay to a remote MCP server over the legacy HTTP+SSE transport",
      "Relay MCP between this process's stdio (the client) and a remote server speaking the "
-     "2024-11-05 HTTP+SSE transport: sse --url URL [options]"),
+     "%s HTTP+SSE transport: sse --url URL [options]" % version_since("http_sse")),
     ("auto", "relay to a remote MCP server: Streamable HTTP, else legacy HTTP+SSE",
      "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
      "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
@@ -8228,7 +8222,7 @@ def cmd_check(args):
             raise
         sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
         return 2
-    requested = None if args.file else CHECK_PROTOCOL_VERSION
+    requested = None if args.file else LATEST_HANDSHAKE_VERSION
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, requested)
 
 
