@@ -29,6 +29,7 @@ Layout of this file (each section only uses the ones above it):
     wire helpers      logging, redaction, errors, small utilities
     JSON-RPC framing  newline-delimited JSON lines, error objects
     protocol versions what each MCP revision has (handshake, resource_link...)
+    client facts      limits and name rules of Cursor, Claude Code, Codex, OpenAI
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
@@ -953,6 +954,35 @@ def version_since(feature):
 def served_version(requested):
     """The version a server of ours answers to an initialize asking for ``requested``."""
     return requested if requested in SERVED_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+# ---------------------------------------------------------------------------
+# Client facts: the limits and name rules of the clients we know
+# ---------------------------------------------------------------------------
+
+# What each client does to a catalog or a result, as observed or documented
+# (vendor_proto_notes.md, "Limits").  Data only: protobuf, tool catalog and
+# check read it; a client profile is one more row, a new limit one more key.
+CLIENT_FACTS = {
+    "cursor": {
+        "name_chars": 60,           # server name + tool name; longer tools are dropped
+        "model_tools": 100,         # tools sent to the model (first 40 in older versions, then 80)
+        "model_tools_old": 40,
+        "mcp_tools_count": 330,     # McpTools protobuf: past about this the service says resource_exhausted
+        "mcp_tools_bytes": 120000,
+        "message_bytes": 1 << 20,   # one agent.v1 message
+    },
+    "claude-code": {
+        "description_chars": 2048,  # tool descriptions are cut here
+        "result_chars": 12000,      # tool results are truncated past about this
+    },
+    "codex": {
+        "result_bytes": 10 * 1024,  # tool results are cut at about 10 KB; function names as openai
+    },
+    "openai": {
+        "function_name_chars": 64,  # ^[A-Za-z0-9_-]{1,64}$, or the API refuses the tool
+    },
+}
 
 
 # ---------------------------------------------------------------------------
@@ -5122,11 +5152,6 @@ MAX_RAW_DEPTH = 64
 # 524,288 fields.
 MAX_DECODED_FIELDS = 1000000
 
-# Limits observed on Cursor's service (see vendor_proto_notes.md, "Limits").
-CURSOR_MAX_TOOLS = 330
-CURSOR_MAX_MCP_TOOLS_BYTES = 120000
-CURSOR_MAX_MESSAGE_BYTES = 1 << 20
-
 
 class ProtobufDecodeError(OcxError):
     """Bytes that are not the protobuf message they were decoded as.
@@ -5398,14 +5423,15 @@ def encode_request_context_message(definitions, instructions=()):
 
 def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
     """Human-readable warnings for a catalog past Cursor's observed limits."""
+    cursor = CLIENT_FACTS["cursor"]
     warnings = []
-    if tool_count > CURSOR_MAX_TOOLS:
+    if tool_count > cursor["mcp_tools_count"]:
         warnings.append("%d tool definitions exceed Cursor's limit of about %d; "
-                        "expect resource_exhausted" % (tool_count, CURSOR_MAX_TOOLS))
-    if mcp_tools_size > CURSOR_MAX_MCP_TOOLS_BYTES:
+                        "expect resource_exhausted" % (tool_count, cursor["mcp_tools_count"]))
+    if mcp_tools_size > cursor["mcp_tools_bytes"]:
         warnings.append("McpTools is %d bytes, over Cursor's limit of about %d bytes"
-                        % (mcp_tools_size, CURSOR_MAX_MCP_TOOLS_BYTES))
-    if message_size is not None and message_size > CURSOR_MAX_MESSAGE_BYTES:
+                        % (mcp_tools_size, cursor["mcp_tools_bytes"]))
+    if message_size is not None and message_size > cursor["message_bytes"]:
         warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB"
                         % message_size)
     return warnings
@@ -6140,8 +6166,8 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
     ``tools`` is anything normalize_tools() accepts; ``tool_choice`` filters
     it (filter_tools).  Each survivor becomes a McpToolDefinition whose
     ``name`` and ``tool_name`` are its wire name.  Returns b"" when no tool
-    survives.  Crossing Cursor's limits (about 330 tools or 120,000 bytes)
-    logs a warning; nothing is truncated.
+    survives.  Crossing Cursor's limits (``CLIENT_FACTS["cursor"]``) logs a
+    warning; nothing is truncated.
     """
     selected = filter_tools(tools, tool_choice)
     data = encode_mcp_tools_message(_tool_definition(tool, provider_identifier)
@@ -6229,8 +6255,8 @@ CAPTURE_MAX_SCHEMA_DEPTH = 32
 CAPTURE_EXIT_REFUSED = 3
 CAPTURE_REFUSED = -32010  # too many calls: a server-defined code, distinct from the relay's
 
-# mcp__<server>__<alias> must stay within the 64 characters agent CLIs allow:
-# 5 + 17 + 2 + 40 = 64.
+# mcp__<server>__<alias> must stay a function name agent CLIs can send their
+# model (CLIENT_FACTS "function_name_chars"): 5 + 17 + 2 + 40 = 64.
 ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}$")
 ALIAS_HASH_CHARS = 16
@@ -6606,16 +6632,10 @@ def serve_capture(session, stdin, stdout, line_limit):
 # Check: what in a server's catalog breaks which client
 # ---------------------------------------------------------------------------
 
-CHECK_CLIENTS = ("cursor", "claude-code", "codex", "openai")
+CHECK_CLIENTS = tuple(CLIENT_FACTS)
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["function_name_chars"])
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
-CURSOR_NAME_LIMIT = 60          # server name + tool name, longer ones are dropped
-CURSOR_OLD_TOOL_LIMIT = 40      # older Cursor versions send only the first 40 tools (later 80, then 100)
-CURSOR_NEW_TOOL_LIMIT = 100
-CURSOR_MCP_TOOLS_BYTES = 120000
-CURSOR_MCP_TOOLS_COUNT = 330
-CLAUDE_DESCRIPTION_LIMIT = 2048
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
 MAX_SAFE_INTEGER = 2 ** 53
@@ -6745,7 +6765,8 @@ class CatalogChecker:
                 self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]),
                          tool=name)
             seen.setdefault(name, base)
-            sanitized.setdefault(re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64], set()).add(name)
+            clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENT_FACTS["openai"]["function_name_chars"]]
+            sanitized.setdefault(clean, set()).add(name)
             self.check_tool_name(name, base, tool=name)
             self.check_description(tool, base, name)
             if "inputSchema" not in tool:
@@ -6763,15 +6784,15 @@ class CatalogChecker:
     def check_tool_name(self, name, base, tool):
         pointer = base + "/name"
         if not MCP_TOOL_NAME_RE.match(name):
-            self.add("warning", pointer, "name %r breaks the MCP naming rule ^[A-Za-z0-9_.-]{1,128}$" % name,
+            self.add("warning", pointer, "name %r breaks the MCP naming rule %s" % (name, MCP_TOOL_NAME_RE.pattern),
                      tool=tool)
         if not OPENAI_TOOL_NAME_RE.match(name):
-            self.add("error", pointer, "name %r is not a valid function name for OpenAI/Codex "
-                     "(^[A-Za-z0-9_-]{1,64}$)" % name, ("codex", "openai"), tool=tool)
-        server = self.server_name or ""
-        if len(server) + len(name) > CURSOR_NAME_LIMIT:
+            self.add("error", pointer, "name %r is not a valid function name for OpenAI/Codex (%s)"
+                     % (name, OPENAI_TOOL_NAME_RE.pattern), ("codex", "openai"), tool=tool)
+        server, limit = self.server_name or "", CLIENT_FACTS["cursor"]["name_chars"]
+        if len(server) + len(name) > limit:
             self.add("error", pointer, "Cursor drops tools whose server name + tool name exceed %d characters "
-                     "(%r + %r = %d)" % (CURSOR_NAME_LIMIT, server, name, len(server) + len(name)),
+                     "(%r + %r = %d)" % (limit, server, name, len(server) + len(name)),
                      ("cursor",), tool=tool)
 
     def check_description(self, tool, base, name):
@@ -6780,18 +6801,20 @@ class CatalogChecker:
             return
         if not isinstance(description, str):
             self.add("error", base + "/description", "description is not a string", tool=name)
-        elif len(description) > CLAUDE_DESCRIPTION_LIMIT:
+        elif len(description) > CLIENT_FACTS["claude-code"]["description_chars"]:
             self.add("warning", base + "/description", "description has %d characters; Claude Code cuts it at %d"
-                     % (len(description), CLAUDE_DESCRIPTION_LIMIT), ("claude-code",), tool=name)
+                     % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]), ("claude-code",),
+                     tool=name)
 
     def check_limits(self, tools):
-        count = len(tools)
-        if count > CURSOR_NEW_TOOL_LIMIT:
+        count, cursor = len(tools), CLIENT_FACTS["cursor"]
+        if count > cursor["model_tools"]:
             self.add("error", "/tools", "%d tools: Cursor sends at most %d to the model (older versions only %d)"
-                     % (count, CURSOR_NEW_TOOL_LIMIT, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
-        elif count > CURSOR_OLD_TOOL_LIMIT:
+                     % (count, cursor["model_tools"], cursor["model_tools_old"]), ("cursor",))
+        elif count > cursor["model_tools_old"]:
             self.add("warning", "/tools", "%d tools: older Cursor versions send only the first %d to the model "
-                     "(80, then 100 in later versions)" % (count, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
+                     "(80, then %d in later versions)" % (count, cursor["model_tools_old"], cursor["model_tools"]),
+                     ("cursor",))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -6800,10 +6823,10 @@ class CatalogChecker:
             self.add("error", "/tools", "the catalog cannot be encoded as Cursor McpTools: %s" % exc, ("cursor",))
             return
         self.cursor_bytes = size
-        if size > CURSOR_MCP_TOOLS_BYTES or len(valid) > CURSOR_MCP_TOOLS_COUNT:
+        if size > cursor["mcp_tools_bytes"] or len(valid) > cursor["mcp_tools_count"]:
             self.add("error", "/tools", "Cursor McpTools would be %d bytes for %d tools; about %d bytes and %d tools "
-                     "are the most Cursor accepts" % (size, len(valid), CURSOR_MCP_TOOLS_BYTES,
-                                                      CURSOR_MCP_TOOLS_COUNT), ("cursor",))
+                     "are the most Cursor accepts" % (size, len(valid), cursor["mcp_tools_bytes"],
+                                                      cursor["mcp_tools_count"]), ("cursor",))
 
     # -- schemas -------------------------------------------------------------
 
@@ -7203,7 +7226,8 @@ def run_check(snapshot, timings, problems, server_name, client, as_json, out, re
     findings = list(problems) + checker.check(snapshot, requested_version)
     if server_name is None and snapshot.get("tools"):
         findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
-                                "mcp.json too: pass --server-name NAME to check it exactly" % CURSOR_NAME_LIMIT,
+                                "mcp.json too: pass --server-name NAME to check it exactly"
+                                % CLIENT_FACTS["cursor"]["name_chars"],
                                 ("cursor",)))
     report = check_report_json(snapshot, findings, checker, timings, client)
     out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
@@ -7885,7 +7909,7 @@ def cmd_encode_tools(args):
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
-                len(output), fmt, CURSOR_MAX_TOOLS, CURSOR_MAX_MCP_TOOLS_BYTES))
+                len(output), fmt, CLIENT_FACTS["cursor"]["mcp_tools_count"], CLIENT_FACTS["cursor"]["mcp_tools_bytes"]))
     return 0
 
 
