@@ -6638,7 +6638,6 @@ OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
-MAX_SAFE_INTEGER = 2 ** 53
 MAX_LIST_PAGES = 200
 # Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
 SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
@@ -6965,7 +6964,7 @@ class CatalogChecker:
                      tool=tool)
 
     def check_big_integers(self, value, pointer, tool):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
             self.add("warning", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value (Cursor) "
                      "and JavaScript clients" % value, ("cursor", "claude-code"), tool=tool)
         elif isinstance(value, list):
@@ -6978,7 +6977,7 @@ class CatalogChecker:
 
 def doubles_for_big_integers(value):
     """A copy with integers beyond 2^53 turned into floats (what a JSON client would send)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
         return float(value)
     if isinstance(value, list):
         return [doubles_for_big_integers(item) for item in value]
