@@ -989,6 +989,11 @@ CLIENT_FACTS = {
 # Spill: saving oversized responses and building previews
 # ---------------------------------------------------------------------------
 
+# Defaults of --max-response-chars (under the smallest cut of a tool result in
+# CLIENT_FACTS: Codex, about 10 KB), --preview-chars and --retention-days.
+MAX_RESPONSE_CHARS = 10000
+PREVIEW_CHARS = 4000
+RETENTION_DAYS = 7
 # Responses to these methods keep a session alive or describe it: rewriting them
 # would break the client, so an oversized one is forwarded with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel"])
@@ -1345,7 +1350,8 @@ class Spill:
     catalog responses, requests, disk errors).
     """
 
-    def __init__(self, output_dir, max_chars=10000, preview_chars=4000, retention_days=7):
+    def __init__(self, output_dir, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS,
+                 retention_days=RETENTION_DAYS):
         self.output_dir = os.path.abspath(output_dir)
         self.max_chars = max_chars
         self.preview_chars = preview_chars
@@ -4309,8 +4315,8 @@ _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant:
 class RelayOptions:
     """Everything the relay needs to know from the command line."""
 
-    def __init__(self, max_response_chars=10000, preview_chars=4000, output_dir=None,
-                 retention_days=7, request_timeout=0.0, restart=0, keep_output_schema=False,
+    def __init__(self, max_response_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, output_dir=None,
+                 retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES):
         self.max_response_chars = max_response_chars
@@ -7583,16 +7589,16 @@ def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
     group.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"), metavar="CHARS",
                        help="responses longer than this many characters of compact JSON are saved to "
-                            "disk and replaced by a preview; 0 never spills (default 10000; env "
-                            "OCX_PROXY_MAX_RESPONSE_CHARS)")
+                            "disk and replaced by a preview; 0 never spills (default %d; env "
+                            "OCX_PROXY_MAX_RESPONSE_CHARS)" % MAX_RESPONSE_CHARS)
     group.add_argument("--preview-chars", type=typed(int_at_least(0), "a character count"), metavar="CHARS",
                        help="characters of text kept in a preview, about 3/4 head and 1/4 tail "
-                            "(default 4000; env OCX_PROXY_PREVIEW_CHARS)")
+                            "(default %d; env OCX_PROXY_PREVIEW_CHARS)" % PREVIEW_CHARS)
     group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %s; env "
                                             "OCX_PROXY_OUTPUT_DIR)" % default_cache_dir())
     group.add_argument("--retention-days", type=typed(int_at_least(0), "a number of days"), metavar="DAYS",
                        help="at start, delete this tool's spill files older than this; 0 keeps all "
-                            "(default 7; env OCX_PROXY_RETENTION_DAYS)")
+                            "(default %d; env OCX_PROXY_RETENTION_DAYS)" % RETENTION_DAYS)
     group.add_argument("--keep-output-schema", action="store_true", default=None,
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off)")
@@ -7633,10 +7639,11 @@ def relay_options_from_args(args):
     io_mode = option_value(args, "io", "IO", lambda v: v if v in ("auto", "select", "threads") else
                            _raise(ValueError("expected auto, select or threads")), "auto")
     return RelayOptions(
-        max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value, 10000),
-        preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), 4000),
+        max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value,
+                                        MAX_RESPONSE_CHARS),
+        preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), PREVIEW_CHARS),
         output_dir=option_value(args, "output_dir", "OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
-        retention_days=option_value(args, "retention_days", "RETENTION_DAYS", int_at_least(0), 7),
+        retention_days=option_value(args, "retention_days", "RETENTION_DAYS", int_at_least(0), RETENTION_DAYS),
         request_timeout=option_value(args, "request_timeout", "REQUEST_TIMEOUT", non_negative_float, 0.0),
         restart=option_value(args, "restart", "RESTART", int_at_least(0), 0),
         keep_output_schema=bool(getattr(args, "keep_output_schema", None)),
@@ -7770,7 +7777,7 @@ def cmd_demo_server(args):
 
 def cmd_demo(args):
     output_dir = args.output_dir or os.path.join(default_cache_dir(), "demo")
-    return run_demo(output_dir, args.max_response_chars or 10000, sys.stdout)
+    return run_demo(output_dir, args.max_response_chars or MAX_RESPONSE_CHARS, sys.stdout)
 
 
 def add_stdio_command(sub):
@@ -7797,7 +7804,7 @@ def add_demo_commands(sub):
     p.add_argument("--output-dir", help="where spilled responses go (default %s)"
                                         % os.path.join(default_cache_dir(), "demo"))
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
-                   help="spill threshold used by the demo relay (default 10000)")
+                   help="spill threshold used by the demo relay (default %d)" % MAX_RESPONSE_CHARS)
     p.set_defaults(handler=cmd_demo)
     p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
                        description="A small MCP server on stdio with tools that return small, huge, "
