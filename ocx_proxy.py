@@ -124,7 +124,9 @@ class Logger:
 
 log = Logger()
 
-SECRET_KEY_RE = re.compile(r"authorization|cookie|token|secret|password|passwd|api[-_]?key", re.I)
+# A name (JSON key, HTTP header, URL query parameter) that holds a credential:
+# one rule for every place that masks one (redact, headers, redact_url).
+SECRET_NAME_RE = re.compile(r"auth|cookie|token|secret|pass|key|sig|session|code|credential", re.I)
 SECRET_VALUE_RE = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 REDACTED = "[redacted]"
 
@@ -132,11 +134,11 @@ REDACTED = "[redacted]"
 def redact(obj):
     """Return a copy of ``obj`` with secret-looking values replaced.
 
-    Keys that name credentials (Authorization, Cookie, *token*, *secret*,
-    api-key...) lose their value; ``Bearer xyz`` inside any string is masked.
+    Keys that name credentials (SECRET_NAME_RE: Authorization, Cookie,
+    *token*, *secret*, api-key...) lose their value; ``Bearer xyz`` inside any string is masked.
     """
     if isinstance(obj, dict):
-        return {k: (REDACTED if SECRET_KEY_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
+        return {k: (REDACTED if SECRET_NAME_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     if isinstance(obj, str):
@@ -2501,8 +2503,6 @@ REINIT_ID_PREFIX = "ocx-proxy-reinit-"
 FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
-SECRET_HEADER_RE = re.compile(r"^(authorization|proxy-authorization|cookie|x-api-key)$", re.I)
-QUERY_SECRET_RE = re.compile(r"key|token|secret|pass|auth|sig|session|code|credential", re.I)
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
@@ -2662,7 +2662,7 @@ def redact_url(url, secrets=()):
         query = parts.query
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, REDACTED if QUERY_SECRET_RE.search(k) else v) for k, v in pairs], safe="[]")
+            query = urlencode([(k, REDACTED if SECRET_NAME_RE.search(k) else v) for k, v in pairs], safe="[]")
         text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError:
         text = "(unparsable URL)"
@@ -2695,7 +2695,7 @@ def parse_header_option(text, environ=None):
         value.encode("latin-1")
     except UnicodeEncodeError:
         raise UsageError("--header %s: HTTP header values must be Latin-1 text" % name)
-    secret = bool(ENV_REF_RE.search(template)) or bool(SECRET_HEADER_RE.match(name))
+    secret = bool(ENV_REF_RE.search(template)) or bool(SECRET_NAME_RE.search(name))
     return name, value, secret
 
 
@@ -2879,8 +2879,7 @@ class RemoteConfig:
         """``Name: value`` pairs for a debug log line, secrets masked."""
         shown = []
         for name, value in headers.items():
-            secret = SECRET_HEADER_RE.match(name) or name.lower() == "mcp-session-id"
-            shown.append("%s: %s" % (name, REDACTED if secret else self.scrub(value)))
+            shown.append("%s: %s" % (name, REDACTED if SECRET_NAME_RE.search(name) else self.scrub(value)))
         return ", ".join(shown)
 
 
