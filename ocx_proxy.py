@@ -963,8 +963,8 @@ def served_version(requested):
 # ---------------------------------------------------------------------------
 
 # What each client does to a catalog or a result, as observed or documented
-# (vendor_proto_notes.md, "Limits").  Data only: protobuf, tool catalog and
-# check read it; a client profile is one more row, a new limit one more key.
+# (Cursor: vendor_proto_notes.md, "Limits").  Data only: protobuf and check read
+# it; a client profile is one more row, a new limit one more key.
 CLIENT_FACTS = {
     "cursor": {
         "name_chars": 60,           # server name + tool name; longer tools are dropped
@@ -978,12 +978,8 @@ CLIENT_FACTS = {
         "description_chars": 2048,  # tool descriptions are cut here
         "result_chars": 12000,      # tool results are truncated past about this
     },
-    "codex": {
-        "result_bytes": 10 * 1024,  # tool results are cut at about 10 KB; function names as openai
-    },
-    "openai": {
-        "function_name_chars": 64,  # ^[A-Za-z0-9_-]{1,64}$, or the API refuses the tool
-    },
+    "codex": {"result_bytes": 10 * 1024},     # results cut at about 10 KB; function names as openai
+    "openai": {"function_name_chars": 64},    # ^[A-Za-z0-9_-]{1,64}$, or the API refuses the tool
 }
 
 
@@ -6637,7 +6633,6 @@ def serve_capture(session, stdin, stdout, line_limit):
 # Check: what in a server's catalog breaks which client
 # ---------------------------------------------------------------------------
 
-CHECK_CLIENTS = tuple(CLIENT_FACTS)
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["function_name_chars"])
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
@@ -8199,11 +8194,11 @@ def add_check_output_options(parser, suppress=False):
     default = (lambda value: argparse.SUPPRESS) if suppress else (lambda value: value)
     parser.add_argument("--json", action="store_true", default=default(False),
                         help="print the report as JSON for CI (default: a readable report)")
-    parser.add_argument("--client", choices=("all",) + CHECK_CLIENTS, default=default("all"),
+    parser.add_argument("--client", choices=("all",) + tuple(CLIENT_FACTS), default=default("all"),
                         help="only show findings that affect this client (default all)")
     parser.add_argument("--server-name", default=default(None),
-                        help="the server's name in your client config, for Cursor's 60-character rule "
-                             "(default: serverInfo.name)")
+                        help="the server's name in your client config, for Cursor's %d-character rule "
+                             "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
     parser.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"), default=default(30.0),
                         metavar="SECONDS", help="longest wait for each answer (default 30)")
 
