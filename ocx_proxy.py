@@ -6255,6 +6255,9 @@ CAPTURE_MAX_TOOLS = 128
 CAPTURE_MAX_SCHEMA_DEPTH = 32
 CAPTURE_EXIT_REFUSED = 3
 CAPTURE_REFUSED = -32010  # too many calls: a server-defined code, distinct from the relay's
+CAPTURE_SERVER_NAME = "opencodex"   # defaults of --server-name, --max-calls, --max-argument-bytes
+CAPTURE_MAX_CALLS = 16
+CAPTURE_MAX_ARGUMENT_BYTES = 65536
 
 # mcp__<server>__<alias> must stay a function name agent CLIs can send their
 # model (CLIENT_FACTS "function_name_chars"): 5 + 17 + 2 + 40 = 64.
@@ -6392,8 +6395,8 @@ class CaptureSession:
     true on the first refusal; the process then exits with status 3.
     """
 
-    def __init__(self, tools, out, server_name="opencodex", max_calls=16,
-                 max_argument_bytes=65536, reply="pending", page_size=50):
+    def __init__(self, tools, out, server_name=CAPTURE_SERVER_NAME, max_calls=CAPTURE_MAX_CALLS,
+                 max_argument_bytes=CAPTURE_MAX_ARGUMENT_BYTES, reply="pending", page_size=50):
         self.out = out
         self.server_name = server_name
         self.max_calls = max_calls
@@ -8159,8 +8162,8 @@ def register_capture_command(sub):
                     "the exit status 3.")
     p.add_argument("--catalog", metavar="FILE", required=True,
                    help="tools as a Responses/Chat/Anthropic request body, a tools array or an "
-                        "MCP tools/list result; regular file, at most 2 MiB and 128 tools "
-                        "(required, no default)")
+                        "MCP tools/list result; regular file, at most %d MiB and %d tools (required, no "
+                        "default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
     p.add_argument("--tool-choice", metavar="JSON",
                    help="auto, none, required or a JSON tool_choice object (default: the "
                         "catalog's own tool_choice, else every tool)")
@@ -8168,11 +8171,11 @@ def register_capture_command(sub):
                    help="captured calls as NDJSON, appended to FILE or written to an inherited "
                         "descriptor; never stdout (required to serve; default with "
                         "--print-config: <catalog>.calls.ndjson)")
-    p.add_argument("--server-name", metavar="NAME", default="opencodex",
+    p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
-    p.add_argument("--max-calls", metavar="N", type=positive_int, default=16,
+    p.add_argument("--max-calls", metavar="N", type=positive_int, default=CAPTURE_MAX_CALLS,
                    help="calls accepted per session; one more is refused (default: %(default)s)")
-    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=65536,
+    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=CAPTURE_MAX_ARGUMENT_BYTES,
                    help="largest accepted arguments object, as compact JSON "
                         "(default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
