@@ -25,7 +25,8 @@ def test_openai_function_names_and_their_sanitising_follow_one_length():
     assert any("not a valid function name for OpenAI/Codex (^[A-Za-z0-9_-]{1,64}$)" in f.message for f in findings)
 
 
-def test_every_client_in_the_table_is_a_check_client_choice(tmp_path, capsys):
+def test_every_client_in_the_table_is_a_check_client_choice(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(op.log, "level", op.log.level)  # check sets it for the process
     catalog = tmp_path / "tools.json"
     catalog.write_text('{"tools": []}')
     for client in op.CLIENT_FACTS:
