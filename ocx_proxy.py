@@ -28,6 +28,8 @@ Layout of this file (each section only uses the ones above it):
 
     wire helpers      logging, redaction, errors, small utilities
     JSON-RPC framing  newline-delimited JSON lines, error objects
+    protocol versions what each MCP revision has (handshake, resource_link...)
+    client facts      limits and name rules of Cursor, Claude Code, Codex, OpenAI
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
@@ -122,7 +124,9 @@ class Logger:
 
 log = Logger()
 
-SECRET_KEY_RE = re.compile(r"authorization|cookie|token|secret|password|passwd|api[-_]?key", re.I)
+# A name (JSON key, HTTP header, URL query parameter) that holds a credential:
+# one rule for every place that masks one (redact, headers, redact_url).
+SECRET_NAME_RE = re.compile(r"auth|cookie|token|secret|pass|key|sig|session|code|credential", re.I)
 SECRET_VALUE_RE = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 REDACTED = "[redacted]"
 
@@ -130,11 +134,11 @@ REDACTED = "[redacted]"
 def redact(obj):
     """Return a copy of ``obj`` with secret-looking values replaced.
 
-    Keys that name credentials (Authorization, Cookie, *token*, *secret*,
-    api-key...) lose their value; ``Bearer xyz`` inside any string is masked.
+    Keys that name credentials (SECRET_NAME_RE: Authorization, Cookie,
+    *token*, *secret*, api-key...) lose their value; ``Bearer xyz`` inside any string is masked.
     """
     if isinstance(obj, dict):
-        return {k: (REDACTED if SECRET_KEY_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
+        return {k: (REDACTED if SECRET_NAME_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     if isinstance(obj, str):
@@ -903,9 +907,91 @@ class LineSplitter:
 
 
 # ---------------------------------------------------------------------------
+# Protocol versions: what each MCP revision has
+# ---------------------------------------------------------------------------
+
+# Every MCP revision we know, oldest first, with the features the code asks
+# version_has() about.  A new revision is one more row, a new question one more
+# word in the rows that have it; nothing else compares versions.
+#   handshake           initialize / notifications/initialized before anything else
+#   http_sse            the HTTP+SSE transport (GET stream plus an endpoint for POSTs)
+#   streamable_http     one POST per message; sessions: its Mcp-Session-Id header
+#   batches             JSON-RPC batches
+#   resource_link       tool results may link a resource instead of embedding it
+#   structured_content  tool results carry structuredContent, tools an outputSchema
+#   tasks               the experimental tasks of 2025-11-25 (an extension later)
+#   result_type         results say their kind in resultType
+PROTOCOL_VERSIONS = {
+    "2024-11-05": frozenset(["handshake", "http_sse"]),
+    "2025-03-26": frozenset(["handshake", "streamable_http", "sessions", "batches"]),
+    "2025-06-18": frozenset(["handshake", "streamable_http", "sessions", "resource_link", "structured_content"]),
+    "2025-11-25": frozenset(["handshake", "streamable_http", "sessions", "resource_link", "structured_content",
+                             "tasks"]),
+    # Stateless: no initialize and no session; every request names its version.
+    "2026-07-28": frozenset(["streamable_http", "resource_link", "structured_content", "result_type"]),
+}
+# What servers of ours (capture, demo-server) speak, newest first, and what
+# check asks for: the revisions with an initialize to answer.
+SERVED_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" in PROTOCOL_VERSIONS[v])
+LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
+
+
+def version_has(version, feature):
+    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.
+
+    A version we do not know has the features of the newest known one before
+    it (the dates sort as strings); one that is not a string has none.
+    """
+    if not isinstance(version, str):
+        return False
+    known = [v for v in PROTOCOL_VERSIONS if v <= version]
+    return bool(known) and feature in PROTOCOL_VERSIONS[known[-1]]
+
+
+def version_since(feature):
+    """The first revision with ``feature``, for text that names it."""
+    return next(v for v in PROTOCOL_VERSIONS if feature in PROTOCOL_VERSIONS[v])
+
+
+def served_version(requested):
+    """The version a server of ours answers to an initialize asking for ``requested``."""
+    return requested if requested in SERVED_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+# ---------------------------------------------------------------------------
+# Client facts: the limits and name rules of the clients we know
+# ---------------------------------------------------------------------------
+
+# What each client does to a catalog or a result, as observed or documented
+# (Cursor: vendor_proto_notes.md, "Limits").  Data only: protobuf and check read
+# it; a client profile is one more row, a new limit one more key.
+CLIENT_FACTS = {
+    "cursor": {
+        "name_chars": 60,           # server name + tool name; longer tools are dropped
+        "model_tools": 100,         # tools sent to the model (first 40 in older versions, then 80)
+        "model_tools_old": 40,
+        "mcp_tools_count": 330,     # McpTools protobuf: past about this the service says resource_exhausted
+        "mcp_tools_bytes": 120000,
+        "message_bytes": 1 << 20,   # one agent.v1 message
+    },
+    "claude-code": {
+        "description_chars": 2048,  # tool descriptions are cut here
+        "result_chars": 12000,      # tool results are truncated past about this
+    },
+    "codex": {"result_bytes": 10 * 1024},     # results cut at about 10 KB; function names as openai
+    "openai": {"function_name_chars": 64},    # ^[A-Za-z0-9_-]{1,64}$, or the API refuses the tool
+}
+
+
+# ---------------------------------------------------------------------------
 # Spill: saving oversized responses and building previews
 # ---------------------------------------------------------------------------
 
+# Defaults of --max-response-chars (under the smallest cut of a tool result in
+# CLIENT_FACTS: Codex, about 10 KB), --preview-chars and --retention-days.
+MAX_RESPONSE_CHARS = 10000
+PREVIEW_CHARS = 4000
+RETENTION_DAYS = 7
 # Responses to these methods keep a session alive or describe it: rewriting them
 # would break the client, so an oversized one is forwarded with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel"])
@@ -1262,7 +1348,8 @@ class Spill:
     catalog responses, requests, disk errors).
     """
 
-    def __init__(self, output_dir, max_chars=10000, preview_chars=4000, retention_days=7):
+    def __init__(self, output_dir, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS,
+                 retention_days=RETENTION_DAYS):
         self.output_dir = os.path.abspath(output_dir)
         self.max_chars = max_chars
         self.preview_chars = preview_chars
@@ -1418,10 +1505,6 @@ class Spill:
         return builder.fit(full_text, self.max_chars, self.preview_chars), files
 
 
-def version_at_least(version, wanted):
-    return isinstance(version, str) and version >= wanted
-
-
 class PreviewBuilder:
     """Builds the replacement message for one spilled message at a given preview size."""
 
@@ -1500,7 +1583,7 @@ class PreviewBuilder:
 
     def build_tool_result(self, result, preview, level):
         content = [{"type": "text", "text": preview}]
-        if level <= 1 and version_at_least(self.protocol_version, "2025-06-18"):
+        if level <= 1 and version_has(self.protocol_version, "resource_link"):
             content.append({
                 "type": "resource_link", "uri": file_uri(self.files.txt_path),
                 "name": os.path.basename(self.files.txt_path), "mimeType": "text/plain",
@@ -2483,8 +2566,6 @@ REINIT_ID_PREFIX = "ocx-proxy-reinit-"
 FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
-SECRET_HEADER_RE = re.compile(r"^(authorization|proxy-authorization|cookie|x-api-key)$", re.I)
-QUERY_SECRET_RE = re.compile(r"key|token|secret|pass|auth|sig|session|code|credential", re.I)
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
@@ -2644,7 +2725,7 @@ def redact_url(url, secrets=()):
         query = parts.query
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, REDACTED if QUERY_SECRET_RE.search(k) else v) for k, v in pairs], safe="[]")
+            query = urlencode([(k, REDACTED if SECRET_NAME_RE.search(k) else v) for k, v in pairs], safe="[]")
         text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError:
         text = "(unparsable URL)"
@@ -2677,7 +2758,7 @@ def parse_header_option(text, environ=None):
         value.encode("latin-1")
     except UnicodeEncodeError:
         raise UsageError("--header %s: HTTP header values must be Latin-1 text" % name)
-    secret = bool(ENV_REF_RE.search(template)) or bool(SECRET_HEADER_RE.match(name))
+    secret = bool(ENV_REF_RE.search(template)) or bool(SECRET_NAME_RE.search(name))
     return name, value, secret
 
 
@@ -2861,8 +2942,7 @@ class RemoteConfig:
         """``Name: value`` pairs for a debug log line, secrets masked."""
         shown = []
         for name, value in headers.items():
-            secret = SECRET_HEADER_RE.match(name) or name.lower() == "mcp-session-id"
-            shown.append("%s: %s" % (name, REDACTED if secret else self.scrub(value)))
+            shown.append("%s: %s" % (name, REDACTED if SECRET_NAME_RE.search(name) else self.scrub(value)))
         return ", ".join(shown)
 
 
@@ -4301,8 +4381,8 @@ _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant:
 class RelayOptions:
     """Everything the relay needs to know from the command line."""
 
-    def __init__(self, max_response_chars=10000, preview_chars=4000, output_dir=None,
-                 retention_days=7, request_timeout=0.0, restart=0, keep_output_schema=False,
+    def __init__(self, max_response_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, output_dir=None,
+                 retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES):
         self.max_response_chars = max_response_chars
@@ -5145,11 +5225,6 @@ MAX_RAW_DEPTH = 64
 # 524,288 fields.
 MAX_DECODED_FIELDS = 1000000
 
-# Limits observed on Cursor's service (see vendor_proto_notes.md, "Limits").
-CURSOR_MAX_TOOLS = 330
-CURSOR_MAX_MCP_TOOLS_BYTES = 120000
-CURSOR_MAX_MESSAGE_BYTES = 1 << 20
-
 
 class ProtobufDecodeError(OcxError):
     """Bytes that are not the protobuf message they were decoded as.
@@ -5421,14 +5496,15 @@ def encode_request_context_message(definitions, instructions=()):
 
 def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
     """Human-readable warnings for a catalog past Cursor's observed limits."""
+    cursor = CLIENT_FACTS["cursor"]
     warnings = []
-    if tool_count > CURSOR_MAX_TOOLS:
+    if tool_count > cursor["mcp_tools_count"]:
         warnings.append("%d tool definitions exceed Cursor's limit of about %d; "
-                        "expect resource_exhausted" % (tool_count, CURSOR_MAX_TOOLS))
-    if mcp_tools_size > CURSOR_MAX_MCP_TOOLS_BYTES:
+                        "expect resource_exhausted" % (tool_count, cursor["mcp_tools_count"]))
+    if mcp_tools_size > cursor["mcp_tools_bytes"]:
         warnings.append("McpTools is %d bytes, over Cursor's limit of about %d bytes"
-                        % (mcp_tools_size, CURSOR_MAX_MCP_TOOLS_BYTES))
-    if message_size is not None and message_size > CURSOR_MAX_MESSAGE_BYTES:
+                        % (mcp_tools_size, cursor["mcp_tools_bytes"]))
+    if message_size is not None and message_size > cursor["message_bytes"]:
         warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB"
                         % message_size)
     return warnings
@@ -6163,8 +6239,8 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
     ``tools`` is anything normalize_tools() accepts; ``tool_choice`` filters
     it (filter_tools).  Each survivor becomes a McpToolDefinition whose
     ``name`` and ``tool_name`` are its wire name.  Returns b"" when no tool
-    survives.  Crossing Cursor's limits (about 330 tools or 120,000 bytes)
-    logs a warning; nothing is truncated.
+    survives.  Crossing Cursor's limits (``CLIENT_FACTS["cursor"]``) logs a
+    warning; nothing is truncated.
     """
     selected = filter_tools(tools, tool_choice)
     data = encode_mcp_tools_message(_tool_definition(tool, provider_identifier)
@@ -6251,10 +6327,12 @@ CAPTURE_MAX_TOOLS = 128
 CAPTURE_MAX_SCHEMA_DEPTH = 32
 CAPTURE_EXIT_REFUSED = 3
 CAPTURE_REFUSED = -32010  # too many calls: a server-defined code, distinct from the relay's
-CAPTURE_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+CAPTURE_SERVER_NAME = "opencodex"   # defaults of --server-name, --max-calls, --max-argument-bytes
+CAPTURE_MAX_CALLS = 16
+CAPTURE_MAX_ARGUMENT_BYTES = 65536
 
-# mcp__<server>__<alias> must stay within the 64 characters agent CLIs allow:
-# 5 + 17 + 2 + 40 = 64.
+# mcp__<server>__<alias> must stay a function name agent CLIs can send their
+# model (CLIENT_FACTS "function_name_chars"): 5 + 17 + 2 + 40 = 64.
 ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}$")
 ALIAS_HASH_CHARS = 16
@@ -6389,8 +6467,8 @@ class CaptureSession:
     true on the first refusal; the process then exits with status 3.
     """
 
-    def __init__(self, tools, out, server_name="opencodex", max_calls=16,
-                 max_argument_bytes=65536, reply="pending", page_size=50):
+    def __init__(self, tools, out, server_name=CAPTURE_SERVER_NAME, max_calls=CAPTURE_MAX_CALLS,
+                 max_argument_bytes=CAPTURE_MAX_ARGUMENT_BYTES, reply="pending", page_size=50):
         self.out = out
         self.server_name = server_name
         self.max_calls = max_calls
@@ -6457,10 +6535,9 @@ class CaptureSession:
 
     def _initialize(self, msg_id, params):
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
-        version = requested if requested in CAPTURE_PROTOCOL_VERSIONS else CAPTURE_PROTOCOL_VERSIONS[0]
         self.initialized = True
         return _result(msg_id, {
-            "protocolVersion": version,
+            "protocolVersion": served_version(requested),
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": self.server_name, "version": __version__},
             "instructions": "Tools here are captured for the client to run; results come in "
@@ -6631,21 +6708,11 @@ def serve_capture(session, stdin, stdout, line_limit):
 # Check: what in a server's catalog breaks which client
 # ---------------------------------------------------------------------------
 
-CHECK_CLIENTS = ("cursor", "claude-code", "codex", "openai")
-KNOWN_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
-CHECK_PROTOCOL_VERSION = "2025-11-25"
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["function_name_chars"])
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
-CURSOR_NAME_LIMIT = 60          # server name + tool name, longer ones are dropped
-CURSOR_OLD_TOOL_LIMIT = 40      # older Cursor versions send only the first 40 tools (later 80, then 100)
-CURSOR_NEW_TOOL_LIMIT = 100
-CURSOR_MCP_TOOLS_BYTES = 120000
-CURSOR_MCP_TOOLS_COUNT = 330
-CLAUDE_DESCRIPTION_LIMIT = 2048
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
-MAX_SAFE_INTEGER = 2 ** 53
 MAX_LIST_PAGES = 200
 # Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
 SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
@@ -6735,10 +6802,10 @@ class CatalogChecker:
         version = result.get("protocolVersion")
         if not isinstance(version, str):
             self.add("error", "/initialize/protocolVersion", "initialize result has no protocolVersion string")
-        elif version not in KNOWN_PROTOCOL_VERSIONS:
+        elif version not in PROTOCOL_VERSIONS:
             self.add("error", "/initialize/protocolVersion",
                      "server negotiated unknown protocol version %r (known: %s)"
-                     % (version, ", ".join(KNOWN_PROTOCOL_VERSIONS)))
+                     % (version, ", ".join(PROTOCOL_VERSIONS)))
         elif requested_version and version != requested_version:
             self.add("info", "/initialize/protocolVersion",
                      "server answered protocol %s to our %s (allowed: clients accept an older version "
@@ -6772,7 +6839,8 @@ class CatalogChecker:
                 self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]),
                          tool=name)
             seen.setdefault(name, base)
-            sanitized.setdefault(re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64], set()).add(name)
+            clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENT_FACTS["openai"]["function_name_chars"]]
+            sanitized.setdefault(clean, set()).add(name)
             self.check_tool_name(name, base, tool=name)
             self.check_description(tool, base, name)
             if "inputSchema" not in tool:
@@ -6790,15 +6858,15 @@ class CatalogChecker:
     def check_tool_name(self, name, base, tool):
         pointer = base + "/name"
         if not MCP_TOOL_NAME_RE.match(name):
-            self.add("warning", pointer, "name %r breaks the MCP naming rule ^[A-Za-z0-9_.-]{1,128}$" % name,
+            self.add("warning", pointer, "name %r breaks the MCP naming rule %s" % (name, MCP_TOOL_NAME_RE.pattern),
                      tool=tool)
         if not OPENAI_TOOL_NAME_RE.match(name):
-            self.add("error", pointer, "name %r is not a valid function name for OpenAI/Codex "
-                     "(^[A-Za-z0-9_-]{1,64}$)" % name, ("codex", "openai"), tool=tool)
-        server = self.server_name or ""
-        if len(server) + len(name) > CURSOR_NAME_LIMIT:
+            self.add("error", pointer, "name %r is not a valid function name for OpenAI/Codex (%s)"
+                     % (name, OPENAI_TOOL_NAME_RE.pattern), ("codex", "openai"), tool=tool)
+        server, limit = self.server_name or "", CLIENT_FACTS["cursor"]["name_chars"]
+        if len(server) + len(name) > limit:
             self.add("error", pointer, "Cursor drops tools whose server name + tool name exceed %d characters "
-                     "(%r + %r = %d)" % (CURSOR_NAME_LIMIT, server, name, len(server) + len(name)),
+                     "(%r + %r = %d)" % (limit, server, name, len(server) + len(name)),
                      ("cursor",), tool=tool)
 
     def check_description(self, tool, base, name):
@@ -6807,18 +6875,20 @@ class CatalogChecker:
             return
         if not isinstance(description, str):
             self.add("error", base + "/description", "description is not a string", tool=name)
-        elif len(description) > CLAUDE_DESCRIPTION_LIMIT:
+        elif len(description) > CLIENT_FACTS["claude-code"]["description_chars"]:
             self.add("warning", base + "/description", "description has %d characters; Claude Code cuts it at %d"
-                     % (len(description), CLAUDE_DESCRIPTION_LIMIT), ("claude-code",), tool=name)
+                     % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]), ("claude-code",),
+                     tool=name)
 
     def check_limits(self, tools):
-        count = len(tools)
-        if count > CURSOR_NEW_TOOL_LIMIT:
+        count, cursor = len(tools), CLIENT_FACTS["cursor"]
+        if count > cursor["model_tools"]:
             self.add("error", "/tools", "%d tools: Cursor sends at most %d to the model (older versions only %d)"
-                     % (count, CURSOR_NEW_TOOL_LIMIT, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
-        elif count > CURSOR_OLD_TOOL_LIMIT:
+                     % (count, cursor["model_tools"], cursor["model_tools_old"]), ("cursor",))
+        elif count > cursor["model_tools_old"]:
             self.add("warning", "/tools", "%d tools: older Cursor versions send only the first %d to the model "
-                     "(80, then 100 in later versions)" % (count, CURSOR_OLD_TOOL_LIMIT), ("cursor",))
+                     "(80, then %d in later versions)" % (count, cursor["model_tools_old"], cursor["model_tools"]),
+                     ("cursor",))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -6827,10 +6897,10 @@ class CatalogChecker:
             self.add("error", "/tools", "the catalog cannot be encoded as Cursor McpTools: %s" % exc, ("cursor",))
             return
         self.cursor_bytes = size
-        if size > CURSOR_MCP_TOOLS_BYTES or len(valid) > CURSOR_MCP_TOOLS_COUNT:
+        if size > cursor["mcp_tools_bytes"] or len(valid) > cursor["mcp_tools_count"]:
             self.add("error", "/tools", "Cursor McpTools would be %d bytes for %d tools; about %d bytes and %d tools "
-                     "are the most Cursor accepts" % (size, len(valid), CURSOR_MCP_TOOLS_BYTES,
-                                                      CURSOR_MCP_TOOLS_COUNT), ("cursor",))
+                     "are the most Cursor accepts" % (size, len(valid), cursor["mcp_tools_bytes"],
+                                                      cursor["mcp_tools_count"]), ("cursor",))
 
     # -- schemas -------------------------------------------------------------
 
@@ -6969,7 +7039,7 @@ class CatalogChecker:
                      tool=tool)
 
     def check_big_integers(self, value, pointer, tool):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
             self.add("warning", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value (Cursor) "
                      "and JavaScript clients" % value, ("cursor", "claude-code"), tool=tool)
         elif isinstance(value, list):
@@ -6982,7 +7052,7 @@ class CatalogChecker:
 
 def doubles_for_big_integers(value):
     """A copy with integers beyond 2^53 turned into floats (what a JSON client would send)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
         return float(value)
     if isinstance(value, list):
         return [doubles_for_big_integers(item) for item in value]
@@ -7093,7 +7163,7 @@ class UpstreamClient:
         self.loop.stop()
 
 
-def fetch_catalog(client, protocol_version=CHECK_PROTOCOL_VERSION):
+def fetch_catalog(client, protocol_version=LATEST_HANDSHAKE_VERSION):
     """initialize, initialized, then every page of each declared list; returns (snapshot, timings)."""
     timings = {}
     started = time.monotonic()
@@ -7230,7 +7300,8 @@ def run_check(snapshot, timings, problems, server_name, client, as_json, out, re
     findings = list(problems) + checker.check(snapshot, requested_version)
     if server_name is None and snapshot.get("tools"):
         findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
-                                "mcp.json too: pass --server-name NAME to check it exactly" % CURSOR_NAME_LIMIT,
+                                "mcp.json too: pass --server-name NAME to check it exactly"
+                                % CLIENT_FACTS["cursor"]["name_chars"],
                                 ("cursor",)))
     report = check_report_json(snapshot, findings, checker, timings, client)
     out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
@@ -7241,7 +7312,6 @@ def run_check(snapshot, timings, problems, server_name, client, as_json, out, re
 # Demo: embedded sample server and the demo driver
 # ---------------------------------------------------------------------------
 
-DEMO_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 DEMO_TOOLS = [
     {"name": "echo", "description": "Return the given text.",
@@ -7323,9 +7393,8 @@ def demo_server_answer(msg, notify):
     method = msg.get("method")
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
     if method == "initialize":
-        asked = params.get("protocolVersion")
-        version = asked if asked in DEMO_PROTOCOL_VERSIONS else DEMO_PROTOCOL_VERSIONS[1]
-        return {"protocolVersion": version, "serverInfo": {"name": "ocx-demo", "version": __version__},
+        return {"protocolVersion": served_version(params.get("protocolVersion")),
+                "serverInfo": {"name": "ocx-demo", "version": __version__},
                 "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}}
     if method == "ping":
         return {}
@@ -7458,7 +7527,7 @@ def run_demo(output_dir, max_chars, out):
     client = DemoClient(command)
     started = time.monotonic()
     try:
-        reply, _ = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+        reply, _ = client.request("initialize", {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
                                                  "clientInfo": {"name": "ocx-demo-client", "version": "1"}})
         write("-> initialize: protocol %s, server %s\n" % (
             reply["result"]["protocolVersion"], reply["result"]["serverInfo"]["name"]))
@@ -7589,16 +7658,16 @@ def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
     group.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"), metavar="CHARS",
                        help="responses longer than this many characters of compact JSON are saved to "
-                            "disk and replaced by a preview; 0 never spills (default 10000; env "
-                            "OCX_PROXY_MAX_RESPONSE_CHARS)")
+                            "disk and replaced by a preview; 0 never spills (default %d; env "
+                            "OCX_PROXY_MAX_RESPONSE_CHARS)" % MAX_RESPONSE_CHARS)
     group.add_argument("--preview-chars", type=typed(int_at_least(0), "a character count"), metavar="CHARS",
                        help="characters of text kept in a preview, about 3/4 head and 1/4 tail "
-                            "(default 4000; env OCX_PROXY_PREVIEW_CHARS)")
+                            "(default %d; env OCX_PROXY_PREVIEW_CHARS)" % PREVIEW_CHARS)
     group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %s; env "
                                             "OCX_PROXY_OUTPUT_DIR)" % default_cache_dir())
     group.add_argument("--retention-days", type=typed(int_at_least(0), "a number of days"), metavar="DAYS",
                        help="at start, delete this tool's spill files older than this; 0 keeps all "
-                            "(default 7; env OCX_PROXY_RETENTION_DAYS)")
+                            "(default %d; env OCX_PROXY_RETENTION_DAYS)" % RETENTION_DAYS)
     group.add_argument("--keep-output-schema", action="store_true", default=None,
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off)")
@@ -7639,10 +7708,11 @@ def relay_options_from_args(args):
     io_mode = option_value(args, "io", "IO", lambda v: v if v in ("auto", "select", "threads") else
                            _raise(ValueError("expected auto, select or threads")), "auto")
     return RelayOptions(
-        max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value, 10000),
-        preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), 4000),
+        max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value,
+                                        MAX_RESPONSE_CHARS),
+        preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), PREVIEW_CHARS),
         output_dir=option_value(args, "output_dir", "OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
-        retention_days=option_value(args, "retention_days", "RETENTION_DAYS", int_at_least(0), 7),
+        retention_days=option_value(args, "retention_days", "RETENTION_DAYS", int_at_least(0), RETENTION_DAYS),
         request_timeout=option_value(args, "request_timeout", "REQUEST_TIMEOUT", non_negative_float, 0.0),
         restart=option_value(args, "restart", "RESTART", int_at_least(0), 0),
         keep_output_schema=bool(getattr(args, "keep_output_schema", None)),
@@ -7678,10 +7748,10 @@ def cmd_stdio(args):
 REMOTE_COMMANDS = (
     ("streamable-http", "relay to a remote MCP server over Streamable HTTP",
      "Relay MCP between this process's stdio (the client) and a remote server speaking Streamable "
-     "HTTP (MCP 2025-03-26 and later): streamable-http --url URL [options]"),
+     "HTTP (MCP %s and later): streamable-http --url URL [options]" % version_since("streamable_http")),
     ("sse", "relay to a remote MCP server over the legacy HTTP+SSE transport",
      "Relay MCP between this process's stdio (the client) and a remote server speaking the "
-     "2024-11-05 HTTP+SSE transport: sse --url URL [options]"),
+     "%s HTTP+SSE transport: sse --url URL [options]" % version_since("http_sse")),
     ("auto", "relay to a remote MCP server: Streamable HTTP, else legacy HTTP+SSE",
      "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
      "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
@@ -7776,7 +7846,7 @@ def cmd_demo_server(args):
 
 def cmd_demo(args):
     output_dir = args.output_dir or os.path.join(default_cache_dir(), "demo")
-    return run_demo(output_dir, args.max_response_chars or 10000, sys.stdout)
+    return run_demo(output_dir, args.max_response_chars or MAX_RESPONSE_CHARS, sys.stdout)
 
 
 def add_stdio_command(sub):
@@ -7803,7 +7873,7 @@ def add_demo_commands(sub):
     p.add_argument("--output-dir", help="where spilled responses go (default %s)"
                                         % os.path.join(default_cache_dir(), "demo"))
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
-                   help="spill threshold used by the demo relay (default 10000)")
+                   help="spill threshold used by the demo relay (default %d)" % MAX_RESPONSE_CHARS)
     p.set_defaults(handler=cmd_demo)
     p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
                        description="A small MCP server on stdio with tools that return small, huge, "
@@ -7914,7 +7984,7 @@ def cmd_encode_tools(args):
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
-                len(output), fmt, CURSOR_MAX_TOOLS, CURSOR_MAX_MCP_TOOLS_BYTES))
+                len(output), fmt, CLIENT_FACTS["cursor"]["mcp_tools_count"], CLIENT_FACTS["cursor"]["mcp_tools_bytes"]))
     return 0
 
 
@@ -8164,8 +8234,8 @@ def register_capture_command(sub):
                     "the exit status 3.")
     p.add_argument("--catalog", metavar="FILE", required=True,
                    help="tools as a Responses/Chat/Anthropic request body, a tools array or an "
-                        "MCP tools/list result; regular file, at most 2 MiB and 128 tools "
-                        "(required, no default)")
+                        "MCP tools/list result; regular file, at most %d MiB and %d tools (required, no "
+                        "default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
     p.add_argument("--tool-choice", metavar="JSON",
                    help="auto, none, required or a JSON tool_choice object (default: the "
                         "catalog's own tool_choice, else every tool)")
@@ -8173,11 +8243,11 @@ def register_capture_command(sub):
                    help="captured calls as NDJSON, appended to FILE or written to an inherited "
                         "descriptor; never stdout (required to serve; default with "
                         "--print-config: <catalog>.calls.ndjson)")
-    p.add_argument("--server-name", metavar="NAME", default="opencodex",
+    p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
-    p.add_argument("--max-calls", metavar="N", type=positive_int, default=16,
+    p.add_argument("--max-calls", metavar="N", type=positive_int, default=CAPTURE_MAX_CALLS,
                    help="calls accepted per session; one more is refused (default: %(default)s)")
-    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=65536,
+    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=CAPTURE_MAX_ARGUMENT_BYTES,
                    help="largest accepted arguments object, as compact JSON "
                         "(default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
@@ -8199,11 +8269,11 @@ def add_check_output_options(parser, suppress=False):
     default = (lambda value: argparse.SUPPRESS) if suppress else (lambda value: value)
     parser.add_argument("--json", action="store_true", default=default(False),
                         help="print the report as JSON for CI (default: a readable report)")
-    parser.add_argument("--client", choices=("all",) + CHECK_CLIENTS, default=default("all"),
+    parser.add_argument("--client", choices=("all",) + tuple(CLIENT_FACTS), default=default("all"),
                         help="only show findings that affect this client (default all)")
     parser.add_argument("--server-name", default=default(None),
-                        help="the server's name in your client config, for Cursor's 60-character rule "
-                             "(default: serverInfo.name)")
+                        help="the server's name in your client config, for Cursor's %d-character rule "
+                             "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
     parser.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"), default=default(30.0),
                         metavar="SECONDS", help="longest wait for each answer (default 30)")
 
@@ -8251,7 +8321,7 @@ def cmd_check(args):
             raise
         sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
         return 2
-    requested = None if args.file else CHECK_PROTOCOL_VERSION
+    requested = None if args.file else LATEST_HANDSHAKE_VERSION
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, requested)
 
 

@@ -1,0 +1,25 @@
+"""Protocol versions: the table of MCP revisions and its lookups."""
+import pytest
+
+import ocx_proxy as op
+
+
+@pytest.mark.parametrize("version", [None, 20250618, "", "2024-11-05", "2025-03-26", "2025-06-17", "2025-06-18",
+                                     "2025-09-01", "2025-11-25", "2026-07-28", "2099-01-01", "draft"])
+def test_resource_link_follows_the_2025_06_18_rule_for_any_version(version):
+    # What spill asked before the table: a string at least "2025-06-18".
+    assert op.version_has(version, "resource_link") == (isinstance(version, str) and version >= "2025-06-18")
+
+
+def test_an_unknown_version_has_the_features_of_the_newest_known_before_it():
+    assert op.version_has("2025-04-01", "sessions") and not op.version_has("2025-04-01", "resource_link")
+    assert not op.version_has("2024-01-01", "handshake")
+    assert op.version_has("2025-11-25", "handshake") and not op.version_has("2026-07-28", "handshake")
+
+
+def test_servers_of_ours_speak_every_handshake_revision_and_answer_the_latest_otherwise():
+    assert op.SERVED_PROTOCOL_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+    assert op.LATEST_HANDSHAKE_VERSION == "2025-11-25"
+    assert op.served_version("2025-03-26") == "2025-03-26"
+    assert op.served_version("2026-07-28") == op.served_version(None) == op.served_version(["x"]) == "2025-11-25"
+    assert op.version_since("streamable_http") == "2025-03-26" and op.version_since("http_sse") == "2024-11-05"
