@@ -31,7 +31,8 @@ Layout of this file (each section only uses the ones above it):
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
-    remote upstreams  Streamable HTTP and legacy SSE over http.client, proxies, TLS
+    HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
+    remote transports Streamable HTTP, legacy HTTP+SSE and auto over the HTTP client
     relay             request tracking, timeouts, restarts, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -2276,38 +2277,24 @@ class StdioUpstream(Upstream):
 
 
 # ---------------------------------------------------------------------------
-# Remote upstreams: Streamable HTTP and legacy SSE (http.client)
+# HTTP client: SSE parser, URLs, proxies, TLS, connection pool, worker threads
 # ---------------------------------------------------------------------------
 
-# Worker threads do the blocking http.client work; everything they learn goes
-# to the loop thread through ``loop.post``.  One SSE parser serves both
-# transports, and ``RemoteUpstream.fail_exchange`` is the one place where an
-# HTTP failure becomes a JSON-RPC error for the client.  A hostile server
-# cannot make us wait or buffer without end: every read runs under a
-# wall-clock deadline (``ResponseReader``) and one answer is capped at
-# --max-message-bytes (``read_body``, ``SseParser``).
+# Blocking http.client machinery for the remote transports, run on worker
+# threads.  A hostile server cannot make us wait or buffer without end: every
+# read runs under a wall-clock deadline (``ResponseReader``) and one answer is
+# capped at --max-message-bytes (``read_body``, ``SseParser``).
 
-ACCEPT_BOTH = "application/json, text/event-stream"
-RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
-RECONNECT_FACTOR = 1.5
-RECONNECT_MAX = 30.0
-RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
 ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
 EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
-CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
-DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 MAX_IDLE_CONNECTIONS = 8
-REINIT_ID_PREFIX = "ocx-proxy-reinit-"
-FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
 SECRET_HEADER_RE = re.compile(r"^(authorization|proxy-authorization|cookie|x-api-key)$", re.I)
 QUERY_SECRET_RE = re.compile(r"key|token|secret|pass|auth|sig|session|code|credential", re.I)
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
 MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
-MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
 
 
 class UpstreamDataError(Exception):
@@ -3025,44 +3012,6 @@ class Gate:
             return True
 
 
-class RemoteExchange:
-    """One client message on its way to the server, and the request ids still waiting for answers."""
-
-    def __init__(self, line, msg, swallow=False):
-        self.line = line
-        self.msg = msg
-        items = msg if isinstance(msg, list) else [msg]
-        self.outstanding = {}
-        for item in items:
-            if message_kind(item) == "request":
-                self.outstanding[id_key(item["id"])] = item["id"]
-        self.has_requests = bool(self.outstanding)
-        self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
-        params = msg.get("params") if isinstance(msg, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
-        self.swallow = swallow     # our own replayed initialize: its answer is not for the client
-        self.queued = time.monotonic()
-        self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
-        self.written = threading.Event()
-        self.settled = threading.Event()  # every request in it answered or failed
-        self.conn = None
-        self.gate_reason = None
-        self.failure = None
-        self.result = None         # the response message, for swallowed exchanges
-
-    def answer_deadline(self, seconds):
-        """When the wait for the answer ends (--sse-read-timeout after the last sign of life)."""
-        return RemoteConfig.deadline(seconds, self.waiting_since)
-
-
-def progress_key(token):
-    """Dictionary key for a progress token (a string or an integer, like an id), else None."""
-    if isinstance(token, (str, int)) and not isinstance(token, bool):
-        return id_key(token)
-    return None
-
-
 class WorkerThreads:
     """Daemon threads reused from task to task.
 
@@ -3100,6 +3049,66 @@ class WorkerThreads:
 
 
 WORKERS = WorkerThreads()
+
+
+# ---------------------------------------------------------------------------
+# Remote transports: Streamable HTTP, legacy HTTP+SSE, auto
+# ---------------------------------------------------------------------------
+
+# Worker threads do the blocking HTTP work; everything they learn goes to the
+# loop thread through ``loop.post``.  One SSE parser serves both transports,
+# and ``RemoteUpstream.fail_exchange`` is the one place where an HTTP failure
+# becomes a JSON-RPC error for the client.
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
+RECONNECT_FACTOR = 1.5
+RECONNECT_MAX = 30.0
+RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
+CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
+DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
+REINIT_ID_PREFIX = "ocx-proxy-reinit-"
+FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
+SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
+MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
+
+
+class RemoteExchange:
+    """One client message on its way to the server, and the request ids still waiting for answers."""
+
+    def __init__(self, line, msg, swallow=False):
+        self.line = line
+        self.msg = msg
+        items = msg if isinstance(msg, list) else [msg]
+        self.outstanding = {}
+        for item in items:
+            if message_kind(item) == "request":
+                self.outstanding[id_key(item["id"])] = item["id"]
+        self.has_requests = bool(self.outstanding)
+        self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
+        params = msg.get("params") if isinstance(msg, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
+        self.swallow = swallow     # our own replayed initialize: its answer is not for the client
+        self.queued = time.monotonic()
+        self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
+        self.written = threading.Event()
+        self.settled = threading.Event()  # every request in it answered or failed
+        self.conn = None
+        self.gate_reason = None
+        self.failure = None
+        self.result = None         # the response message, for swallowed exchanges
+
+    def answer_deadline(self, seconds):
+        """When the wait for the answer ends (--sse-read-timeout after the last sign of life)."""
+        return RemoteConfig.deadline(seconds, self.waiting_since)
+
+
+def progress_key(token):
+    """Dictionary key for a progress token (a string or an integer, like an id), else None."""
+    if isinstance(token, (str, int)) and not isinstance(token, bool):
+        return id_key(token)
+    return None
 
 
 class RemoteUpstream(Upstream):
