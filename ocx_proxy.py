@@ -1951,8 +1951,10 @@ class Upstream:
     (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
     message line from the server (no newline), or an ``OversizedLine`` for
     one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
-    once when it is gone for good; it then sets ``exited``.  ``stderr_tail``
-    holds recent diagnostic lines quoted in error messages.
+    once when it is gone for good; it then sets ``exited``, and ``fatal``
+    too when no retry can help (a refused legacy SSE endpoint): the command
+    then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
+    quoted in error messages.
 
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
@@ -1969,6 +1971,7 @@ class Upstream:
         self.on_line = on_line
         self.on_exit = on_exit
         self.exited = False
+        self.fatal = False
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
 
     def start(self):
@@ -3094,7 +3097,7 @@ class RemoteExchange:
         self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
         self.written = threading.Event()
         self.settled = threading.Event()  # every request in it answered or failed
-        self.conn = None
+        self.conn = None           # the connection its answer arrives on (Streamable HTTP): cancelling aborts it
         self.gate_reason = None
         self.failure = None
         self.result = None         # the response message, for swallowed exchanges
@@ -3121,7 +3124,6 @@ class RemoteUpstream(Upstream):
     from the server are handed to the loop with ``_emit``.
     """
 
-    transport = "remote"
     hands_over = True  # auto mode may hand the queued messages to another transport
 
     def __init__(self, loop, config, on_line, on_exit):
@@ -3138,7 +3140,6 @@ class RemoteUpstream(Upstream):
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
         self.flowing.set()
         self.closing = False
-        self.fatal = False
         self.handed_over = False
         self.initialize_line = None
         self.initialized_line = None
@@ -3181,7 +3182,7 @@ class RemoteUpstream(Upstream):
             done = not exchange.outstanding
         if done:
             exchange.settled.set()
-        if done and exchange.conn is not None and self.transport == "streamable-http":
+        if done and exchange.conn is not None:
             self.pool.abort(exchange.conn)
 
     def close_input(self):
@@ -3510,8 +3511,6 @@ class RemoteUpstream(Upstream):
 
 class StreamableHttpUpstream(RemoteUpstream):
     """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream."""
-
-    transport = "streamable-http"
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
@@ -3842,7 +3841,6 @@ class SseUpstream(RemoteUpstream):
     initialized before anything else is sent.
     """
 
-    transport = "sse"
     hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
 
     def __init__(self, loop, config, on_line, on_exit):
@@ -4078,6 +4076,10 @@ class AutoUpstream(Upstream):
     @property
     def fatal(self):
         return self.inner.fatal
+
+    @fatal.setter
+    def fatal(self, value):
+        pass  # the inner transport owns it
 
     def start(self):
         self.inner.start()
@@ -7526,7 +7528,7 @@ def cmd_remote(args):
         via = " through the proxy %s (%s)" % (config.proxy.display, config.proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
     status = run_relay(options, remote_upstream_factory(args.transport, config, made))
-    return 1 if any(getattr(upstream, "fatal", False) for upstream in made) else status
+    return 1 if any(upstream.fatal for upstream in made) else status
 
 
 def add_remote_server_options(parser, timeout=True):

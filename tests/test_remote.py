@@ -457,6 +457,15 @@ def test_legacy_endpoint_on_another_origin_is_refused(server, remote):
     assert not srv.seen("POST")
 
 
+def test_auto_reports_a_refused_endpoint_with_status_1_too(server, remote):
+    srv = server(streamable=False, endpoint="http://127.0.0.2:9/messages")
+    relay = remote("auto", srv.sse_url)
+    relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert relay.proc.wait(timeout=10) == 1
+    assert "same origin" in relay.stderr
+
+
 def test_auto_prefers_streamable_http(server, remote):
     srv = server(reply="json")
     relay = remote("auto", srv.url)
