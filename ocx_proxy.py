@@ -2298,6 +2298,10 @@ MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
 MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
+RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
+RECONNECT_FACTOR = 1.5
+RECONNECT_MAX = 30.0
+RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
 
 
 class UpstreamDataError(Exception):
@@ -2716,6 +2720,11 @@ def http_error_text(status, reason, body):
     return "HTTP %d from upstream: %s" % (status, excerpt) if excerpt else "HTTP %d from upstream" % status
 
 
+def permanent_error(status):
+    """True for an HTTP status that asking again will not change: a 4xx but 408 and 429."""
+    return 400 <= status < 500 and status not in (408, 429)
+
+
 def time_left(deadline):
     """Seconds until ``deadline`` (None: no limit); socket.timeout once it has passed."""
     if deadline is None:
@@ -3015,6 +3024,31 @@ class Gate:
             return True
 
 
+class Backoff:
+    """Waits between reconnects: the server's ``retry``, else ``RECONNECT_INITIAL`` growing by
+    ``RECONNECT_FACTOR`` up to ``RECONNECT_MAX``.  ``failed()`` counts a failed (re)connect and is
+    True at ``RECONNECT_ATTEMPTS`` in a row; ``reset()`` after one that worked starts over."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.failures, self.delay = 0, RECONNECT_INITIAL
+
+    def failed(self):
+        self.failures += 1
+        return self.failures >= RECONNECT_ATTEMPTS
+
+    def wait(self, retry=None, deadline=None):
+        """Seconds before the next try (``retry``: the server's, in milliseconds); never past
+        ``deadline``, never under 50 ms (a retry of 0 must not spin)."""
+        wait = self.delay if retry is None else min(retry / 1000.0, RECONNECT_MAX)
+        self.delay = min(self.delay * RECONNECT_FACTOR, RECONNECT_MAX)
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+        return max(wait, 0.05)
+
+
 class WorkerThreads:
     """Daemon threads reused from task to task.
 
@@ -3064,10 +3098,6 @@ WORKERS = WorkerThreads()
 # becomes a JSON-RPC error for the client.
 
 ACCEPT_BOTH = "application/json, text/event-stream"
-RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
-RECONNECT_FACTOR = 1.5
-RECONNECT_MAX = 30.0
-RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 REINIT_ID_PREFIX = "ocx-proxy-reinit-"
@@ -3634,7 +3664,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         deadline = lambda: exchange.answer_deadline(self.config.sse_read_timeout)  # noqa: E731
         parser = SseParser(limit=self.config.max_message_bytes)
         outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
-        attempts, delay = 0, RECONNECT_INITIAL
+        backoff = Backoff()
         while exchange.outstanding and not self.stopping.is_set():
             if outcome == "timeout":
                 return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
@@ -3644,34 +3674,37 @@ class StreamableHttpUpstream(RemoteUpstream):
             if not parser.last_id:
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering "
                                                     "(no event id to resume from)")
-            attempts += 1
-            if attempts > RECONNECT_ATTEMPTS:
+            if outcome == "failed" and backoff.failed():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
-            wait = min(parser.retry / 1000.0, RECONNECT_MAX) if parser.retry is not None else delay
-            delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
-            if deadline() is not None:
-                wait = min(wait, max(0.0, deadline() - time.monotonic()))
-            if self.stopping.wait(max(wait, 0.05)):
+            if self.stopping.wait(backoff.wait(parser.retry, deadline())):
                 break
-            log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
-            headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
-            try:
-                conn, resp = self.http("GET", self.target, headers)
-            except (OSError, http.client.HTTPException) as exc:
-                log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
-                outcome = "dropped"
-                continue
-            if resp.status != 200 or content_type(resp) != "text/event-stream":
-                body = read_limited(resp)
-                self.pool.release(conn, resp)
-                return self.fail_exchange(exchange, "could not resume the response stream: "
-                                          + http_error_text(resp.status, resp.reason, body), resp.status)
-            exchange.conn = conn
-            parser.reset_stream()
-            outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
+            outcome = self._resume_post_stream(exchange, parser, deadline)
             if outcome == "progressed":
-                attempts, delay = 0, RECONNECT_INITIAL
+                backoff.reset()
+
+    def _resume_post_stream(self, exchange, parser, deadline):
+        """GET the rest of an answer stream from its last event id: a ``_pump_answer`` outcome, or
+        'failed' for a resume that brought no event."""
+        import http.client
+
+        log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
+        headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
+            return "failed"
+        if resp.status != 200 or content_type(resp) != "text/event-stream":
+            body = read_limited(resp)
+            self.pool.release(conn, resp)
+            self.fail_exchange(exchange, "could not resume the response stream: "
+                               + http_error_text(resp.status, resp.reason, body), resp.status)
+            return "invalid"
+        exchange.conn = conn
+        parser.reset_stream()
+        outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
+        return "failed" if outcome in ("eof", "dropped") else outcome
 
     def _pump_answer(self, exchange, conn, resp, parser, deadline):
         """One connection of an answer stream: the ``_pump`` outcome ('progressed' for a stream that
@@ -3728,63 +3761,61 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.spawn("ocx-http-get", self._get_stream_loop, generation)
 
     def _get_stream_loop(self, generation):
-        import http.client
-
         parser = SseParser(limit=self.config.max_message_bytes)
-        failures, delay = 0, RECONNECT_INITIAL
+        backoff = Backoff()
         current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
         while current():
-            headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
-            session_used = self.session_id
-            try:
-                conn, resp = self.http("GET", self.target, headers)
-            except (OSError, http.client.HTTPException) as exc:
-                failures += 1
-                log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
-            else:
-                if resp.status == 405:
-                    read_limited(resp)
-                    self.pool.release(conn, resp)
-                    log.debug("the server offers no GET stream (HTTP 405)")
-                    return
-                if resp.status == 404 and session_used is not None:
-                    read_limited(resp)
-                    self.pool.release(conn, resp)
-                    log.debug("GET stream: session expired; it reopens after re-initializing")
-                    return
-                if resp.status != 200 or content_type(resp) != "text/event-stream":
-                    body = read_limited(resp)
-                    self.pool.release(conn, resp)
-                    log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
-                    if 400 <= resp.status < 500 and resp.status not in (408, 429):
-                        return  # the server does not want one: no retries, no noise
-                    failures += 1
-                else:
-                    with self.lock:
-                        if not current():
-                            self.pool.discard(conn)
-                            return
-                        self.get_conn = conn
-                    parser.reset_stream()
-                    try:
-                        outcome, _ = self._pump(conn, resp, parser, self._on_event, lambda: not current(),
-                                                self.silence_deadline)
-                        failures, delay = 0, RECONNECT_INITIAL
-                    except UpstreamDataError as exc:
-                        outcome = str(exc)
-                        failures += 1   # a server that does it again and again is given up on
-                        self.note("warning", "GET stream: %s; reconnecting" % exc)
-                    self.pool.discard(conn)
-                    log.debug("GET stream ended (%s)" % outcome)
-            if failures >= RECONNECT_ATTEMPTS:
+            outcome = self._get_stream_once(parser, current)
+            if outcome == "stop":
+                return
+            if outcome == "worked":
+                backoff.reset()
+            elif backoff.failed():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
-                                     "server starts on its own will not arrive" % failures)
+                                     "server starts on its own will not arrive" % RECONNECT_ATTEMPTS)
                 return
-            wait = min(parser.retry / 1000.0, RECONNECT_MAX) if parser.retry is not None else delay
-            if failures:
-                delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
-            if self.stopping.wait(max(wait, 0.05)):
+            if self.stopping.wait(backoff.wait(parser.retry)):
                 return
+
+    def _get_stream_once(self, parser, current):
+        """One GET stream, read until it ends: 'worked', 'failed', or 'stop' (the server wants none,
+        the session expired, or a newer stream took over)."""
+        import http.client
+
+        headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
+        session_used = self.session_id
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
+            return "failed"
+        if resp.status != 200 or content_type(resp) != "text/event-stream":
+            body = read_limited(resp)
+            self.pool.release(conn, resp)
+            if resp.status == 405:
+                log.debug("the server offers no GET stream (HTTP 405)")
+            elif resp.status == 404 and session_used is not None:
+                log.debug("GET stream: session expired; it reopens after re-initializing")
+            else:
+                log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
+                if not permanent_error(resp.status):
+                    return "failed"
+            return "stop"  # the server does not want one: no retries, no noise
+        with self.lock:
+            if not current():
+                self.pool.discard(conn)
+                return "stop"
+            self.get_conn = conn
+        parser.reset_stream()
+        try:
+            outcome, _ = self._pump(conn, resp, parser, self._on_event, lambda: not current(), self.silence_deadline)
+            worked = True
+        except UpstreamDataError as exc:
+            outcome, worked = str(exc), False   # a server that does it again and again is given up on
+            self.note("warning", "GET stream: %s; reconnecting" % exc)
+        self.pool.discard(conn)
+        log.debug("GET stream ended (%s)" % outcome)
+        return "worked" if worked else "failed"
 
     # -- auto-detect and shutdown ------------------------------------------
 
@@ -3868,7 +3899,7 @@ class SseUpstream(RemoteUpstream):
                 % (self.config.display_url, self.config.timeout))
 
     def _stream_loop(self):
-        failures, delay = 0, RECONNECT_INITIAL
+        backoff = Backoff()
         while not self.stopping.is_set():
             kind, text = self._stream_once()
             if self.stopping.is_set():
@@ -3881,19 +3912,18 @@ class SseUpstream(RemoteUpstream):
                 return
             self.gate.hold("endpoint")
             self.endpoint = None
+            gave_up = False
             if kind == "dropped":
-                failures, delay = 0, RECONNECT_INITIAL
+                backoff.reset()
                 self.note("warning", "the SSE stream from %s dropped (%s); reconnecting" % (self.config.display_url, text))
             else:
-                failures += 1
+                gave_up = backoff.failed() or kind == "refused"
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
             self.fail_inflight("the SSE stream from the server dropped (%s); the request was abandoned" % text)
-            if kind == "refused" or failures >= RECONNECT_ATTEMPTS:
+            if gave_up:
                 self.report_exit("could not open the SSE stream %s: %s" % (self.config.display_url, text))
                 return
-            wait = delay
-            delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
-            if self.stopping.wait(wait):
+            if self.stopping.wait(backoff.wait()):
                 return
 
     def _stream_once(self):
@@ -3912,8 +3942,7 @@ class SseUpstream(RemoteUpstream):
             text = http_error_text(resp.status, resp.reason, body)
             if resp.status == 200:
                 text += " (Content-Type %r, not an event stream)" % content_type(resp)
-            permanent = 400 <= resp.status < 500 and resp.status not in (408, 429)
-            return ("refused" if permanent or resp.status == 200 else "failed"), text
+            return ("refused" if permanent_error(resp.status) or resp.status == 200 else "failed"), text
         self.stream_conn = conn
         parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}

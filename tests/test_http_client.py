@@ -1,4 +1,4 @@
-"""HTTP client helpers: the SSE parser, header options, NO_PROXY, error text, URL redaction.
+"""HTTP client helpers: the SSE parser, header options, NO_PROXY, error text, URL redaction, backoff.
 
 Pure functions and small objects, tested without a network; the client end to
 end (pool, proxies, TLS) is exercised through the transports in test_remote.py.
@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -129,3 +130,20 @@ def test_urls_in_logs_lose_passwords_and_secret_query_values():
     shown = ocx_proxy.redact_url("https://u:pw@h.example/mcp?key=abc123&page=2&access_token=zz9")
     assert "pw" not in shown and "abc123" not in shown and "zz9" not in shown
     assert "page=2" in shown and "h.example/mcp" in shown
+
+
+def test_backoff_grows_to_a_cap_takes_the_servers_retry_and_gives_up_at_five_failures_in_a_row():
+    backoff = ocx_proxy.Backoff()
+    assert [backoff.wait() for _ in range(3)] == [1.0, 1.5, 2.25]
+    assert backoff.wait(retry=200) == 0.2 and backoff.wait(retry=0) == 0.05   # a retry of 0 must not spin
+    assert backoff.wait(retry=10 ** 9) == 30.0 and max(backoff.wait() for _ in range(20)) == 30.0
+    assert backoff.wait(deadline=time.monotonic() - 1) == 0.05
+    assert [backoff.failed() for _ in range(5)] == [False] * 4 + [True]
+    backoff.reset()
+    assert backoff.wait() == 1.0 and not backoff.failed()
+
+
+@pytest.mark.parametrize("status,permanent", [(400, True), (404, True), (405, True), (408, False),
+                                              (429, False), (500, False), (503, False), (302, False)])
+def test_permanent_errors_are_the_4xx_but_timeout_and_too_many_requests(status, permanent):
+    assert ocx_proxy.permanent_error(status) is permanent
