@@ -3571,72 +3571,94 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.gate.hold("initialize")
 
     def post_exchange(self, exchange, retried=False):
-        import http.client
-
+        """POST one message and relay its answer (``retried``: the POST again, in a new session)."""
         first_init = exchange.method == "initialize"
         session_used = None if first_init else self.session_id
-        headers = self.request_headers(session=not first_init)
+        posted = self._post(exchange, session=not first_init)
+        if posted is None:
+            return
+        conn, resp = posted
+        if first_init and self._try_fallback(exchange, conn, resp):
+            return
+        if resp.status == 404 and session_used is not None and not retried:
+            return self._retry_in_new_session(exchange, conn, resp, session_used)
+        if not 200 <= resp.status < 300:
+            return self._fail_status(exchange, conn, resp)
+        if first_init:
+            self._adopt_session(resp)
+        if content_type(resp) == "text/event-stream":
+            self._read_post_stream(exchange, conn, resp)
+        elif not self._read_json_answer(exchange, conn, resp):
+            return
+        if exchange.outstanding:
+            self.fail_exchange(exchange, "upstream ended the HTTP response without answering (HTTP %d)"
+                               % resp.status)
+        if exchange.method == "notifications/initialized" and not exchange.swallow:
+            self.start_get_stream()
+
+    def _post(self, exchange, session):
+        """Send the POST and read the answer's headers: (conn, response), or None after failing the exchange."""
+        import http.client
+
+        headers = self.request_headers(session=session)
         if log.enabled("debug"):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
         try:
-            conn, resp = self.http("POST", self.target, headers, exchange.line,
-                                            on_written=exchange.written.set)
+            conn, resp = self.http("POST", self.target, headers, exchange.line, on_written=exchange.written.set)
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
-            return self.fail_exchange(exchange, (what % self.config.display_url) + ": "
-                                      + describe_http_exception(exc, self.config))
+            self.fail_exchange(exchange, (what % self.config.display_url) + ": "
+                               + describe_http_exception(exc, self.config))
+            return None
         exchange.conn = conn
-        status = resp.status
-        if (first_init and self.fallback is not None and status in FALLBACK_STATUSES and not exchange.swallow
-                and not self.announced):
-            read_limited(resp)
-            self.pool.discard(conn)
-            return self._fall_back(exchange, status)
-        if status == 404 and session_used is not None and not retried:
-            read_limited(resp)
-            self.pool.release(conn, resp)
-            if self.reinitialize(session_used):
-                return self.post_exchange(exchange, retried=True)
-            return self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and "
-                                                "re-initializing failed", 404)
-        if not 200 <= status < 300:
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
-            text = http_error_text(status, resp.reason, body)
-            if 300 <= status < 400 and resp.getheader("Location"):
-                text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
-            return self.fail_exchange(exchange, text, status)
-        if first_init:
-            self._adopt_session(resp, exchange)
-        kind = content_type(resp)
-        if kind == "text/event-stream":
-            self._read_post_stream(exchange, conn, resp)
-        else:
-            try:
-                body = read_body(resp, self.config.max_message_bytes)
-            except UpstreamDataError as exc:
-                self.pool.discard(conn)
-                return self.fail_exchange(exchange, str(exc), status)
-            except socket.timeout:
-                self.pool.discard(conn)
-                return self.fail_exchange(exchange, "the answer from %s did not arrive in full within %g s "
-                                          "(--timeout)" % (self.config.display_url, self.config.timeout))
-            except (OSError, http.client.HTTPException) as exc:
-                self.pool.discard(conn)
-                return self.fail_exchange(exchange, "the response from %s broke off: %s" % (
-                    self.config.display_url, describe_http_exception(exc, self.config)))
-            self.pool.release(conn, resp)
-            if body.strip():
-                if kind and "json" not in kind:
-                    return self.fail_exchange(exchange, "unexpected Content-Type %r from upstream" % kind, status)
-                self._emit(body, exchange)
-        if exchange.outstanding:
-            self.fail_exchange(exchange, "upstream ended the HTTP response without answering (HTTP %d)" % status)
-        if exchange.method == "notifications/initialized" and not exchange.swallow:
-            self.start_get_stream()
+        return conn, resp
 
-    def _adopt_session(self, resp, exchange):
+    def _retry_in_new_session(self, exchange, conn, resp, stale_session):
+        """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
+        read_limited(resp)
+        self.pool.release(conn, resp)
+        if self.reinitialize(stale_session):
+            return self.post_exchange(exchange, retried=True)
+        self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
+
+    def _fail_status(self, exchange, conn, resp):
+        """Any other status but 2xx fails the exchange, quoting the error body (or where a redirect points)."""
+        body = read_limited(resp)
+        self.pool.release(conn, resp)
+        text = http_error_text(resp.status, resp.reason, body)
+        if 300 <= resp.status < 400 and resp.getheader("Location"):
+            text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
+        self.fail_exchange(exchange, text, resp.status)
+
+    def _read_json_answer(self, exchange, conn, resp):
+        """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
+        import http.client
+
+        try:
+            body = read_body(resp, self.config.max_message_bytes)
+        except UpstreamDataError as exc:
+            failure, status = str(exc), resp.status
+        except socket.timeout:
+            failure, status = ("the answer from %s did not arrive in full within %g s (--timeout)"
+                               % (self.config.display_url, self.config.timeout)), None
+        except (OSError, http.client.HTTPException) as exc:
+            failure, status = "the response from %s broke off: %s" % (
+                self.config.display_url, describe_http_exception(exc, self.config)), None
+        else:
+            self.pool.release(conn, resp)
+            kind = content_type(resp)
+            if body.strip() and kind and "json" not in kind:
+                self.fail_exchange(exchange, "unexpected Content-Type %r from upstream" % kind, resp.status)
+                return False
+            if body.strip():
+                self._emit(body, exchange)
+            return True
+        self.pool.discard(conn)
+        self.fail_exchange(exchange, failure, status)
+        return False
+
+    def _adopt_session(self, resp):
         session = resp.getheader("Mcp-Session-Id")
         if session is not None and not SESSION_ID_RE.match(session):
             self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
@@ -3819,13 +3841,19 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     # -- auto-detect and shutdown ------------------------------------------
 
-    def _fall_back(self, exchange, status):
-        """auto: the initialize POST was refused: hand every queued message to the legacy transport."""
+    def _try_fallback(self, exchange, conn, resp):
+        """auto: when the initialize POST is refused as a legacy server refuses it, hand every queued
+        message to the legacy transport; True if that happened."""
+        if self.fallback is None or resp.status not in FALLBACK_STATUSES or exchange.swallow or self.announced:
+            return False
+        read_limited(resp)
+        self.pool.discard(conn)
         with self.lock:
             for key in list(exchange.outstanding):
                 self.inflight.pop(key, None)
         exchange.gate_reason = None  # keep the sender held until the hand-over is done
-        self.loop.post(self._hand_over, exchange, status)
+        self.loop.post(self._hand_over, exchange, resp.status)
+        return True
 
     def _hand_over(self, exchange, status):
         import queue
