@@ -1941,6 +1941,46 @@ def resolve_command(command, env):
     return [found] + list(command[1:]) if found else list(command)
 
 
+class Handshake:
+    """The client's ``initialize`` request and ``notifications/initialized``, to say them again.
+
+    A new server behind the same client (a restarted child, a new Streamable
+    HTTP session, a reconnected legacy SSE stream) must hear them first, and
+    the answer is ours: the client had one.
+    """
+
+    def __init__(self):
+        self.initialize_line = None    # bytes, no newline
+        self.initialized_line = None
+
+    def note(self, msg, line):
+        """Keep ``line`` when ``msg`` (it, parsed) is the client's initialize or initialized."""
+        method = msg.get("method")
+        if method == "initialize" and "id" in msg:
+            self.initialize_line = line
+        elif method == "notifications/initialized":
+            self.initialized_line = line
+
+    def replay(self, request_id):
+        """The initialize request under ``request_id`` (a line, no newline), None when the client sent
+        none; ValueError when it cannot be written back (1e999, a ``LongNumber``)."""
+        if self.initialize_line is None:
+            return None
+        request = parse_message(self.initialize_line, long_numbers=True)
+        request["id"] = request_id
+        try:
+            return encode_message(request)[:-1]
+        except TypeError as exc:
+            raise ValueError(str(exc))
+
+    @staticmethod
+    def refusal(answer):
+        """Why the server did not take a replayed initialize (its error, shortened), or None if it did."""
+        if answer is None:
+            return "no answer"
+        return json.dumps(answer["error"], default=repr)[:300] if "error" in answer else None
+
+
 class Upstream:
     """The contract between the relay and a transport to the real server.
 
@@ -1954,7 +1994,10 @@ class Upstream:
     once when it is gone for good; it then sets ``exited``, and ``fatal``
     too when no retry can help (a refused legacy SSE endpoint): the command
     then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
-    quoted in error messages.
+    quoted in error messages.  ``handshake`` is the client's ``Handshake``:
+    whoever speaks for the client sets it before ``start()`` and notes the
+    client's messages in it (the relay keeps one across restarts); a
+    transport that opens a new session or stream on its own replays it.
 
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
@@ -1973,6 +2016,7 @@ class Upstream:
         self.exited = False
         self.fatal = False
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.handshake = Handshake()
 
     def start(self):
         raise NotImplementedError
@@ -3122,7 +3166,7 @@ class RemoteExchange:
         params = msg.get("params") if isinstance(msg, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
-        self.swallow = swallow     # our own replayed initialize: its answer is not for the client
+        self.swallow = swallow     # our own replayed handshake: its answer is not for the client
         self.queued = time.monotonic()
         self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
         self.written = threading.Event()
@@ -3131,6 +3175,11 @@ class RemoteExchange:
         self.gate_reason = None
         self.failure = None
         self.result = None         # the response message, for swallowed exchanges
+
+    @classmethod
+    def replayed(cls, line):
+        """A line of the client's handshake that we say again (see ``Handshake``)."""
+        return cls(line, parse_message(line, long_numbers=True), swallow=True)
 
     def answer_deadline(self, seconds):
         """When the wait for the answer ends (--sse-read-timeout after the last sign of life)."""
@@ -3171,8 +3220,7 @@ class RemoteUpstream(Upstream):
         self.flowing.set()
         self.closing = False
         self.handed_over = False
-        self.initialize_line = None
-        self.initialized_line = None
+        self.replays = 0
         self.sender = None
         self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
 
@@ -3192,14 +3240,9 @@ class RemoteUpstream(Upstream):
                 msg = parse_message(line, long_numbers=True)
             except ValueError:
                 msg = None
-            if isinstance(msg, dict):
-                method = msg.get("method")
-                if method == "initialize" and "id" in msg:
-                    self.initialize_line = line
-                elif method == "notifications/initialized":
-                    self.initialized_line = line
-                elif method == "notifications/cancelled" and isinstance(msg.get("params"), dict):
-                    self._cancelled(msg["params"].get("requestId"))
+            if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
+                    and isinstance(msg.get("params"), dict)):
+                self._cancelled(msg["params"].get("requestId"))
             self.outbox.put(RemoteExchange(line, msg))
 
     def _cancelled(self, request_id):
@@ -3374,14 +3417,12 @@ class RemoteUpstream(Upstream):
                     owner.outstanding.pop(key, None)
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
-                    if not owner.outstanding:
-                        owner.settled.set()
             if owner is not None:
                 self._answered(owner, item)
+                if not owner.outstanding:
+                    owner.settled.set()  # after _answered: a waiter finds what it recorded
                 if owner.swallow:
                     forward = False
-            elif self._swallow_orphan(item):
-                forward = False
         if forward:
             self._post_line(data)
 
@@ -3400,10 +3441,6 @@ class RemoteUpstream(Upstream):
         """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
         if exchange.swallow:
             exchange.result = msg
-
-    def _swallow_orphan(self, msg):
-        """Hook: a response nobody here waited for; True drops it."""
-        return False
 
     def _on_event(self, event, exchange=None):
         if event.event != "message":
@@ -3449,6 +3486,33 @@ class RemoteUpstream(Upstream):
                 return "done", got
             if parser.error:
                 raise UpstreamDataError(parser.error)
+
+    def replay_handshake(self):
+        """Say the client's handshake again, to a new session or stream (the answers are ours): None
+        when the server took it, else why not.  The caller holds the gate meanwhile."""
+        self.replays += 1
+        replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
+        with self.lock:
+            for key in replay.outstanding:
+                self.inflight[key] = replay
+        self.post_exchange(replay)
+        self.await_answer(replay, self.config.timeout or 60, "--timeout")  # legacy SSE: it comes on the stream
+        why = replay.failure or Handshake.refusal(replay.result)
+        if why is None and self.handshake.initialized_line is not None:
+            self.post_exchange(RemoteExchange.replayed(self.handshake.initialized_line))
+        return why
+
+    def await_answer(self, exchange, seconds, option):
+        """Wait for the answers to an exchange's requests: at most ``seconds`` without one or a progress
+        notification for it (comments and other traffic keep a stream, not a request, alive)."""
+        exchange.waiting_since = time.monotonic()
+        while exchange.outstanding and not self.stopping.is_set():
+            deadline = exchange.answer_deadline(seconds)
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
+                                          "(%s)" % (seconds, option))
+            exchange.settled.wait(min(left, 1.0))
 
     def silence_deadline(self):
         """Deadline for a stream that only has to stay alive: --sse-read-timeout from now."""
@@ -3548,7 +3612,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_id = None
         self.protocol_version = None
         self.reinit_lock = threading.Lock()
-        self.reinit_count = 0
         self.get_generation = 0
         self.get_conn = None
         self.announced = False
@@ -3580,7 +3643,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         conn, resp = posted
         if first_init and self._try_fallback(exchange, conn, resp):
             return
-        if resp.status == 404 and session_used is not None and not retried:
+        if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
             return self._retry_in_new_session(exchange, conn, resp, session_used)
         if not 200 <= resp.status < 300:
             return self._fail_status(exchange, conn, resp)
@@ -3748,28 +3811,20 @@ class StreamableHttpUpstream(RemoteUpstream):
         with self.reinit_lock:
             if self.session_id != stale_session:
                 return True  # another thread already did it
-            if self.initialize_line is None or self.stopping.is_set():
+            if self.handshake.initialize_line is None or self.stopping.is_set():
                 return False
-            self.gate.hold("reinit")
+            self.gate.hold("handshake")
             try:
-                self.reinit_count += 1
                 self.note("warning", "the server no longer knows our session (HTTP 404); re-initializing")
-                request = json.loads(self.initialize_line.decode("utf-8"))
-                request["id"] = "%s%d" % (REINIT_ID_PREFIX, self.reinit_count)
-                replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
-                self.post_exchange(replay)
-                if replay.failure or replay.result is None or "error" in replay.result:
-                    why = replay.failure or dumps((replay.result or {}).get("error"))[:300]
+                why = self.replay_handshake()
+                if why:
                     self.note("error", "re-initializing failed: %s" % why)
                     return False
-                if self.initialized_line is not None:
-                    note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
-                    self.post_exchange(note, retried=True)
                 self.note("info", "new session established")
                 self.start_get_stream()
                 return True
             finally:
-                self.gate.release("reinit")
+                self.gate.release("handshake")
 
     # -- the GET stream for server-initiated messages ----------------------
 
@@ -3906,8 +3961,6 @@ class SseUpstream(RemoteUpstream):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
         self.endpoint = None
         self.stream_conn = None
-        self.replay_id = None
-        self.replays = 0
         self.connected_once = False
 
     def start(self):
@@ -4018,55 +4071,24 @@ class SseUpstream(RemoteUpstream):
                     "port must match)" % (redact_url(target, self.config.secrets), self.config.display_url))
         self.endpoint = parts
         log.debug("SSE endpoint: %s" % redact_url(target, self.config.secrets))
-        if self.connected_once and self.initialize_line is not None:
-            self.replays += 1
-            request = json.loads(self.initialize_line.decode("utf-8"))
-            request["id"] = self.replay_id = "%s%d" % (REINIT_ID_PREFIX, self.replays)
-            replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
-            self.spawn("ocx-sse-replay", self._post_replay, replay)
-        else:
-            if not self.connected_once:
-                log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
-            self.gate.release("endpoint")
+        if not self.connected_once:
+            log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
+        elif self.handshake.initialize_line is not None:
+            self.gate.hold("handshake")  # nothing else goes out before it
+            self.spawn("ocx-sse-replay", self._replay_after_reconnect)
+        self.gate.release("endpoint")
         self.connected_once = True
         return None
 
-    def _post_replay(self, replay):
-        self.post_exchange(replay)
-        if replay.failure:
-            self.note("error", "could not replay initialize after reconnecting: %s" % replay.failure)
-        else:
-            deadline = time.monotonic() + (self.config.timeout or 60)
-            while self.replay_id == replay.msg["id"] and time.monotonic() < deadline:
-                if self.stopping.wait(0.05):
-                    return
-            if self.replay_id != replay.msg["id"]:
-                return  # answered: _swallow_orphan sends initialized and opens the gate
-            self.note("error", "the server did not answer the replayed initialize within %g s"
-                      % (self.config.timeout or 60))
-        self.replay_id = None
-        self.gate.release("endpoint")
-
-    def _swallow_orphan(self, msg):
-        if self.replay_id is None or msg.get("id") != self.replay_id:
-            return False
-        self.replay_id = None
-        if "error" in msg:
-            self.note("error", "the server refused the replayed initialize: %s" % dumps(msg["error"])[:300])
-        else:
-            self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
-        if self.initialized_line is not None:
-            note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
-            self.spawn("ocx-sse-replay", self._post_then_open, note)
-        else:
-            self.gate.release("endpoint")
-        return True
-
-    def _post_then_open(self, exchange):
+    def _replay_after_reconnect(self):
         try:
-            self.post_exchange(exchange)
+            why = self.replay_handshake()
+            if why:
+                self.note("error", "could not replay the client's initialize after reconnecting: %s" % why)
+            else:
+                self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
         finally:
-            self.gate.release("endpoint")
+            self.gate.release("handshake")
 
     def post_exchange(self, exchange):
         """POST one message to the endpoint; its answer comes on the stream."""
@@ -4090,19 +4112,7 @@ class SseUpstream(RemoteUpstream):
         if not 200 <= resp.status < 300:
             self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
         elif not exchange.swallow:
-            self._await_answer(exchange)
-
-    def _await_answer(self, exchange):
-        """Wait for a request's answer on the stream: at most --sse-read-timeout without it or a
-        progress notification for it (comments and other traffic keep the stream, not the request, alive)."""
-        exchange.waiting_since = time.monotonic()
-        while exchange.outstanding and not self.stopping.is_set():
-            deadline = exchange.answer_deadline(self.config.sse_read_timeout)
-            left = 1.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
-                                          "(--sse-read-timeout)" % self.config.sse_read_timeout)
-            exchange.settled.wait(min(left, 1.0))
+            self.await_answer(exchange, self.config.sse_read_timeout, "--sse-read-timeout")
 
 
 class AutoUpstream(Upstream):
@@ -4139,6 +4149,7 @@ class AutoUpstream(Upstream):
         pass  # the inner transport owns it
 
     def start(self):
+        self.inner.handshake = self.handshake
         self.inner.start()
 
     def send(self, data):
@@ -4160,7 +4171,7 @@ class AutoUpstream(Upstream):
         closing = self.inner.closing
         self.inner = SseUpstream(self.loop, self.config, self.on_line, self.on_exit)
         self.stderr_tail = self.inner.stderr_tail
-        self.inner.start()
+        self.start()
         for line in lines:
             self.inner.send(line + b"\n")
         if closing:
@@ -4285,8 +4296,7 @@ class Relay:
         self.upstream = None
         self.restarts_left = options.restart
         self.generation = 0
-        self.initialize_line = None      # the client's initialize request, for replay
-        self.initialized_line = None     # its notifications/initialized
+        self.handshake = Handshake()     # shared with every upstream, replayed after a restart
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
@@ -4312,6 +4322,7 @@ class Relay:
     def _start_upstream(self):
         self.generation += 1
         self.upstream = self.make_upstream(self.loop, self._upstream_line, self._upstream_exit)
+        self.upstream.handshake = self.handshake
         if self.upstream_held:
             self.upstream.pause_reading()
         self.upstream.start()
@@ -4495,17 +4506,15 @@ class Relay:
     def _track_client_message(self, msg, line):
         kind = message_kind(msg)
         method = msg.get("method")
+        self.handshake.note(msg, line)
         if kind == "request":
             if method == "initialize":
-                self.initialize_line = line
                 self.initialize_ok = False
             params = msg.get("params") if method == "resources/read" else None
             pending = Pending(msg["id"], method, params, time.monotonic())
             if self.options.request_timeout > 0:
                 pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
             self.pending[id_key(msg["id"])] = pending
-        elif method == "notifications/initialized":
-            self.initialized_line = line
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
@@ -4899,31 +4908,29 @@ class Relay:
         if self.closing:
             return
         self._start_upstream()
-        if self.initialize_line is None or not self.initialize_ok:
-            self._restart_done()
-            return
-        self.replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
+        replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
         try:
-            request = parse_message(self.initialize_line, long_numbers=True)
-            request["id"] = self.replaying
-            line = encode_message(request)
-        except (ValueError, TypeError) as exc:  # 1e999 or a LongNumber in it: JSON cannot hold it rewritten
+            line = self.handshake.replay(replaying) if self.initialize_ok else None
+        except ValueError as exc:
             log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
-            self.replaying = None
+            line = None
+        if line is None:
             self._restart_done()
             return
-        self.upstream.send(line)
+        self.replaying = replaying
+        self.upstream.send(line + b"\n")
 
     def _is_replay_response(self, msg):
         if self.replaying is None or msg.get("id") != self.replaying:
             return False
-        if "error" in msg:
-            log.error("the restarted upstream refused the replayed initialize: %s" % json.dumps(msg["error"], default=repr)[:300])
+        refusal = Handshake.refusal(msg)
+        if refusal:
+            log.error("the restarted upstream refused the replayed initialize: %s" % refusal)
         else:
             log.info("upstream restarted and re-initialized")
         self.replaying = None
-        if self.initialized_line is not None:
-            self.upstream.send(self.initialized_line + b"\n")
+        if self.handshake.initialized_line is not None:
+            self.upstream.send(self.handshake.initialized_line + b"\n")
         self._restart_done()
         return True
 
@@ -6915,7 +6922,7 @@ class UpstreamClient:
         msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
-        self.loop.post(self.upstream.send, encode_message(msg))
+        self._send(msg)
         deadline = time.monotonic() + self.timeout
         with self.lock:
             while id_key(msg_id) not in self.responses:
@@ -6931,7 +6938,12 @@ class UpstreamClient:
         msg = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params
-        self.loop.post(self.upstream.send, encode_message(msg))
+        self._send(msg)
+
+    def _send(self, msg):
+        line = encode_message(msg)
+        self.upstream.handshake.note(msg, line[:-1])  # a remote transport may need it for a new session
+        self.loop.post(self.upstream.send, line)
 
     def close(self):
         self.loop.post(self.upstream.close_input)
