@@ -2873,10 +2873,7 @@ def read_limited(resp, limit=ERROR_BODY_LIMIT):
     """Up to ``limit`` bytes of a response body; errors give what was read."""
     try:
         return resp.read(limit)
-    except (OSError, ValueError) as exc:
-        log.debug("could not read the response body: %s" % exc)
-        return b""
-    except Exception as exc:  # http.client.HTTPException and friends
+    except Exception as exc:  # OSError, ValueError, http.client.HTTPException and friends
         log.debug("could not read the response body: %s" % exc)
         return b""
 
@@ -2900,7 +2897,6 @@ class HttpPool:
         self.idle = []
         self.active = set()
         self.closed = False
-        self.connects = 0
 
     def _new_connection(self, parts, deadline):
         import http.client
@@ -2923,8 +2919,6 @@ class HttpPool:
         bound_responses(conn)
         conn.deadline = deadline
         conn.connect()
-        with self.lock:
-            self.connects += 1
         return conn
 
     @staticmethod
@@ -3960,7 +3954,6 @@ class SseUpstream(RemoteUpstream):
     def __init__(self, loop, config, on_line, on_exit):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
         self.endpoint = None
-        self.stream_conn = None
         self.connected_once = False
 
     def start(self):
@@ -4024,7 +4017,6 @@ class SseUpstream(RemoteUpstream):
             if resp.status == 200:
                 text += " (Content-Type %r, not an event stream)" % content_type(resp)
             return ("refused" if permanent_error(resp.status) or resp.status == 200 else "failed"), text
-        self.stream_conn = conn
         parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}
         endpoint_deadline = conn.deadline  # --timeout after the GET started
@@ -4036,13 +4028,10 @@ class SseUpstream(RemoteUpstream):
         def on_event(event):
             if event.event == "endpoint":
                 state["fatal"] = self._take_endpoint(event.data)
-            elif event.event == "message":
-                if self.endpoint is None:
-                    log.warning("ignored a message that arrived before the endpoint event")
-                elif event.data.strip():
-                    self._emit(event.data)
+            elif event.event == "message" and self.endpoint is None:
+                log.warning("ignored a message that arrived before the endpoint event")
             else:
-                log.debug("ignored SSE event %r" % event.event)
+                self._on_event(event)
 
         try:
             outcome, _ = self._pump(conn, resp, parser, on_event, lambda: state["fatal"] is not None, deadline)
