@@ -1963,15 +1963,12 @@ class Handshake:
 
     def replay(self, request_id):
         """The initialize request under ``request_id`` (a line, no newline), None when the client sent
-        none; ValueError when it cannot be written back (1e999, a ``LongNumber``)."""
+        none; what ``dumps`` raises when it cannot be written back (1e999, a ``LongNumber``)."""
         if self.initialize_line is None:
             return None
         request = parse_message(self.initialize_line, long_numbers=True)
         request["id"] = request_id
-        try:
-            return encode_message(request)[:-1]
-        except TypeError as exc:
-            raise ValueError(str(exc))
+        return encode_message(request)[:-1]
 
     @staticmethod
     def refusal(answer):
@@ -4900,7 +4897,7 @@ class Relay:
         replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
         try:
             line = self.handshake.replay(replaying) if self.initialize_ok else None
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
             line = None
         if line is None:
