@@ -1,7 +1,8 @@
 """Remote transports, end to end: the real relay subprocess against stdlib fixture servers.
 
 Streamable HTTP, legacy HTTP+SSE, auto-detect, session recovery, resumption,
-proxies and TLS (the HTTP client's own helpers: test_http_client.py).  The fixture servers run in this process on 127.0.0.1.
+proxies and TLS (the HTTP client's own helpers: test_http_client.py).  The
+fixture servers run in this process on 127.0.0.1.
 """
 import base64
 import json
@@ -460,8 +461,8 @@ def test_legacy_endpoint_on_another_origin_is_refused(server, remote):
 def test_auto_reports_a_refused_endpoint_with_status_1_too(server, remote):
     srv = server(streamable=False, endpoint="http://127.0.0.2:9/messages")
     relay = remote("auto", srv.sse_url)
-    relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
     assert relay.proc.wait(timeout=10) == 1
     assert "same origin" in relay.stderr
 
