@@ -33,7 +33,8 @@ Layout of this file (each section only uses the ones above it):
     spill             saving oversized responses and building previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
-    remote upstreams  Streamable HTTP and legacy SSE over http.client, proxies, TLS
+    HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
+    remote transports Streamable HTTP, legacy HTTP+SSE and auto over the HTTP client
     relay             request tracking, timeouts, restarts, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -2205,6 +2206,43 @@ def resolve_command(command, env):
     return [found] + list(command[1:]) if found else list(command)
 
 
+class Handshake:
+    """The client's ``initialize`` request and ``notifications/initialized``, to say them again.
+
+    A new server behind the same client (a restarted child, a new Streamable
+    HTTP session, a reconnected legacy SSE stream) must hear them first, and
+    the answer is ours: the client had one.
+    """
+
+    def __init__(self):
+        self.initialize_line = None    # bytes, no newline
+        self.initialized_line = None
+
+    def note(self, msg, line):
+        """Keep ``line`` when ``msg`` (it, parsed) is the client's initialize or initialized."""
+        method = msg.get("method")
+        if method == "initialize" and "id" in msg:
+            self.initialize_line = line
+        elif method == "notifications/initialized":
+            self.initialized_line = line
+
+    def replay(self, request_id):
+        """The initialize request under ``request_id`` (a line, no newline), None when the client sent
+        none; what ``dumps`` raises when it cannot be written back (1e999, a ``LongNumber``)."""
+        if self.initialize_line is None:
+            return None
+        request = parse_message(self.initialize_line, long_numbers=True)
+        request["id"] = request_id
+        return encode_message(request)[:-1]
+
+    @staticmethod
+    def refusal(answer):
+        """Why the server did not take a replayed initialize (its error, shortened), or None if it did."""
+        if answer is None:
+            return "no answer"
+        return json.dumps(answer["error"], default=repr)[:300] if "error" in answer else None
+
+
 class Upstream:
     """The contract between the relay and a transport to the real server.
 
@@ -2215,8 +2253,13 @@ class Upstream:
     (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
     message line from the server (no newline), or an ``OversizedLine`` for
     one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
-    once when it is gone for good; it then sets ``exited``.  ``stderr_tail``
-    holds recent diagnostic lines quoted in error messages.
+    once when it is gone for good; it then sets ``exited``, and ``fatal``
+    too when no retry can help (a refused legacy SSE endpoint): the command
+    then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
+    quoted in error messages.  ``handshake`` is the client's ``Handshake``:
+    whoever speaks for the client sets it before ``start()`` and notes the
+    client's messages in it (the relay keeps one across restarts); a
+    transport that opens a new session or stream on its own replays it.
 
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
@@ -2233,7 +2276,9 @@ class Upstream:
         self.on_line = on_line
         self.on_exit = on_exit
         self.exited = False
+        self.fatal = False
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.handshake = Handshake()
 
     def start(self):
         raise NotImplementedError
@@ -2541,36 +2586,26 @@ class StdioUpstream(Upstream):
 
 
 # ---------------------------------------------------------------------------
-# Remote upstreams: Streamable HTTP and legacy SSE (http.client)
+# HTTP client: SSE parser, URLs, proxies, TLS, connection pool, worker threads
 # ---------------------------------------------------------------------------
 
-# Worker threads do the blocking http.client work; everything they learn goes
-# to the loop thread through ``loop.post``.  One SSE parser serves both
-# transports, and ``RemoteUpstream.fail_exchange`` is the one place where an
-# HTTP failure becomes a JSON-RPC error for the client.  A hostile server
-# cannot make us wait or buffer without end: every read runs under a
-# wall-clock deadline (``ResponseReader``) and one answer is capped at
-# --max-message-bytes (``read_body``, ``SseParser``).
+# Blocking http.client machinery for the remote transports, run on worker
+# threads.  A hostile server cannot make us wait or buffer without end: every
+# read runs under a wall-clock deadline (``ResponseReader``) and one answer is
+# capped at --max-message-bytes (``read_body``, ``SseParser``).
 
-ACCEPT_BOTH = "application/json, text/event-stream"
-RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
-RECONNECT_FACTOR = 1.5
-RECONNECT_MAX = 30.0
-RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
 ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
 EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
-CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
-DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 MAX_IDLE_CONNECTIONS = 8
-REINIT_ID_PREFIX = "ocx-proxy-reinit-"
-FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
 MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
-MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
+RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
+RECONNECT_FACTOR = 1.5
+RECONNECT_MAX = 30.0
+RECONNECT_ATTEMPTS = 5     # consecutive failed (re)connects before giving up
 
 
 class UpstreamDataError(Exception):
@@ -2988,6 +3023,11 @@ def http_error_text(status, reason, body):
     return "HTTP %d from upstream: %s" % (status, excerpt) if excerpt else "HTTP %d from upstream" % status
 
 
+def permanent_error(status):
+    """True for an HTTP status that asking again will not change: a 4xx but 408 and 429."""
+    return 400 <= status < 500 and status not in (408, 429)
+
+
 def time_left(deadline):
     """Seconds until ``deadline`` (None: no limit); socket.timeout once it has passed."""
     if deadline is None:
@@ -3092,10 +3132,7 @@ def read_limited(resp, limit=ERROR_BODY_LIMIT):
     """Up to ``limit`` bytes of a response body; errors give what was read."""
     try:
         return resp.read(limit)
-    except (OSError, ValueError) as exc:
-        log.debug("could not read the response body: %s" % exc)
-        return b""
-    except Exception as exc:  # http.client.HTTPException and friends
+    except Exception as exc:  # OSError, ValueError, http.client.HTTPException and friends
         log.debug("could not read the response body: %s" % exc)
         return b""
 
@@ -3119,7 +3156,6 @@ class HttpPool:
         self.idle = []
         self.active = set()
         self.closed = False
-        self.connects = 0
 
     def _new_connection(self, parts, deadline):
         import http.client
@@ -3142,8 +3178,6 @@ class HttpPool:
         bound_responses(conn)
         conn.deadline = deadline
         conn.connect()
-        with self.lock:
-            self.connects += 1
         return conn
 
     @staticmethod
@@ -3287,42 +3321,29 @@ class Gate:
             return True
 
 
-class RemoteExchange:
-    """One client message on its way to the server, and the request ids still waiting for answers."""
+class Backoff:
+    """Waits between reconnects: the server's ``retry``, else ``RECONNECT_INITIAL`` growing by
+    ``RECONNECT_FACTOR`` up to ``RECONNECT_MAX``.  ``failed()`` counts a failed (re)connect and is
+    True at ``RECONNECT_ATTEMPTS`` in a row; ``reset()`` after one that worked starts over."""
 
-    def __init__(self, line, msg, swallow=False):
-        self.line = line
-        self.msg = msg
-        items = msg if isinstance(msg, list) else [msg]
-        self.outstanding = {}
-        for item in items:
-            if message_kind(item) == "request":
-                self.outstanding[id_key(item["id"])] = item["id"]
-        self.has_requests = bool(self.outstanding)
-        self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
-        params = msg.get("params") if isinstance(msg, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
-        self.swallow = swallow     # our own replayed initialize: its answer is not for the client
-        self.queued = time.monotonic()
-        self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
-        self.written = threading.Event()
-        self.settled = threading.Event()  # every request in it answered or failed
-        self.conn = None
-        self.gate_reason = None
-        self.failure = None
-        self.result = None         # the response message, for swallowed exchanges
+    def __init__(self):
+        self.reset()
 
-    def answer_deadline(self, seconds):
-        """When the wait for the answer ends (--sse-read-timeout after the last sign of life)."""
-        return RemoteConfig.deadline(seconds, self.waiting_since)
+    def reset(self):
+        self.failures, self.delay = 0, RECONNECT_INITIAL
 
+    def failed(self):
+        self.failures += 1
+        return self.failures >= RECONNECT_ATTEMPTS
 
-def progress_key(token):
-    """Dictionary key for a progress token (a string or an integer, like an id), else None."""
-    if isinstance(token, (str, int)) and not isinstance(token, bool):
-        return id_key(token)
-    return None
+    def wait(self, retry=None, deadline=None):
+        """Seconds before the next try (``retry``: the server's, in milliseconds); never past
+        ``deadline``, never under 50 ms (a retry of 0 must not spin)."""
+        wait = self.delay if retry is None else min(retry / 1000.0, RECONNECT_MAX)
+        self.delay = min(self.delay * RECONNECT_FACTOR, RECONNECT_MAX)
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+        return max(wait, 0.05)
 
 
 class WorkerThreads:
@@ -3364,6 +3385,67 @@ class WorkerThreads:
 WORKERS = WorkerThreads()
 
 
+# ---------------------------------------------------------------------------
+# Remote transports: Streamable HTTP, legacy HTTP+SSE, auto
+# ---------------------------------------------------------------------------
+
+# Worker threads do the blocking HTTP work; everything they learn goes to the
+# loop thread through ``loop.post``.  One SSE parser serves both transports,
+# and ``RemoteUpstream.fail_exchange`` is the one place where an HTTP failure
+# becomes a JSON-RPC error for the client.
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
+DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
+REINIT_ID_PREFIX = "ocx-proxy-reinit-"
+FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
+SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
+MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
+
+
+class RemoteExchange:
+    """One client message on its way to the server, and the request ids still waiting for answers."""
+
+    def __init__(self, line, msg, swallow=False):
+        self.line = line
+        self.msg = msg
+        items = msg if isinstance(msg, list) else [msg]
+        self.outstanding = {}
+        for item in items:
+            if message_kind(item) == "request":
+                self.outstanding[id_key(item["id"])] = item["id"]
+        self.has_requests = bool(self.outstanding)
+        self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
+        params = msg.get("params") if isinstance(msg, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
+        self.swallow = swallow     # our own replayed handshake: its answer is not for the client
+        self.queued = time.monotonic()
+        self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
+        self.written = threading.Event()
+        self.settled = threading.Event()  # every request in it answered or failed
+        self.conn = None           # the connection its answer arrives on (Streamable HTTP): cancelling aborts it
+        self.gate_reason = None
+        self.failure = None
+        self.result = None         # the response message, for swallowed exchanges
+
+    @classmethod
+    def replayed(cls, line):
+        """A line of the client's handshake that we say again (see ``Handshake``)."""
+        return cls(line, parse_message(line, long_numbers=True), swallow=True)
+
+    def answer_deadline(self, seconds):
+        """When the wait for the answer ends (--sse-read-timeout after the last sign of life)."""
+        return RemoteConfig.deadline(seconds, self.waiting_since)
+
+
+def progress_key(token):
+    """Dictionary key for a progress token (a string or an integer, like an id), else None."""
+    if isinstance(token, (str, int)) and not isinstance(token, bool):
+        return id_key(token)
+    return None
+
+
 class RemoteUpstream(Upstream):
     """Shared machinery of the remote transports.
 
@@ -3374,7 +3456,6 @@ class RemoteUpstream(Upstream):
     from the server are handed to the loop with ``_emit``.
     """
 
-    transport = "remote"
     hands_over = True  # auto mode may hand the queued messages to another transport
 
     def __init__(self, loop, config, on_line, on_exit):
@@ -3391,10 +3472,8 @@ class RemoteUpstream(Upstream):
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
         self.flowing.set()
         self.closing = False
-        self.fatal = False
         self.handed_over = False
-        self.initialize_line = None
-        self.initialized_line = None
+        self.replays = 0
         self.sender = None
         self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
 
@@ -3414,14 +3493,9 @@ class RemoteUpstream(Upstream):
                 msg = parse_message(line, long_numbers=True)
             except ValueError:
                 msg = None
-            if isinstance(msg, dict):
-                method = msg.get("method")
-                if method == "initialize" and "id" in msg:
-                    self.initialize_line = line
-                elif method == "notifications/initialized":
-                    self.initialized_line = line
-                elif method == "notifications/cancelled" and isinstance(msg.get("params"), dict):
-                    self._cancelled(msg["params"].get("requestId"))
+            if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
+                    and isinstance(msg.get("params"), dict)):
+                self._cancelled(msg["params"].get("requestId"))
             self.outbox.put(RemoteExchange(line, msg))
 
     def _cancelled(self, request_id):
@@ -3434,7 +3508,7 @@ class RemoteUpstream(Upstream):
             done = not exchange.outstanding
         if done:
             exchange.settled.set()
-        if done and exchange.conn is not None and self.transport == "streamable-http":
+        if done and exchange.conn is not None:
             self.pool.abort(exchange.conn)
 
     def close_input(self):
@@ -3596,14 +3670,12 @@ class RemoteUpstream(Upstream):
                     owner.outstanding.pop(key, None)
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
-                    if not owner.outstanding:
-                        owner.settled.set()
             if owner is not None:
                 self._answered(owner, item)
+                if not owner.outstanding:
+                    owner.settled.set()  # after _answered: a waiter finds what it recorded
                 if owner.swallow:
                     forward = False
-            elif self._swallow_orphan(item):
-                forward = False
         if forward:
             self._post_line(data)
 
@@ -3622,10 +3694,6 @@ class RemoteUpstream(Upstream):
         """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
         if exchange.swallow:
             exchange.result = msg
-
-    def _swallow_orphan(self, msg):
-        """Hook: a response nobody here waited for; True drops it."""
-        return False
 
     def _on_event(self, event, exchange=None):
         if event.event != "message":
@@ -3671,6 +3739,33 @@ class RemoteUpstream(Upstream):
                 return "done", got
             if parser.error:
                 raise UpstreamDataError(parser.error)
+
+    def replay_handshake(self):
+        """Say the client's handshake again, to a new session or stream (the answers are ours): None
+        when the server took it, else why not.  The caller holds the gate meanwhile."""
+        self.replays += 1
+        replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
+        with self.lock:
+            for key in replay.outstanding:
+                self.inflight[key] = replay
+        self.post_exchange(replay)
+        self.await_answer(replay, self.config.timeout or 60, "--timeout")  # legacy SSE: it comes on the stream
+        why = replay.failure or Handshake.refusal(replay.result)
+        if why is None and self.handshake.initialized_line is not None:
+            self.post_exchange(RemoteExchange.replayed(self.handshake.initialized_line))
+        return why
+
+    def await_answer(self, exchange, seconds, option):
+        """Wait for the answers to an exchange's requests: at most ``seconds`` without one or a progress
+        notification for it (comments and other traffic keep a stream, not a request, alive)."""
+        exchange.waiting_since = time.monotonic()
+        while exchange.outstanding and not self.stopping.is_set():
+            deadline = exchange.answer_deadline(seconds)
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
+                                          "(%s)" % (seconds, option))
+            exchange.settled.wait(min(left, 1.0))
 
     def silence_deadline(self):
         """Deadline for a stream that only has to stay alive: --sse-read-timeout from now."""
@@ -3764,15 +3859,12 @@ class RemoteUpstream(Upstream):
 class StreamableHttpUpstream(RemoteUpstream):
     """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream."""
 
-    transport = "streamable-http"
-
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
         self.fallback = fallback           # auto mode: called on the loop thread with (lines, status)
         self.session_id = None
         self.protocol_version = None
         self.reinit_lock = threading.Lock()
-        self.reinit_count = 0
         self.get_generation = 0
         self.get_conn = None
         self.announced = False
@@ -3795,72 +3887,94 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.gate.hold("initialize")
 
     def post_exchange(self, exchange, retried=False):
-        import http.client
-
+        """POST one message and relay its answer (``retried``: the POST again, in a new session)."""
         first_init = exchange.method == "initialize"
         session_used = None if first_init else self.session_id
-        headers = self.request_headers(session=not first_init)
+        posted = self._post(exchange, session=not first_init)
+        if posted is None:
+            return
+        conn, resp = posted
+        if first_init and self._try_fallback(exchange, conn, resp):
+            return
+        if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
+            return self._retry_in_new_session(exchange, conn, resp, session_used)
+        if not 200 <= resp.status < 300:
+            return self._fail_status(exchange, conn, resp)
+        if first_init:
+            self._adopt_session(resp)
+        if content_type(resp) == "text/event-stream":
+            self._read_post_stream(exchange, conn, resp)
+        elif not self._read_json_answer(exchange, conn, resp):
+            return
+        if exchange.outstanding:
+            self.fail_exchange(exchange, "upstream ended the HTTP response without answering (HTTP %d)"
+                               % resp.status)
+        if exchange.method == "notifications/initialized" and not exchange.swallow:
+            self.start_get_stream()
+
+    def _post(self, exchange, session):
+        """Send the POST and read the answer's headers: (conn, response), or None after failing the exchange."""
+        import http.client
+
+        headers = self.request_headers(session=session)
         if log.enabled("debug"):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
         try:
-            conn, resp = self.http("POST", self.target, headers, exchange.line,
-                                            on_written=exchange.written.set)
+            conn, resp = self.http("POST", self.target, headers, exchange.line, on_written=exchange.written.set)
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
-            return self.fail_exchange(exchange, (what % self.config.display_url) + ": "
-                                      + describe_http_exception(exc, self.config))
+            self.fail_exchange(exchange, (what % self.config.display_url) + ": "
+                               + describe_http_exception(exc, self.config))
+            return None
         exchange.conn = conn
-        status = resp.status
-        if (first_init and self.fallback is not None and status in FALLBACK_STATUSES and not exchange.swallow
-                and not self.announced):
-            read_limited(resp)
-            self.pool.discard(conn)
-            return self._fall_back(exchange, status)
-        if status == 404 and session_used is not None and not retried:
-            read_limited(resp)
-            self.pool.release(conn, resp)
-            if self.reinitialize(session_used):
-                return self.post_exchange(exchange, retried=True)
-            return self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and "
-                                                "re-initializing failed", 404)
-        if not 200 <= status < 300:
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
-            text = http_error_text(status, resp.reason, body)
-            if 300 <= status < 400 and resp.getheader("Location"):
-                text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
-            return self.fail_exchange(exchange, text, status)
-        if first_init:
-            self._adopt_session(resp, exchange)
-        kind = content_type(resp)
-        if kind == "text/event-stream":
-            self._read_post_stream(exchange, conn, resp)
-        else:
-            try:
-                body = read_body(resp, self.config.max_message_bytes)
-            except UpstreamDataError as exc:
-                self.pool.discard(conn)
-                return self.fail_exchange(exchange, str(exc), status)
-            except socket.timeout:
-                self.pool.discard(conn)
-                return self.fail_exchange(exchange, "the answer from %s did not arrive in full within %g s "
-                                          "(--timeout)" % (self.config.display_url, self.config.timeout))
-            except (OSError, http.client.HTTPException) as exc:
-                self.pool.discard(conn)
-                return self.fail_exchange(exchange, "the response from %s broke off: %s" % (
-                    self.config.display_url, describe_http_exception(exc, self.config)))
-            self.pool.release(conn, resp)
-            if body.strip():
-                if kind and "json" not in kind:
-                    return self.fail_exchange(exchange, "unexpected Content-Type %r from upstream" % kind, status)
-                self._emit(body, exchange)
-        if exchange.outstanding:
-            self.fail_exchange(exchange, "upstream ended the HTTP response without answering (HTTP %d)" % status)
-        if exchange.method == "notifications/initialized" and not exchange.swallow:
-            self.start_get_stream()
+        return conn, resp
 
-    def _adopt_session(self, resp, exchange):
+    def _retry_in_new_session(self, exchange, conn, resp, stale_session):
+        """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
+        read_limited(resp)
+        self.pool.release(conn, resp)
+        if self.reinitialize(stale_session):
+            return self.post_exchange(exchange, retried=True)
+        self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
+
+    def _fail_status(self, exchange, conn, resp):
+        """Any other status but 2xx fails the exchange, quoting the error body (or where a redirect points)."""
+        body = read_limited(resp)
+        self.pool.release(conn, resp)
+        text = http_error_text(resp.status, resp.reason, body)
+        if 300 <= resp.status < 400 and resp.getheader("Location"):
+            text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
+        self.fail_exchange(exchange, text, resp.status)
+
+    def _read_json_answer(self, exchange, conn, resp):
+        """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
+        import http.client
+
+        try:
+            body = read_body(resp, self.config.max_message_bytes)
+        except UpstreamDataError as exc:
+            failure, status = str(exc), resp.status
+        except socket.timeout:
+            failure, status = ("the answer from %s did not arrive in full within %g s (--timeout)"
+                               % (self.config.display_url, self.config.timeout)), None
+        except (OSError, http.client.HTTPException) as exc:
+            failure, status = "the response from %s broke off: %s" % (
+                self.config.display_url, describe_http_exception(exc, self.config)), None
+        else:
+            self.pool.release(conn, resp)
+            kind = content_type(resp)
+            if body.strip() and kind and "json" not in kind:
+                self.fail_exchange(exchange, "unexpected Content-Type %r from upstream" % kind, resp.status)
+                return False
+            if body.strip():
+                self._emit(body, exchange)
+            return True
+        self.pool.discard(conn)
+        self.fail_exchange(exchange, failure, status)
+        return False
+
+    def _adopt_session(self, resp):
         session = resp.getheader("Mcp-Session-Id")
         if session is not None and not SESSION_ID_RE.match(session):
             self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
@@ -3888,7 +4002,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         deadline = lambda: exchange.answer_deadline(self.config.sse_read_timeout)  # noqa: E731
         parser = SseParser(limit=self.config.max_message_bytes)
         outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
-        attempts, delay = 0, RECONNECT_INITIAL
+        backoff = Backoff()
         while exchange.outstanding and not self.stopping.is_set():
             if outcome == "timeout":
                 return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
@@ -3898,34 +4012,37 @@ class StreamableHttpUpstream(RemoteUpstream):
             if not parser.last_id:
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering "
                                                     "(no event id to resume from)")
-            attempts += 1
-            if attempts > RECONNECT_ATTEMPTS:
+            if outcome == "failed" and backoff.failed():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
-            wait = min(parser.retry / 1000.0, RECONNECT_MAX) if parser.retry is not None else delay
-            delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
-            if deadline() is not None:
-                wait = min(wait, max(0.0, deadline() - time.monotonic()))
-            if self.stopping.wait(max(wait, 0.05)):
+            if self.stopping.wait(backoff.wait(parser.retry, deadline())):
                 break
-            log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
-            headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
-            try:
-                conn, resp = self.http("GET", self.target, headers)
-            except (OSError, http.client.HTTPException) as exc:
-                log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
-                outcome = "dropped"
-                continue
-            if resp.status != 200 or content_type(resp) != "text/event-stream":
-                body = read_limited(resp)
-                self.pool.release(conn, resp)
-                return self.fail_exchange(exchange, "could not resume the response stream: "
-                                          + http_error_text(resp.status, resp.reason, body), resp.status)
-            exchange.conn = conn
-            parser.reset_stream()
-            outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
+            outcome = self._resume_post_stream(exchange, parser, deadline)
             if outcome == "progressed":
-                attempts, delay = 0, RECONNECT_INITIAL
+                backoff.reset()
+
+    def _resume_post_stream(self, exchange, parser, deadline):
+        """GET the rest of an answer stream from its last event id: a ``_pump_answer`` outcome, or
+        'failed' for a resume that brought no event."""
+        import http.client
+
+        log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
+        headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
+            return "failed"
+        if resp.status != 200 or content_type(resp) != "text/event-stream":
+            body = read_limited(resp)
+            self.pool.release(conn, resp)
+            self.fail_exchange(exchange, "could not resume the response stream: "
+                               + http_error_text(resp.status, resp.reason, body), resp.status)
+            return "invalid"
+        exchange.conn = conn
+        parser.reset_stream()
+        outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
+        return "failed" if outcome in ("eof", "dropped") else outcome
 
     def _pump_answer(self, exchange, conn, resp, parser, deadline):
         """One connection of an answer stream: the ``_pump`` outcome ('progressed' for a stream that
@@ -3947,28 +4064,20 @@ class StreamableHttpUpstream(RemoteUpstream):
         with self.reinit_lock:
             if self.session_id != stale_session:
                 return True  # another thread already did it
-            if self.initialize_line is None or self.stopping.is_set():
+            if self.handshake.initialize_line is None or self.stopping.is_set():
                 return False
-            self.gate.hold("reinit")
+            self.gate.hold("handshake")
             try:
-                self.reinit_count += 1
                 self.note("warning", "the server no longer knows our session (HTTP 404); re-initializing")
-                request = json.loads(self.initialize_line.decode("utf-8"))
-                request["id"] = "%s%d" % (REINIT_ID_PREFIX, self.reinit_count)
-                replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
-                self.post_exchange(replay)
-                if replay.failure or replay.result is None or "error" in replay.result:
-                    why = replay.failure or dumps((replay.result or {}).get("error"))[:300]
+                why = self.replay_handshake()
+                if why:
                     self.note("error", "re-initializing failed: %s" % why)
                     return False
-                if self.initialized_line is not None:
-                    note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
-                    self.post_exchange(note, retried=True)
                 self.note("info", "new session established")
                 self.start_get_stream()
                 return True
             finally:
-                self.gate.release("reinit")
+                self.gate.release("handshake")
 
     # -- the GET stream for server-initiated messages ----------------------
 
@@ -3982,73 +4091,77 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.spawn("ocx-http-get", self._get_stream_loop, generation)
 
     def _get_stream_loop(self, generation):
-        import http.client
-
         parser = SseParser(limit=self.config.max_message_bytes)
-        failures, delay = 0, RECONNECT_INITIAL
+        backoff = Backoff()
         current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
         while current():
-            headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
-            session_used = self.session_id
-            try:
-                conn, resp = self.http("GET", self.target, headers)
-            except (OSError, http.client.HTTPException) as exc:
-                failures += 1
-                log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
-            else:
-                if resp.status == 405:
-                    read_limited(resp)
-                    self.pool.release(conn, resp)
-                    log.debug("the server offers no GET stream (HTTP 405)")
-                    return
-                if resp.status == 404 and session_used is not None:
-                    read_limited(resp)
-                    self.pool.release(conn, resp)
-                    log.debug("GET stream: session expired; it reopens after re-initializing")
-                    return
-                if resp.status != 200 or content_type(resp) != "text/event-stream":
-                    body = read_limited(resp)
-                    self.pool.release(conn, resp)
-                    log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
-                    if 400 <= resp.status < 500 and resp.status not in (408, 429):
-                        return  # the server does not want one: no retries, no noise
-                    failures += 1
-                else:
-                    with self.lock:
-                        if not current():
-                            self.pool.discard(conn)
-                            return
-                        self.get_conn = conn
-                    parser.reset_stream()
-                    try:
-                        outcome, _ = self._pump(conn, resp, parser, self._on_event, lambda: not current(),
-                                                self.silence_deadline)
-                        failures, delay = 0, RECONNECT_INITIAL
-                    except UpstreamDataError as exc:
-                        outcome = str(exc)
-                        failures += 1   # a server that does it again and again is given up on
-                        self.note("warning", "GET stream: %s; reconnecting" % exc)
-                    self.pool.discard(conn)
-                    log.debug("GET stream ended (%s)" % outcome)
-            if failures >= RECONNECT_ATTEMPTS:
+            outcome = self._get_stream_once(parser, current)
+            if outcome == "stop":
+                return
+            if outcome == "worked":
+                backoff.reset()
+            elif backoff.failed():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
-                                     "server starts on its own will not arrive" % failures)
+                                     "server starts on its own will not arrive" % RECONNECT_ATTEMPTS)
                 return
-            wait = min(parser.retry / 1000.0, RECONNECT_MAX) if parser.retry is not None else delay
-            if failures:
-                delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
-            if self.stopping.wait(max(wait, 0.05)):
+            if self.stopping.wait(backoff.wait(parser.retry)):
                 return
+
+    def _get_stream_once(self, parser, current):
+        """One GET stream, read until it ends: 'worked', 'failed', or 'stop' (the server wants none,
+        the session expired, or a newer stream took over)."""
+        import http.client
+
+        headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
+        session_used = self.session_id
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
+            return "failed"
+        if resp.status != 200 or content_type(resp) != "text/event-stream":
+            body = read_limited(resp)
+            self.pool.release(conn, resp)
+            if resp.status == 405:
+                log.debug("the server offers no GET stream (HTTP 405)")
+            elif resp.status == 404 and session_used is not None:
+                log.debug("GET stream: session expired; it reopens after re-initializing")
+            else:
+                log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
+                if not permanent_error(resp.status):
+                    return "failed"
+            return "stop"  # the server does not want one: no retries, no noise
+        with self.lock:
+            if not current():
+                self.pool.discard(conn)
+                return "stop"
+            self.get_conn = conn
+        parser.reset_stream()
+        try:
+            outcome, _ = self._pump(conn, resp, parser, self._on_event, lambda: not current(), self.silence_deadline)
+            worked = True
+        except UpstreamDataError as exc:
+            outcome, worked = str(exc), False   # a server that does it again and again is given up on
+            self.note("warning", "GET stream: %s; reconnecting" % exc)
+        self.pool.discard(conn)
+        log.debug("GET stream ended (%s)" % outcome)
+        return "worked" if worked else "failed"
 
     # -- auto-detect and shutdown ------------------------------------------
 
-    def _fall_back(self, exchange, status):
-        """auto: the initialize POST was refused: hand every queued message to the legacy transport."""
+    def _try_fallback(self, exchange, conn, resp):
+        """auto: when the initialize POST is refused as a legacy server refuses it, hand every queued
+        message to the legacy transport; True if that happened."""
+        if self.fallback is None or resp.status not in FALLBACK_STATUSES or exchange.swallow or self.announced:
+            return False
+        read_limited(resp)
+        self.pool.discard(conn)
         with self.lock:
             for key in list(exchange.outstanding):
                 self.inflight.pop(key, None)
         exchange.gate_reason = None  # keep the sender held until the hand-over is done
-        self.loop.post(self._hand_over, exchange, status)
+        self.loop.post(self._hand_over, exchange, resp.status)
+        return True
 
     def _hand_over(self, exchange, status):
         import queue
@@ -4095,15 +4208,11 @@ class SseUpstream(RemoteUpstream):
     initialized before anything else is sent.
     """
 
-    transport = "sse"
     hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
 
     def __init__(self, loop, config, on_line, on_exit):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
         self.endpoint = None
-        self.stream_conn = None
-        self.replay_id = None
-        self.replays = 0
         self.connected_once = False
 
     def start(self):
@@ -4123,7 +4232,7 @@ class SseUpstream(RemoteUpstream):
                 % (self.config.display_url, self.config.timeout))
 
     def _stream_loop(self):
-        failures, delay = 0, RECONNECT_INITIAL
+        backoff = Backoff()
         while not self.stopping.is_set():
             kind, text = self._stream_once()
             if self.stopping.is_set():
@@ -4136,19 +4245,18 @@ class SseUpstream(RemoteUpstream):
                 return
             self.gate.hold("endpoint")
             self.endpoint = None
+            gave_up = False
             if kind == "dropped":
-                failures, delay = 0, RECONNECT_INITIAL
+                backoff.reset()
                 self.note("warning", "the SSE stream from %s dropped (%s); reconnecting" % (self.config.display_url, text))
             else:
-                failures += 1
+                gave_up = backoff.failed() or kind == "refused"
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
             self.fail_inflight("the SSE stream from the server dropped (%s); the request was abandoned" % text)
-            if kind == "refused" or failures >= RECONNECT_ATTEMPTS:
+            if gave_up:
                 self.report_exit("could not open the SSE stream %s: %s" % (self.config.display_url, text))
                 return
-            wait = delay
-            delay = min(delay * RECONNECT_FACTOR, RECONNECT_MAX)
-            if self.stopping.wait(wait):
+            if self.stopping.wait(backoff.wait()):
                 return
 
     def _stream_once(self):
@@ -4167,9 +4275,7 @@ class SseUpstream(RemoteUpstream):
             text = http_error_text(resp.status, resp.reason, body)
             if resp.status == 200:
                 text += " (Content-Type %r, not an event stream)" % content_type(resp)
-            permanent = 400 <= resp.status < 500 and resp.status not in (408, 429)
-            return ("refused" if permanent or resp.status == 200 else "failed"), text
-        self.stream_conn = conn
+            return ("refused" if permanent_error(resp.status) or resp.status == 200 else "failed"), text
         parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}
         endpoint_deadline = conn.deadline  # --timeout after the GET started
@@ -4181,13 +4287,10 @@ class SseUpstream(RemoteUpstream):
         def on_event(event):
             if event.event == "endpoint":
                 state["fatal"] = self._take_endpoint(event.data)
-            elif event.event == "message":
-                if self.endpoint is None:
-                    log.warning("ignored a message that arrived before the endpoint event")
-                elif event.data.strip():
-                    self._emit(event.data)
+            elif event.event == "message" and self.endpoint is None:
+                log.warning("ignored a message that arrived before the endpoint event")
             else:
-                log.debug("ignored SSE event %r" % event.event)
+                self._on_event(event)
 
         try:
             outcome, _ = self._pump(conn, resp, parser, on_event, lambda: state["fatal"] is not None, deadline)
@@ -4216,55 +4319,24 @@ class SseUpstream(RemoteUpstream):
                     "port must match)" % (redact_url(target, self.config.secrets), self.config.display_url))
         self.endpoint = parts
         log.debug("SSE endpoint: %s" % redact_url(target, self.config.secrets))
-        if self.connected_once and self.initialize_line is not None:
-            self.replays += 1
-            request = json.loads(self.initialize_line.decode("utf-8"))
-            request["id"] = self.replay_id = "%s%d" % (REINIT_ID_PREFIX, self.replays)
-            replay = RemoteExchange(encode_message(request)[:-1], request, swallow=True)
-            self.spawn("ocx-sse-replay", self._post_replay, replay)
-        else:
-            if not self.connected_once:
-                log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
-            self.gate.release("endpoint")
+        if not self.connected_once:
+            log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
+        elif self.handshake.initialize_line is not None:
+            self.gate.hold("handshake")  # nothing else goes out before it
+            self.spawn("ocx-sse-replay", self._replay_after_reconnect)
+        self.gate.release("endpoint")
         self.connected_once = True
         return None
 
-    def _post_replay(self, replay):
-        self.post_exchange(replay)
-        if replay.failure:
-            self.note("error", "could not replay initialize after reconnecting: %s" % replay.failure)
-        else:
-            deadline = time.monotonic() + (self.config.timeout or 60)
-            while self.replay_id == replay.msg["id"] and time.monotonic() < deadline:
-                if self.stopping.wait(0.05):
-                    return
-            if self.replay_id != replay.msg["id"]:
-                return  # answered: _swallow_orphan sends initialized and opens the gate
-            self.note("error", "the server did not answer the replayed initialize within %g s"
-                      % (self.config.timeout or 60))
-        self.replay_id = None
-        self.gate.release("endpoint")
-
-    def _swallow_orphan(self, msg):
-        if self.replay_id is None or msg.get("id") != self.replay_id:
-            return False
-        self.replay_id = None
-        if "error" in msg:
-            self.note("error", "the server refused the replayed initialize: %s" % dumps(msg["error"])[:300])
-        else:
-            self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
-        if self.initialized_line is not None:
-            note = RemoteExchange(self.initialized_line, parse_message(self.initialized_line), swallow=True)
-            self.spawn("ocx-sse-replay", self._post_then_open, note)
-        else:
-            self.gate.release("endpoint")
-        return True
-
-    def _post_then_open(self, exchange):
+    def _replay_after_reconnect(self):
         try:
-            self.post_exchange(exchange)
+            why = self.replay_handshake()
+            if why:
+                self.note("error", "could not replay the client's initialize after reconnecting: %s" % why)
+            else:
+                self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
         finally:
-            self.gate.release("endpoint")
+            self.gate.release("handshake")
 
     def post_exchange(self, exchange):
         """POST one message to the endpoint; its answer comes on the stream."""
@@ -4288,19 +4360,7 @@ class SseUpstream(RemoteUpstream):
         if not 200 <= resp.status < 300:
             self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
         elif not exchange.swallow:
-            self._await_answer(exchange)
-
-    def _await_answer(self, exchange):
-        """Wait for a request's answer on the stream: at most --sse-read-timeout without it or a
-        progress notification for it (comments and other traffic keep the stream, not the request, alive)."""
-        exchange.waiting_since = time.monotonic()
-        while exchange.outstanding and not self.stopping.is_set():
-            deadline = exchange.answer_deadline(self.config.sse_read_timeout)
-            left = 1.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
-                                          "(--sse-read-timeout)" % self.config.sse_read_timeout)
-            exchange.settled.wait(min(left, 1.0))
+            self.await_answer(exchange, self.config.sse_read_timeout, "--sse-read-timeout")
 
 
 class AutoUpstream(Upstream):
@@ -4332,7 +4392,12 @@ class AutoUpstream(Upstream):
     def fatal(self):
         return self.inner.fatal
 
+    @fatal.setter
+    def fatal(self, value):
+        pass  # the inner transport owns it
+
     def start(self):
+        self.inner.handshake = self.handshake
         self.inner.start()
 
     def send(self, data):
@@ -4354,7 +4419,7 @@ class AutoUpstream(Upstream):
         closing = self.inner.closing
         self.inner = SseUpstream(self.loop, self.config, self.on_line, self.on_exit)
         self.stderr_tail = self.inner.stderr_tail
-        self.inner.start()
+        self.start()
         for line in lines:
             self.inner.send(line + b"\n")
         if closing:
@@ -4483,8 +4548,7 @@ class Relay:
         self.upstream = None
         self.restarts_left = options.restart
         self.generation = 0
-        self.initialize_line = None      # the client's initialize request, for replay
-        self.initialized_line = None     # its notifications/initialized
+        self.handshake = Handshake()     # shared with every upstream, replayed after a restart
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
@@ -4510,6 +4574,7 @@ class Relay:
     def _start_upstream(self):
         self.generation += 1
         self.upstream = self.make_upstream(self.loop, self._upstream_line, self._upstream_exit)
+        self.upstream.handshake = self.handshake
         if self.upstream_held:
             self.upstream.pause_reading()
         self.upstream.start()
@@ -4693,17 +4758,15 @@ class Relay:
     def _track_client_message(self, msg, line):
         kind = message_kind(msg)
         method = msg.get("method")
+        self.handshake.note(msg, line)
         if kind == "request":
             if method == "initialize":
-                self.initialize_line = line
                 self.initialize_ok = False
             params = msg.get("params") if method == "resources/read" else None
             pending = Pending(msg["id"], method, params, time.monotonic())
             if self.options.request_timeout > 0:
                 pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
             self.pending[id_key(msg["id"])] = pending
-        elif method == "notifications/initialized":
-            self.initialized_line = line
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
@@ -5098,31 +5161,29 @@ class Relay:
         if self.closing:
             return
         self._start_upstream()
-        if self.initialize_line is None or not self.initialize_ok:
-            self._restart_done()
-            return
-        self.replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
+        replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
         try:
-            request = parse_message(self.initialize_line, long_numbers=True)
-            request["id"] = self.replaying
-            line = encode_message(request)
-        except (ValueError, TypeError) as exc:  # 1e999 or a LongNumber in it: JSON cannot hold it rewritten
+            line = self.handshake.replay(replaying) if self.initialize_ok else None
+        except (ValueError, TypeError) as exc:
             log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
-            self.replaying = None
+            line = None
+        if line is None:
             self._restart_done()
             return
-        self.upstream.send(line)
+        self.replaying = replaying
+        self.upstream.send(line + b"\n")
 
     def _is_replay_response(self, msg):
         if self.replaying is None or msg.get("id") != self.replaying:
             return False
-        if "error" in msg:
-            log.error("the restarted upstream refused the replayed initialize: %s" % json.dumps(msg["error"], default=repr)[:300])
+        refusal = Handshake.refusal(msg)
+        if refusal:
+            log.error("the restarted upstream refused the replayed initialize: %s" % refusal)
         else:
             log.info("upstream restarted and re-initialized")
         self.replaying = None
-        if self.initialized_line is not None:
-            self.upstream.send(self.initialized_line + b"\n")
+        if self.handshake.initialized_line is not None:
+            self.upstream.send(self.handshake.initialized_line + b"\n")
         self._restart_done()
         return True
 
@@ -7130,7 +7191,7 @@ class UpstreamClient:
         msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = params
-        self.loop.post(self.upstream.send, encode_message(msg))
+        self._send(msg)
         deadline = time.monotonic() + self.timeout
         with self.lock:
             while id_key(msg_id) not in self.responses:
@@ -7146,7 +7207,12 @@ class UpstreamClient:
         msg = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params
-        self.loop.post(self.upstream.send, encode_message(msg))
+        self._send(msg)
+
+    def _send(self, msg):
+        line = encode_message(msg)
+        self.upstream.handshake.note(msg, line[:-1])  # a remote transport may need it for a new session
+        self.loop.post(self.upstream.send, line)
 
     def close(self):
         self.loop.post(self.upstream.close_input)
@@ -7801,7 +7867,7 @@ def cmd_remote(args):
         via = " through the proxy %s (%s)" % (config.proxy.display, config.proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
     status = run_relay(options, remote_upstream_factory(args.transport, config, made))
-    return 1 if any(getattr(upstream, "fatal", False) for upstream in made) else status
+    return 1 if any(upstream.fatal for upstream in made) else status
 
 
 def add_remote_server_options(parser, timeout=True):

@@ -1,7 +1,8 @@
-"""Remote upstreams, end to end: the real relay subprocess against stdlib fixture servers.
+"""Remote transports, end to end: the real relay subprocess against stdlib fixture servers.
 
 Streamable HTTP, legacy HTTP+SSE, auto-detect, session recovery, resumption,
-proxies and TLS.  The fixture servers run in this process on 127.0.0.1.
+proxies and TLS (the HTTP client's own helpers: test_http_client.py).  The
+fixture servers run in this process on 127.0.0.1.
 """
 import base64
 import json
@@ -73,98 +74,6 @@ def wait_until(predicate, timeout=5.0):
 def text_of(reply):
     assert "result" in reply, reply
     return reply["result"]["content"][0]["text"]
-
-
-# ---------------------------------------------------------------------------
-# The SSE parser and other helpers (pure functions)
-# ---------------------------------------------------------------------------
-
-SSE_SAMPLE = (b"\xef\xbb\xbf: a comment\r\n"
-              b"retry: 2500\r\n"
-              b"id: 7\r\n"
-              b"event: message\r\n"
-              b"data: {\"a\":\r\n"
-              b"data:  1}\r\n\r\n"
-              b"data:no-space\rdata\r\r"
-              b"id: bad\x00id\n"
-              b"retry: 12x\n"
-              b"event: endpoint\n"
-              b"data: /messages?s=1\n\n"
-              b"id: 9\ndata:\n\n"
-              b"data: unfinished")
-
-
-def parse_all(chunks):
-    parser = ocx_proxy.SseParser()
-    events = []
-    for chunk in chunks:
-        events.extend(parser.feed(chunk))
-    return parser, [(e.event, e.data, e.last_id) for e in events]
-
-
-def test_sse_parser_fields_line_endings_and_any_chunking():
-    parser, events = parse_all([SSE_SAMPLE])
-    assert events == [
-        ("message", b'{"a":\n 1}', "7"),
-        ("message", b"no-space\n", "7"),
-        ("endpoint", b"/messages?s=1", "7"),
-        ("message", b"", "9"),  # a priming event: empty data, but its id counts
-    ]
-    assert parser.retry == 2500
-    assert parser.last_id == "9"
-    for size in (1, 2, 3, 5, 7):
-        chunks = [SSE_SAMPLE[i:i + size] for i in range(0, len(SSE_SAMPLE), size)]
-        assert parse_all(chunks)[1] == events
-    # a CR at the end of one chunk and the LF at the start of the next make one line end
-    _, split = parse_all([b"data: x\r", b"\ndata: y\r", b"\n\r", b"\n"])
-    assert split == [("message", b"x\ny", None)]
-
-
-def test_sse_parser_keeps_last_id_and_retry_across_reconnects():
-    parser = ocx_proxy.SseParser()
-    parser.feed(b"id: s1-3\nretry: 50\ndata: {}\n\ndata: half")
-    parser.reset_stream()
-    assert parser.last_id == "s1-3" and parser.retry == 50
-    assert [(e.data, e.last_id) for e in parser.feed(b"data: 1\n\n")] == [(b"1", "s1-3")]
-
-
-@pytest.mark.parametrize("text,expected", [
-    ("Authorization: Bearer abc==", ("Authorization", "Bearer abc==", True)),
-    ("X-Team=a:b", ("X-Team", "a:b", False)),
-    ("X-Time: 12=00", ("X-Time", "12=00", False)),
-    ("X-Key=${OCX_TEST_SECRET}", ("X-Key", "s3cr3t-value", True)),
-    ("x-api-key: plain", ("x-api-key", "plain", True)),
-])
-def test_header_option_forms(text, expected):
-    assert ocx_proxy.parse_header_option(text, {"OCX_TEST_SECRET": "s3cr3t-value"}) == expected
-
-
-@pytest.mark.parametrize("host,port,no_proxy,expected", [
-    ("api.example.com", 443, "example.com", True),
-    ("api.example.com", 443, ".example.com", True),
-    ("example.com.evil", 443, "example.com", False),
-    ("10.1.2.3", 443, "10.0.0.0/8", True),
-    ("127.0.0.1", 8080, "127.0.0.1:9090", False),
-    ("127.0.0.1", 9090, "localhost, 127.0.0.1:9090", True),
-    ("anything", 1, "*", True),
-])
-def test_no_proxy_rules(host, port, no_proxy, expected):
-    assert ocx_proxy.no_proxy_matches(host, port, no_proxy) is expected
-
-
-def test_http_error_text_quotes_status_and_a_short_excerpt():
-    assert ocx_proxy.http_error_text(500, "Internal Server Error", b"boom\n  db down") == \
-        "HTTP 500 from upstream: boom db down"
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "No session"}})
-    assert ocx_proxy.http_error_text(400, "Bad Request", body.encode()) == "HTTP 400 from upstream: No session"
-    assert ocx_proxy.http_error_text(502, "Bad Gateway", b"") == "HTTP 502 from upstream: Bad Gateway"
-    assert len(ocx_proxy.http_error_text(500, "", b"y" * 5000)) < 400
-
-
-def test_importing_the_module_does_not_load_http_or_tls():
-    code = "import sys; import ocx_proxy; print('http.client' in sys.modules or 'ssl' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(PROXY_SCRIPT), stdout=subprocess.PIPE)
-    assert out.stdout.strip() == b"False"
 
 
 # ---------------------------------------------------------------------------
@@ -549,6 +458,15 @@ def test_legacy_endpoint_on_another_origin_is_refused(server, remote):
     assert not srv.seen("POST")
 
 
+def test_auto_reports_a_refused_endpoint_with_status_1_too(server, remote):
+    srv = server(streamable=False, endpoint="http://127.0.0.2:9/messages")
+    relay = remote("auto", srv.sse_url)
+    relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert relay.proc.wait(timeout=10) == 1
+    assert "same origin" in relay.stderr
+
+
 def test_auto_prefers_streamable_http(server, remote):
     srv = server(reply="json")
     relay = remote("auto", srv.url)
@@ -576,21 +494,6 @@ def test_auto_falls_back_to_legacy_sse_on_405(server, remote):
 # ---------------------------------------------------------------------------
 # Hostile servers: every wait is bounded, every message capped (issue 10, item 11)
 # ---------------------------------------------------------------------------
-
-def test_sse_parser_caps_an_event_and_a_line_but_keeps_what_came_before():
-    parser = ocx_proxy.SseParser(limit=1000)
-    events = parser.feed(b"data: ok\n\n" + b"data: " + b"x" * 600 + b"\n" + b"data: " + b"y" * 600 + b"\n")
-    assert [e.data for e in events] == [b"ok"]
-    assert parser.error == "upstream sent an SSE event larger than 1000 bytes (--max-message-bytes)"
-    assert parser.feed(b"\n\n") == []
-    parser = ocx_proxy.SseParser(limit=1000)
-    for _ in range(3):
-        parser.feed(b": " + b"z" * 400)  # a comment that never ends
-    assert parser.error == "upstream sent an SSE line larger than 1000 bytes (--max-message-bytes)"
-    parser = ocx_proxy.SseParser(limit=1000)
-    parser.feed(b"retry: 99999999999\nid: " + b"i" * 2000 + b"\ndata: {}\n\n")
-    assert parser.retry is None and parser.last_id is None and parser.error is None
-
 
 def hostile_calls(relay, calls, within=6):
     """Call hostile tools ({name: arguments}) at once; while they run, a ping must be answered.
@@ -818,12 +721,6 @@ def test_https_through_a_connect_tunnel(tls_server, remote, proxy, certs):
     assert text_of(relay.call("echo", {"text": "tunnelled"})) == "tunnelled"
     relay.close()
     assert prx.log and prx.log[0][0] == "CONNECT" and prx.log[0][1] == "127.0.0.1:%d" % tls_server.port
-
-
-def test_urls_in_logs_lose_passwords_and_secret_query_values():
-    shown = ocx_proxy.redact_url("https://u:pw@h.example/mcp?key=abc123&page=2&access_token=zz9")
-    assert "pw" not in shown and "abc123" not in shown and "zz9" not in shown
-    assert "page=2" in shown and "h.example/mcp" in shown
 
 
 def test_a_client_that_does_not_read_slows_a_remote_server_down(server, tmp_path):

@@ -187,3 +187,27 @@ def test_what_a_crashed_server_left_in_its_group_does_not_outlive_it(relay_facto
     wait_gone([first["grandchild"]], 1.0)
     relay.proc.send_signal(signal.SIGTERM)
     assert relay.proc.wait(timeout=5) == 0
+
+
+def test_handshake_keeps_the_clients_two_lines_and_replays_initialize_under_our_id():
+    import ocx_proxy as op
+
+    handshake = op.Handshake()
+    assert handshake.replay("ours-1") is None  # nothing to replay yet
+    init = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","n":%s}}'
+    for line in (init % b"7", b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                 b'{"jsonrpc":"2.0","id":2,"method":"ping"}'):
+        handshake.note(op.parse_message(line), line)
+    assert handshake.initialize_line == init % b"7"
+    assert handshake.initialized_line == b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    assert op.parse_message(handshake.replay("ours-1")) == dict(op.parse_message(init % b"7"), id="ours-1")
+    assert op.Handshake.refusal({"jsonrpc": "2.0", "id": "ours-1", "result": {}}) is None
+    assert op.Handshake.refusal({"jsonrpc": "2.0", "id": "ours-1", "error": {"code": -1, "message": "no"}}) \
+        == '{"code": -1, "message": "no"}'
+    assert op.Handshake.refusal(None) == "no answer"
+    too_long = b"9" * 5000 if hasattr(sys, "get_int_max_str_digits") else b"1e999"  # a LongNumber
+    for number in (b"1e999", too_long):  # JSON cannot hold them rewritten
+        line = init % number
+        handshake.note(op.parse_message(line, long_numbers=True), line)
+        with pytest.raises((ValueError, TypeError)):
+            handshake.replay("ours-2")
