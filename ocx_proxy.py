@@ -7941,7 +7941,7 @@ def _json_leaf(value):
     return _JSON_TEXT.encode(value)  # floats (never NaN), true, false, null
 
 
-def register_protobuf_commands(sub):
+def add_protobuf_commands(sub):
     """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
@@ -8080,7 +8080,7 @@ def cmd_capture(args):
         out.close()
 
 
-def register_capture_command(sub):
+def add_capture_command(sub):
     """Add ``capture`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "capture", help="capture-only MCP server: advertise a tool catalog, record calls, "
@@ -8214,13 +8214,13 @@ def add_check_command(sub):
 
 
 def command_groups():
-    """(command names, function that registers them), in the order ``--help`` lists them."""
+    """(command names, function that adds them), in the order ``--help`` lists them."""
     return (
         (("stdio",), add_stdio_command),
         (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
         (("demo", "demo-server"), add_demo_commands),
-        (("encode-tools", "decode"), register_protobuf_commands),
-        (("capture",), register_capture_command),
+        (("encode-tools", "decode"), add_protobuf_commands),
+        (("capture",), add_capture_command),
         (("check",), add_check_command),
     )
 
@@ -8233,9 +8233,9 @@ def build_parser(command=None):
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     groups = command_groups()
-    wanted = [register for names, register in groups if command in names]
-    for register in wanted or [register for _, register in groups]:
-        register(sub)
+    wanted = [add_commands for names, add_commands in groups if command in names]
+    for add_commands in wanted or [add_commands for _, add_commands in groups]:
+        add_commands(sub)
     return parser
 
 
