@@ -7466,6 +7466,7 @@ ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
 
 
 def int_at_least(minimum):
+    """Converter for options: an integer of at least ``minimum``; ValueError otherwise."""
     def convert(text):
         value = int(text)
         if value < minimum:
@@ -8002,17 +8003,6 @@ def add_max_input_bytes_option(parser):
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
-def positive_int(text):
-    """argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
-    return value
-
-
 def capture_line_limit(max_argument_bytes):
     # Escaped JSON can be six times its text; leave room for the envelope.
     return max(4 * 1024 * 1024, 8 * max_argument_bytes)
@@ -8103,16 +8093,16 @@ def add_capture_command(sub):
                         "--print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default="opencodex",
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
-    p.add_argument("--max-calls", metavar="N", type=positive_int, default=16,
+    p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=16,
                    help="calls accepted per session; one more is refused (default: %(default)s)")
-    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=65536,
+    p.add_argument("--max-argument-bytes", metavar="N", type=typed(int_at_least(1), "a byte count"), default=65536,
                    help="largest accepted arguments object, as compact JSON "
                         "(default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
                    help="pending leaves each captured call unanswered so the outer client ends "
                         "the turn; deferred answers that the call will run in the client "
                         "(default: %(default)s)")
-    p.add_argument("--page-size", metavar="N", type=positive_int, default=50,
+    p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", action="store_true",
                    help="print the mcpServers JSON for --mcp-config (allowed tools go to "
