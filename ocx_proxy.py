@@ -7463,6 +7463,7 @@ class CliParser(argparse.ArgumentParser):
 
 
 ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
+IO_MODES = ("auto", "select", "threads")
 
 
 def int_at_least(minimum):
@@ -7472,6 +7473,15 @@ def int_at_least(minimum):
         if value < minimum:
             raise ValueError("must be at least %d" % minimum)
         return value
+    return convert
+
+
+def choice_of(values):
+    """Converter for options: ``text`` when it is one of ``values``; ValueError otherwise."""
+    def convert(text):
+        if text not in values:
+            raise ValueError("expected one of " + ", ".join(values))
+        return text
     return convert
 
 
@@ -7556,17 +7566,15 @@ def add_relay_options(parser):
                        help="bytes held for a peer that is not reading before we stop reading from the "
                             "other side (default %d = 64 MiB; env OCX_PROXY_MAX_BUFFER_BYTES)"
                             % MAX_BUFFER_BYTES)
-    group.add_argument("--io", choices=("auto", "select", "threads"),
+    group.add_argument("--io", choices=IO_MODES,
                        help="how pipes are read: select where possible, or reader/writer threads "
                             "(Windows always uses threads) (default auto; env OCX_PROXY_IO)")
 
 
 def relay_options_from_args(args):
-    level = option_value(args, "log_level", "LOG_LEVEL", lambda v: v if v in LOG_LEVELS else
-                         _raise(ValueError("expected one of " + ", ".join(LOG_LEVELS))), "info")
+    level = option_value(args, "log_level", "LOG_LEVEL", choice_of(LOG_LEVELS), "info")
     log.level = LOG_LEVELS[level]
-    io_mode = option_value(args, "io", "IO", lambda v: v if v in ("auto", "select", "threads") else
-                           _raise(ValueError("expected auto, select or threads")), "auto")
+    io_mode = option_value(args, "io", "IO", choice_of(IO_MODES), "auto")
     return RelayOptions(
         max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value, 10000),
         preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), 4000),
@@ -7582,10 +7590,6 @@ def relay_options_from_args(args):
         max_buffer_bytes=option_value(args, "max_buffer_bytes", "MAX_BUFFER_BYTES", int_at_least(65536),
                                       MAX_BUFFER_BYTES),
     )
-
-
-def _raise(exc):
-    raise exc
 
 
 def cmd_stdio(args):
