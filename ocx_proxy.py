@@ -7499,21 +7499,6 @@ def max_chars_value(text):
     return value
 
 
-def option_value(args, dest, env_name, convert, default):
-    """Resolve one option: flag, then ``OCX_PROXY_<NAME>``, then the legacy prefix, then default."""
-    value = getattr(args, dest, None)
-    if value is not None:
-        return value
-    for prefix in ENV_PREFIXES:
-        raw = os.environ.get(prefix + env_name)
-        if raw is not None and raw.strip() != "":
-            try:
-                return convert(raw.strip())
-            except ValueError as exc:
-                raise UsageError("%s%s=%r is invalid: %s" % (prefix, env_name, raw, exc))
-    return default
-
-
 def typed(convert, what):
     """argparse ``type=`` wrapper whose error message says what was expected."""
     def parse(text):
@@ -7524,21 +7509,71 @@ def typed(convert, what):
     return parse
 
 
+class EnvDefault:
+    """The default of an option that has an environment twin ``OCX_PROXY_<name>``.
+
+    It is the option's argparse ``default``, so ``--help`` shows it through
+    ``%(default)s``.  Left in place when the flag is not given, it is
+    replaced by ``resolve_env_defaults``: the twin (or its legacy-prefix
+    spelling) converted by ``convert``, else ``value``.
+    """
+
+    def __init__(self, name, convert, value):
+        self.name = name
+        self.convert = convert
+        self.value = value
+
+    def __str__(self):
+        value = self.value
+        if isinstance(value, float):
+            value = "%g" % value
+        elif isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
+            value = "%d = %d MiB" % (value, value >> 20)
+        return "%s; env OCX_PROXY_%s" % (value, self.name)
+
+    def resolve(self):
+        for prefix in ENV_PREFIXES:
+            raw = os.environ.get(prefix + self.name)
+            if raw is not None and raw.strip() != "":
+                try:
+                    return self.convert(raw.strip())
+                except ValueError as exc:
+                    raise UsageError("%s%s=%r is invalid: %s" % (prefix, self.name, raw, exc))
+        return self.value
+
+
+def add_env_option(group, flag, name, convert, what, default, **kwargs):
+    """``group.add_argument(flag)`` with the environment twin ``OCX_PROXY_<name>``.
+
+    ``convert`` reads the flag and the twin alike (ValueError: not ``what``);
+    ``default`` is what applies when neither is given.
+    """
+    group.add_argument(flag, type=typed(convert, what), default=EnvDefault(name, convert, default), **kwargs)
+
+
+def resolve_env_defaults(args):
+    """Give each option of ``args`` that was not given its twin's value or its default."""
+    for dest, value in list(vars(args).items()):
+        if isinstance(value, EnvDefault):
+            setattr(args, dest, value.resolve())
+
+
 def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
-    group.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"), metavar="CHARS",
-                       help="responses longer than this many characters of compact JSON are saved to "
-                            "disk and replaced by a preview; 0 never spills (default 10000; env "
-                            "OCX_PROXY_MAX_RESPONSE_CHARS)")
-    group.add_argument("--preview-chars", type=typed(int_at_least(0), "a character count"), metavar="CHARS",
-                       help="characters of text kept in a preview, about 3/4 head and 1/4 tail "
-                            "(default 4000; env OCX_PROXY_PREVIEW_CHARS)")
-    group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %s; env "
-                                            "OCX_PROXY_OUTPUT_DIR)" % default_cache_dir())
-    group.add_argument("--retention-days", type=typed(int_at_least(0), "a number of days"), metavar="DAYS",
-                       help="at start, delete this tool's spill files older than this; 0 keeps all "
-                            "(default 7; env OCX_PROXY_RETENTION_DAYS)")
-    group.add_argument("--keep-output-schema", action="store_true", default=None,
+    add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count", 10000,
+                   metavar="CHARS",
+                   help="responses longer than this many characters of compact JSON are saved to disk and "
+                        "replaced by a preview; 0 never spills (default %(default)s)")
+    add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", 4000,
+                   metavar="CHARS",
+                   help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
+    group.add_argument("--output-dir", metavar="DIR",
+                       default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
+                       help="where spilled responses are written (default %(default)s)")
+    add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", 7,
+                   metavar="DAYS",
+                   help="at start, delete this tool's spill files older than this; 0 keeps all (default %(default)s)")
+    group.add_argument("--keep-output-schema", action="store_true",
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off)")
 
@@ -7546,49 +7581,43 @@ def add_spill_options(parser):
 def add_relay_options(parser):
     add_spill_options(parser)
     group = parser.add_argument_group("relay")
-    group.add_argument("--request-timeout", type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS",
-                       help="answer a request the upstream has not answered after this many seconds "
-                            "with an error and cancel it upstream; 0 = no timeout (default 0; env "
-                            "OCX_PROXY_REQUEST_TIMEOUT)")
-    group.add_argument("--restart", type=typed(int_at_least(0), "a count"), metavar="N",
-                       help="restart a crashed upstream up to N times, replaying the client's "
-                            "initialize (default 0; env OCX_PROXY_RESTART)")
-    group.add_argument("--log-level", choices=sorted(LOG_LEVELS, key=LOG_LEVELS.get),
-                       help="stderr logging threshold (default info; env OCX_PROXY_LOG_LEVEL)")
+    add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
+                   metavar="SECONDS",
+                   help="answer a request the upstream has not answered after this many seconds with an error "
+                        "and cancel it upstream; 0 = no timeout (default %(default)s)")
+    add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0,
+                   metavar="N",
+                   help="restart a crashed upstream up to N times, replaying the client's initialize "
+                        "(default %(default)s)")
+    levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
+    add_env_option(group, "--log-level", "LOG_LEVEL", choice_of(levels), "a log level", "info",
+                   choices=levels, help="stderr logging threshold (default %(default)s)")
     group.add_argument("--trace", metavar="FILE",
                        help="append one NDJSON record per message (time, direction, id, method, size, "
                             "duration, spill paths; no message bodies, secrets redacted) (default off)")
-    group.add_argument("--max-message-bytes", type=typed(int_at_least(1024), "a byte count"), metavar="BYTES",
-                       help="largest single message accepted from the client or the server; a larger "
-                            "one is answered with an error (default %d = 256 MiB; env "
-                            "OCX_PROXY_MAX_MESSAGE_BYTES)" % MAX_MESSAGE_BYTES)
-    group.add_argument("--max-buffer-bytes", type=typed(int_at_least(65536), "a byte count"), metavar="BYTES",
-                       help="bytes held for a peer that is not reading before we stop reading from the "
-                            "other side (default %d = 64 MiB; env OCX_PROXY_MAX_BUFFER_BYTES)"
-                            % MAX_BUFFER_BYTES)
-    group.add_argument("--io", choices=IO_MODES,
-                       help="how pipes are read: select where possible, or reader/writer threads "
-                            "(Windows always uses threads) (default auto; env OCX_PROXY_IO)")
+    add_env_option(group, "--max-message-bytes", "MAX_MESSAGE_BYTES", int_at_least(1024), "a byte count",
+                   MAX_MESSAGE_BYTES, metavar="BYTES",
+                   help="largest single message accepted from the client or the server; a larger one is "
+                        "answered with an error (default %(default)s)")
+    add_env_option(group, "--max-buffer-bytes", "MAX_BUFFER_BYTES", int_at_least(65536), "a byte count",
+                   MAX_BUFFER_BYTES, metavar="BYTES",
+                   help="bytes held for a peer that is not reading before we stop reading from the other "
+                        "side (default %(default)s)")
+    add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto",
+                   choices=IO_MODES,
+                   help="how pipes are read: select where possible, or reader/writer threads (Windows "
+                        "always uses threads) (default %(default)s)")
 
 
 def relay_options_from_args(args):
-    level = option_value(args, "log_level", "LOG_LEVEL", choice_of(LOG_LEVELS), "info")
-    log.level = LOG_LEVELS[level]
-    io_mode = option_value(args, "io", "IO", choice_of(IO_MODES), "auto")
+    log.level = LOG_LEVELS[args.log_level]
     return RelayOptions(
-        max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value, 10000),
-        preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), 4000),
-        output_dir=option_value(args, "output_dir", "OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
-        retention_days=option_value(args, "retention_days", "RETENTION_DAYS", int_at_least(0), 7),
-        request_timeout=option_value(args, "request_timeout", "REQUEST_TIMEOUT", non_negative_float, 0.0),
-        restart=option_value(args, "restart", "RESTART", int_at_least(0), 0),
-        keep_output_schema=bool(getattr(args, "keep_output_schema", None)),
-        use_threads=IS_WINDOWS or io_mode == "threads",
-        trace_path=getattr(args, "trace", None),
-        max_message_bytes=option_value(args, "max_message_bytes", "MAX_MESSAGE_BYTES", int_at_least(1024),
-                                       MAX_MESSAGE_BYTES),
-        max_buffer_bytes=option_value(args, "max_buffer_bytes", "MAX_BUFFER_BYTES", int_at_least(65536),
-                                      MAX_BUFFER_BYTES),
+        max_response_chars=args.max_response_chars, preview_chars=args.preview_chars,
+        output_dir=args.output_dir, retention_days=args.retention_days,
+        request_timeout=args.request_timeout, restart=args.restart,
+        keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
+        trace_path=args.trace, max_message_bytes=args.max_message_bytes,
+        max_buffer_bytes=args.max_buffer_bytes,
     )
 
 
@@ -7624,14 +7653,10 @@ INSECURE_WARNING = ("WARNING: --insecure: TLS certificates are NOT verified. Any
 
 
 def remote_config_from_args(args):
-    timeout = option_value(args, "timeout", "TIMEOUT_SECONDS", non_negative_float, 120.0)
-    sse_read_timeout = option_value(args, "sse_read_timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float, 300.0)
     if args.cacert and not os.path.isfile(args.cacert):
         raise UsageError("--cacert %s: no such file" % args.cacert)
-    max_message_bytes = option_value(args, "max_message_bytes", "MAX_MESSAGE_BYTES", int_at_least(1024),
-                                     MAX_MESSAGE_BYTES)
-    config = RemoteConfig(args.url, args.header or (), timeout, sse_read_timeout, args.cacert, args.insecure,
-                          max_message_bytes=max_message_bytes)
+    config = RemoteConfig(args.url, args.header or (), args.timeout, args.sse_read_timeout, args.cacert,
+                          args.insecure, max_message_bytes=args.max_message_bytes)
     if args.insecure:
         log.warning(INSECURE_WARNING)
     return config
@@ -7679,15 +7704,16 @@ def add_remote_server_options(parser, timeout=True):
                             "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
                             "default: none)")
     if timeout:
-        group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
-                           help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
-                                "headers and a JSON answer in full (legacy sse: also the wait for the "
-                                "endpoint event); 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
-    group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
-                       help="how long a request answered on an event stream may go without its answer "
-                            "or a progress notification for it (keep-alive comments do not count); the "
-                            "longest silence on a stream that only carries server-initiated messages; "
-                            "0 = no limit (default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
+        add_env_option(group, "--timeout", "TIMEOUT_SECONDS", non_negative_float, "a number of seconds", 120.0,
+                       help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
+                            "headers and a JSON answer in full (legacy sse: also the wait for the "
+                            "endpoint event); 0 = no limit (default %(default)s)")
+    add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float,
+                   "a number of seconds", 300.0,
+                   help="how long a request answered on an event stream may go without its answer "
+                        "or a progress notification for it (keep-alive comments do not count); the "
+                        "longest silence on a stream that only carries server-initiated messages; "
+                        "0 = no limit (default %(default)s)")
     group.add_argument("--cacert", metavar="FILE",
                        help="also trust the CA certificates in this PEM file (default: the system "
                             "CAs plus SSL_CERT_FILE when set)")
@@ -7708,8 +7734,7 @@ def cmd_demo_server(args):
 
 
 def cmd_demo(args):
-    output_dir = args.output_dir or os.path.join(default_cache_dir(), "demo")
-    return run_demo(output_dir, args.max_response_chars or 10000, sys.stdout)
+    return run_demo(args.output_dir, args.max_response_chars, sys.stdout)
 
 
 def add_stdio_command(sub):
@@ -7733,10 +7758,10 @@ def add_demo_commands(sub):
     p = sub.add_parser("demo", help="run the whole chain against the built-in server and show it",
                        description="Start the relay in front of the built-in demo-server, call its tools "
                                    "as a client would, and print what the client receives.")
-    p.add_argument("--output-dir", help="where spilled responses go (default %s)"
-                                        % os.path.join(default_cache_dir(), "demo"))
-    p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
-                   help="spill threshold used by the demo relay (default 10000)")
+    p.add_argument("--output-dir", default=os.path.join(default_cache_dir(), "demo"),
+                   help="where spilled responses go (default %(default)s)")
+    p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"), default=10000,
+                   help="spill threshold used by the demo relay (default %(default)s)")
     p.set_defaults(handler=cmd_demo)
     p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
                        description="A small MCP server on stdio with tools that return small, huge, "
@@ -8117,17 +8142,23 @@ def add_capture_command(sub):
     p.set_defaults(handler=cmd_capture)
 
 def add_check_output_options(parser, suppress=False):
-    """--json/--client/--server-name/--timeout, accepted before or after the transport name."""
-    default = (lambda value: argparse.SUPPRESS) if suppress else (lambda value: value)
-    parser.add_argument("--json", action="store_true", default=default(False),
-                        help="print the report as JSON for CI (default: a readable report)")
-    parser.add_argument("--client", choices=("all",) + CHECK_CLIENTS, default=default("all"),
-                        help="only show findings that affect this client (default all)")
-    parser.add_argument("--server-name", default=default(None),
-                        help="the server's name in your client config, for Cursor's 60-character rule "
-                             "(default: serverInfo.name)")
-    parser.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"), default=default(30.0),
-                        metavar="SECONDS", help="longest wait for each answer (default 30)")
+    """--json/--client/--server-name/--timeout, accepted before or after the transport name.
+
+    On a transport's parser (``suppress``) an option that is not given sets
+    nothing, so that one given before the transport name is kept; its help
+    still shows the default.
+    """
+    def add(flag, default, help, **kwargs):
+        parser.add_argument(flag, default=argparse.SUPPRESS if suppress else default,
+                            help=help % {"default": default}, **kwargs)
+
+    add("--json", False, "print the report as JSON for CI (default: a readable report)", action="store_true")
+    add("--client", "all", "only show findings that affect this client (default %(default)s)",
+        choices=("all",) + CHECK_CLIENTS)
+    add("--server-name", None, "the server's name in your client config, for Cursor's 60-character rule "
+                               "(default: serverInfo.name)")
+    add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
+        type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
 
 
 def check_stdio_upstream(args):
@@ -8204,6 +8235,8 @@ def add_check_command(sub):
         t = transports.add_parser(name, help="connect to a remote server (%s)" % name)
         add_remote_server_options(t, timeout=False)
         add_check_output_options(t, suppress=True)
+        # check has no --max-message-bytes, but the relay's environment twin applies
+        t.set_defaults(max_message_bytes=EnvDefault("MAX_MESSAGE_BYTES", int_at_least(1024), MAX_MESSAGE_BYTES))
     return transports
 
 
@@ -8246,6 +8279,7 @@ def main(argv=None):
         parser.error("unexpected arguments after --: %s" % " ".join(upstream_command))
     args.upstream_command = upstream_command or []
     try:
+        resolve_env_defaults(args)
         return args.handler(args) or 0
     except UsageError as exc:
         sys.stderr.write("ocx-proxy: error: %s\n" % exc)
