@@ -332,6 +332,11 @@ def encode_message(obj):
     return dumps(obj).encode("utf-8", "surrogatepass") + b"\n"
 
 
+def result_response(msg_id, result):
+    """A JSON-RPC result response object."""
+    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+
+
 def error_response(msg_id, code, message, data=None):
     """A JSON-RPC error response object."""
     error = {"code": code, "message": message}
@@ -6374,7 +6379,7 @@ class CaptureSession:
         if method == "initialize":
             return self._initialize(msg_id, params)
         if method == "ping":
-            return _result(msg_id, {})
+            return result_response(msg_id, {})
         if method == "tools/call":
             return self._call(msg_id, params)
         if not self.initialized:
@@ -6387,7 +6392,7 @@ class CaptureSession:
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
         version = requested if requested in CAPTURE_PROTOCOL_VERSIONS else CAPTURE_PROTOCOL_VERSIONS[0]
         self.initialized = True
-        return _result(msg_id, {
+        return result_response(msg_id, {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": self.server_name, "version": __version__},
@@ -6407,7 +6412,7 @@ class CaptureSession:
         result = {"tools": self.listing[start:end]}
         if end < len(self.listing):
             result["nextCursor"] = str(end)
-        return _result(msg_id, result)
+        return result_response(msg_id, result)
 
     def _call(self, msg_id, params):
         name = params.get("name") if isinstance(params, dict) else None
@@ -6444,7 +6449,7 @@ class CaptureSession:
         log.info("captured %s: %s" % (record["call_id"], tool["wire_name"]))
         if self.reply == "pending":
             return None  # the outer client ends the turn; this call is never answered
-        return _result(msg_id, {"content": [{"type": "text", "text": (
+        return result_response(msg_id, {"content": [{"type": "text", "text": (
             "Call %s to %s was captured; the client will run it and report the result in "
             "the next turn." % (record["call_id"], tool["wire_name"]))}], "isError": False})
 
@@ -6462,10 +6467,6 @@ class CaptureSession:
     def _write(self, record):
         self.out.write(encode_message(record))
         self.out.flush()
-
-
-def _result(msg_id, result):
-    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
 def _short(value):
@@ -6966,7 +6967,7 @@ class UpstreamClient:
         if problem is not None and kind == "response":
             msg = error_response(msg["id"], PARSE_ERROR, problem)
         if kind == "request":
-            answer = ({"jsonrpc": "2.0", "id": msg["id"], "result": {}} if msg["method"] == "ping" else
+            answer = (result_response(msg["id"], {}) if msg["method"] == "ping" else
                       error_response(msg["id"], METHOD_NOT_FOUND, "ocx-proxy check does not serve " + msg["method"]))
             self.upstream.send(encode_message(answer))
         elif kind == "response":
@@ -7247,9 +7248,25 @@ DEMO_PROMPT = {"name": "review", "description": "Review a long diff", "arguments
 
 
 def demo_server_answer(msg, notify):
-    """The result (or error) for one request to the demo server."""
-    method = msg.get("method")
+    """The response (a result or an error) to one request to the demo server."""
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    if msg["method"] == "tools/call":
+        arguments = dict(params.get("arguments") or {})
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:
+            arguments["_progressToken"] = token
+        result = demo_tool_result(params.get("name"), arguments, notify)
+        if result is None:
+            return error_response(msg["id"], INVALID_PARAMS, "Unknown tool: %s" % params.get("name"))
+        return result_response(msg["id"], result)
+    result = demo_method_result(msg["method"], params)
+    if result is None:
+        return error_response(msg["id"], METHOD_NOT_FOUND, "Method not found: %s" % msg["method"])
+    return result_response(msg["id"], result)
+
+
+def demo_method_result(method, params):
+    """The result of a demo server method other than tools/call; None for an unknown method."""
     if method == "initialize":
         asked = params.get("protocolVersion")
         version = asked if asked in DEMO_PROTOCOL_VERSIONS else DEMO_PROTOCOL_VERSIONS[1]
@@ -7259,14 +7276,6 @@ def demo_server_answer(msg, notify):
         return {}
     if method == "tools/list":
         return {"tools": DEMO_TOOLS}
-    if method == "tools/call":
-        arguments = dict(params.get("arguments") or {})
-        token = (params.get("_meta") or {}).get("progressToken")
-        if token is not None:
-            arguments["_progressToken"] = token
-        result = demo_tool_result(params.get("name"), arguments, notify)
-        return result if result is not None else error_response(
-            msg.get("id"), INVALID_PARAMS, "Unknown tool: %s" % params.get("name"))["error"]
     if method == "resources/list":
         return {"resources": [DEMO_RESOURCE]}
     if method == "resources/templates/list":
@@ -7283,7 +7292,7 @@ def demo_server_answer(msg, notify):
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Review this diff:\n" + diff}}]}
     if method == "logging/setLevel":
         return {}
-    return error_response(msg.get("id"), METHOD_NOT_FOUND, "Method not found: %s" % method)["error"]
+    return None
 
 
 def run_demo_server(stdin=None, stdout=None):
@@ -7308,11 +7317,7 @@ def run_demo_server(stdin=None, stdout=None):
             continue
         if message_kind(msg) != "request":
             continue
-        answer = demo_server_answer(msg, notify)
-        if isinstance(answer, dict) and set(answer) <= {"code", "message", "data"} and "code" in answer:
-            send({"jsonrpc": "2.0", "id": msg["id"], "error": answer})
-        else:
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": answer})
+        send(demo_server_answer(msg, notify))
     return 0
 
 

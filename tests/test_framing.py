@@ -45,9 +45,10 @@ def test_message_kind():
     assert op.message_kind({"foo": 1}) is None and op.message_kind([1]) is None
 
 
-def test_error_response_shape():
+def test_response_shapes():
     assert op.error_response(None, -32700, "Parse error") == {
         "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    assert op.encode_message(op.result_response("7", {})) == b'{"jsonrpc":"2.0","id":"7","result":{}}\n'
 
 
 def test_redact_masks_credentials_anywhere():
