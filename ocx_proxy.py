@@ -6929,22 +6929,29 @@ def type_name(value):
             type(None): "null"}.get(type(value), "a number")
 
 
-class UpstreamClient:
-    """Blocking request/response over an Upstream, with the loop running in a thread.
+class McpClient:
+    """A blocking MCP client over an Upstream, with the loop running in a thread.
 
-    Used by ``check`` to talk to a server like a client would.  Server
-    requests are answered (``ping``) or refused (-32601) so they never stall.
+    ``check`` talks to a server through it as a client would, and ``demo``
+    to the relay.  ``request`` waits up to ``timeout`` seconds for its answer
+    and raises OcxError when there is none or the upstream is gone (quoting
+    its last stderr lines).  An answer that is not strict JSON becomes an
+    error answer, as clients refuse it.  Requests from the server are
+    answered (``ping``) or refused (-32601, naming the client ``name``) so
+    they never stall; ``notified`` counts the notifications received.
     """
 
-    def __init__(self, make_upstream, timeout):
+    def __init__(self, make_upstream, timeout, name):
         self.timeout = timeout
+        self.name = name
         self.loop = Loop()
         self.lock = threading.Condition()
         self.responses = {}
+        self.notified = 0
         self.exit_reason = None
         self.next_id = 0
         self.upstream = make_upstream(self.loop, self._on_line, self._on_exit)
-        self.thread = threading.Thread(target=self.loop.run, name="ocx-check-loop", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run, name="ocx-client-loop", daemon=True)
 
     def start(self):
         self.loop.post(self.upstream.start)
@@ -6952,7 +6959,7 @@ class UpstreamClient:
 
     def _on_line(self, line):
         # An answer that parses only leniently (NaN, 1e999, 500 levels) is
-        # replaced by an error: clients refuse it, and so must the checks.
+        # replaced by an error: clients refuse it, and so does this one.
         problem = None
         try:
             msg = load_json_strict(line, "the answer")
@@ -6967,13 +6974,17 @@ class UpstreamClient:
         if problem is not None and kind == "response":
             msg = error_response(msg["id"], PARSE_ERROR, problem)
         if kind == "request":
+            refusal = "%s does not serve %s" % (self.name, msg["method"])
             answer = (result_response(msg["id"], {}) if msg["method"] == "ping" else
-                      error_response(msg["id"], METHOD_NOT_FOUND, "ocx-proxy check does not serve " + msg["method"]))
+                      error_response(msg["id"], METHOD_NOT_FOUND, refusal))
             self.upstream.send(encode_message(answer))
         elif kind == "response":
             with self.lock:
                 self.responses[id_key(msg["id"])] = msg
                 self.lock.notify_all()
+        elif kind == "notification":
+            with self.lock:
+                self.notified += 1
 
     def _on_exit(self, description):
         tail = list(self.upstream.stderr_tail)[-5:]
@@ -6982,7 +6993,7 @@ class UpstreamClient:
             self.lock.notify_all()
 
     def request(self, method, params=None):
-        """Send a request and wait for its response (raises CheckConnectError)."""
+        """Send a request and wait for its response (OcxError when none comes)."""
         with self.lock:
             self.next_id += 1
             msg_id = self.next_id
@@ -6994,10 +7005,10 @@ class UpstreamClient:
         with self.lock:
             while id_key(msg_id) not in self.responses:
                 if self.exit_reason:
-                    raise CheckConnectError("%s before answering %s" % (self.exit_reason, method))
+                    raise OcxError("%s before answering %s" % (self.exit_reason, method))
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise CheckConnectError("no answer to %s within %g s" % (method, self.timeout))
+                    raise OcxError("no answer to %s within %g s" % (method, self.timeout))
                 self.lock.wait(left)
             return self.responses.pop(id_key(msg_id))
 
@@ -7008,6 +7019,7 @@ class UpstreamClient:
         self.loop.post(self.upstream.send, encode_message(msg))
 
     def close(self):
+        """Close the upstream's input, give it 3 s to end, then stop it and the loop."""
         self.loop.post(self.upstream.close_input)
         deadline = time.monotonic() + 3.0
         with self.lock:
@@ -7321,65 +7333,6 @@ def run_demo_server(stdin=None, stdout=None):
     return 0
 
 
-class DemoClient:
-    """A scripted MCP client over a relay subprocess, used by ``demo``."""
-
-    def __init__(self, command, env=None):
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env=env)
-        self.lines = collections.deque()
-        self.lock = threading.Condition()
-        self.stderr = []
-        threading.Thread(target=self._read, args=(self.process.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.process.stderr, self.stderr), daemon=True).start()
-        self.next_id = 0
-
-    def _read(self, pipe, sink):
-        for line in pipe:
-            with self.lock:
-                sink.append(line)
-                self.lock.notify_all()
-        with self.lock:
-            sink.append(None)
-            self.lock.notify_all()
-
-    def send(self, msg):
-        self.process.stdin.write(encode_message(msg))
-        self.process.stdin.flush()
-
-    def request(self, method, params=None, timeout=20.0):
-        """Send a request; return (response, [notifications received before it])."""
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(msg)
-        notes = []
-        deadline = time.monotonic() + timeout
-        while True:
-            with self.lock:
-                while not self.lines:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise OcxError("demo: no answer to %s within %g s" % (method, timeout))
-                    self.lock.wait(left)
-                raw = self.lines.popleft()
-            if raw is None:
-                raise OcxError("demo: the relay exited: %s" % b"".join(l for l in self.stderr if l)[-500:])
-            reply = json.loads(raw.decode("utf-8"))
-            if reply.get("id") == self.next_id and "method" not in reply:
-                return reply, notes
-            notes.append(reply)
-
-    def close(self):
-        self.process.stdin.close()
-        try:
-            return self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-
 def run_demo(output_dir, max_chars, out):
     """Drive relay + demo-server as a client would and print a readable transcript."""
     me = os.path.abspath(__file__)
@@ -7388,15 +7341,21 @@ def run_demo(output_dir, max_chars, out):
     write = out.write
     write("ocx-proxy demo: relay in front of the built-in demo-server\n")
     write("  relay command: %s\n  spill directory: %s\n\n" % (" ".join(command[1:]), output_dir))
-    client = DemoClient(command)
+    environ = dict(os.environ)
+
+    def make_upstream(loop, on_line, on_exit):
+        return StdioUpstream(loop, command, environ, None, False, on_line, on_exit)
+
+    client = McpClient(make_upstream, 20.0, "ocx-proxy demo")
+    client.start()
     started = time.monotonic()
     try:
-        reply, _ = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                 "clientInfo": {"name": "ocx-demo-client", "version": "1"}})
+        reply = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                              "clientInfo": {"name": "ocx-demo-client", "version": "1"}})
         write("-> initialize: protocol %s, server %s\n" % (
             reply["result"]["protocolVersion"], reply["result"]["serverInfo"]["name"]))
-        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        reply, _ = client.request("tools/list")
+        client.notify("notifications/initialized")
+        reply = client.request("tools/list")
         tools = reply["result"]["tools"]
         write("-> tools/list: %d tools (%s); outputSchema removed by the relay: %s\n\n" % (
             len(tools), ", ".join(t["name"] for t in tools), not any("outputSchema" in t for t in tools)))
@@ -7404,19 +7363,22 @@ def run_demo(output_dir, max_chars, out):
                  ("unicode_text", {"repeat": 600}), ("unicode_text", {"repeat": 3000}),
                  ("structured_report", {"rows": 400}), ("image", {}), ("fail", {})]
         for name, arguments in calls:
-            reply, _ = client.request("tools/call", {"name": name, "arguments": arguments})
+            reply = client.request("tools/call", {"name": name, "arguments": arguments})
             describe_demo_reply(write, "tools/call %s %s" % (name, json.dumps(arguments, ensure_ascii=False)), reply)
-        reply, notes = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.4},
-                                                     "_meta": {"progressToken": "demo-progress"}})
-        write("-> tools/call slow: %d progress notifications arrived before the result\n" % len(notes))
+        notified = client.notified
+        reply = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.4},
+                                              "_meta": {"progressToken": "demo-progress"}})
+        write("-> tools/call slow: %d progress notifications arrived before the result\n"
+              % (client.notified - notified))
         describe_demo_reply(write, "", reply, header=False)
-        reply, _ = client.request("resources/read", {"uri": "demo://big-log"})
+        reply = client.request("resources/read", {"uri": "demo://big-log"})
         describe_demo_reply(write, "resources/read demo://big-log", reply)
-        reply, _ = client.request("prompts/get", {"name": "review"})
+        reply = client.request("prompts/get", {"name": "review"})
         describe_demo_reply(write, "prompts/get review", reply)
     finally:
-        status = client.close()
-    write("relay exited with status %d after %.1f s; spilled files are in %s\n" % (
+        client.close()
+    status = client.upstream.process.returncode
+    write("relay exited with status %s after %.1f s; spilled files are in %s\n" % (
         status, time.monotonic() - started, output_dir))
     return 0 if status == 0 else 1
 
@@ -8195,15 +8157,12 @@ def cmd_check(args):
         if args.file:
             snapshot, timings, problems = load_catalog_file(args.file, args.max_input_bytes), {}, []
         else:
-            client = UpstreamClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0)
+            client = McpClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0, "ocx-proxy check")
             client.start()
             try:
                 snapshot, timings, problems = fetch_catalog(client)
             finally:
                 client.close()
-    except CheckConnectError as exc:
-        sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
-        return 2
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
