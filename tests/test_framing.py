@@ -1,4 +1,4 @@
-"""Wire helpers and JSON-RPC framing."""
+"""JSON-RPC framing: lines, messages, envelopes."""
 import json
 import sys
 
@@ -49,21 +49,6 @@ def test_response_shapes():
     assert op.error_response(None, -32700, "Parse error") == {
         "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
     assert op.encode_message(op.result_response("7", {})) == b'{"jsonrpc":"2.0","id":"7","result":{}}\n'
-
-
-def test_redact_masks_credentials_anywhere():
-    data = {"Authorization": "Bearer abc", "nested": [{"api_key": "k", "x-api-key": "k2"}],
-            "note": "sent bearer sk-123 to server", "plain": "ok"}
-    out = op.redact(data)
-    assert out["Authorization"] == "[redacted]" and out["nested"][0] == {"api_key": "[redacted]", "x-api-key": "[redacted]"}
-    assert "sk-123" not in json.dumps(out) and out["plain"] == "ok"
-
-
-def test_expand_env_refs():
-    env = {"A": "1", "B": "two"}
-    assert op.expand_env_refs("x${A}-${B}$C", env) == "x1-two$C"
-    with pytest.raises(op.UsageError, match="MISSING"):
-        op.expand_env_refs("${MISSING}", env)
 
 
 def test_child_environment_is_minimal_by_default():
