@@ -337,6 +337,11 @@ def encode_message(obj):
     return dumps(obj).encode("utf-8", "surrogatepass") + b"\n"
 
 
+def result_response(msg_id, result):
+    """A JSON-RPC result response object."""
+    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+
+
 def error_response(msg_id, code, message, data=None):
     """A JSON-RPC error response object."""
     error = {"code": code, "message": message}
@@ -6585,7 +6590,7 @@ class CaptureSession:
         if method == "initialize":
             return self._initialize(msg_id, params)
         if method == "ping":
-            return _result(msg_id, {})
+            return result_response(msg_id, {})
         if method == "tools/call":
             return self._call(msg_id, params)
         if not self.initialized:
@@ -6597,7 +6602,7 @@ class CaptureSession:
     def _initialize(self, msg_id, params):
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
         self.initialized = True
-        return _result(msg_id, {
+        return result_response(msg_id, {
             "protocolVersion": served_version(requested),
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": self.server_name, "version": __version__},
@@ -6617,7 +6622,7 @@ class CaptureSession:
         result = {"tools": self.listing[start:end]}
         if end < len(self.listing):
             result["nextCursor"] = str(end)
-        return _result(msg_id, result)
+        return result_response(msg_id, result)
 
     def _call(self, msg_id, params):
         name = params.get("name") if isinstance(params, dict) else None
@@ -6654,7 +6659,7 @@ class CaptureSession:
         log.info("captured %s: %s" % (record["call_id"], tool["wire_name"]))
         if self.reply == "pending":
             return None  # the outer client ends the turn; this call is never answered
-        return _result(msg_id, {"content": [{"type": "text", "text": (
+        return result_response(msg_id, {"content": [{"type": "text", "text": (
             "Call %s to %s was captured; the client will run it and report the result in "
             "the next turn." % (record["call_id"], tool["wire_name"]))}], "isError": False})
 
@@ -6672,10 +6677,6 @@ class CaptureSession:
     def _write(self, record):
         self.out.write(encode_message(record))
         self.out.flush()
-
-
-def _result(msg_id, result):
-    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
 def _short(value):
@@ -7131,22 +7132,29 @@ def type_name(value):
             type(None): "null"}.get(type(value), "a number")
 
 
-class UpstreamClient:
-    """Blocking request/response over an Upstream, with the loop running in a thread.
+class McpClient:
+    """A blocking MCP client over an Upstream, with the loop running in a thread.
 
-    Used by ``check`` to talk to a server like a client would.  Server
-    requests are answered (``ping``) or refused (-32601) so they never stall.
+    ``check`` talks to a server through it as a client would, and ``demo``
+    to the relay.  ``request`` waits up to ``timeout`` seconds for its answer
+    and raises OcxError when there is none or the upstream is gone (quoting
+    its last stderr lines).  An answer that is not strict JSON becomes an
+    error answer, as clients refuse it.  Requests from the server are
+    answered (``ping``) or refused (-32601, naming the client ``name``) so
+    they never stall; ``notified`` counts the notifications received.
     """
 
-    def __init__(self, make_upstream, timeout):
+    def __init__(self, make_upstream, timeout, name):
         self.timeout = timeout
+        self.name = name
         self.loop = Loop()
         self.lock = threading.Condition()
         self.responses = {}
+        self.notified = 0
         self.exit_reason = None
         self.next_id = 0
         self.upstream = make_upstream(self.loop, self._on_line, self._on_exit)
-        self.thread = threading.Thread(target=self.loop.run, name="ocx-check-loop", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run, name="ocx-client-loop", daemon=True)
 
     def start(self):
         self.loop.post(self.upstream.start)
@@ -7154,7 +7162,7 @@ class UpstreamClient:
 
     def _on_line(self, line):
         # An answer that parses only leniently (NaN, 1e999, 500 levels) is
-        # replaced by an error: clients refuse it, and so must the checks.
+        # replaced by an error: clients refuse it, and so does this one.
         problem = None
         try:
             msg = load_json_strict(line, "the answer")
@@ -7169,13 +7177,17 @@ class UpstreamClient:
         if problem is not None and kind == "response":
             msg = error_response(msg["id"], PARSE_ERROR, problem)
         if kind == "request":
-            answer = ({"jsonrpc": "2.0", "id": msg["id"], "result": {}} if msg["method"] == "ping" else
-                      error_response(msg["id"], METHOD_NOT_FOUND, "ocx-proxy check does not serve " + msg["method"]))
+            refusal = "%s does not serve %s" % (self.name, msg["method"])
+            answer = (result_response(msg["id"], {}) if msg["method"] == "ping" else
+                      error_response(msg["id"], METHOD_NOT_FOUND, refusal))
             self.upstream.send(encode_message(answer))
         elif kind == "response":
             with self.lock:
                 self.responses[id_key(msg["id"])] = msg
                 self.lock.notify_all()
+        elif kind == "notification":
+            with self.lock:
+                self.notified += 1
 
     def _on_exit(self, description):
         tail = list(self.upstream.stderr_tail)[-5:]
@@ -7184,7 +7196,7 @@ class UpstreamClient:
             self.lock.notify_all()
 
     def request(self, method, params=None):
-        """Send a request and wait for its response (raises CheckConnectError)."""
+        """Send a request and wait for its response (OcxError when none comes)."""
         with self.lock:
             self.next_id += 1
             msg_id = self.next_id
@@ -7196,10 +7208,10 @@ class UpstreamClient:
         with self.lock:
             while id_key(msg_id) not in self.responses:
                 if self.exit_reason:
-                    raise CheckConnectError("%s before answering %s" % (self.exit_reason, method))
+                    raise OcxError("%s before answering %s" % (self.exit_reason, method))
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise CheckConnectError("no answer to %s within %g s" % (method, self.timeout))
+                    raise OcxError("no answer to %s within %g s" % (method, self.timeout))
                 self.lock.wait(left)
             return self.responses.pop(id_key(msg_id))
 
@@ -7215,6 +7227,7 @@ class UpstreamClient:
         self.loop.post(self.upstream.send, line)
 
     def close(self):
+        """Close the upstream's input, give it 3 s to end, then stop it and the loop."""
         self.loop.post(self.upstream.close_input)
         deadline = time.monotonic() + 3.0
         with self.lock:
@@ -7455,9 +7468,25 @@ DEMO_PROMPT = {"name": "review", "description": "Review a long diff", "arguments
 
 
 def demo_server_answer(msg, notify):
-    """The result (or error) for one request to the demo server."""
-    method = msg.get("method")
+    """The response (a result or an error) to one request to the demo server."""
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    if msg["method"] == "tools/call":
+        arguments = dict(params.get("arguments") or {})
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:
+            arguments["_progressToken"] = token
+        result = demo_tool_result(params.get("name"), arguments, notify)
+        if result is None:
+            return error_response(msg["id"], INVALID_PARAMS, "Unknown tool: %s" % params.get("name"))
+        return result_response(msg["id"], result)
+    result = demo_method_result(msg["method"], params)
+    if result is None:
+        return error_response(msg["id"], METHOD_NOT_FOUND, "Method not found: %s" % msg["method"])
+    return result_response(msg["id"], result)
+
+
+def demo_method_result(method, params):
+    """The result of a demo server method other than tools/call; None for an unknown method."""
     if method == "initialize":
         return {"protocolVersion": served_version(params.get("protocolVersion")),
                 "serverInfo": {"name": "ocx-demo", "version": __version__},
@@ -7466,14 +7495,6 @@ def demo_server_answer(msg, notify):
         return {}
     if method == "tools/list":
         return {"tools": DEMO_TOOLS}
-    if method == "tools/call":
-        arguments = dict(params.get("arguments") or {})
-        token = (params.get("_meta") or {}).get("progressToken")
-        if token is not None:
-            arguments["_progressToken"] = token
-        result = demo_tool_result(params.get("name"), arguments, notify)
-        return result if result is not None else error_response(
-            msg.get("id"), INVALID_PARAMS, "Unknown tool: %s" % params.get("name"))["error"]
     if method == "resources/list":
         return {"resources": [DEMO_RESOURCE]}
     if method == "resources/templates/list":
@@ -7490,7 +7511,7 @@ def demo_server_answer(msg, notify):
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Review this diff:\n" + diff}}]}
     if method == "logging/setLevel":
         return {}
-    return error_response(msg.get("id"), METHOD_NOT_FOUND, "Method not found: %s" % method)["error"]
+    return None
 
 
 def run_demo_server(stdin=None, stdout=None):
@@ -7515,71 +7536,8 @@ def run_demo_server(stdin=None, stdout=None):
             continue
         if message_kind(msg) != "request":
             continue
-        answer = demo_server_answer(msg, notify)
-        if isinstance(answer, dict) and set(answer) <= {"code", "message", "data"} and "code" in answer:
-            send({"jsonrpc": "2.0", "id": msg["id"], "error": answer})
-        else:
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": answer})
+        send(demo_server_answer(msg, notify))
     return 0
-
-
-class DemoClient:
-    """A scripted MCP client over a relay subprocess, used by ``demo``."""
-
-    def __init__(self, command, env=None):
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env=env)
-        self.lines = collections.deque()
-        self.lock = threading.Condition()
-        self.stderr = []
-        threading.Thread(target=self._read, args=(self.process.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.process.stderr, self.stderr), daemon=True).start()
-        self.next_id = 0
-
-    def _read(self, pipe, sink):
-        for line in pipe:
-            with self.lock:
-                sink.append(line)
-                self.lock.notify_all()
-        with self.lock:
-            sink.append(None)
-            self.lock.notify_all()
-
-    def send(self, msg):
-        self.process.stdin.write(encode_message(msg))
-        self.process.stdin.flush()
-
-    def request(self, method, params=None, timeout=20.0):
-        """Send a request; return (response, [notifications received before it])."""
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(msg)
-        notes = []
-        deadline = time.monotonic() + timeout
-        while True:
-            with self.lock:
-                while not self.lines:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise OcxError("demo: no answer to %s within %g s" % (method, timeout))
-                    self.lock.wait(left)
-                raw = self.lines.popleft()
-            if raw is None:
-                raise OcxError("demo: the relay exited: %s" % b"".join(l for l in self.stderr if l)[-500:])
-            reply = json.loads(raw.decode("utf-8"))
-            if reply.get("id") == self.next_id and "method" not in reply:
-                return reply, notes
-            notes.append(reply)
-
-    def close(self):
-        self.process.stdin.close()
-        try:
-            return self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
 
 
 def run_demo(output_dir, max_chars, out):
@@ -7590,15 +7548,21 @@ def run_demo(output_dir, max_chars, out):
     write = out.write
     write("ocx-proxy demo: relay in front of the built-in demo-server\n")
     write("  relay command: %s\n  spill directory: %s\n\n" % (" ".join(command[1:]), output_dir))
-    client = DemoClient(command)
+    environ = dict(os.environ)
+
+    def make_upstream(loop, on_line, on_exit):
+        return StdioUpstream(loop, command, environ, None, False, on_line, on_exit)
+
+    client = McpClient(make_upstream, 20.0, "ocx-proxy demo")
+    client.start()
     started = time.monotonic()
     try:
-        reply, _ = client.request("initialize", {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
-                                                 "clientInfo": {"name": "ocx-demo-client", "version": "1"}})
+        reply = client.request("initialize", {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+                                              "clientInfo": {"name": "ocx-demo-client", "version": "1"}})
         write("-> initialize: protocol %s, server %s\n" % (
             reply["result"]["protocolVersion"], reply["result"]["serverInfo"]["name"]))
-        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        reply, _ = client.request("tools/list")
+        client.notify("notifications/initialized")
+        reply = client.request("tools/list")
         tools = reply["result"]["tools"]
         write("-> tools/list: %d tools (%s); outputSchema removed by the relay: %s\n\n" % (
             len(tools), ", ".join(t["name"] for t in tools), not any("outputSchema" in t for t in tools)))
@@ -7606,19 +7570,22 @@ def run_demo(output_dir, max_chars, out):
                  ("unicode_text", {"repeat": 600}), ("unicode_text", {"repeat": 3000}),
                  ("structured_report", {"rows": 400}), ("image", {}), ("fail", {})]
         for name, arguments in calls:
-            reply, _ = client.request("tools/call", {"name": name, "arguments": arguments})
+            reply = client.request("tools/call", {"name": name, "arguments": arguments})
             describe_demo_reply(write, "tools/call %s %s" % (name, json.dumps(arguments, ensure_ascii=False)), reply)
-        reply, notes = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.4},
-                                                     "_meta": {"progressToken": "demo-progress"}})
-        write("-> tools/call slow: %d progress notifications arrived before the result\n" % len(notes))
+        notified = client.notified
+        reply = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.4},
+                                              "_meta": {"progressToken": "demo-progress"}})
+        write("-> tools/call slow: %d progress notifications arrived before the result\n"
+              % (client.notified - notified))
         describe_demo_reply(write, "", reply, header=False)
-        reply, _ = client.request("resources/read", {"uri": "demo://big-log"})
+        reply = client.request("resources/read", {"uri": "demo://big-log"})
         describe_demo_reply(write, "resources/read demo://big-log", reply)
-        reply, _ = client.request("prompts/get", {"name": "review"})
+        reply = client.request("prompts/get", {"name": "review"})
         describe_demo_reply(write, "prompts/get review", reply)
     finally:
-        status = client.close()
-    write("relay exited with status %d after %.1f s; spilled files are in %s\n" % (
+        client.close()
+    status = client.upstream.process.returncode
+    write("relay exited with status %s after %.1f s; spilled files are in %s\n" % (
         status, time.monotonic() - started, output_dir))
     return 0 if status == 0 else 1
 
@@ -7670,14 +7637,25 @@ class CliParser(argparse.ArgumentParser):
 
 
 ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
+IO_MODES = ("auto", "select", "threads")
 
 
 def int_at_least(minimum):
+    """Converter for options: an integer of at least ``minimum``; ValueError otherwise."""
     def convert(text):
         value = int(text)
         if value < minimum:
             raise ValueError("must be at least %d" % minimum)
         return value
+    return convert
+
+
+def choice_of(values):
+    """Converter for options: ``text`` when it is one of ``values``; ValueError otherwise."""
+    def convert(text):
+        if text not in values:
+            raise ValueError("expected one of " + ", ".join(values))
+        return text
     return convert
 
 
@@ -7695,21 +7673,6 @@ def max_chars_value(text):
     return value
 
 
-def option_value(args, dest, env_name, convert, default):
-    """Resolve one option: flag, then ``OCX_PROXY_<NAME>``, then the legacy prefix, then default."""
-    value = getattr(args, dest, None)
-    if value is not None:
-        return value
-    for prefix in ENV_PREFIXES:
-        raw = os.environ.get(prefix + env_name)
-        if raw is not None and raw.strip() != "":
-            try:
-                return convert(raw.strip())
-            except ValueError as exc:
-                raise UsageError("%s%s=%r is invalid: %s" % (prefix, env_name, raw, exc))
-    return default
-
-
 def typed(convert, what):
     """argparse ``type=`` wrapper whose error message says what was expected."""
     def parse(text):
@@ -7720,21 +7683,71 @@ def typed(convert, what):
     return parse
 
 
+class EnvDefault:
+    """The default of an option that has an environment twin ``OCX_PROXY_<name>``.
+
+    It is the option's argparse ``default``, so ``--help`` shows it through
+    ``%(default)s``.  Left in place when the flag is not given, it is
+    replaced by ``resolve_env_defaults``: the twin (or its legacy-prefix
+    spelling) converted by ``convert``, else ``value``.
+    """
+
+    def __init__(self, name, convert, value):
+        self.name = name
+        self.convert = convert
+        self.value = value
+
+    def __str__(self):
+        value = self.value
+        if isinstance(value, float):
+            value = "%g" % value
+        elif isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
+            value = "%d = %d MiB" % (value, value >> 20)
+        return "%s; env OCX_PROXY_%s" % (value, self.name)
+
+    def resolve(self):
+        for prefix in ENV_PREFIXES:
+            raw = os.environ.get(prefix + self.name)
+            if raw is not None and raw.strip() != "":
+                try:
+                    return self.convert(raw.strip())
+                except ValueError as exc:
+                    raise UsageError("%s%s=%r is invalid: %s" % (prefix, self.name, raw, exc))
+        return self.value
+
+
+def add_env_option(group, flag, name, convert, what, default, **kwargs):
+    """``group.add_argument(flag)`` with the environment twin ``OCX_PROXY_<name>``.
+
+    ``convert`` reads the flag and the twin alike (ValueError: not ``what``);
+    ``default`` is what applies when neither is given.
+    """
+    group.add_argument(flag, type=typed(convert, what), default=EnvDefault(name, convert, default), **kwargs)
+
+
+def resolve_env_defaults(args):
+    """Give each option of ``args`` that was not given its twin's value or its default."""
+    for dest, value in list(vars(args).items()):
+        if isinstance(value, EnvDefault):
+            setattr(args, dest, value.resolve())
+
+
 def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
-    group.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"), metavar="CHARS",
-                       help="responses longer than this many characters of compact JSON are saved to "
-                            "disk and replaced by a preview; 0 never spills (default %d; env "
-                            "OCX_PROXY_MAX_RESPONSE_CHARS)" % MAX_RESPONSE_CHARS)
-    group.add_argument("--preview-chars", type=typed(int_at_least(0), "a character count"), metavar="CHARS",
-                       help="characters of text kept in a preview, about 3/4 head and 1/4 tail "
-                            "(default %d; env OCX_PROXY_PREVIEW_CHARS)" % PREVIEW_CHARS)
-    group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %s; env "
-                                            "OCX_PROXY_OUTPUT_DIR)" % default_cache_dir())
-    group.add_argument("--retention-days", type=typed(int_at_least(0), "a number of days"), metavar="DAYS",
-                       help="at start, delete this tool's spill files older than this; 0 keeps all "
-                            "(default %d; env OCX_PROXY_RETENTION_DAYS)" % RETENTION_DAYS)
-    group.add_argument("--keep-output-schema", action="store_true", default=None,
+    add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count",
+                   MAX_RESPONSE_CHARS, metavar="CHARS",
+                   help="responses longer than this many characters of compact JSON are saved to disk and "
+                        "replaced by a preview; 0 never spills (default %(default)s)")
+    add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", PREVIEW_CHARS,
+                   metavar="CHARS",
+                   help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
+    group.add_argument("--output-dir", metavar="DIR",
+                       default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
+                       help="where spilled responses are written (default %(default)s)")
+    add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", RETENTION_DAYS,
+                   metavar="DAYS",
+                   help="at start, delete this tool's spill files older than this; 0 keeps all (default %(default)s)")
+    group.add_argument("--keep-output-schema", action="store_true",
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off)")
 
@@ -7742,57 +7755,44 @@ def add_spill_options(parser):
 def add_relay_options(parser):
     add_spill_options(parser)
     group = parser.add_argument_group("relay")
-    group.add_argument("--request-timeout", type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS",
-                       help="answer a request the upstream has not answered after this many seconds "
-                            "with an error and cancel it upstream; 0 = no timeout (default 0; env "
-                            "OCX_PROXY_REQUEST_TIMEOUT)")
-    group.add_argument("--restart", type=typed(int_at_least(0), "a count"), metavar="N",
-                       help="restart a crashed upstream up to N times, replaying the client's "
-                            "initialize (default 0; env OCX_PROXY_RESTART)")
-    group.add_argument("--log-level", choices=sorted(LOG_LEVELS, key=LOG_LEVELS.get),
-                       help="stderr logging threshold (default info; env OCX_PROXY_LOG_LEVEL)")
+    add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
+                   metavar="SECONDS",
+                   help="answer a request the upstream has not answered after this many seconds with an error "
+                        "and cancel it upstream; 0 = no timeout (default %(default)s)")
+    add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0,
+                   metavar="N",
+                   help="restart a crashed upstream up to N times, replaying the client's initialize "
+                        "(default %(default)s)")
+    levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
+    add_env_option(group, "--log-level", "LOG_LEVEL", choice_of(levels), "a log level", "info",
+                   choices=levels, help="stderr logging threshold (default %(default)s)")
     group.add_argument("--trace", metavar="FILE",
                        help="append one NDJSON record per message (time, direction, id, method, size, "
                             "duration, spill paths; no message bodies, secrets redacted) (default off)")
-    group.add_argument("--max-message-bytes", type=typed(int_at_least(1024), "a byte count"), metavar="BYTES",
-                       help="largest single message accepted from the client or the server; a larger "
-                            "one is answered with an error (default %d = 256 MiB; env "
-                            "OCX_PROXY_MAX_MESSAGE_BYTES)" % MAX_MESSAGE_BYTES)
-    group.add_argument("--max-buffer-bytes", type=typed(int_at_least(65536), "a byte count"), metavar="BYTES",
-                       help="bytes held for a peer that is not reading before we stop reading from the "
-                            "other side (default %d = 64 MiB; env OCX_PROXY_MAX_BUFFER_BYTES)"
-                            % MAX_BUFFER_BYTES)
-    group.add_argument("--io", choices=("auto", "select", "threads"),
-                       help="how pipes are read: select where possible, or reader/writer threads "
-                            "(Windows always uses threads) (default auto; env OCX_PROXY_IO)")
+    add_env_option(group, "--max-message-bytes", "MAX_MESSAGE_BYTES", int_at_least(1024), "a byte count",
+                   MAX_MESSAGE_BYTES, metavar="BYTES",
+                   help="largest single message accepted from the client or the server; a larger one is "
+                        "answered with an error (default %(default)s)")
+    add_env_option(group, "--max-buffer-bytes", "MAX_BUFFER_BYTES", int_at_least(65536), "a byte count",
+                   MAX_BUFFER_BYTES, metavar="BYTES",
+                   help="bytes held for a peer that is not reading before we stop reading from the other "
+                        "side (default %(default)s)")
+    add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto",
+                   choices=IO_MODES,
+                   help="how pipes are read: select where possible, or reader/writer threads (Windows "
+                        "always uses threads) (default %(default)s)")
 
 
 def relay_options_from_args(args):
-    level = option_value(args, "log_level", "LOG_LEVEL", lambda v: v if v in LOG_LEVELS else
-                         _raise(ValueError("expected one of " + ", ".join(LOG_LEVELS))), "info")
-    log.level = LOG_LEVELS[level]
-    io_mode = option_value(args, "io", "IO", lambda v: v if v in ("auto", "select", "threads") else
-                           _raise(ValueError("expected auto, select or threads")), "auto")
+    log.level = LOG_LEVELS[args.log_level]
     return RelayOptions(
-        max_response_chars=option_value(args, "max_response_chars", "MAX_RESPONSE_CHARS", max_chars_value,
-                                        MAX_RESPONSE_CHARS),
-        preview_chars=option_value(args, "preview_chars", "PREVIEW_CHARS", int_at_least(0), PREVIEW_CHARS),
-        output_dir=option_value(args, "output_dir", "OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
-        retention_days=option_value(args, "retention_days", "RETENTION_DAYS", int_at_least(0), RETENTION_DAYS),
-        request_timeout=option_value(args, "request_timeout", "REQUEST_TIMEOUT", non_negative_float, 0.0),
-        restart=option_value(args, "restart", "RESTART", int_at_least(0), 0),
-        keep_output_schema=bool(getattr(args, "keep_output_schema", None)),
-        use_threads=IS_WINDOWS or io_mode == "threads",
-        trace_path=getattr(args, "trace", None),
-        max_message_bytes=option_value(args, "max_message_bytes", "MAX_MESSAGE_BYTES", int_at_least(1024),
-                                       MAX_MESSAGE_BYTES),
-        max_buffer_bytes=option_value(args, "max_buffer_bytes", "MAX_BUFFER_BYTES", int_at_least(65536),
-                                      MAX_BUFFER_BYTES),
+        max_response_chars=args.max_response_chars, preview_chars=args.preview_chars,
+        output_dir=args.output_dir, retention_days=args.retention_days,
+        request_timeout=args.request_timeout, restart=args.restart,
+        keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
+        trace_path=args.trace, max_message_bytes=args.max_message_bytes,
+        max_buffer_bytes=args.max_buffer_bytes,
     )
-
-
-def _raise(exc):
-    raise exc
 
 
 def cmd_stdio(args):
@@ -7827,14 +7827,10 @@ INSECURE_WARNING = ("WARNING: --insecure: TLS certificates are NOT verified. Any
 
 
 def remote_config_from_args(args):
-    timeout = option_value(args, "timeout", "TIMEOUT_SECONDS", non_negative_float, 120.0)
-    sse_read_timeout = option_value(args, "sse_read_timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float, 300.0)
     if args.cacert and not os.path.isfile(args.cacert):
         raise UsageError("--cacert %s: no such file" % args.cacert)
-    max_message_bytes = option_value(args, "max_message_bytes", "MAX_MESSAGE_BYTES", int_at_least(1024),
-                                     MAX_MESSAGE_BYTES)
-    config = RemoteConfig(args.url, args.header or (), timeout, sse_read_timeout, args.cacert, args.insecure,
-                          max_message_bytes=max_message_bytes)
+    config = RemoteConfig(args.url, args.header or (), args.timeout, args.sse_read_timeout, args.cacert,
+                          args.insecure, max_message_bytes=args.max_message_bytes)
     if args.insecure:
         log.warning(INSECURE_WARNING)
     return config
@@ -7882,15 +7878,16 @@ def add_remote_server_options(parser, timeout=True):
                             "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
                             "default: none)")
     if timeout:
-        group.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"),
-                           help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
-                                "headers and a JSON answer in full (legacy sse: also the wait for the "
-                                "endpoint event); 0 = no limit (default 120; env OCX_PROXY_TIMEOUT_SECONDS)")
-    group.add_argument("--sse-read-timeout", type=typed(non_negative_float, "a number of seconds"),
-                       help="how long a request answered on an event stream may go without its answer "
-                            "or a progress notification for it (keep-alive comments do not count); the "
-                            "longest silence on a stream that only carries server-initiated messages; "
-                            "0 = no limit (default 300; env OCX_PROXY_SSE_READ_TIMEOUT_SECONDS)")
+        add_env_option(group, "--timeout", "TIMEOUT_SECONDS", non_negative_float, "a number of seconds", 120.0,
+                       help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
+                            "headers and a JSON answer in full (legacy sse: also the wait for the "
+                            "endpoint event); 0 = no limit (default %(default)s)")
+    add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float,
+                   "a number of seconds", 300.0,
+                   help="how long a request answered on an event stream may go without its answer "
+                        "or a progress notification for it (keep-alive comments do not count); the "
+                        "longest silence on a stream that only carries server-initiated messages; "
+                        "0 = no limit (default %(default)s)")
     group.add_argument("--cacert", metavar="FILE",
                        help="also trust the CA certificates in this PEM file (default: the system "
                             "CAs plus SSL_CERT_FILE when set)")
@@ -7911,8 +7908,7 @@ def cmd_demo_server(args):
 
 
 def cmd_demo(args):
-    output_dir = args.output_dir or os.path.join(default_cache_dir(), "demo")
-    return run_demo(output_dir, args.max_response_chars or MAX_RESPONSE_CHARS, sys.stdout)
+    return run_demo(args.output_dir, args.max_response_chars, sys.stdout)
 
 
 def add_stdio_command(sub):
@@ -7936,10 +7932,10 @@ def add_demo_commands(sub):
     p = sub.add_parser("demo", help="run the whole chain against the built-in server and show it",
                        description="Start the relay in front of the built-in demo-server, call its tools "
                                    "as a client would, and print what the client receives.")
-    p.add_argument("--output-dir", help="where spilled responses go (default %s)"
-                                        % os.path.join(default_cache_dir(), "demo"))
+    p.add_argument("--output-dir", default=os.path.join(default_cache_dir(), "demo"),
+                   help="where spilled responses go (default %(default)s)")
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
-                   help="spill threshold used by the demo relay (default %d)" % MAX_RESPONSE_CHARS)
+                   default=MAX_RESPONSE_CHARS, help="spill threshold used by the demo relay (default %(default)s)")
     p.set_defaults(handler=cmd_demo)
     p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
                        description="A small MCP server on stdio with tools that return small, huge, "
@@ -8149,7 +8145,7 @@ def _json_leaf(value):
     return _JSON_TEXT.encode(value)  # floats (never NaN), true, false, null
 
 
-def register_protobuf_commands(sub):
+def add_protobuf_commands(sub):
     """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
@@ -8208,17 +8204,6 @@ def add_max_input_bytes_option(parser):
                         default=MAX_INPUT_BYTES,
                         help="read at most this many bytes from FILE or stdin; more is an error "
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
-
-
-def positive_int(text):
-    """argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
-    return value
 
 
 def capture_line_limit(max_argument_bytes):
@@ -8288,7 +8273,7 @@ def cmd_capture(args):
         out.close()
 
 
-def register_capture_command(sub):
+def add_capture_command(sub):
     """Add ``capture`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "capture", help="capture-only MCP server: advertise a tool catalog, record calls, "
@@ -8311,16 +8296,17 @@ def register_capture_command(sub):
                         "--print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
-    p.add_argument("--max-calls", metavar="N", type=positive_int, default=CAPTURE_MAX_CALLS,
+    p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=CAPTURE_MAX_CALLS,
                    help="calls accepted per session; one more is refused (default: %(default)s)")
-    p.add_argument("--max-argument-bytes", metavar="N", type=positive_int, default=CAPTURE_MAX_ARGUMENT_BYTES,
+    p.add_argument("--max-argument-bytes", metavar="N", type=typed(int_at_least(1), "a byte count"),
+                   default=CAPTURE_MAX_ARGUMENT_BYTES,
                    help="largest accepted arguments object, as compact JSON "
                         "(default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
                    help="pending leaves each captured call unanswered so the outer client ends "
                         "the turn; deferred answers that the call will run in the client "
                         "(default: %(default)s)")
-    p.add_argument("--page-size", metavar="N", type=positive_int, default=50,
+    p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", action="store_true",
                    help="print the mcpServers JSON for --mcp-config (allowed tools go to "
@@ -8331,17 +8317,23 @@ def register_capture_command(sub):
     p.set_defaults(handler=cmd_capture)
 
 def add_check_output_options(parser, suppress=False):
-    """--json/--client/--server-name/--timeout, accepted before or after the transport name."""
-    default = (lambda value: argparse.SUPPRESS) if suppress else (lambda value: value)
-    parser.add_argument("--json", action="store_true", default=default(False),
-                        help="print the report as JSON for CI (default: a readable report)")
-    parser.add_argument("--client", choices=("all",) + tuple(CLIENT_FACTS), default=default("all"),
-                        help="only show findings that affect this client (default all)")
-    parser.add_argument("--server-name", default=default(None),
-                        help="the server's name in your client config, for Cursor's %d-character rule "
-                             "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
-    parser.add_argument("--timeout", type=typed(non_negative_float, "a number of seconds"), default=default(30.0),
-                        metavar="SECONDS", help="longest wait for each answer (default 30)")
+    """--json/--client/--server-name/--timeout, accepted before or after the transport name.
+
+    On a transport's parser (``suppress``) an option that is not given sets
+    nothing, so that one given before the transport name is kept; its help
+    still shows the default.
+    """
+    def add(flag, default, help, **kwargs):
+        parser.add_argument(flag, default=argparse.SUPPRESS if suppress else default,
+                            help=help % {"default": default}, **kwargs)
+
+    add("--json", False, "print the report as JSON for CI (default: a readable report)", action="store_true")
+    add("--client", "all", "only show findings that affect this client (default %(default)s)",
+        choices=("all",) + tuple(CLIENT_FACTS))
+    add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
+                               "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
+    add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
+        type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
 
 
 def check_stdio_upstream(args):
@@ -8373,15 +8365,12 @@ def cmd_check(args):
         if args.file:
             snapshot, timings, problems = load_catalog_file(args.file, args.max_input_bytes), {}, []
         else:
-            client = UpstreamClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0)
+            client = McpClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0, "ocx-proxy check")
             client.start()
             try:
                 snapshot, timings, problems = fetch_catalog(client)
             finally:
                 client.close()
-    except CheckConnectError as exc:
-        sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
-        return 2
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
@@ -8418,17 +8407,19 @@ def add_check_command(sub):
         t = transports.add_parser(name, help="connect to a remote server (%s)" % name)
         add_remote_server_options(t, timeout=False)
         add_check_output_options(t, suppress=True)
+        # check has no --max-message-bytes, but the relay's environment twin applies
+        t.set_defaults(max_message_bytes=EnvDefault("MAX_MESSAGE_BYTES", int_at_least(1024), MAX_MESSAGE_BYTES))
     return transports
 
 
 def command_groups():
-    """(command names, function that registers them), in the order ``--help`` lists them."""
+    """(command names, function that adds them), in the order ``--help`` lists them."""
     return (
         (("stdio",), add_stdio_command),
         (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
         (("demo", "demo-server"), add_demo_commands),
-        (("encode-tools", "decode"), register_protobuf_commands),
-        (("capture",), register_capture_command),
+        (("encode-tools", "decode"), add_protobuf_commands),
+        (("capture",), add_capture_command),
         (("check",), add_check_command),
     )
 
@@ -8441,9 +8432,9 @@ def build_parser(command=None):
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     groups = command_groups()
-    wanted = [register for names, register in groups if command in names]
-    for register in wanted or [register for _, register in groups]:
-        register(sub)
+    wanted = [add_commands for names, add_commands in groups if command in names]
+    for add_commands in wanted or [add_commands for _, add_commands in groups]:
+        add_commands(sub)
     return parser
 
 
@@ -8460,6 +8451,7 @@ def main(argv=None):
         parser.error("unexpected arguments after --: %s" % " ".join(upstream_command))
     args.upstream_command = upstream_command or []
     try:
+        resolve_env_defaults(args)
         return args.handler(args) or 0
     except UsageError as exc:
         sys.stderr.write("ocx-proxy: error: %s\n" % exc)

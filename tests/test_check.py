@@ -249,3 +249,57 @@ def test_server_answer_only_lenient_json_accepts_is_a_finding(tmp_path, tool, ne
     findings = [f for f in json.loads(proc.stdout)["findings"] if f["severity"] == "error"]
     assert [f["pointer"] for f in findings] == ["/tools"]
     assert "tools/list failed" in findings[0]["message"] and needle in findings[0]["message"]
+
+
+# -- McpClient: the client check (and demo) talk through --------------------------
+
+ASKING_SERVER = r"""
+import json, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+request = json.loads(sys.stdin.readline())
+send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}})
+send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+send({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"})
+answers = [json.loads(sys.stdin.readline()), json.loads(sys.stdin.readline())]
+send({"jsonrpc": "2.0", "id": request["id"], "result": {"answers": answers}})
+sys.stdin.readline()
+sys.stderr.write("bye now\n"); sys.stderr.flush()
+"""
+
+
+def stdio_client(script, timeout=10.0):
+    env = dict(os.environ)
+
+    def make_upstream(loop, on_line, on_exit):
+        return op.StdioUpstream(loop, [sys.executable, "-c", script], env, None, False, on_line, on_exit)
+
+    client = op.McpClient(make_upstream, timeout, "ocx-proxy test")
+    client.start()
+    return client
+
+
+def test_client_answers_ping_refuses_other_server_requests_and_counts_notifications():
+    client = stdio_client(ASKING_SERVER)
+    try:
+        answers = client.request("initialize", {})["result"]["answers"]
+        assert answers[0] == {"jsonrpc": "2.0", "id": "s1", "result": {}}
+        assert answers[1]["id"] == "s2" and answers[1]["error"] == {
+            "code": -32601, "message": "ocx-proxy test does not serve roots/list"}
+        assert client.notified == 1
+        client.notify("notifications/initialized")
+        with pytest.raises(op.OcxError) as info:  # the server exits instead of answering
+            client.request("tools/list")
+        assert "exited with code 0" in str(info.value) and "last stderr: bye now" in str(info.value)
+        assert "before answering tools/list" in str(info.value)
+    finally:
+        client.close()
+
+
+def test_client_gives_up_after_its_timeout():
+    client = stdio_client("import time; time.sleep(30)", timeout=0.3)
+    try:
+        with pytest.raises(op.OcxError, match="no answer to initialize within 0.3 s"):
+            client.request("initialize", {})
+    finally:
+        client.close()
