@@ -2546,7 +2546,7 @@ class StdioUpstream(Upstream):
         self.on_exit(description)
 
     def _drain_stderr(self):
-        if self.stderr_reader.threaded:
+        if self.stderr_reader.threaded or self.process.stderr.closed:  # closed: reaped already
             return
         import select
 

@@ -6,12 +6,13 @@ from /proc.
 """
 import os
 import signal
+import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import FIXTURES, pid_alive
+from conftest import FIXTURES, PROXY, pid_alive
 
 STUBBORN = os.path.join(FIXTURES, "stubborn_server.py")
 
@@ -211,3 +212,12 @@ def test_handshake_keeps_the_clients_two_lines_and_replays_initialize_under_our_
         handshake.note(op.parse_message(line, long_numbers=True), line)
         with pytest.raises((ValueError, TypeError)):
             handshake.replay("ours-2")
+
+
+def test_a_server_that_exits_at_once_while_the_client_leaves_is_no_internal_error():
+    """The exit report may come after the relay reaped the server: its stderr is closed by then."""
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, PROXY, "stdio", "--log-level", "debug", "--", "true"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        assert proc.returncode == 0 and proc.stdout == b""
+        assert b"internal error" not in proc.stderr, proc.stderr
