@@ -4751,10 +4751,7 @@ class Relay:
             answer_id = envelope.id if envelope is not None and envelope.kind() == "request" else None
             if answer_id is not None:
                 key = id_key(answer_id)
-                pending = self.pending.pop(key, None)
-                if pending is not None:  # it may have gone out: its answer from the server is dropped
-                    if pending.timer:
-                        pending.timer.cancel()
+                if self._take_pending(key) is not None:  # it may have gone out: its answer from the server is dropped
                     self._abandon(key)
             self.send_to_client(error_response(answer_id, INTERNAL_ERROR, "ocx-proxy internal error: %s" % exc))
         except Exception as again:
@@ -4775,9 +4772,7 @@ class Relay:
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
-                cancelled = self.pending.pop(id_key(params["requestId"]), None)
-                if cancelled and cancelled.timer:
-                    cancelled.timer.cancel()
+                self._take_pending(id_key(params["requestId"]))
 
     def _send_upstream(self, line, items):
         if self.upstream_state == UPSTREAM_DEAD:
@@ -5009,10 +5004,8 @@ class Relay:
         envelope = peek_envelope(line, partial=True)
         if envelope is not None and envelope.has_valid_id:
             key = id_key(envelope.id)
-            pending = None if envelope.has_method else self.pending.pop(key, None)
+            pending = None if envelope.has_method else self._take_pending(key)
             if pending is not None:
-                if pending.timer:
-                    pending.timer.cancel()
                 self._abandon(key)  # answered here: a proper answer coming later is dropped
                 log.warning("the upstream's answer to %s request %r %s; answered with -32603: %s"
                             % (pending.method, pending.msg_id, defect, shown))
@@ -5026,12 +5019,17 @@ class Relay:
                 return
         log.warning("ignored a line from the upstream that %s: %s" % (defect, shown))
 
+    def _take_pending(self, key):
+        """Remove the request pending under ``key`` and stop its timer; None when there is none."""
+        pending = self.pending.pop(key, None)
+        if pending is not None and pending.timer:
+            pending.timer.cancel()
+        return pending
+
     def _complete(self, msg):
-        pending = self.pending.pop(id_key(msg.get("id")), None)
+        pending = self._take_pending(id_key(msg.get("id")))
         if pending is None:
             return None
-        if pending.timer:
-            pending.timer.cancel()
         if pending.method == "initialize" and isinstance(msg.get("result"), dict):
             self.initialize_ok = True
             self.protocol_version = msg["result"].get("protocolVersion")
@@ -5078,10 +5076,8 @@ class Relay:
         message = ("upstream message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
                    % (line.size, self.options.max_message_bytes))
         msg_id = envelope.id if envelope.has_valid_id else None
-        pending = self.pending.pop(id_key(msg_id), None) if msg_id is not None and not envelope.has_method else None
+        pending = self._take_pending(id_key(msg_id)) if msg_id is not None and not envelope.has_method else None
         if pending is not None:
-            if pending.timer:
-                pending.timer.cancel()
             log.warning("%s; request %r answered with an error" % (message, msg_id))
             self._answer_error(msg_id, UPSTREAM_ERROR, message)
         elif envelope.has_method and msg_id is not None:
