@@ -4834,18 +4834,14 @@ class Relay:
         if not line or line.isspace():
             return
         try:
-            self._upstream_message(line)
+            if len(line) <= PEEK_LINE_BYTES or not self._pass_through(line):
+                self._parse_and_forward(line)
         except Exception as exc:  # a bug here must not drop the lines after this one
             try:
                 self._drop_upstream_line(line, "hit an internal error in ocx-proxy (%s: %s)"
                                          % (type(exc).__name__, exc))
             except Exception as again:
                 log.error("internal error while dropping an upstream line: %s" % again)
-
-    def _upstream_message(self, line):
-        if len(line) > PEEK_LINE_BYTES and self._pass_through(line):
-            return
-        self._parse_and_forward(line)
 
     def _parse_and_forward(self, line):
         try:
