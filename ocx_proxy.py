@@ -4496,7 +4496,7 @@ class Trace:
             raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
         self.handle = os.fdopen(fd, "a", encoding="utf-8")
 
-    def record(self, direction, msg, size, pending=None, spilled=None, note=None):
+    def record(self, direction, msg, size, pending=None, spilled=None):
         entry = {"time": utc_now_iso(), "dir": direction, "size": size}
         if isinstance(msg, dict):
             if "id" in msg:
@@ -4513,8 +4513,6 @@ class Trace:
             entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
         if spilled is not None:
             entry["spill"] = {"json": spilled.json_path, "txt": spilled.txt_path}
-        if note:
-            entry["note"] = note
         self.handle.write(dumps(redact(entry)) + "\n")
         self.handle.flush()
 
