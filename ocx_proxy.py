@@ -4740,7 +4740,7 @@ class Relay:
         answer_id = None
         if envelope is not None and envelope.has_valid_id and not (envelope.has_result or envelope.has_error):
             answer_id = envelope.id
-        self.send_to_client(error_response(answer_id, code, message))
+        self._answer_error(answer_id, code, message)
 
     def _client_line_failed(self, line, exc):
         try:
@@ -4751,7 +4751,7 @@ class Relay:
                 key = id_key(answer_id)
                 if self._take_pending(key) is not None:  # it may have gone out: its answer from the server is dropped
                     self._abandon(key)
-            self.send_to_client(error_response(answer_id, INTERNAL_ERROR, "ocx-proxy internal error: %s" % exc))
+            self._answer_error(answer_id, INTERNAL_ERROR, "ocx-proxy internal error: %s" % exc)
         except Exception as again:
             log.error("internal error while answering a client line: %s" % again)
 
@@ -4805,9 +4805,8 @@ class Relay:
         self._abandon(key)
         seconds = self.options.request_timeout
         log.warning("%s request %r timed out after %gs" % (pending.method, pending.msg_id, seconds))
-        self.send_to_client(error_response(
-            pending.msg_id, REQUEST_TIMEOUT,
-            "Request timed out after %g s (ocx-proxy --request-timeout)" % seconds))
+        self._answer_error(pending.msg_id, REQUEST_TIMEOUT,
+                           "Request timed out after %g s (ocx-proxy --request-timeout)" % seconds)
         if pending.method != "initialize" and self.upstream is not None and self.upstream_state != UPSTREAM_DEAD:
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                       "params": {"requestId": pending.msg_id, "reason": "ocx-proxy request timeout"}}
@@ -5104,15 +5103,14 @@ class Relay:
     def _log_spill(self, method, msg_id, size, files):
         log.info("spilled %s response %r (%d bytes) to %s" % (method or "?", msg_id, size, files.txt_path))
 
-    def send_to_client(self, msg):
+    def _answer_error(self, msg_id, code, message):
+        """Answer the client ourselves, with a JSON-RPC error."""
+        msg = error_response(msg_id, code, message)
         line = encode_message(msg)
         if self.trace:
             self.trace.record("proxy->client", msg, len(line) - 1)
         if not self.client_out.write(line):
             self._hold_upstream()
-
-    def _answer_error(self, msg_id, code, message):
-        self.send_to_client(error_response(msg_id, code, message))
 
     def _fail_all_pending(self, reason):
         pending, self.pending = self.pending, {}
