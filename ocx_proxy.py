@@ -2621,15 +2621,8 @@ def over_cap(what, limit):
     return UpstreamDataError("upstream sent %s larger than %d bytes (--max-message-bytes)" % (what, limit))
 
 
-class SseEvent:
-    """One dispatched server-sent event: type, data (bytes) and the last event id."""
-
-    __slots__ = ("event", "data", "last_id")
-
-    def __init__(self, event, data, last_id):
-        self.event = event
-        self.data = data
-        self.last_id = last_id
+# One dispatched server-sent event: type, data (bytes) and the last event id.
+SseEvent = collections.namedtuple("SseEvent", "event data last_id")
 
 
 class SseParser:
@@ -2802,15 +2795,9 @@ def parse_header_option(text, environ=None):
     return name, value, secret
 
 
-class ProxyInfo:
-    """An HTTP proxy from HTTPS_PROXY / HTTP_PROXY: where it is and how to log in."""
-
-    def __init__(self, host, port, auth, display, variable):
-        self.host = host
-        self.port = port
-        self.auth = auth          # "Basic ..." or None
-        self.display = display    # for log lines, without credentials
-        self.variable = variable
+# An HTTP proxy from HTTPS_PROXY / HTTP_PROXY: where it is, how to log in ("Basic ..." or None),
+# how log lines show it (without credentials) and the variable that named it.
+ProxyInfo = collections.namedtuple("ProxyInfo", "host port auth display variable")
 
 
 def no_proxy_matches(host, port, no_proxy):
