@@ -3253,6 +3253,12 @@ class HttpPool:
         if not reusable:
             conn.close()
 
+    def drain(self, conn, resp):
+        """Read the start of an answer we do not relay (``read_limited``), then release ``conn``."""
+        body = read_limited(resp)
+        self.release(conn, resp)
+        return body
+
     def discard(self, conn):
         with self.lock:
             self.active.discard(conn)
@@ -3578,8 +3584,7 @@ class RemoteUpstream(Upstream):
             target = urlsplit(urljoin(parts.geturl(), location))
             if origin_of(target) != origin_of(parts):
                 return conn, resp
-            read_limited(resp)
-            self.pool.release(conn, resp)
+            self.pool.drain(conn, resp)
             if parts == self.target:
                 self.target = target
                 log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
@@ -3924,16 +3929,14 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def _retry_in_new_session(self, exchange, conn, resp, stale_session):
         """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
-        read_limited(resp)
-        self.pool.release(conn, resp)
+        self.pool.drain(conn, resp)
         if self.reinitialize(stale_session):
             return self.post_exchange(exchange, retried=True)
         self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
 
     def _fail_status(self, exchange, conn, resp):
         """Any other status but 2xx fails the exchange, quoting the error body (or where a redirect points)."""
-        body = read_limited(resp)
-        self.pool.release(conn, resp)
+        body = self.pool.drain(conn, resp)
         text = http_error_text(resp.status, resp.reason, body)
         if 300 <= resp.status < 400 and resp.getheader("Location"):
             text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
@@ -4026,8 +4029,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
             return "failed"
         if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
+            body = self.pool.drain(conn, resp)
             self.fail_exchange(exchange, "could not resume the response stream: "
                                + http_error_text(resp.status, resp.reason, body), resp.status)
             return "invalid"
@@ -4112,8 +4114,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
             return "failed"
         if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
+            body = self.pool.drain(conn, resp)
             if resp.status == 405:
                 log.debug("the server offers no GET stream (HTTP 405)")
             elif resp.status == 404 and session_used is not None:
@@ -4262,8 +4263,7 @@ class SseUpstream(RemoteUpstream):
         except (OSError, http.client.HTTPException) as exc:
             return "failed", describe_http_exception(exc, self.config)
         if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
+            body = self.pool.drain(conn, resp)
             text = http_error_text(resp.status, resp.reason, body)
             if resp.status == 200:
                 text += " (Content-Type %r, not an event stream)" % content_type(resp)
@@ -4347,8 +4347,7 @@ class SseUpstream(RemoteUpstream):
         except (OSError, http.client.HTTPException) as exc:
             return self.fail_exchange(exchange, "could not reach %s: %s" % (
                 self.config.display_url, describe_http_exception(exc, self.config)))
-        body = read_limited(resp)
-        self.pool.release(conn, resp)
+        body = self.pool.drain(conn, resp)
         if not 200 <= resp.status < 300:
             self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
         elif not exchange.swallow:
