@@ -2904,8 +2904,7 @@ class RemoteConfig:
             netloc = parts.netloc.rpartition("@")[2]
             parts = parts._replace(netloc=netloc)
         self.parts = parts
-        self.url = parts.geturl()
-        self.display_url = redact_url(self.url, self.secrets)
+        self.display_url = redact_url(parts.geturl(), self.secrets)
         self.timeout = timeout
         self.sse_read_timeout = sse_read_timeout
         self.cacert = cacert
@@ -3590,7 +3589,6 @@ class RemoteUpstream(Upstream):
                 log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
                     redact_url(parts.geturl(), self.config.secrets), redact_url(target.geturl(), self.config.secrets)))
             parts = target
-        return conn, resp
 
     def report_exit(self, description):
         self.stopping.set()
@@ -4178,10 +4176,10 @@ class StreamableHttpUpstream(RemoteUpstream):
         session = self.session_id
         if session is None:
             return
-        headers = self.request_headers(accept=ACCEPT_BOTH, body=False)
+        headers = self.request_headers(body=False)
         try:
             conn, resp = self.http("DELETE", self.target, headers,
-                                            timeout=min(self.config.timeout or DELETE_TIMEOUT, DELETE_TIMEOUT))
+                                   timeout=min(self.config.timeout or DELETE_TIMEOUT, DELETE_TIMEOUT))
             body = read_limited(resp)
             self.pool.discard(conn)
         except Exception as exc:
