@@ -3627,10 +3627,7 @@ class RemoteUpstream(Upstream):
 
     def fail_inflight(self, reason):
         with self.lock:
-            exchanges = []
-            for exchange in self.inflight.values():
-                if exchange not in exchanges:
-                    exchanges.append(exchange)
+            exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
         for exchange in exchanges:
             self.fail_exchange(exchange, reason)
 
