@@ -3151,21 +3151,18 @@ class HttpPool:
     def _new_connection(self, parts, deadline):
         import http.client
 
-        config = self.config
-        proxy = config.proxy
+        proxy = self.config.proxy
         timeout = time_left(deadline)
         _, host, port = origin_of(parts)
         https = parts.scheme.lower() == "https"
-        if proxy is None:
-            if https:
-                conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=config.ssl_context)
-            else:
-                conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        elif https:
-            conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=timeout, context=config.ssl_context)
-            conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
+        # through a proxy: plain HTTP goes to it (see _target), HTTPS through a CONNECT tunnel
+        address = (host, port) if proxy is None else (proxy.host, proxy.port)
+        if https:
+            conn = http.client.HTTPSConnection(*address, timeout=timeout, context=self.config.ssl_context)
         else:
-            conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=timeout)
+            conn = http.client.HTTPConnection(*address, timeout=timeout)
+        if https and proxy is not None:
+            conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         bound_responses(conn)
         conn.deadline = deadline
         conn.connect()
