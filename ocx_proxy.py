@@ -2966,10 +2966,8 @@ class RemoteConfig:
 
     def describe_headers(self, headers):
         """``Name: value`` pairs for a debug log line, secrets masked."""
-        shown = []
-        for name, value in headers.items():
-            shown.append("%s: %s" % (name, REDACTED if SECRET_NAME_RE.search(name) else self.scrub(value)))
-        return ", ".join(shown)
+        return ", ".join("%s: %s" % (name, REDACTED if SECRET_NAME_RE.search(name) else self.scrub(value))
+                         for name, value in headers.items())
 
 
 def describe_http_exception(exc, config):
@@ -3404,10 +3402,7 @@ class RemoteExchange:
         self.line = line
         self.msg = msg
         items = msg if isinstance(msg, list) else [msg]
-        self.outstanding = {}
-        for item in items:
-            if message_kind(item) == "request":
-                self.outstanding[id_key(item["id"])] = item["id"]
+        self.outstanding = {id_key(item["id"]): item["id"] for item in items if message_kind(item) == "request"}
         self.has_requests = bool(self.outstanding)
         self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
         params = msg.get("params") if isinstance(msg, dict) else None
