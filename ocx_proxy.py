@@ -3061,11 +3061,11 @@ class ResponseReader(io.RawIOBase):
         io.RawIOBase.close(self)
 
 
-def bound_responses(conn):
-    """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline``."""
+def bound_responses(conn, deadline):
+    """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline`` (set here)."""
     import http.client
 
-    conn.deadline = None
+    conn.deadline = deadline
     conn.response_class = lambda sock, *args, **kw: http.client.HTTPResponse(ResponseReader(conn, sock),
                                                                              *args, **kw)
 
@@ -3161,8 +3161,7 @@ class HttpPool:
             conn = http.client.HTTPConnection(*address, timeout=timeout)
         if https and proxy is not None:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
-        bound_responses(conn)
-        conn.deadline = deadline
+        bound_responses(conn, deadline)
         conn.connect()
         return conn
 
