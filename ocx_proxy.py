@@ -3381,9 +3381,7 @@ WORKERS = WorkerThreads()
 # ---------------------------------------------------------------------------
 
 # Worker threads do the blocking HTTP work; everything they learn goes to the
-# loop thread through ``loop.post``.  One SSE parser serves both transports,
-# and ``RemoteUpstream.fail_exchange`` is the one place where an HTTP failure
-# becomes a JSON-RPC error for the client.
+# loop thread through ``loop.post`` (failures: ``RemoteUpstream.fail_exchange``).
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
