@@ -2621,15 +2621,8 @@ def over_cap(what, limit):
     return UpstreamDataError("upstream sent %s larger than %d bytes (--max-message-bytes)" % (what, limit))
 
 
-class SseEvent:
-    """One dispatched server-sent event: type, data (bytes) and the last event id."""
-
-    __slots__ = ("event", "data", "last_id")
-
-    def __init__(self, event, data, last_id):
-        self.event = event
-        self.data = data
-        self.last_id = last_id
+# One dispatched server-sent event: type, data (bytes) and the last event id.
+SseEvent = collections.namedtuple("SseEvent", "event data last_id")
 
 
 class SseParser:
@@ -2802,15 +2795,9 @@ def parse_header_option(text, environ=None):
     return name, value, secret
 
 
-class ProxyInfo:
-    """An HTTP proxy from HTTPS_PROXY / HTTP_PROXY: where it is and how to log in."""
-
-    def __init__(self, host, port, auth, display, variable):
-        self.host = host
-        self.port = port
-        self.auth = auth          # "Basic ..." or None
-        self.display = display    # for log lines, without credentials
-        self.variable = variable
+# An HTTP proxy from HTTPS_PROXY / HTTP_PROXY: where it is, how to log in ("Basic ..." or None),
+# how log lines show it (without credentials) and the variable that named it.
+ProxyInfo = collections.namedtuple("ProxyInfo", "host port auth display variable")
 
 
 def no_proxy_matches(host, port, no_proxy):
@@ -2917,8 +2904,7 @@ class RemoteConfig:
             netloc = parts.netloc.rpartition("@")[2]
             parts = parts._replace(netloc=netloc)
         self.parts = parts
-        self.url = parts.geturl()
-        self.display_url = redact_url(self.url, self.secrets)
+        self.display_url = redact_url(parts.geturl(), self.secrets)
         self.timeout = timeout
         self.sse_read_timeout = sse_read_timeout
         self.cacert = cacert
@@ -2980,10 +2966,8 @@ class RemoteConfig:
 
     def describe_headers(self, headers):
         """``Name: value`` pairs for a debug log line, secrets masked."""
-        shown = []
-        for name, value in headers.items():
-            shown.append("%s: %s" % (name, REDACTED if SECRET_NAME_RE.search(name) else self.scrub(value)))
-        return ", ".join(shown)
+        return ", ".join("%s: %s" % (name, REDACTED if SECRET_NAME_RE.search(name) else self.scrub(value))
+                         for name, value in headers.items())
 
 
 def describe_http_exception(exc, config):
@@ -3077,11 +3061,11 @@ class ResponseReader(io.RawIOBase):
         io.RawIOBase.close(self)
 
 
-def bound_responses(conn):
-    """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline``."""
+def bound_responses(conn, deadline):
+    """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline`` (set here)."""
     import http.client
 
-    conn.deadline = None
+    conn.deadline = deadline
     conn.response_class = lambda sock, *args, **kw: http.client.HTTPResponse(ResponseReader(conn, sock),
                                                                              *args, **kw)
 
@@ -3165,23 +3149,19 @@ class HttpPool:
     def _new_connection(self, parts, deadline):
         import http.client
 
-        config = self.config
-        proxy = config.proxy
+        proxy = self.config.proxy
         timeout = time_left(deadline)
         _, host, port = origin_of(parts)
         https = parts.scheme.lower() == "https"
-        if proxy is None:
-            if https:
-                conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=config.ssl_context)
-            else:
-                conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        elif https:
-            conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=timeout, context=config.ssl_context)
-            conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
+        # through a proxy: plain HTTP goes to it (see _target), HTTPS through a CONNECT tunnel
+        address = (host, port) if proxy is None else (proxy.host, proxy.port)
+        if https:
+            conn = http.client.HTTPSConnection(*address, timeout=timeout, context=self.config.ssl_context)
         else:
-            conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=timeout)
-        bound_responses(conn)
-        conn.deadline = deadline
+            conn = http.client.HTTPConnection(*address, timeout=timeout)
+        if https and proxy is not None:
+            conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
+        bound_responses(conn, deadline)
         conn.connect()
         return conn
 
@@ -3265,6 +3245,12 @@ class HttpPool:
                 self.idle.append((origin_of(self.config.parts), conn))
         if not reusable:
             conn.close()
+
+    def drain(self, conn, resp):
+        """Read the start of an answer we do not relay (``read_limited``), then release ``conn``."""
+        body = read_limited(resp)
+        self.release(conn, resp)
+        return body
 
     def discard(self, conn):
         with self.lock:
@@ -3395,9 +3381,7 @@ WORKERS = WorkerThreads()
 # ---------------------------------------------------------------------------
 
 # Worker threads do the blocking HTTP work; everything they learn goes to the
-# loop thread through ``loop.post``.  One SSE parser serves both transports,
-# and ``RemoteUpstream.fail_exchange`` is the one place where an HTTP failure
-# becomes a JSON-RPC error for the client.
+# loop thread through ``loop.post`` (failures: ``RemoteUpstream.fail_exchange``).
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
@@ -3415,10 +3399,7 @@ class RemoteExchange:
         self.line = line
         self.msg = msg
         items = msg if isinstance(msg, list) else [msg]
-        self.outstanding = {}
-        for item in items:
-            if message_kind(item) == "request":
-                self.outstanding[id_key(item["id"])] = item["id"]
+        self.outstanding = {id_key(item["id"]): item["id"] for item in items if message_kind(item) == "request"}
         self.has_requests = bool(self.outstanding)
         self.method = msg.get("method") if isinstance(msg, dict) else ("batch" if isinstance(msg, list) else None)
         params = msg.get("params") if isinstance(msg, dict) else None
@@ -3591,14 +3572,12 @@ class RemoteUpstream(Upstream):
             target = urlsplit(urljoin(parts.geturl(), location))
             if origin_of(target) != origin_of(parts):
                 return conn, resp
-            read_limited(resp)
-            self.pool.release(conn, resp)
+            self.pool.drain(conn, resp)
             if parts == self.target:
                 self.target = target
                 log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
                     redact_url(parts.geturl(), self.config.secrets), redact_url(target.geturl(), self.config.secrets)))
             parts = target
-        return conn, resp
 
     def report_exit(self, description):
         self.stopping.set()
@@ -3637,10 +3616,7 @@ class RemoteUpstream(Upstream):
 
     def fail_inflight(self, reason):
         with self.lock:
-            exchanges = []
-            for exchange in self.inflight.values():
-                if exchange not in exchanges:
-                    exchanges.append(exchange)
+            exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
         for exchange in exchanges:
             self.fail_exchange(exchange, reason)
 
@@ -3937,16 +3913,14 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def _retry_in_new_session(self, exchange, conn, resp, stale_session):
         """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
-        read_limited(resp)
-        self.pool.release(conn, resp)
+        self.pool.drain(conn, resp)
         if self.reinitialize(stale_session):
             return self.post_exchange(exchange, retried=True)
         self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
 
     def _fail_status(self, exchange, conn, resp):
         """Any other status but 2xx fails the exchange, quoting the error body (or where a redirect points)."""
-        body = read_limited(resp)
-        self.pool.release(conn, resp)
+        body = self.pool.drain(conn, resp)
         text = http_error_text(resp.status, resp.reason, body)
         if 300 <= resp.status < 400 and resp.getheader("Location"):
             text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
@@ -4039,8 +4013,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
             return "failed"
         if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
+            body = self.pool.drain(conn, resp)
             self.fail_exchange(exchange, "could not resume the response stream: "
                                + http_error_text(resp.status, resp.reason, body), resp.status)
             return "invalid"
@@ -4125,8 +4098,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
             return "failed"
         if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
+            body = self.pool.drain(conn, resp)
             if resp.status == 405:
                 log.debug("the server offers no GET stream (HTTP 405)")
             elif resp.status == 404 and session_used is not None:
@@ -4190,10 +4162,10 @@ class StreamableHttpUpstream(RemoteUpstream):
         session = self.session_id
         if session is None:
             return
-        headers = self.request_headers(accept=ACCEPT_BOTH, body=False)
+        headers = self.request_headers(body=False)
         try:
             conn, resp = self.http("DELETE", self.target, headers,
-                                            timeout=min(self.config.timeout or DELETE_TIMEOUT, DELETE_TIMEOUT))
+                                   timeout=min(self.config.timeout or DELETE_TIMEOUT, DELETE_TIMEOUT))
             body = read_limited(resp)
             self.pool.discard(conn)
         except Exception as exc:
@@ -4275,8 +4247,7 @@ class SseUpstream(RemoteUpstream):
         except (OSError, http.client.HTTPException) as exc:
             return "failed", describe_http_exception(exc, self.config)
         if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = read_limited(resp)
-            self.pool.release(conn, resp)
+            body = self.pool.drain(conn, resp)
             text = http_error_text(resp.status, resp.reason, body)
             if resp.status == 200:
                 text += " (Content-Type %r, not an event stream)" % content_type(resp)
@@ -4360,8 +4331,7 @@ class SseUpstream(RemoteUpstream):
         except (OSError, http.client.HTTPException) as exc:
             return self.fail_exchange(exchange, "could not reach %s: %s" % (
                 self.config.display_url, describe_http_exception(exc, self.config)))
-        body = read_limited(resp)
-        self.pool.release(conn, resp)
+        body = self.pool.drain(conn, resp)
         if not 200 <= resp.status < 300:
             self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
         elif not exchange.swallow:
