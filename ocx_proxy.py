@@ -501,8 +501,12 @@ def peek_envelope(line, partial=False):
     return envelope if _read_members(line, pos + 1, envelope) or partial else None
 
 
-def _read_members(line, pos, envelope):
-    """Note the members of the object whose "{" is just before ``pos``; False when it is broken."""
+def _read_members(line, pos, envelope, cut=False):
+    """Note the members of the object whose "{" is just before ``pos``; False when it is broken.
+
+    With ``cut`` (``line`` is only the first bytes of a longer line), a value
+    that reaches the end of ``line`` may go on past it, so it is not noted.
+    """
     end = len(line)
     pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
@@ -517,7 +521,7 @@ def _read_members(line, pos, envelope):
             return False
         start = _skip_space(line, pos + 1)
         pos = _value_end(line, start)
-        if pos < 0:
+        if pos < 0 or (cut and pos >= end):
             return False
         _note_key(envelope, key, line[start:pos])
         pos = _skip_space(line, pos)
@@ -779,40 +783,15 @@ class OversizedLine:
         return self
 
     def envelope(self):
-        envelope = _head_envelope(self.head)
+        envelope = Envelope()
+        pos = _skip_space(self.head, 0)
+        if self.head[pos:pos + 1] == b"{":
+            _read_members(self.head, pos + 1, envelope, cut=True)
         if not envelope.has_valid_id:
             match = _TAIL_ID_RE.search(self.tail)
             if match:
                 _note_key(envelope, b"id", match.group(1))
         return envelope
-
-
-def _head_envelope(head):
-    """``Envelope`` of the top-level members that are complete in ``head``, a line's first bytes."""
-    envelope = Envelope()
-    end = len(head)
-    pos = _skip_space(head, 0)
-    if pos >= end or head[pos] != 0x7B:  # "{"
-        return envelope
-    pos = _skip_space(head, pos + 1)
-    while pos < end and head[pos] == 0x22:
-        key_end = _string_end(head, pos)
-        if key_end < 0:
-            break
-        key = head[pos + 1:key_end - 1]
-        pos = _skip_space(head, key_end)
-        if pos >= end or head[pos] != 0x3A:  # ":"
-            break
-        start = _skip_space(head, pos + 1)
-        pos = _value_end(head, start)
-        if pos < 0 or pos >= end:
-            break  # the value goes on past what was kept
-        _note_key(envelope, key, head[start:pos])
-        pos = _skip_space(head, pos)
-        if pos >= end or head[pos] != 0x2C:  # ","
-            break
-        pos = _skip_space(head, pos + 1)
-    return envelope
 
 
 class LineSplitter:
