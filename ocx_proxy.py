@@ -398,13 +398,11 @@ def parse_message(line, long_numbers=False):
 def parse_text(text, long_numbers=False):
     """``parse_message`` for a line already decoded to str."""
     try:
-        return _DECODER.decode(text)
-    except RecursionError:
-        raise ValueError("nested too deeply to parse")
-    except ValueError:
-        if not long_numbers:
-            raise
-    try:
+        try:
+            return _DECODER.decode(text)
+        except ValueError:
+            if not long_numbers:
+                raise
         return _LONG_DECODER.decode(text)
     except RecursionError:
         raise ValueError("nested too deeply to parse")
