@@ -1537,13 +1537,10 @@ class PreviewBuilder:
             out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, "response too large; saved to disk"))
         return out
 
-    def meta(self, preview_chars):
-        return {SPILL_META_KEY: self.files.meta(self.original_chars, preview_chars)}
-
     def build(self, preview, level, preview_chars):
         """The replacement message at ``level`` (see ``fit``)."""
         msg = self.msg
-        meta = self.meta(preview_chars) if level <= 1 else None
+        meta = {SPILL_META_KEY: self.files.meta(self.original_chars, preview_chars)} if level <= 1 else None
         if "error" in msg or message_kind(msg) == "notification":
             return self.build_error_or_log(preview, meta)
         result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
