@@ -8180,11 +8180,6 @@ def add_max_input_bytes_option(parser):
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
-def capture_line_limit(max_argument_bytes):
-    # Escaped JSON can be six times its text; leave room for the envelope.
-    return max(4 * 1024 * 1024, 8 * max_argument_bytes)
-
-
 def capture_config(args):
     """The ``mcpServers`` JSON an agent CLI takes with ``--mcp-config``."""
     out = args.out
@@ -8241,8 +8236,9 @@ def cmd_capture(args):
                                  args.max_argument_bytes, args.reply, args.page_size)
         log.info("capture: MCP server %s advertises %d tools; calls go to %s, nothing runs"
                  % (args.server_name, len(tools), args.out))
-        return serve_capture(session, sys.stdin.buffer, sys.stdout.buffer,
-                             capture_line_limit(args.max_argument_bytes))
+        # Escaped JSON can be six times its text; leave room for the envelope.
+        line_limit = max(4 * 1024 * 1024, 8 * args.max_argument_bytes)
+        return serve_capture(session, sys.stdin.buffer, sys.stdout.buffer, line_limit)
     finally:
         out.close()
 
