@@ -7994,17 +7994,13 @@ def cmd_encode_tools(args):
     """``encode-tools``: a JSON catalog in, Cursor protobuf out, a summary on stderr."""
     document = load_json_input(args.file, "tool catalog", args.max_input_bytes)
     tools, body_choice = split_catalog(document)
-    if args.tool_choice is None:
-        tool_choice = body_choice
-    else:
-        tool_choice = parse_tool_choice_arg(args.tool_choice)
+    tool_choice = body_choice if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
     notes = []
     normalized = normalize_tools(tools, notes)
     for note in notes:
         log.info(note)
     selected = filter_tools(normalized, tool_choice)
-    names = tool_choice_names(tool_choice)
-    if names and not selected:
+    if tool_choice_names(tool_choice) and not selected:
         log.warning("tool_choice %s matches no tool in the catalog" % dumps(tool_choice))
     mcp_tools = encode_mcp_tools(selected, None, args.provider)
     if args.wrap == "agent-run-request":
