@@ -8419,12 +8419,9 @@ def main(argv=None):
     try:
         resolve_env_defaults(args)
         return args.handler(args) or 0
-    except UsageError as exc:
-        sys.stderr.write("ocx-proxy: error: %s\n" % exc)
-        return 2
     except OcxError as exc:
         sys.stderr.write("ocx-proxy: error: %s\n" % exc)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `decode ... | head`: the reader has what it wanted
