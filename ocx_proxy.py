@@ -1383,10 +1383,7 @@ class Spill:
         return removed
 
     def write_file(self, name, data):
-        """Write ``data`` (bytes or an iterable of bytes chunks) to ``name`` in the spill directory.
-
-        Returns the path written; see ``SpillDir.write`` for how it is kept safe.
-        """
+        """``SpillDir.write`` of ``data`` as ``name`` in the spill directory; returns the path written."""
         with self.open_dir() as where:
             return where.write(name, data)
 
