@@ -815,15 +815,13 @@ class LineSplitter:
             if data:
                 self._keep(data)
             return []
+        lines = []
+        start = 0
         if self.chunks or self.oversized is not None:
-            line = self._end_line(data[:pos])
-        else:
-            end = pos - 1 if pos and data[pos - 1] == 13 else pos
-            line = bytes(data[:end]) if end <= self.max_line else self._too_long(data[:end])
-        lines = [line]
+            lines.append(self._end_line(data[:pos]))
+            start = pos + 1
+            pos = data.find(b"\n", start)
         max_line = self.max_line
-        start = pos + 1
-        pos = data.find(b"\n", start)
         while pos >= 0:
             end = pos - 1 if pos > start and data[pos - 1] == 13 else pos
             if end - start <= max_line:
