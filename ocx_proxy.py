@@ -1021,13 +1021,6 @@ def _is_continuation(text, i):
             or unicodedata.combining(ch) != 0)
 
 
-def cut_point(text, i):
-    """Move index ``i`` back so that no user-perceived character is split."""
-    while 0 < i < len(text) and _is_continuation(text, i):
-        i -= 1
-    return i
-
-
 def make_preview(text, budget):
     """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters.
 
@@ -1038,7 +1031,9 @@ def make_preview(text, budget):
         return text, "", 0
     head_len = budget * 3 // 4
     newline = text.rfind("\n", head_len * 4 // 5, head_len)
-    head_len = cut_point(text, newline + 1 if newline >= 0 else head_len)
+    head_len = newline + 1 if newline >= 0 else head_len
+    while 0 < head_len < len(text) and _is_continuation(text, head_len):
+        head_len -= 1
     tail_start = len(text) - (budget - head_len)
     newline = text.find("\n", tail_start, tail_start + (budget - head_len) // 5 + 1)
     tail_start = newline + 1 if newline >= 0 else tail_start
