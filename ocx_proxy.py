@@ -7906,12 +7906,6 @@ def add_demo_commands(sub):
                                    "unicode, structured and image results.")
     p.set_defaults(handler=cmd_demo_server)
 
-def load_json_input(source, what, limit=MAX_INPUT_BYTES):
-    """Read and parse a JSON document from FILE or ``-``; OcxError naming ``what``."""
-    label = "stdin" if source in (None, "-") else source
-    return load_json_strict(read_input_bytes(source, limit), "%s (%s)" % (what, label))
-
-
 def parse_tool_choice_arg(text):
     """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
     if text in ("auto", "none", "required"):
@@ -7982,7 +7976,8 @@ def write_binary_output(data, fmt):
 
 def cmd_encode_tools(args):
     """``encode-tools``: a JSON catalog in, Cursor protobuf out, a summary on stderr."""
-    document = load_json_input(args.file, "tool catalog", args.max_input_bytes)
+    label = "stdin" if args.file in (None, "-") else args.file
+    document = load_json_strict(read_input_bytes(args.file, args.max_input_bytes), "tool catalog (%s)" % label)
     tools, body_choice = split_catalog(document)
     tool_choice = body_choice if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
     notes = []
