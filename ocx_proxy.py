@@ -7786,8 +7786,6 @@ REMOTE_COMMANDS = (
      "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
      "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
 )
-INSECURE_WARNING = ("WARNING: --insecure: TLS certificates are NOT verified. Anyone on the network path "
-                    "can read and change this traffic, including the credentials in your headers.")
 
 
 def remote_config_from_args(args):
@@ -7796,7 +7794,8 @@ def remote_config_from_args(args):
     config = RemoteConfig(args.url, args.header or (), args.timeout, args.sse_read_timeout, args.cacert,
                           args.insecure, max_message_bytes=args.max_message_bytes)
     if args.insecure:
-        log.warning(INSECURE_WARNING)
+        log.warning("WARNING: --insecure: TLS certificates are NOT verified. Anyone on the network path "
+                    "can read and change this traffic, including the credentials in your headers.")
     return config
 
 
