@@ -8362,16 +8362,15 @@ def add_check_command(sub):
     return transports
 
 
-def command_groups():
-    """(command names, function that adds them), in the order ``--help`` lists them."""
-    return (
-        (("stdio",), add_stdio_command),
-        (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
-        (("demo", "demo-server"), add_demo_commands),
-        (("encode-tools", "decode"), add_protobuf_commands),
-        (("capture",), add_capture_command),
-        (("check",), add_check_command),
-    )
+# (command names, function that adds them), in the order ``--help`` lists them.
+COMMAND_GROUPS = (
+    (("stdio",), add_stdio_command),
+    (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
+    (("demo", "demo-server"), add_demo_commands),
+    (("encode-tools", "decode"), add_protobuf_commands),
+    (("capture",), add_capture_command),
+    (("check",), add_check_command),
+)
 
 
 def build_parser(command=None):
@@ -8381,9 +8380,8 @@ def build_parser(command=None):
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    groups = command_groups()
-    wanted = [add_commands for names, add_commands in groups if command in names]
-    for add_commands in wanted or [add_commands for _, add_commands in groups]:
+    wanted = [add_commands for names, add_commands in COMMAND_GROUPS if command in names]
+    for add_commands in wanted or [add_commands for _, add_commands in COMMAND_GROUPS]:
         add_commands(sub)
     return parser
 
