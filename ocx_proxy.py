@@ -1549,7 +1549,7 @@ class PreviewBuilder:
             return error_response(msg.get("id"), UPSTREAM_ERROR, message, meta)
         if meta is not None:
             new["_meta"] = meta
-        return {"jsonrpc": "2.0", "id": msg.get("id"), "result": new}
+        return result_response(msg.get("id"), new)
 
     def build_tool_result(self, result, preview, level):
         content = [{"type": "text", "text": preview}]
@@ -1570,10 +1570,7 @@ class PreviewBuilder:
         msg = self.msg
         if "error" in msg:
             code = msg["error"].get("code") if isinstance(msg["error"], dict) else None
-            error = {"code": code if isinstance(code, int) else UPSTREAM_ERROR, "message": preview}
-            if meta is not None:
-                error["data"] = meta
-            return {"jsonrpc": "2.0", "id": msg.get("id"), "error": error}
+            return error_response(msg.get("id"), code if isinstance(code, int) else UPSTREAM_ERROR, preview, meta)
         params = dict(msg.get("params") or {})
         params["data"] = preview
         params.pop("_meta", None)
