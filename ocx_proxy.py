@@ -398,13 +398,11 @@ def parse_message(line, long_numbers=False):
 def parse_text(text, long_numbers=False):
     """``parse_message`` for a line already decoded to str."""
     try:
-        return _DECODER.decode(text)
-    except RecursionError:
-        raise ValueError("nested too deeply to parse")
-    except ValueError:
-        if not long_numbers:
-            raise
-    try:
+        try:
+            return _DECODER.decode(text)
+        except ValueError:
+            if not long_numbers:
+                raise
         return _LONG_DECODER.decode(text)
     except RecursionError:
         raise ValueError("nested too deeply to parse")
@@ -501,8 +499,12 @@ def peek_envelope(line, partial=False):
     return envelope if _read_members(line, pos + 1, envelope) or partial else None
 
 
-def _read_members(line, pos, envelope):
-    """Note the members of the object whose "{" is just before ``pos``; False when it is broken."""
+def _read_members(line, pos, envelope, cut=False):
+    """Note the members of the object whose "{" is just before ``pos``; False when it is broken.
+
+    With ``cut`` (``line`` is only the first bytes of a longer line), a value
+    that reaches the end of ``line`` may go on past it, so it is not noted.
+    """
     end = len(line)
     pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
@@ -517,7 +519,7 @@ def _read_members(line, pos, envelope):
             return False
         start = _skip_space(line, pos + 1)
         pos = _value_end(line, start)
-        if pos < 0:
+        if pos < 0 or (cut and pos >= end):
             return False
         _note_key(envelope, key, line[start:pos])
         pos = _skip_space(line, pos)
@@ -779,40 +781,15 @@ class OversizedLine:
         return self
 
     def envelope(self):
-        envelope = _head_envelope(self.head)
+        envelope = Envelope()
+        pos = _skip_space(self.head, 0)
+        if self.head[pos:pos + 1] == b"{":
+            _read_members(self.head, pos + 1, envelope, cut=True)
         if not envelope.has_valid_id:
             match = _TAIL_ID_RE.search(self.tail)
             if match:
                 _note_key(envelope, b"id", match.group(1))
         return envelope
-
-
-def _head_envelope(head):
-    """``Envelope`` of the top-level members that are complete in ``head``, a line's first bytes."""
-    envelope = Envelope()
-    end = len(head)
-    pos = _skip_space(head, 0)
-    if pos >= end or head[pos] != 0x7B:  # "{"
-        return envelope
-    pos = _skip_space(head, pos + 1)
-    while pos < end and head[pos] == 0x22:
-        key_end = _string_end(head, pos)
-        if key_end < 0:
-            break
-        key = head[pos + 1:key_end - 1]
-        pos = _skip_space(head, key_end)
-        if pos >= end or head[pos] != 0x3A:  # ":"
-            break
-        start = _skip_space(head, pos + 1)
-        pos = _value_end(head, start)
-        if pos < 0 or pos >= end:
-            break  # the value goes on past what was kept
-        _note_key(envelope, key, head[start:pos])
-        pos = _skip_space(head, pos)
-        if pos >= end or head[pos] != 0x2C:  # ","
-            break
-        pos = _skip_space(head, pos + 1)
-    return envelope
 
 
 class LineSplitter:
@@ -838,15 +815,13 @@ class LineSplitter:
             if data:
                 self._keep(data)
             return []
+        lines = []
+        start = 0
         if self.chunks or self.oversized is not None:
-            line = self._end_line(data[:pos])
-        else:
-            end = pos - 1 if pos and data[pos - 1] == 13 else pos
-            line = bytes(data[:end]) if end <= self.max_line else self._too_long(data[:end])
-        lines = [line]
+            lines.append(self._end_line(data[:pos]))
+            start = pos + 1
+            pos = data.find(b"\n", start)
         max_line = self.max_line
-        start = pos + 1
-        pos = data.find(b"\n", start)
         while pos >= 0:
             end = pos - 1 if pos > start and data[pos - 1] == 13 else pos
             if end - start <= max_line:
@@ -1046,13 +1021,6 @@ def _is_continuation(text, i):
             or unicodedata.combining(ch) != 0)
 
 
-def cut_point(text, i):
-    """Move index ``i`` back so that no user-perceived character is split."""
-    while 0 < i < len(text) and _is_continuation(text, i):
-        i -= 1
-    return i
-
-
 def make_preview(text, budget):
     """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters.
 
@@ -1063,7 +1031,9 @@ def make_preview(text, budget):
         return text, "", 0
     head_len = budget * 3 // 4
     newline = text.rfind("\n", head_len * 4 // 5, head_len)
-    head_len = cut_point(text, newline + 1 if newline >= 0 else head_len)
+    head_len = newline + 1 if newline >= 0 else head_len
+    while 0 < head_len < len(text) and _is_continuation(text, head_len):
+        head_len -= 1
     tail_start = len(text) - (budget - head_len)
     newline = text.find("\n", tail_start, tail_start + (budget - head_len) // 5 + 1)
     tail_start = newline + 1 if newline >= 0 else tail_start
@@ -1406,10 +1376,7 @@ class Spill:
         return removed
 
     def write_file(self, name, data):
-        """Write ``data`` (bytes or an iterable of bytes chunks) to ``name`` in the spill directory.
-
-        Returns the path written; see ``SpillDir.write`` for how it is kept safe.
-        """
+        """``SpillDir.write`` of ``data`` as ``name`` in the spill directory; returns the path written."""
         with self.open_dir() as where:
             return where.write(name, data)
 
@@ -1560,13 +1527,10 @@ class PreviewBuilder:
             out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, "response too large; saved to disk"))
         return out
 
-    def meta(self, preview_chars):
-        return {SPILL_META_KEY: self.files.meta(self.original_chars, preview_chars)}
-
     def build(self, preview, level, preview_chars):
         """The replacement message at ``level`` (see ``fit``)."""
         msg = self.msg
-        meta = self.meta(preview_chars) if level <= 1 else None
+        meta = {SPILL_META_KEY: self.files.meta(self.original_chars, preview_chars)} if level <= 1 else None
         if "error" in msg or message_kind(msg) == "notification":
             return self.build_error_or_log(preview, meta)
         result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
@@ -1585,7 +1549,7 @@ class PreviewBuilder:
             return error_response(msg.get("id"), UPSTREAM_ERROR, message, meta)
         if meta is not None:
             new["_meta"] = meta
-        return {"jsonrpc": "2.0", "id": msg.get("id"), "result": new}
+        return result_response(msg.get("id"), new)
 
     def build_tool_result(self, result, preview, level):
         content = [{"type": "text", "text": preview}]
@@ -1606,10 +1570,7 @@ class PreviewBuilder:
         msg = self.msg
         if "error" in msg:
             code = msg["error"].get("code") if isinstance(msg["error"], dict) else None
-            error = {"code": code if isinstance(code, int) else UPSTREAM_ERROR, "message": preview}
-            if meta is not None:
-                error["data"] = meta
-            return {"jsonrpc": "2.0", "id": msg.get("id"), "error": error}
+            return error_response(msg.get("id"), code if isinstance(code, int) else UPSTREAM_ERROR, preview, meta)
         params = dict(msg.get("params") or {})
         params["data"] = preview
         params.pop("_meta", None)
@@ -7780,8 +7741,6 @@ REMOTE_COMMANDS = (
      "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
      "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
 )
-INSECURE_WARNING = ("WARNING: --insecure: TLS certificates are NOT verified. Anyone on the network path "
-                    "can read and change this traffic, including the credentials in your headers.")
 
 
 def remote_config_from_args(args):
@@ -7790,7 +7749,8 @@ def remote_config_from_args(args):
     config = RemoteConfig(args.url, args.header or (), args.timeout, args.sse_read_timeout, args.cacert,
                           args.insecure, max_message_bytes=args.max_message_bytes)
     if args.insecure:
-        log.warning(INSECURE_WARNING)
+        log.warning("WARNING: --insecure: TLS certificates are NOT verified. Anyone on the network path "
+                    "can read and change this traffic, including the credentials in your headers.")
     return config
 
 
@@ -7900,12 +7860,6 @@ def add_demo_commands(sub):
                                    "unicode, structured and image results.")
     p.set_defaults(handler=cmd_demo_server)
 
-def load_json_input(source, what, limit=MAX_INPUT_BYTES):
-    """Read and parse a JSON document from FILE or ``-``; OcxError naming ``what``."""
-    label = "stdin" if source in (None, "-") else source
-    return load_json_strict(read_input_bytes(source, limit), "%s (%s)" % (what, label))
-
-
 def parse_tool_choice_arg(text):
     """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
     if text in ("auto", "none", "required"):
@@ -7976,19 +7930,16 @@ def write_binary_output(data, fmt):
 
 def cmd_encode_tools(args):
     """``encode-tools``: a JSON catalog in, Cursor protobuf out, a summary on stderr."""
-    document = load_json_input(args.file, "tool catalog", args.max_input_bytes)
+    label = "stdin" if args.file in (None, "-") else args.file
+    document = load_json_strict(read_input_bytes(args.file, args.max_input_bytes), "tool catalog (%s)" % label)
     tools, body_choice = split_catalog(document)
-    if args.tool_choice is None:
-        tool_choice = body_choice
-    else:
-        tool_choice = parse_tool_choice_arg(args.tool_choice)
+    tool_choice = body_choice if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
     notes = []
     normalized = normalize_tools(tools, notes)
     for note in notes:
         log.info(note)
     selected = filter_tools(normalized, tool_choice)
-    names = tool_choice_names(tool_choice)
-    if names and not selected:
+    if tool_choice_names(tool_choice) and not selected:
         log.warning("tool_choice %s matches no tool in the catalog" % dumps(tool_choice))
     mcp_tools = encode_mcp_tools(selected, None, args.provider)
     if args.wrap == "agent-run-request":
@@ -8164,11 +8115,6 @@ def add_max_input_bytes_option(parser):
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
-def capture_line_limit(max_argument_bytes):
-    # Escaped JSON can be six times its text; leave room for the envelope.
-    return max(4 * 1024 * 1024, 8 * max_argument_bytes)
-
-
 def capture_config(args):
     """The ``mcpServers`` JSON an agent CLI takes with ``--mcp-config``."""
     out = args.out
@@ -8225,8 +8171,9 @@ def cmd_capture(args):
                                  args.max_argument_bytes, args.reply, args.page_size)
         log.info("capture: MCP server %s advertises %d tools; calls go to %s, nothing runs"
                  % (args.server_name, len(tools), args.out))
-        return serve_capture(session, sys.stdin.buffer, sys.stdout.buffer,
-                             capture_line_limit(args.max_argument_bytes))
+        # Escaped JSON can be six times its text; leave room for the envelope.
+        line_limit = max(4 * 1024 * 1024, 8 * args.max_argument_bytes)
+        return serve_capture(session, sys.stdin.buffer, sys.stdout.buffer, line_limit)
     finally:
         out.close()
 
@@ -8370,16 +8317,15 @@ def add_check_command(sub):
     return transports
 
 
-def command_groups():
-    """(command names, function that adds them), in the order ``--help`` lists them."""
-    return (
-        (("stdio",), add_stdio_command),
-        (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
-        (("demo", "demo-server"), add_demo_commands),
-        (("encode-tools", "decode"), add_protobuf_commands),
-        (("capture",), add_capture_command),
-        (("check",), add_check_command),
-    )
+# (command names, function that adds them), in the order ``--help`` lists them.
+COMMAND_GROUPS = (
+    (("stdio",), add_stdio_command),
+    (tuple(name for name, _, _ in REMOTE_COMMANDS), add_remote_commands),
+    (("demo", "demo-server"), add_demo_commands),
+    (("encode-tools", "decode"), add_protobuf_commands),
+    (("capture",), add_capture_command),
+    (("check",), add_check_command),
+)
 
 
 def build_parser(command=None):
@@ -8389,9 +8335,8 @@ def build_parser(command=None):
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    groups = command_groups()
-    wanted = [add_commands for names, add_commands in groups if command in names]
-    for add_commands in wanted or [add_commands for _, add_commands in groups]:
+    wanted = [add_commands for names, add_commands in COMMAND_GROUPS if command in names]
+    for add_commands in wanted or [add_commands for _, add_commands in COMMAND_GROUPS]:
         add_commands(sub)
     return parser
 
@@ -8411,12 +8356,9 @@ def main(argv=None):
     try:
         resolve_env_defaults(args)
         return args.handler(args) or 0
-    except UsageError as exc:
-        sys.stderr.write("ocx-proxy: error: %s\n" % exc)
-        return 2
     except OcxError as exc:
         sys.stderr.write("ocx-proxy: error: %s\n" % exc)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `decode ... | head`: the reader has what it wanted
