@@ -4854,8 +4854,14 @@ class Relay:
         """Second half of ``_spill_later``: the preview goes out, then the lines that waited."""
         try:
             self._send_saved(saved, pending, chars, size)
-        except Exception as exc:  # as in _upstream_line: this answer only
+        except Exception as exc:  # as in _upstream_line: this answer only, and it is still answered
             log.error("internal error while spilling a saved answer: %s: %s" % (type(exc).__name__, exc))
+            key = id_key(pending.msg_id)
+            if self.pending.get(key) is pending:
+                self._take_pending(key)
+                self._abandon(key)
+                self._answer_error(pending.msg_id, INTERNAL_ERROR, "ocx-proxy could not relay the server's "
+                                   "answer: %s: %s" % (type(exc).__name__, exc))
         waiting, self.behind_spill = self.behind_spill, None
         for n, line in enumerate(waiting):
             if self.behind_spill is not None:  # another big answer is being saved: the rest waits behind it

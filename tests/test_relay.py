@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, STDIO_SERVER, pid_alive
+from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive
 
 IO_MODES = ["select", "threads"]
 
@@ -898,3 +898,21 @@ def test_a_big_answer_that_is_not_json_after_all_still_answers_its_request(relay
     assert relay.request("ping")[0]["result"] == {}
     spill_dir = tmp_path / "spill"
     assert not spill_dir.exists() or not os.listdir(str(spill_dir))
+
+
+def test_a_fault_while_spilling_a_saved_answer_still_answers_its_request(tmp_path):
+    """The second half of a deferred spill fails: the request gets -32603, the lines behind it go on."""
+    inject = ("import sys\nimport ocx_proxy as op\n"
+              "def fail(self, *args):\n    raise KeyError('injected fault')\n"
+              "op.Relay._send_saved = fail\nsys.exit(op.main())\n")
+    relay = RelayProcess(command=[sys.executable, "-c", inject, "stdio", "--output-dir", str(tmp_path),
+                                  "--", sys.executable, STDIO_SERVER])
+    relay.initialize()
+    big = '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"%s"}]}}' % ("x" * (9 << 20))
+    after = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after"}}'
+    relay.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {}, "_answer_raw": big + "\n" + after}})
+    first, second = relay.recv(timeout=30), relay.recv(timeout=30)
+    assert first["id"] == 5 and first["error"]["code"] == -32603 and "injected fault" in first["error"]["message"]
+    assert second["params"]["data"] == "after"
+    assert relay.close() == 0
