@@ -5598,13 +5598,9 @@ def _iter_fields(data, pos, end, where, budget):
         elif wire_type == WIRE_END_GROUP:
             raise ProtobufDecodeError("end-group tag without a start-group",
                                       data, tag_pos, field, wire_type, where)
-        elif wire_type == WIRE_START_GROUP:
-            value = None
-            pos = _skip_group(data, pos, end, where, field)
         else:
-            size = 8 if wire_type == WIRE_FIXED64 else 4
-            start, pos = pos, _skip_fixed(data, pos, end, where, field, wire_type, size)
-            value = data[start:pos]
+            start, pos = pos, _skip_value(data, pos, end, where, field, wire_type)
+            value = None if wire_type == WIRE_START_GROUP else data[start:pos]
         yield field, wire_type, tag_pos, value
 
 
