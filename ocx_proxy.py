@@ -5752,26 +5752,32 @@ def _decode_list(data, pos, end, where, depth, budget):
 
 TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema",
                           4: "provider_identifier", 5: "tool_name"}
+MCP_INSTRUCTIONS_FIELDS = {1: "server_name", 2: "instructions", 3: "server_identifier"}
 
 
 def _decode_definition(data, pos, end, where, budget):
-    # Unknown fields are skipped as protobuf-es skips them, so an error here
-    # is the same error Cursor's parser would report for the same bytes.
     tool = {"name": "", "description": "", "input_schema": None,
             "provider_identifier": "", "tool_name": ""}
+    return _decode_singular(data, pos, end, where, budget, TOOL_DEFINITION_FIELDS, tool)
+
+
+def _decode_singular(data, pos, end, where, budget, names, item):
+    """Fill ``item`` from singular length-delimited fields: strings, and input_schema a Value."""
+    # Unknown fields are skipped as protobuf-es skips them, so an error here
+    # is the same error Cursor's parser would report for the same bytes.
     seen = set()
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
-        name = TOOL_DEFINITION_FIELDS.get(field)
+        name = names.get(field)
         if name is None:
             continue
         _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
         _once(seen, data, offset, field, wire_type, where, name)
-        if field == 3:
+        if name == "input_schema":
             if span[1] > span[0]:
-                tool[name] = _decode_value(data, span[0], span[1], where + ".input_schema", 0, budget)
+                item[name] = _decode_value(data, span[0], span[1], where + ".input_schema", 0, budget)
         else:
-            tool[name] = _utf8_at(data, span, offset, field, where, name)
-    return tool
+            item[name] = _utf8_at(data, span, offset, field, where, name)
+    return item
 
 
 def _decode_mcp_tools(data, pos, end, where, budget):
@@ -5825,20 +5831,6 @@ def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
     return result
 
 
-def _decode_instructions(data, span, where, budget):
-    item = {"server_name": "", "instructions": ""}
-    names = {1: "server_name", 2: "instructions", 3: "server_identifier"}
-    seen = set()
-    for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where, budget):
-        name = names.get(field)
-        if name is None:
-            continue
-        _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
-        _once(seen, data, offset, field, wire_type, where, name)
-        item[name] = _utf8_at(data, value, offset, field, where, name)
-    return item
-
-
 def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
     """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14).
 
@@ -5856,7 +5848,9 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
         elif field == 14:
             _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_instructions")
             inner = "%s.mcp_instructions[%d]" % (where, len(result["mcp_instructions"]))
-            result["mcp_instructions"].append(_decode_instructions(data, span, inner, budget))
+            item = {"server_name": "", "instructions": ""}
+            result["mcp_instructions"].append(
+                _decode_singular(data, span[0], span[1], inner, budget, MCP_INSTRUCTIONS_FIELDS, item))
         else:
             result["other_fields"].append(_other_field(field, wire_type, offset))
     return result
