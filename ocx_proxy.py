@@ -5804,10 +5804,6 @@ def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
     return _decode_mcp_tools(data, 0, len(data), "McpTools", _FieldBudget(max_fields))
 
 
-def _other_field(field, wire_type, offset):
-    return {"field": field, "wire_type": wire_type, "offset": offset}
-
-
 def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
     """Decode the tool part of an ``AgentRunRequest``.
 
@@ -5823,7 +5819,7 @@ def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
     budget = _FieldBudget(max_fields)
     for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where, budget):
         if field != 4:
-            result["other_fields"].append(_other_field(field, wire_type, offset))
+            result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
             continue
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_tools")
         _once(seen, data, offset, field, wire_type, where, "mcp_tools")
@@ -5852,7 +5848,7 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
             result["mcp_instructions"].append(
                 _decode_singular(data, span[0], span[1], inner, budget, MCP_INSTRUCTIONS_FIELDS, item))
         else:
-            result["other_fields"].append(_other_field(field, wire_type, offset))
+            result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
     return result
 
 
