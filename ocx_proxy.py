@@ -7319,7 +7319,6 @@ DEMO_TOOLS = [
 def demo_png(size=160, seed=7):
     """A noisy PNG made with zlib: big enough that its base64 must be spilled."""
     import random
-    import struct
     import zlib
 
     rng = random.Random(seed)
