@@ -7395,7 +7395,7 @@ def demo_method_result(method, params):
         return {"protocolVersion": served_version(params.get("protocolVersion")),
                 "serverInfo": {"name": "ocx-demo", "version": __version__},
                 "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}}
-    if method == "ping":
+    if method in ("ping", "logging/setLevel"):
         return {}
     if method == "tools/list":
         return {"tools": DEMO_TOOLS}
@@ -7413,8 +7413,6 @@ def demo_method_result(method, params):
         diff = "\n".join("+ added line %d" % i for i in range(2000))
         return {"description": DEMO_PROMPT["description"],
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Review this diff:\n" + diff}}]}
-    if method == "logging/setLevel":
-        return {}
     return None
 
 
