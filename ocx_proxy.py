@@ -5925,11 +5925,10 @@ def _guess_payload(data, start, end, depth, budget):
     # Text is the likelier reading when every byte is printable: a message
     # almost always holds a control byte (small lengths, tags 0x08-0x1A).
     payload = data[start:end]
-    text = None
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
-        pass
+        text = None
     if text is not None and all(_is_text_byte(b) for b in payload):
         return {"string": text}
     if depth < MAX_RAW_DEPTH:
