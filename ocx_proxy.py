@@ -5228,18 +5228,15 @@ class ProtobufDecodeError(OcxError):
         self.wire_type = wire_type
         self.where = where
         self.snippet = _text_around(data, offset)
-        OcxError.__init__(self, self._format())
-
-    def _format(self):
-        parts = ["malformed protobuf at byte %d" % self.offset]
-        if self.field is not None:
-            parts.append(" (field %d, wire type %d)" % (self.field, self.wire_type))
-        if self.where:
-            parts.append(" in %s" % self.where)
-        parts.append(": " + self.reason)
+        parts = ["malformed protobuf at byte %d" % offset]
+        if field is not None:
+            parts.append(" (field %d, wire type %d)" % (field, wire_type))
+        if where:
+            parts.append(" in %s" % where)
+        parts.append(": " + reason)
         if self.snippet is not None:
             parts.append("; the bytes there look like text: %s" % json.dumps(self.snippet))
-        return "".join(parts)
+        OcxError.__init__(self, "".join(parts))
 
 
 class DecodeLimitError(OcxError):
