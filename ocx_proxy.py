@@ -7475,7 +7475,7 @@ def run_demo(output_dir, max_chars, out):
                                               "_meta": {"progressToken": "demo-progress"}})
         write("-> tools/call slow: %d progress notifications arrived before the result\n"
               % (client.notified - notified))
-        describe_demo_reply(write, "", reply, header=False)
+        describe_demo_reply(write, "", reply)
         reply = client.request("resources/read", {"uri": "demo://big-log"})
         describe_demo_reply(write, "resources/read demo://big-log", reply)
         reply = client.request("prompts/get", {"name": "review"})
@@ -7488,9 +7488,9 @@ def run_demo(output_dir, max_chars, out):
     return 0 if status == 0 else 1
 
 
-def describe_demo_reply(write, title, reply, header=True):
+def describe_demo_reply(write, title, reply):
     size = len(dumps(reply))
-    if header:
+    if title:
         write("-> %s\n" % title)
     result = reply.get("result") or {}
     meta = (result.get("_meta") or {}).get(SPILL_META_KEY) or ((reply.get("error") or {}).get("data") or {}).get(SPILL_META_KEY)
