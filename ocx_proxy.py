@@ -5234,18 +5234,15 @@ class ProtobufDecodeError(OcxError):
         self.wire_type = wire_type
         self.where = where
         self.snippet = _text_around(data, offset)
-        OcxError.__init__(self, self._format())
-
-    def _format(self):
-        parts = ["malformed protobuf at byte %d" % self.offset]
-        if self.field is not None:
-            parts.append(" (field %d, wire type %d)" % (self.field, self.wire_type))
-        if self.where:
-            parts.append(" in %s" % self.where)
-        parts.append(": " + self.reason)
+        parts = ["malformed protobuf at byte %d" % offset]
+        if field is not None:
+            parts.append(" (field %d, wire type %d)" % (field, wire_type))
+        if where:
+            parts.append(" in %s" % where)
+        parts.append(": " + reason)
         if self.snippet is not None:
             parts.append("; the bytes there look like text: %s" % json.dumps(self.snippet))
-        return "".join(parts)
+        OcxError.__init__(self, "".join(parts))
 
 
 class DecodeLimitError(OcxError):
@@ -5604,13 +5601,9 @@ def _iter_fields(data, pos, end, where, budget):
         elif wire_type == WIRE_END_GROUP:
             raise ProtobufDecodeError("end-group tag without a start-group",
                                       data, tag_pos, field, wire_type, where)
-        elif wire_type == WIRE_START_GROUP:
-            value = None
-            pos = _skip_group(data, pos, end, where, field)
         else:
-            size = 8 if wire_type == WIRE_FIXED64 else 4
-            start, pos = pos, _skip_fixed(data, pos, end, where, field, wire_type, size)
-            value = data[start:pos]
+            start, pos = pos, _skip_value(data, pos, end, where, field, wire_type)
+            value = None if wire_type == WIRE_START_GROUP else data[start:pos]
         yield field, wire_type, tag_pos, value
 
 
@@ -5762,26 +5755,32 @@ def _decode_list(data, pos, end, where, depth, budget):
 
 TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema",
                           4: "provider_identifier", 5: "tool_name"}
+MCP_INSTRUCTIONS_FIELDS = {1: "server_name", 2: "instructions", 3: "server_identifier"}
 
 
 def _decode_definition(data, pos, end, where, budget):
-    # Unknown fields are skipped as protobuf-es skips them, so an error here
-    # is the same error Cursor's parser would report for the same bytes.
     tool = {"name": "", "description": "", "input_schema": None,
             "provider_identifier": "", "tool_name": ""}
+    return _decode_singular(data, pos, end, where, budget, TOOL_DEFINITION_FIELDS, tool)
+
+
+def _decode_singular(data, pos, end, where, budget, names, item):
+    """Fill ``item`` from singular length-delimited fields: strings, and input_schema a Value."""
+    # Unknown fields are skipped as protobuf-es skips them, so an error here
+    # is the same error Cursor's parser would report for the same bytes.
     seen = set()
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
-        name = TOOL_DEFINITION_FIELDS.get(field)
+        name = names.get(field)
         if name is None:
             continue
         _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
         _once(seen, data, offset, field, wire_type, where, name)
-        if field == 3:
+        if name == "input_schema":
             if span[1] > span[0]:
-                tool[name] = _decode_value(data, span[0], span[1], where + ".input_schema", 0, budget)
+                item[name] = _decode_value(data, span[0], span[1], where + ".input_schema", 0, budget)
         else:
-            tool[name] = _utf8_at(data, span, offset, field, where, name)
-    return tool
+            item[name] = _utf8_at(data, span, offset, field, where, name)
+    return item
 
 
 def _decode_mcp_tools(data, pos, end, where, budget):
@@ -5808,10 +5807,6 @@ def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
     return _decode_mcp_tools(data, 0, len(data), "McpTools", _FieldBudget(max_fields))
 
 
-def _other_field(field, wire_type, offset):
-    return {"field": field, "wire_type": wire_type, "offset": offset}
-
-
 def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
     """Decode the tool part of an ``AgentRunRequest``.
 
@@ -5827,26 +5822,12 @@ def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
     budget = _FieldBudget(max_fields)
     for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where, budget):
         if field != 4:
-            result["other_fields"].append(_other_field(field, wire_type, offset))
+            result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
             continue
         _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_tools")
         _once(seen, data, offset, field, wire_type, where, "mcp_tools")
         result["mcp_tools"] = _decode_mcp_tools(data, span[0], span[1], where + ".mcp_tools", budget)
     return result
-
-
-def _decode_instructions(data, span, where, budget):
-    item = {"server_name": "", "instructions": ""}
-    names = {1: "server_name", 2: "instructions", 3: "server_identifier"}
-    seen = set()
-    for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where, budget):
-        name = names.get(field)
-        if name is None:
-            continue
-        _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
-        _once(seen, data, offset, field, wire_type, where, name)
-        item[name] = _utf8_at(data, value, offset, field, where, name)
-    return item
 
 
 def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
@@ -5866,9 +5847,11 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
         elif field == 14:
             _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_instructions")
             inner = "%s.mcp_instructions[%d]" % (where, len(result["mcp_instructions"]))
-            result["mcp_instructions"].append(_decode_instructions(data, span, inner, budget))
+            item = {"server_name": "", "instructions": ""}
+            result["mcp_instructions"].append(
+                _decode_singular(data, span[0], span[1], inner, budget, MCP_INSTRUCTIONS_FIELDS, item))
         else:
-            result["other_fields"].append(_other_field(field, wire_type, offset))
+            result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
     return result
 
 
@@ -5945,11 +5928,10 @@ def _guess_payload(data, start, end, depth, budget):
     # Text is the likelier reading when every byte is printable: a message
     # almost always holds a control byte (small lengths, tags 0x08-0x1A).
     payload = data[start:end]
-    text = None
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
-        pass
+        text = None
     if text is not None and all(_is_text_byte(b) for b in payload):
         return {"string": text}
     if depth < MAX_RAW_DEPTH:
@@ -7339,7 +7321,6 @@ DEMO_TOOLS = [
 def demo_png(size=160, seed=7):
     """A noisy PNG made with zlib: big enough that its base64 must be spilled."""
     import random
-    import struct
     import zlib
 
     rng = random.Random(seed)
@@ -7416,7 +7397,7 @@ def demo_method_result(method, params):
         return {"protocolVersion": served_version(params.get("protocolVersion")),
                 "serverInfo": {"name": "ocx-demo", "version": __version__},
                 "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}}
-    if method == "ping":
+    if method in ("ping", "logging/setLevel"):
         return {}
     if method == "tools/list":
         return {"tools": DEMO_TOOLS}
@@ -7434,8 +7415,6 @@ def demo_method_result(method, params):
         diff = "\n".join("+ added line %d" % i for i in range(2000))
         return {"description": DEMO_PROMPT["description"],
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Review this diff:\n" + diff}}]}
-    if method == "logging/setLevel":
-        return {}
     return None
 
 
@@ -7502,7 +7481,7 @@ def run_demo(output_dir, max_chars, out):
                                               "_meta": {"progressToken": "demo-progress"}})
         write("-> tools/call slow: %d progress notifications arrived before the result\n"
               % (client.notified - notified))
-        describe_demo_reply(write, "", reply, header=False)
+        describe_demo_reply(write, "", reply)
         reply = client.request("resources/read", {"uri": "demo://big-log"})
         describe_demo_reply(write, "resources/read demo://big-log", reply)
         reply = client.request("prompts/get", {"name": "review"})
@@ -7515,9 +7494,9 @@ def run_demo(output_dir, max_chars, out):
     return 0 if status == 0 else 1
 
 
-def describe_demo_reply(write, title, reply, header=True):
+def describe_demo_reply(write, title, reply):
     size = len(dumps(reply))
-    if header:
+    if title:
         write("-> %s\n" % title)
     result = reply.get("result") or {}
     meta = (result.get("_meta") or {}).get(SPILL_META_KEY) or ((reply.get("error") or {}).get("data") or {}).get(SPILL_META_KEY)
