@@ -6704,10 +6704,6 @@ BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
 
-class CheckConnectError(OcxError):
-    """The checker could not get a catalog (spawn failure, HTTP status, timeout...)."""
-
-
 def json_pointer(*parts):
     """RFC 6901 pointer from path parts."""
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
@@ -7169,7 +7165,7 @@ def fetch_catalog(client, protocol_version=LATEST_HANDSHAKE_VERSION):
                                           "clientInfo": {"name": "ocx-proxy-check", "version": __version__}})
     timings["initialize"] = round((time.monotonic() - started) * 1000, 1)
     if "error" in reply:
-        raise CheckConnectError("initialize failed: %s" % dumps(reply["error"])[:300])
+        raise OcxError("initialize failed: %s" % dumps(reply["error"])[:300])
     result = reply.get("result")
     snapshot = {"initialize": result}
     client.notify("notifications/initialized")
@@ -7233,7 +7229,7 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
         return {"tools": value}
     if isinstance(value, dict) and isinstance(value.get("tools"), list):
         return {k: value[k] for k in ("tools", "prompts", "resources", "resourceTemplates") if k in value}
-    raise CheckConnectError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
+    raise OcxError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
 
 
 def check_report_json(snapshot, findings, checker, timings, client):
