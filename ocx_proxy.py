@@ -6893,9 +6893,9 @@ class CatalogChecker:
             self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit "
                      "client size limits" % size, tool=tool)
         self.depth_reported = False
-        self.check_schema(schema, pointer, tool, schema, pointer, 0)
+        self.check_schema(schema, pointer, tool, schema, 0)
 
-    def check_schema(self, node, pointer, tool, root, root_pointer, depth):
+    def check_schema(self, node, pointer, tool, root, depth):
         if isinstance(node, bool):
             return
         if not isinstance(node, dict):
@@ -6908,10 +6908,10 @@ class CatalogChecker:
             return
         self.check_type(node, pointer, tool)
         self.check_required(node, pointer, tool)
-        self.check_keyword_values(node, pointer, tool, root, root_pointer)
+        self.check_keyword_values(node, pointer, tool, root)
         for key in SCHEMA_KEYWORDS_ONE:
             if key in node:
-                self.check_schema(node[key], pointer + json_pointer(key), tool, root, root_pointer, depth + 1)
+                self.check_schema(node[key], pointer + json_pointer(key), tool, root, depth + 1)
         for key in SCHEMA_KEYWORDS_MAP:
             if key not in node:
                 continue
@@ -6919,7 +6919,7 @@ class CatalogChecker:
                 self.add("error", pointer + json_pointer(key), "%s must be an object of schemas" % key, tool=tool)
                 continue
             for name, sub in node[key].items():
-                self.check_schema(sub, pointer + json_pointer(key, name), tool, root, root_pointer, depth + 1)
+                self.check_schema(sub, pointer + json_pointer(key, name), tool, root, depth + 1)
         for key in SCHEMA_KEYWORDS_LIST:
             if key not in node:
                 continue
@@ -6928,9 +6928,9 @@ class CatalogChecker:
                          tool=tool)
                 continue
             for index, sub in enumerate(node[key]):
-                self.check_schema(sub, pointer + json_pointer(key, index), tool, root, root_pointer, depth + 1)
+                self.check_schema(sub, pointer + json_pointer(key, index), tool, root, depth + 1)
         if "items" in node:
-            self.check_items(node["items"], pointer + "/items", tool, root, root_pointer, depth)
+            self.check_items(node["items"], pointer + "/items", tool, root, depth)
 
     def check_type(self, node, pointer, tool):
         if "type" not in node:
@@ -6964,18 +6964,18 @@ class CatalogChecker:
                 self.add("error", where, "%r is required but not defined in properties" % name, tool=tool)
             seen.add(name if isinstance(name, str) else None)
 
-    def check_items(self, items, pointer, tool, root, root_pointer, depth):
+    def check_items(self, items, pointer, tool, root, depth):
         if isinstance(items, list):
             for index, sub in enumerate(items):
-                self.check_schema(sub, pointer + json_pointer(index), tool, root, root_pointer, depth + 1)
+                self.check_schema(sub, pointer + json_pointer(index), tool, root, depth + 1)
         elif isinstance(items, (dict, bool)):
-            self.check_schema(items, pointer, tool, root, root_pointer, depth + 1)
+            self.check_schema(items, pointer, tool, root, depth + 1)
         else:
             hint = ' (did you mean {"type": %s}?)' % json.dumps(items) if items in JSON_SCHEMA_TYPES else ""
             self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s"
                      % (type_name(items), hint), tool=tool)
 
-    def check_keyword_values(self, node, pointer, tool, root, root_pointer):
+    def check_keyword_values(self, node, pointer, tool, root):
         if "enum" in node and (not isinstance(node["enum"], list) or not node["enum"]):
             self.add("error", pointer + "/enum", "enum must be a non-empty array", tool=tool)
         for low, high in BOUND_PAIRS:
