@@ -6912,23 +6912,20 @@ class CatalogChecker:
         for key in SCHEMA_KEYWORDS_ONE:
             if key in node:
                 self.check_schema(node[key], pointer + json_pointer(key), tool, root, depth + 1)
-        for key in SCHEMA_KEYWORDS_MAP:
+        for key in SCHEMA_KEYWORDS_MAP + SCHEMA_KEYWORDS_LIST:
             if key not in node:
                 continue
-            if not isinstance(node[key], dict):
-                self.add("error", pointer + json_pointer(key), "%s must be an object of schemas" % key, tool=tool)
+            value = node[key]
+            if key in SCHEMA_KEYWORDS_MAP and isinstance(value, dict):
+                parts = value.items()
+            elif key in SCHEMA_KEYWORDS_LIST and isinstance(value, list) and value:
+                parts = enumerate(value)
+            else:
+                shape = "an object" if key in SCHEMA_KEYWORDS_MAP else "a non-empty array"
+                self.add("error", pointer + json_pointer(key), "%s must be %s of schemas" % (key, shape), tool=tool)
                 continue
-            for name, sub in node[key].items():
-                self.check_schema(sub, pointer + json_pointer(key, name), tool, root, depth + 1)
-        for key in SCHEMA_KEYWORDS_LIST:
-            if key not in node:
-                continue
-            if not isinstance(node[key], list) or not node[key]:
-                self.add("error", pointer + json_pointer(key), "%s must be a non-empty array of schemas" % key,
-                         tool=tool)
-                continue
-            for index, sub in enumerate(node[key]):
-                self.check_schema(sub, pointer + json_pointer(key, index), tool, root, depth + 1)
+            for part, sub in parts:
+                self.check_schema(sub, pointer + json_pointer(key, part), tool, root, depth + 1)
         if "items" in node:
             self.check_items(node["items"], pointer + "/items", tool, root, depth)
 
