@@ -6550,8 +6550,9 @@ class CaptureSession:
                                 "tools/call before initialize", name)
         tool = self.by_alias.get(name) if isinstance(name, str) else None
         if tool is None:
-            return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool",
-                                "unknown tool: %s" % _short(name), name)
+            shown = name if isinstance(name, str) else dumps(name)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool", "unknown tool: %s" % shown, name)
         arguments = params.get("arguments", {})
         if arguments is None:
             arguments = {}
@@ -6596,11 +6597,6 @@ class CaptureSession:
     def _write(self, record):
         self.out.write(encode_message(record))
         self.out.flush()
-
-
-def _short(value):
-    text = value if isinstance(value, str) else dumps(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _mcp_tool_entry(alias, tool):
