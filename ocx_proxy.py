@@ -7108,10 +7108,7 @@ class McpClient:
         with self.lock:
             self.next_id += 1
             msg_id = self.next_id
-        msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self._send(msg)
+        self._send({"jsonrpc": "2.0", "id": msg_id, "method": method}, params)
         deadline = time.monotonic() + self.timeout
         with self.lock:
             while id_key(msg_id) not in self.responses:
@@ -7124,12 +7121,11 @@ class McpClient:
             return self.responses.pop(id_key(msg_id))
 
     def notify(self, method, params=None):
-        msg = {"jsonrpc": "2.0", "method": method}
+        self._send({"jsonrpc": "2.0", "method": method}, params)
+
+    def _send(self, msg, params):
         if params is not None:
             msg["params"] = params
-        self._send(msg)
-
-    def _send(self, msg):
         line = encode_message(msg)
         self.upstream.handshake.note(msg, line[:-1])  # a remote transport may need it for a new session
         self.loop.post(self.upstream.send, line)
