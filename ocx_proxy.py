@@ -6503,9 +6503,7 @@ class CaptureSession:
                                     "tools/call sent as a notification (no id)")
             return None
         msg_id = message["id"]
-        params = message.get("params")
-        if params is None:
-            params = {}
+        params = message.get("params")  # each handler checks that it is an object
         if method == "initialize":
             return self._initialize(msg_id, params)
         if method == "ping":
