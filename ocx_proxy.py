@@ -6339,7 +6339,10 @@ def load_capture_catalog(path, tool_choice=None):
     choice = body_choice if tool_choice is None else tool_choice
     notes = []
     selected = filter_tools(normalize_tools(tools, notes), choice)
-    _check_capture_choice(choice, selected)
+    if not selected and tool_choice_names(choice):
+        raise OcxError("tool_choice %s matches no tool in the catalog" % dumps(choice))
+    if not selected and choice in ("required", {"type": "any"}):
+        raise OcxError("tool_choice requires a tool call but the catalog has no tool")
     if len(selected) > CAPTURE_MAX_TOOLS:
         raise OcxError("catalog limit: %d tools to advertise, at most %d"
                        % (len(selected), CAPTURE_MAX_TOOLS))
@@ -6377,14 +6380,6 @@ def _read_bounded_regular_file(path, limit):
             or len(data) != before.st_size:
         raise OcxError("catalog %s changed while being read" % path)
     return data
-
-
-def _check_capture_choice(choice, selected):
-    names = tool_choice_names(choice)
-    if names and not selected:
-        raise OcxError("tool_choice %s matches no tool in the catalog" % dumps(choice))
-    if choice in ("required", {"type": "any"}) and not selected:
-        raise OcxError("tool_choice requires a tool call but the catalog has no tool")
 
 
 def _check_capture_schema(tool):
