@@ -5988,11 +5988,6 @@ SCHEMA_KEYS = ("parameters", "inputSchema", "input_schema")
 FLATTENED_NAMESPACES = frozenset(["functions"])
 
 
-def default_input_schema():
-    """The schema used when a tool has none, or one that is not a JSON object."""
-    return {"type": "object", "properties": {}}
-
-
 def freeform_input_schema():
     """The schema a freeform (``custom``) tool is advertised with: one required string."""
     return {"type": "object", "properties": {"input": {"type": "string"}},
@@ -6128,11 +6123,9 @@ def _normalized(tool, where, name, namespace, kind):
 
 
 def _schema_of(tool):
-    for key in SCHEMA_KEYS:
-        if key in tool:
-            schema = tool[key]
-            return schema if isinstance(schema, dict) else default_input_schema()
-    return default_input_schema()
+    """The tool's first schema key; an empty object schema when none is set or it is no object."""
+    schema = next((tool[key] for key in SCHEMA_KEYS if key in tool), None)
+    return schema if isinstance(schema, dict) else {"type": "object", "properties": {}}
 
 
 def filter_tools(tools, tool_choice):
