@@ -6024,13 +6024,6 @@ def _json_kind(value):
     return "a JSON %s" % type(value).__name__
 
 
-def tool_wire_name(name, namespace=None):
-    """The name a tool travels under: ``ns__name`` when namespaced, else ``name``."""
-    if namespace and namespace not in FLATTENED_NAMESPACES:
-        return "%s__%s" % (namespace, name)
-    return name
-
-
 def normalize_tools(tools, notes=None):
     """Normalise a tool catalog in any client dialect; see the section comment.
 
@@ -6114,7 +6107,7 @@ def _normalized(tool, where, name, namespace, kind):
     item = {"type": "custom" if freeform else "function", "name": name}
     if namespace:
         item["namespace"] = namespace
-    item["wire_name"] = tool_wire_name(name, namespace)
+    item["wire_name"] = "%s__%s" % (namespace, name) if namespace else name
     item["description"] = description
     item["input_schema"] = freeform_input_schema() if freeform else _schema_of(tool)
     if freeform:
