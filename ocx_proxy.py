@@ -7202,12 +7202,12 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
 
 def check_report_json(snapshot, findings, checker, timings, client):
     shown = [f for f in findings if f.affects(client)]
-    info = (snapshot.get("initialize") or {}).get("serverInfo") if isinstance(snapshot.get("initialize"), dict) else None
+    initialize = snapshot["initialize"] if isinstance(snapshot.get("initialize"), dict) else {}
+    info = initialize.get("serverInfo")
     return {
         "version": 1,
         "server": info if isinstance(info, dict) else None,
-        "protocolVersion": (snapshot.get("initialize") or {}).get("protocolVersion")
-        if isinstance(snapshot.get("initialize"), dict) else None,
+        "protocolVersion": initialize.get("protocolVersion"),
         "counts": {key: len(snapshot.get(key) or []) for key in ("tools", "prompts", "resources", "resourceTemplates")},
         "timings": timings,
         "cursorMcpToolsBytes": checker.cursor_bytes,
