@@ -6592,7 +6592,6 @@ def _call_record(tool, arguments, text):
     """The Responses output item for an accepted call; None for a bad freeform call."""
     call_id = "call_" + os.urandom(12).hex()
     if tool.get("freeform"):
-        # A freeform (custom) tool is answered as a custom_tool_call carrying the raw input.
         if set(arguments) != set(["input"]) or not isinstance(arguments["input"], str):
             return None
         return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"],
