@@ -6737,8 +6737,7 @@ class CatalogChecker:
     def check(self, snapshot, requested_version=None):
         if "initialize" in snapshot:
             self.check_initialize(snapshot["initialize"], requested_version)
-        tools = snapshot.get("tools") or []
-        self.check_tools(tools)
+        self.check_tools(snapshot.get("tools") or [])
         self.check_named_items(snapshot.get("prompts") or [], "prompts", "name")
         self.check_named_items(snapshot.get("resources") or [], "resources", "uri")
         self.check_named_items(snapshot.get("resourceTemplates") or [], "resourceTemplates", "uriTemplate")
