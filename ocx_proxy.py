@@ -5976,11 +5976,6 @@ SCHEMA_KEYS = ("parameters", "inputSchema", "input_schema")
 FLATTENED_NAMESPACES = frozenset(["functions"])
 
 
-def default_input_schema():
-    """The schema used when a tool has none, or one that is not a JSON object."""
-    return {"type": "object", "properties": {}}
-
-
 def freeform_input_schema():
     """The schema a freeform (``custom``) tool is advertised with: one required string."""
     return {"type": "object", "properties": {"input": {"type": "string"}},
@@ -6015,13 +6010,6 @@ def _json_kind(value):
     if isinstance(value, list):
         return "an array"
     return "a JSON %s" % type(value).__name__
-
-
-def tool_wire_name(name, namespace=None):
-    """The name a tool travels under: ``ns__name`` when namespaced, else ``name``."""
-    if namespace and namespace not in FLATTENED_NAMESPACES:
-        return "%s__%s" % (namespace, name)
-    return name
 
 
 def normalize_tools(tools, notes=None):
@@ -6107,7 +6095,7 @@ def _normalized(tool, where, name, namespace, kind):
     item = {"type": "custom" if freeform else "function", "name": name}
     if namespace:
         item["namespace"] = namespace
-    item["wire_name"] = tool_wire_name(name, namespace)
+    item["wire_name"] = "%s__%s" % (namespace, name) if namespace else name
     item["description"] = description
     item["input_schema"] = freeform_input_schema() if freeform else _schema_of(tool)
     if freeform:
@@ -6116,11 +6104,9 @@ def _normalized(tool, where, name, namespace, kind):
 
 
 def _schema_of(tool):
-    for key in SCHEMA_KEYS:
-        if key in tool:
-            schema = tool[key]
-            return schema if isinstance(schema, dict) else default_input_schema()
-    return default_input_schema()
+    """The tool's first schema key; an empty object schema when none is set or it is no object."""
+    schema = next((tool[key] for key in SCHEMA_KEYS if key in tool), None)
+    return schema if isinstance(schema, dict) else {"type": "object", "properties": {}}
 
 
 def filter_tools(tools, tool_choice):
@@ -6327,7 +6313,10 @@ def load_capture_catalog(path, tool_choice=None):
     choice = body_choice if tool_choice is None else tool_choice
     notes = []
     selected = filter_tools(normalize_tools(tools, notes), choice)
-    _check_capture_choice(choice, selected)
+    if not selected and tool_choice_names(choice):
+        raise OcxError("tool_choice %s matches no tool in the catalog" % dumps(choice))
+    if not selected and choice in ("required", {"type": "any"}):
+        raise OcxError("tool_choice requires a tool call but the catalog has no tool")
     if len(selected) > CAPTURE_MAX_TOOLS:
         raise OcxError("catalog limit: %d tools to advertise, at most %d"
                        % (len(selected), CAPTURE_MAX_TOOLS))
@@ -6365,14 +6354,6 @@ def _read_bounded_regular_file(path, limit):
             or len(data) != before.st_size:
         raise OcxError("catalog %s changed while being read" % path)
     return data
-
-
-def _check_capture_choice(choice, selected):
-    names = tool_choice_names(choice)
-    if names and not selected:
-        raise OcxError("tool_choice %s matches no tool in the catalog" % dumps(choice))
-    if choice in ("required", {"type": "any"}) and not selected:
-        raise OcxError("tool_choice requires a tool call but the catalog has no tool")
 
 
 def _check_capture_schema(tool):
@@ -6491,9 +6472,7 @@ class CaptureSession:
                                     "tools/call sent as a notification (no id)")
             return None
         msg_id = message["id"]
-        params = message.get("params")
-        if params is None:
-            params = {}
+        params = message.get("params")  # each handler checks that it is an object
         if method == "initialize":
             return self._initialize(msg_id, params)
         if method == "ping":
@@ -6538,8 +6517,9 @@ class CaptureSession:
                                 "tools/call before initialize", name)
         tool = self.by_alias.get(name) if isinstance(name, str) else None
         if tool is None:
-            return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool",
-                                "unknown tool: %s" % _short(name), name)
+            shown = name if isinstance(name, str) else dumps(name)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool", "unknown tool: %s" % shown, name)
         arguments = params.get("arguments", {})
         if arguments is None:
             arguments = {}
@@ -6586,11 +6566,6 @@ class CaptureSession:
         self.out.flush()
 
 
-def _short(value):
-    text = value if isinstance(value, str) else dumps(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _mcp_tool_entry(alias, tool):
     entry = {"name": alias}
     if alias != tool["wire_name"]:
@@ -6605,7 +6580,6 @@ def _call_record(tool, arguments, text):
     """The Responses output item for an accepted call; None for a bad freeform call."""
     call_id = "call_" + os.urandom(12).hex()
     if tool.get("freeform"):
-        # A freeform (custom) tool is answered as a custom_tool_call carrying the raw input.
         if set(arguments) != set(["input"]) or not isinstance(arguments["input"], str):
             return None
         return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"],
@@ -6692,10 +6666,6 @@ BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
 
-class CheckConnectError(OcxError):
-    """The checker could not get a catalog (spawn failure, HTTP status, timeout...)."""
-
-
 def json_pointer(*parts):
     """RFC 6901 pointer from path parts."""
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
@@ -6755,8 +6725,7 @@ class CatalogChecker:
     def check(self, snapshot, requested_version=None):
         if "initialize" in snapshot:
             self.check_initialize(snapshot["initialize"], requested_version)
-        tools = snapshot.get("tools") or []
-        self.check_tools(tools)
+        self.check_tools(snapshot.get("tools") or [])
         self.check_named_items(snapshot.get("prompts") or [], "prompts", "name")
         self.check_named_items(snapshot.get("resources") or [], "resources", "uri")
         self.check_named_items(snapshot.get("resourceTemplates") or [], "resourceTemplates", "uriTemplate")
@@ -6885,9 +6854,9 @@ class CatalogChecker:
             self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit "
                      "client size limits" % size, tool=tool)
         self.depth_reported = False
-        self.check_schema(schema, pointer, tool, schema, pointer, 0)
+        self.check_schema(schema, pointer, tool, schema, 0)
 
-    def check_schema(self, node, pointer, tool, root, root_pointer, depth):
+    def check_schema(self, node, pointer, tool, root, depth):
         if isinstance(node, bool):
             return
         if not isinstance(node, dict):
@@ -6900,29 +6869,26 @@ class CatalogChecker:
             return
         self.check_type(node, pointer, tool)
         self.check_required(node, pointer, tool)
-        self.check_keyword_values(node, pointer, tool, root, root_pointer)
+        self.check_keyword_values(node, pointer, tool, root)
         for key in SCHEMA_KEYWORDS_ONE:
             if key in node:
-                self.check_schema(node[key], pointer + json_pointer(key), tool, root, root_pointer, depth + 1)
-        for key in SCHEMA_KEYWORDS_MAP:
+                self.check_schema(node[key], pointer + json_pointer(key), tool, root, depth + 1)
+        for key in SCHEMA_KEYWORDS_MAP + SCHEMA_KEYWORDS_LIST:
             if key not in node:
                 continue
-            if not isinstance(node[key], dict):
-                self.add("error", pointer + json_pointer(key), "%s must be an object of schemas" % key, tool=tool)
+            value = node[key]
+            if key in SCHEMA_KEYWORDS_MAP and isinstance(value, dict):
+                parts = value.items()
+            elif key in SCHEMA_KEYWORDS_LIST and isinstance(value, list) and value:
+                parts = enumerate(value)
+            else:
+                shape = "an object" if key in SCHEMA_KEYWORDS_MAP else "a non-empty array"
+                self.add("error", pointer + json_pointer(key), "%s must be %s of schemas" % (key, shape), tool=tool)
                 continue
-            for name, sub in node[key].items():
-                self.check_schema(sub, pointer + json_pointer(key, name), tool, root, root_pointer, depth + 1)
-        for key in SCHEMA_KEYWORDS_LIST:
-            if key not in node:
-                continue
-            if not isinstance(node[key], list) or not node[key]:
-                self.add("error", pointer + json_pointer(key), "%s must be a non-empty array of schemas" % key,
-                         tool=tool)
-                continue
-            for index, sub in enumerate(node[key]):
-                self.check_schema(sub, pointer + json_pointer(key, index), tool, root, root_pointer, depth + 1)
+            for part, sub in parts:
+                self.check_schema(sub, pointer + json_pointer(key, part), tool, root, depth + 1)
         if "items" in node:
-            self.check_items(node["items"], pointer + "/items", tool, root, root_pointer, depth)
+            self.check_items(node["items"], pointer + "/items", tool, root, depth)
 
     def check_type(self, node, pointer, tool):
         if "type" not in node:
@@ -6956,18 +6922,18 @@ class CatalogChecker:
                 self.add("error", where, "%r is required but not defined in properties" % name, tool=tool)
             seen.add(name if isinstance(name, str) else None)
 
-    def check_items(self, items, pointer, tool, root, root_pointer, depth):
+    def check_items(self, items, pointer, tool, root, depth):
         if isinstance(items, list):
             for index, sub in enumerate(items):
-                self.check_schema(sub, pointer + json_pointer(index), tool, root, root_pointer, depth + 1)
+                self.check_schema(sub, pointer + json_pointer(index), tool, root, depth + 1)
         elif isinstance(items, (dict, bool)):
-            self.check_schema(items, pointer, tool, root, root_pointer, depth + 1)
+            self.check_schema(items, pointer, tool, root, depth + 1)
         else:
             hint = ' (did you mean {"type": %s}?)' % json.dumps(items) if items in JSON_SCHEMA_TYPES else ""
             self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s"
                      % (type_name(items), hint), tool=tool)
 
-    def check_keyword_values(self, node, pointer, tool, root, root_pointer):
+    def check_keyword_values(self, node, pointer, tool, root):
         if "enum" in node and (not isinstance(node["enum"], list) or not node["enum"]):
             self.add("error", pointer + "/enum", "enum must be a non-empty array", tool=tool)
         for low, high in BOUND_PAIRS:
@@ -7107,10 +7073,7 @@ class McpClient:
         with self.lock:
             self.next_id += 1
             msg_id = self.next_id
-        msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self._send(msg)
+        self._send({"jsonrpc": "2.0", "id": msg_id, "method": method}, params)
         deadline = time.monotonic() + self.timeout
         with self.lock:
             while id_key(msg_id) not in self.responses:
@@ -7123,12 +7086,11 @@ class McpClient:
             return self.responses.pop(id_key(msg_id))
 
     def notify(self, method, params=None):
-        msg = {"jsonrpc": "2.0", "method": method}
+        self._send({"jsonrpc": "2.0", "method": method}, params)
+
+    def _send(self, msg, params):
         if params is not None:
             msg["params"] = params
-        self._send(msg)
-
-    def _send(self, msg):
         line = encode_message(msg)
         self.upstream.handshake.note(msg, line[:-1])  # a remote transport may need it for a new session
         self.loop.post(self.upstream.send, line)
@@ -7157,7 +7119,7 @@ def fetch_catalog(client, protocol_version=LATEST_HANDSHAKE_VERSION):
                                           "clientInfo": {"name": "ocx-proxy-check", "version": __version__}})
     timings["initialize"] = round((time.monotonic() - started) * 1000, 1)
     if "error" in reply:
-        raise CheckConnectError("initialize failed: %s" % dumps(reply["error"])[:300])
+        raise OcxError("initialize failed: %s" % dumps(reply["error"])[:300])
     result = reply.get("result")
     snapshot = {"initialize": result}
     client.notify("notifications/initialized")
@@ -7221,17 +7183,17 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
         return {"tools": value}
     if isinstance(value, dict) and isinstance(value.get("tools"), list):
         return {k: value[k] for k in ("tools", "prompts", "resources", "resourceTemplates") if k in value}
-    raise CheckConnectError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
+    raise OcxError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
 
 
 def check_report_json(snapshot, findings, checker, timings, client):
     shown = [f for f in findings if f.affects(client)]
-    info = (snapshot.get("initialize") or {}).get("serverInfo") if isinstance(snapshot.get("initialize"), dict) else None
+    initialize = snapshot["initialize"] if isinstance(snapshot.get("initialize"), dict) else {}
+    info = initialize.get("serverInfo")
     return {
         "version": 1,
         "server": info if isinstance(info, dict) else None,
-        "protocolVersion": (snapshot.get("initialize") or {}).get("protocolVersion")
-        if isinstance(snapshot.get("initialize"), dict) else None,
+        "protocolVersion": initialize.get("protocolVersion"),
         "counts": {key: len(snapshot.get(key) or []) for key in ("tools", "prompts", "resources", "resourceTemplates")},
         "timings": timings,
         "cursorMcpToolsBytes": checker.cursor_bytes,
