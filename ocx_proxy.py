@@ -2403,10 +2403,6 @@ class StdioUpstream(Upstream):
                                         use_threads=self.use_threads)
         self.poll_timer = self.loop.call_later(0.5, self._poll)
 
-    @property
-    def pid(self):
-        return self.process.pid if self.process else None
-
     def send(self, data):
         """Queue bytes (one or more complete lines) for the child's stdin; False when over the bound."""
         if self.stdin is not None and not self.exited:
