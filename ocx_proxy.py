@@ -1623,15 +1623,13 @@ class Loop:
         self.sequence = itertools.count()
         self.callbacks = {}  # fd -> {event: callback}
         self.running = False
-        self.selector.register(self.wake_r, selectors.EVENT_READ)
-        self.callbacks[self.wake_r.fileno()] = {selectors.EVENT_READ: self._drain_wake}
+        self.add_reader(self.wake_r.fileno(), self._drain_wake)
 
     # -- registration ------------------------------------------------------
 
     def _update(self, fd, event, callback):
-        handlers = self.callbacks.get(fd, {})
+        handlers = dict(self.callbacks.get(fd, {}))
         old_mask = sum(handlers)  # the keys are the event bits
-        handlers = dict(handlers)
         if callback is None:
             handlers.pop(event, None)
         else:
@@ -1653,15 +1651,13 @@ class Loop:
         self._update(fd, selectors.EVENT_READ, callback)
 
     def remove_reader(self, fd):
-        if fd in self.callbacks:
-            self._update(fd, selectors.EVENT_READ, None)
+        self._update(fd, selectors.EVENT_READ, None)
 
     def add_writer(self, fd, callback):
         self._update(fd, selectors.EVENT_WRITE, callback)
 
     def remove_writer(self, fd):
-        if fd in self.callbacks:
-            self._update(fd, selectors.EVENT_WRITE, None)
+        self._update(fd, selectors.EVENT_WRITE, None)
 
     # -- timers and posted calls -------------------------------------------
 
