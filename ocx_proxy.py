@@ -2370,15 +2370,12 @@ class StdioUpstream(Upstream):
 
     def start(self):
         """Spawn the child; a failure to start is reported through ``on_exit``."""
-        kwargs = {}
-        if IS_WINDOWS:
-            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        else:
-            kwargs["start_new_session"] = True
+        new_group = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)  # Windows only
         try:
             self.process = subprocess.Popen(
                 resolve_command(self.command, self.env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0, **kwargs)
+                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0,
+                creationflags=new_group, start_new_session=not IS_WINDOWS)
         except (OSError, ValueError) as exc:
             self.exited = True
             self.loop.post(self.on_exit, "could not start %s: %s" % (self.command[0], exc))
