@@ -58,6 +58,7 @@ import json
 import math
 import os
 import re
+import select  # loaded by selectors anyway
 import selectors
 import signal
 import socket
@@ -2030,8 +2031,6 @@ class SelectPipeWriter(PipeWriter):
         """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
         deadline = time.monotonic() + timeout
         while self.queue and not self.failed and time.monotonic() < deadline:
-            import select
-
             select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
             self._writable()
 
@@ -2498,8 +2497,6 @@ class StdioUpstream(Upstream):
     def _drain_stderr(self):
         if self.stderr_reader.threaded or self.process.stderr.closed:  # closed: reaped already
             return
-        import select
-
         fd = self.process.stderr.fileno()
         while select.select([fd], [], [], 0)[0]:
             try:
