@@ -1762,8 +1762,6 @@ class PipeReader:
     One subclass per mechanism; ``pipe_reader()`` picks one.
     """
 
-    threaded = False
-
     def __init__(self, loop, fd, on_data):
         self.loop = loop
         self.fd = fd
@@ -1830,8 +1828,6 @@ class ThreadPipeReader(PipeReader):
     For what select cannot wait on (Windows pipes, regular files), or forced
     with ``--io threads``.
     """
-
-    threaded = True
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -2495,7 +2491,7 @@ class StdioUpstream(Upstream):
         self.on_exit(description)
 
     def _drain_stderr(self):
-        if self.stderr_reader.threaded or self.process.stderr.closed:  # closed: reaped already
+        if isinstance(self.stderr_reader, ThreadPipeReader) or self.process.stderr.closed:  # closed: reaped already
             return
         fd = self.process.stderr.fileno()
         while select.select([fd], [], [], 0)[0]:
