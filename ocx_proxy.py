@@ -1771,16 +1771,14 @@ class PipeReader:
 
     def pause(self):
         """Stop reading until ``resume()``."""
-        if self.paused or self.closed:
-            return
-        self.paused = True
-        self._hold()
+        if not (self.paused or self.closed):
+            self.paused = True
+            self._hold()
 
     def resume(self):
-        if not self.paused:
-            return
-        self.paused = False
-        self._flow()
+        if self.paused:
+            self.paused = False
+            self._flow()
 
     def stop(self):
         """Stop delivering data."""
