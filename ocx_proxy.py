@@ -2052,7 +2052,6 @@ class ThreadPipeWriter(PipeWriter):
             return self.queued <= self.limit
 
     def when_drained(self, callback):
-        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
         with self.ready:
             self.drained.append(callback)
         self._check_drained()
