@@ -58,6 +58,7 @@ import json
 import math
 import os
 import re
+import select  # loaded by selectors anyway
 import selectors
 import signal
 import socket
@@ -1623,15 +1624,13 @@ class Loop:
         self.sequence = itertools.count()
         self.callbacks = {}  # fd -> {event: callback}
         self.running = False
-        self.selector.register(self.wake_r, selectors.EVENT_READ)
-        self.callbacks[self.wake_r.fileno()] = {selectors.EVENT_READ: self._drain_wake}
+        self.add_reader(self.wake_r.fileno(), self._drain_wake)
 
     # -- registration ------------------------------------------------------
 
     def _update(self, fd, event, callback):
-        handlers = self.callbacks.get(fd, {})
+        handlers = dict(self.callbacks.get(fd, {}))
         old_mask = sum(handlers)  # the keys are the event bits
-        handlers = dict(handlers)
         if callback is None:
             handlers.pop(event, None)
         else:
@@ -1653,15 +1652,13 @@ class Loop:
         self._update(fd, selectors.EVENT_READ, callback)
 
     def remove_reader(self, fd):
-        if fd in self.callbacks:
-            self._update(fd, selectors.EVENT_READ, None)
+        self._update(fd, selectors.EVENT_READ, None)
 
     def add_writer(self, fd, callback):
         self._update(fd, selectors.EVENT_WRITE, callback)
 
     def remove_writer(self, fd):
-        if fd in self.callbacks:
-            self._update(fd, selectors.EVENT_WRITE, None)
+        self._update(fd, selectors.EVENT_WRITE, None)
 
     # -- timers and posted calls -------------------------------------------
 
@@ -1765,8 +1762,6 @@ class PipeReader:
     One subclass per mechanism; ``pipe_reader()`` picks one.
     """
 
-    threaded = False
-
     def __init__(self, loop, fd, on_data):
         self.loop = loop
         self.fd = fd
@@ -1776,16 +1771,14 @@ class PipeReader:
 
     def pause(self):
         """Stop reading until ``resume()``."""
-        if self.paused or self.closed:
-            return
-        self.paused = True
-        self._hold()
+        if not (self.paused or self.closed):
+            self.paused = True
+            self._hold()
 
     def resume(self):
-        if not self.paused:
-            return
-        self.paused = False
-        self._flow()
+        if self.paused:
+            self.paused = False
+            self._flow()
 
     def stop(self):
         """Stop delivering data."""
@@ -1833,8 +1826,6 @@ class ThreadPipeReader(PipeReader):
     For what select cannot wait on (Windows pipes, regular files), or forced
     with ``--io threads``.
     """
-
-    threaded = True
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -2034,8 +2025,6 @@ class SelectPipeWriter(PipeWriter):
         """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
         deadline = time.monotonic() + timeout
         while self.queue and not self.failed and time.monotonic() < deadline:
-            import select
-
             select.select([], [self.fd], [], max(0.0, deadline - time.monotonic()))
             self._writable()
 
@@ -2063,7 +2052,6 @@ class ThreadPipeWriter(PipeWriter):
             return self.queued <= self.limit
 
     def when_drained(self, callback):
-        """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
         with self.ready:
             self.drained.append(callback)
         self._check_drained()
@@ -2374,15 +2362,12 @@ class StdioUpstream(Upstream):
 
     def start(self):
         """Spawn the child; a failure to start is reported through ``on_exit``."""
-        kwargs = {}
-        if IS_WINDOWS:
-            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        else:
-            kwargs["start_new_session"] = True
+        new_group = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)  # Windows only
         try:
             self.process = subprocess.Popen(
                 resolve_command(self.command, self.env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0, **kwargs)
+                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0,
+                creationflags=new_group, start_new_session=not IS_WINDOWS)
         except (OSError, ValueError) as exc:
             self.exited = True
             self.loop.post(self.on_exit, "could not start %s: %s" % (self.command[0], exc))
@@ -2402,10 +2387,6 @@ class StdioUpstream(Upstream):
         self.stderr_reader = pipe_reader(self.loop, self.process.stderr.fileno(), self._stderr_data,
                                         use_threads=self.use_threads)
         self.poll_timer = self.loop.call_later(0.5, self._poll)
-
-    @property
-    def pid(self):
-        return self.process.pid if self.process else None
 
     def send(self, data):
         """Queue bytes (one or more complete lines) for the child's stdin; False when over the bound."""
@@ -2507,10 +2488,8 @@ class StdioUpstream(Upstream):
         self.on_exit(description)
 
     def _drain_stderr(self):
-        if self.stderr_reader.threaded or self.process.stderr.closed:  # closed: reaped already
+        if isinstance(self.stderr_reader, ThreadPipeReader) or self.process.stderr.closed:  # closed: reaped already
             return
-        import select
-
         fd = self.process.stderr.fileno()
         while select.select([fd], [], [], 0)[0]:
             try:
