@@ -1705,7 +1705,7 @@ class Loop:
     def _spin(self):
         # Hot loop: everything it touches is bound to a local once (the
         # containers are only ever mutated in place, never replaced).
-        select = self.selector.select
+        wait = self.selector.select
         callbacks = self.callbacks
         posted = self.posted
         timers = self.timers
@@ -1721,7 +1721,7 @@ class Loop:
                     timeout = 0
             else:
                 timeout = None
-            for key, mask in select(timeout):
+            for key, mask in wait(timeout):
                 fd = key.fd
                 handlers = callbacks.get(fd)
                 if handlers is None:
@@ -3108,8 +3108,6 @@ class HttpPool:
     @staticmethod
     def _dropped(conn):
         """True when an idle connection's socket is closed or has unexpected data waiting."""
-        import select
-
         sock = conn.sock
         if sock is None:
             return True
