@@ -375,15 +375,11 @@ def _long_int(text):
         return LongNumber(text)
 
 
-def _not_json(constant):
-    raise ValueError("%s is not a JSON number" % constant)
-
-
 # Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so
 # that what we read is what any client can read.  One decoder each, made once:
 # json.loads(text, **options) would build a new one per line.
-_DECODER = json.JSONDecoder(parse_constant=_not_json)
-_LONG_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_int=_long_int)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant)
+_LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int=_long_int)
 
 
 def parse_message(line, long_numbers=False):
@@ -452,7 +448,7 @@ _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
 class Envelope:
     """The top-level routing fields of one JSON object line, read without parsing the rest.
 
-    ``has_id``/``id_raw`` tell whether an ``id`` key is there and its bytes;
+    ``has_id`` tells whether an ``id`` key is there;
     ``id`` is its value when it is a string, number or null (else
     ``has_valid_id`` is false); ``has_method`` tells a request or notification
     and ``method`` is its name when that is a string; ``has_result`` and
@@ -460,11 +456,10 @@ class Envelope:
     validated, so a line can have an envelope and still not be valid JSON.
     """
 
-    __slots__ = ("id", "id_raw", "has_id", "has_valid_id", "has_method", "method", "has_result", "has_error")
+    __slots__ = ("id", "has_id", "has_valid_id", "has_method", "method", "has_result", "has_error")
 
     def __init__(self):
         self.id = None
-        self.id_raw = None
         self.has_id = False
         self.has_valid_id = False
         self.has_method = False
@@ -534,7 +529,6 @@ def _read_members(line, pos, envelope, cut=False):
 def _note_key(envelope, key, raw):
     if key == b"id":
         envelope.has_id = True
-        envelope.id_raw = raw
         envelope.id, envelope.has_valid_id = None, False  # a repeated key counts as JSON counts it: the last
         if raw[:1] not in (b"{", b"[", b"t", b"f"):
             try:
@@ -7760,14 +7754,19 @@ def add_stdio_command(sub):
                        description="Relay MCP between this process's stdio (the client) and a server "
                                    "started as a child process: stdio [options] -- COMMAND [ARGS...]")
     add_relay_options(p)
-    group = p.add_argument_group("child process")
+    add_child_process_options(p)
+    p.set_defaults(handler=cmd_stdio, takes_command=True)
+
+
+def add_child_process_options(parser):
+    """--env, --cwd, --pass-environment: how ``stdio`` and ``check stdio`` start the server."""
+    group = parser.add_argument_group("child process")
     group.add_argument("--env", action="append", metavar="NAME=VALUE",
                        help="set a variable for the child; ${VAR} in VALUE expands from our environment "
-                            "(repeatable; default: only HOME LOGNAME PATH SHELL TERM USER are passed)")
+                            "(repeatable; default: only %s are passed)" % " ".join(SAFE_ENV_POSIX))
     group.add_argument("--cwd", metavar="DIR", help="working directory of the child (default: ours)")
     group.add_argument("--pass-environment", action="store_true",
                        help="pass our whole environment to the child (default off)")
-    p.set_defaults(handler=cmd_stdio, takes_command=True)
 
 
 def add_demo_commands(sub):
@@ -8225,11 +8224,7 @@ def add_check_command(sub):
     transports = p.add_subparsers(dest="transport", metavar="TRANSPORT")
     t = transports.add_parser("stdio", help="start the server as a child process",
                               usage="ocx-proxy check stdio [--env NAME=VALUE]... [--cwd DIR] -- COMMAND [ARGS...]")
-    t.add_argument("--env", action="append", metavar="NAME=VALUE",
-                   help="set a variable for the child, ${VAR} expanded (repeatable; default: only HOME LOGNAME "
-                        "PATH SHELL TERM USER are passed)")
-    t.add_argument("--cwd", metavar="DIR", help="working directory of the child (default: ours)")
-    t.add_argument("--pass-environment", action="store_true", help="pass our whole environment (default off)")
+    add_child_process_options(t)
     add_check_output_options(t, suppress=True)
     t.set_defaults(takes_command=True)
     for name, _, _ in REMOTE_COMMANDS:
