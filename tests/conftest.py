@@ -41,6 +41,24 @@ def assert_one_line_error(result, status=1):
     return text
 
 
+def raw_session(argv, env=None, stderr=subprocess.DEVNULL):
+    """Start ``argv`` (a relay) with our own pipes and initialize it; returns (proc, send).
+
+    The test decides when, and whether, to read the relay's stdout (backpressure tests).
+    """
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
+
+    def send(msg):
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        proc.stdin.flush()
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return proc, send
+
+
 class RelayProcess:
     """``ocx_proxy.py stdio ... -- fixture server`` driven like an MCP client would."""
 

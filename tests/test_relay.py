@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive
+from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, raw_session
 
 IO_MODES = ["select", "threads"]
 
@@ -464,19 +464,8 @@ def raw_relay(tmp_path, io_mode, *relay_args):
     """The relay with our own pipes: the test decides when (and whether) to read its stdout."""
     argv = [sys.executable, PROXY, "stdio", "--output-dir", str(tmp_path / "spill"), "--io", io_mode,
             "--max-buffer-bytes", str(4 * MiB)] + list(relay_args) + ["--", sys.executable, STDIO_SERVER]
-    stderr = open(str(tmp_path / "relay.stderr"), "wb")
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-    stderr.close()
-
-    def send(msg):
-        proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        proc.stdin.flush()
-
-    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-    assert json.loads(proc.stdout.readline())["id"] == 1
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return proc, send
+    with open(str(tmp_path / "relay.stderr"), "wb") as stderr:
+        return raw_session(argv, stderr=stderr)
 
 
 def test_a_client_that_does_not_read_slows_the_server_down(tmp_path, io_mode):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PROXY, PROXY_SCRIPT, RelayProcess
+from conftest import FIXTURES, PROXY, PROXY_SCRIPT, RelayProcess, raw_session
 
 sys.path.insert(0, FIXTURES)
 import http_servers  # noqa: E402
@@ -728,18 +728,9 @@ def test_a_client_that_does_not_read_slows_a_remote_server_down(server, tmp_path
     srv = server(sessions=False)
     argv = [sys.executable, PROXY, "streamable-http", "--url", srv.url, "--output-dir", str(tmp_path / "spill"),
             "--max-response-chars", "0", "--max-buffer-bytes", str(1 << 20)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=clean_env())
+    proc, send = raw_session(argv, env=clean_env())
     size, count = 1 << 20, 40
     try:
-        def send(msg):
-            proc.stdin.write(json.dumps(msg).encode() + b"\n")
-            proc.stdin.flush()
-
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        assert json.loads(proc.stdout.readline())["id"] == 1
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "flood_events", "arguments": {"count": count, "size": size, "id": 2}}})
         last, stable_since = -1, time.monotonic()
