@@ -14,6 +14,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+from ocx_proxy import encode_varint as varint  # noqa: E402  (building the inputs; the child is measured)
 
 # The child reports its own child's peak RSS: RUSAGE_CHILDREN is a maximum over
 # every child ever waited for, so each measurement needs a fresh parent.
@@ -25,15 +27,6 @@ with open(sys.argv[1], "rb") as stdin:
                             stderr=subprocess.DEVNULL).returncode
 print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.monotonic() - start)
 """
-
-
-def varint(value):
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def one_long_string(size):
