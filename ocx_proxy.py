@@ -924,6 +924,25 @@ def version_has(version, feature):
     return bool(known) and feature in PROTOCOL_VERSIONS[known[-1]]
 
 
+# The 2026-07-28 revision has no handshake: each request names its version and
+# the client's capabilities in params._meta, and results name the server.
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+def request_version(params):
+    """The version a request names in ``params._meta`` (2026-07-28 and later), else None.
+
+    A request without it belongs to its session: the version ``initialize``
+    negotiated, if any.
+    """
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
 def version_since(feature):
     """The first revision with ``feature``, for text that names it."""
     return next(v for v in PROTOCOL_VERSIONS if feature in PROTOCOL_VERSIONS[v])

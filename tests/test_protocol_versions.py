@@ -23,3 +23,15 @@ def test_servers_of_ours_speak_every_handshake_revision_and_answer_the_latest_ot
     assert op.served_version("2025-03-26") == "2025-03-26"
     assert op.served_version("2026-07-28") == op.served_version(None) == op.served_version(["x"]) == "2025-11-25"
     assert op.version_since("streamable_http") == "2025-03-26" and op.version_since("http_sse") == "2024-11-05"
+
+
+@pytest.mark.parametrize("params, expected", [
+    ({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}, "2026-07-28"),
+    ({"name": "x", "_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25", "other": 1}}, "2025-11-25"),
+    ({"_meta": {"io.modelcontextprotocol/protocolVersion": 20260728}}, None),
+    ({"_meta": {"progressToken": 1}}, None),
+    ({"_meta": "2026-07-28"}, None),
+    ({}, None), (None, None), ([], None), ("2026-07-28", None),
+])
+def test_a_request_names_its_version_only_in_its_meta(params, expected):
+    assert op.request_version(params) == expected
