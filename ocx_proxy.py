@@ -3341,6 +3341,19 @@ REINIT_ID_PREFIX = "ocx-proxy-reinit-"
 FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
 MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
+# What reading an SSE stream came to.  RemoteUpstream._pump answers one of the
+# first four; the steps around it add the others.
+STREAM_DONE = "done"                # the caller's condition holds
+STREAM_EOF = "eof"                  # the server closed the stream
+STREAM_TIMEOUT = "timeout"          # the deadline passed
+STREAM_DROPPED = "dropped"          # the connection broke, or we are stopping
+STREAM_PROGRESSED = "progressed"    # an answer stream ended after some event: resume it
+STREAM_INVALID = "invalid"          # bad data: the exchange has already failed
+STREAM_FAILED = "failed"            # no stream, or nothing on it: retry after a backoff
+STREAM_REFUSED = "refused"          # a permanent refusal: do not retry
+STREAM_STOP = "stop"                # the server wants no GET stream (or a newer one took over)
+STREAM_WORKED = "worked"            # a GET stream ran, then ended
+STREAM_FATAL = "fatal"              # the legacy endpoint event is unusable
 
 
 class RemoteExchange:
@@ -3639,36 +3652,36 @@ class RemoteUpstream(Upstream):
 
         ``deadline()`` (a monotonic time or None) is asked before every read and
         bounds it by the wall clock, so neither comments nor a trickle of bytes
-        keep a stream alive past it.  Returns (outcome, got): 'done', 'eof',
-        'timeout' or 'dropped', and whether any event arrived.  Raises
+        keep a stream alive past it.  Returns (outcome, got): STREAM_DONE, _EOF,
+        _TIMEOUT or _DROPPED, and whether any event arrived.  Raises
         UpstreamDataError (an oversized line or event, a bad chunk size) once
         the events before the fault are handled.
         """
         got = False
         while True:
             if self.stopping.is_set() and not self.closing:
-                return "dropped", got
+                return STREAM_DROPPED, got
             conn.deadline = deadline()
             try:
                 chunk = resp.read1(READ_CHUNK)
             except socket.timeout:
-                return "timeout", got
+                return STREAM_TIMEOUT, got
             except Exception as exc:  # OSError, http.client.IncompleteRead, ValueError on a closed file
                 error = chunk_size_error(resp, exc)
                 if error is not None:
                     raise error
                 log.debug("SSE stream ended: %r" % exc)
-                return "dropped", got
+                return STREAM_DROPPED, got
             error = chunk_size_error(resp)
             if error is not None:
                 raise error
             if not chunk:
-                return "eof", got
+                return STREAM_EOF, got
             for event in parser.feed(chunk):
                 got = True
                 on_event(event)
             if done():
-                return "done", got
+                return STREAM_DONE, got
             if parser.error:
                 raise UpstreamDataError(parser.error)
 
@@ -3934,26 +3947,26 @@ class StreamableHttpUpstream(RemoteUpstream):
         outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
         backoff = Backoff()
         while exchange.outstanding and not self.stopping.is_set():
-            if outcome == "timeout":
+            if outcome == STREAM_TIMEOUT:
                 return self.fail_exchange(exchange, "upstream sent neither the answer nor progress for %g s "
                                           "(--sse-read-timeout)" % self.config.sse_read_timeout)
-            if outcome == "invalid":
+            if outcome == STREAM_INVALID:
                 return
             if not parser.last_id:
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering "
                                                     "(no event id to resume from)")
-            if outcome == "failed" and backoff.failed():
+            if outcome == STREAM_FAILED and backoff.failed():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
             if self.stopping.wait(backoff.wait(parser.retry, deadline())):
                 break
             outcome = self._resume_post_stream(exchange, parser, deadline)
-            if outcome == "progressed":
+            if outcome == STREAM_PROGRESSED:
                 backoff.reset()
 
     def _resume_post_stream(self, exchange, parser, deadline):
         """GET the rest of an answer stream from its last event id: a ``_pump_answer`` outcome, or
-        'failed' for a resume that brought no event."""
+        STREAM_FAILED for a resume that brought no event."""
         import http.client
 
         log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
@@ -3962,29 +3975,29 @@ class StreamableHttpUpstream(RemoteUpstream):
             conn, resp = self.http("GET", self.target, headers)
         except (OSError, http.client.HTTPException) as exc:
             log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
-            return "failed"
+            return STREAM_FAILED
         if resp.status != 200 or content_type(resp) != "text/event-stream":
             body = self.pool.drain(conn, resp)
             self.fail_exchange(exchange, "could not resume the response stream: "
                                + http_error_text(resp.status, resp.reason, body), resp.status)
-            return "invalid"
+            return STREAM_INVALID
         exchange.conn = conn
         parser.reset_stream()
         outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
-        return "failed" if outcome in ("eof", "dropped") else outcome
+        return STREAM_FAILED if outcome in (STREAM_EOF, STREAM_DROPPED) else outcome
 
     def _pump_answer(self, exchange, conn, resp, parser, deadline):
-        """One connection of an answer stream: the ``_pump`` outcome ('progressed' for a stream that
-        dropped after some event); 'invalid' after failing the exchange for bad data."""
+        """One connection of an answer stream: the ``_pump`` outcome (STREAM_PROGRESSED for a stream
+        that dropped after some event); STREAM_INVALID after failing the exchange for bad data."""
         done = lambda: not exchange.outstanding  # noqa: E731
         try:
             outcome, got = self._pump(conn, resp, parser, lambda e: self._on_event(e, exchange), done, deadline)
         except UpstreamDataError as exc:
             self.pool.discard(conn)
             self.fail_exchange(exchange, str(exc))
-            return "invalid"
-        self.pool.release(conn, resp) if outcome == "eof" else self.pool.discard(conn)
-        return "progressed" if got and outcome in ("eof", "dropped") else outcome
+            return STREAM_INVALID
+        self.pool.release(conn, resp) if outcome == STREAM_EOF else self.pool.discard(conn)
+        return STREAM_PROGRESSED if got and outcome in (STREAM_EOF, STREAM_DROPPED) else outcome
 
     # -- session expiry ----------------------------------------------------
 
@@ -4025,9 +4038,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
         while current():
             outcome = self._get_stream_once(parser, current)
-            if outcome == "stop":
+            if outcome == STREAM_STOP:
                 return
-            if outcome == "worked":
+            if outcome == STREAM_WORKED:
                 backoff.reset()
             elif backoff.failed():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
@@ -4037,7 +4050,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return
 
     def _get_stream_once(self, parser, current):
-        """One GET stream, read until it ends: 'worked', 'failed', or 'stop' (the server wants none,
+        """One GET stream, read until it ends: STREAM_WORKED, _FAILED or _STOP (the server wants none,
         the session expired, or a newer stream took over)."""
         import http.client
 
@@ -4047,7 +4060,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             conn, resp = self.http("GET", self.target, headers)
         except (OSError, http.client.HTTPException) as exc:
             log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
-            return "failed"
+            return STREAM_FAILED
         if resp.status != 200 or content_type(resp) != "text/event-stream":
             body = self.pool.drain(conn, resp)
             if resp.status == 405:
@@ -4057,12 +4070,12 @@ class StreamableHttpUpstream(RemoteUpstream):
             else:
                 log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
                 if not permanent_error(resp.status):
-                    return "failed"
-            return "stop"  # the server does not want one: no retries, no noise
+                    return STREAM_FAILED
+            return STREAM_STOP  # the server does not want one: no retries, no noise
         with self.lock:
             if not current():
                 self.pool.discard(conn)
-                return "stop"
+                return STREAM_STOP
             self.get_conn = conn
         parser.reset_stream()
         try:
@@ -4073,7 +4086,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.note("warning", "GET stream: %s; reconnecting" % exc)
         self.pool.discard(conn)
         log.debug("GET stream ended (%s)" % outcome)
-        return "worked" if worked else "failed"
+        return STREAM_WORKED if worked else STREAM_FAILED
 
     # -- auto-detect and shutdown ------------------------------------------
 
@@ -4165,7 +4178,7 @@ class SseUpstream(RemoteUpstream):
             kind, text = self._stream_once()
             if self.stopping.is_set():
                 return
-            if kind == "fatal":
+            if kind == STREAM_FATAL:
                 self.fatal = True
                 self.note("error", text)
                 self.report_exit(text)
@@ -4174,11 +4187,11 @@ class SseUpstream(RemoteUpstream):
             self.gate.hold("endpoint")
             self.endpoint = None
             gave_up = False
-            if kind == "dropped":
+            if kind == STREAM_DROPPED:
                 backoff.reset()
                 self.note("warning", "the SSE stream from %s dropped (%s); reconnecting" % (self.config.display_url, text))
             else:
-                gave_up = backoff.failed() or kind == "refused"
+                gave_up = backoff.failed() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
             self.fail_inflight("the SSE stream from the server dropped (%s); the request was abandoned" % text)
             if gave_up:
@@ -4188,7 +4201,7 @@ class SseUpstream(RemoteUpstream):
                 return
 
     def _stream_once(self):
-        """One GET: ('dropped', why) after an endpoint arrived, ('failed'|'refused'|'fatal', why) otherwise."""
+        """One GET: (STREAM_DROPPED, why) after an endpoint arrived, else (STREAM_FAILED, _REFUSED or _FATAL, why)."""
         import http.client
 
         headers = self.config.headers([("Accept", "text/event-stream"), ("Cache-Control", "no-cache")])
@@ -4196,13 +4209,13 @@ class SseUpstream(RemoteUpstream):
         try:
             conn, resp = self.http("GET", self.target, headers)
         except (OSError, http.client.HTTPException) as exc:
-            return "failed", describe_http_exception(exc, self.config)
+            return STREAM_FAILED, describe_http_exception(exc, self.config)
         if resp.status != 200 or content_type(resp) != "text/event-stream":
             body = self.pool.drain(conn, resp)
             text = http_error_text(resp.status, resp.reason, body)
             if resp.status == 200:
                 text += " (Content-Type %r, not an event stream)" % content_type(resp)
-            return ("refused" if permanent_error(resp.status) or resp.status == 200 else "failed"), text
+            return (STREAM_REFUSED if permanent_error(resp.status) or resp.status == 200 else STREAM_FAILED), text
         parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}
         endpoint_deadline = conn.deadline  # --timeout after the GET started
@@ -4225,13 +4238,14 @@ class SseUpstream(RemoteUpstream):
             outcome = str(exc)
         self.pool.discard(conn)
         if state["fatal"]:
-            return "fatal", state["fatal"]
+            return STREAM_FATAL, state["fatal"]
         if self.endpoint is None:
-            if outcome == "timeout":
-                return "failed", "no endpoint event within %g s (--timeout)" % self.config.timeout
-            return "failed", "no endpoint event (%s)" % outcome
-        return "dropped", {"eof": "closed by the server", "timeout": "no data for %g s (--sse-read-timeout)"
-                           % self.config.sse_read_timeout, "dropped": "connection lost"}.get(outcome, outcome)
+            if outcome == STREAM_TIMEOUT:
+                return STREAM_FAILED, "no endpoint event within %g s (--timeout)" % self.config.timeout
+            return STREAM_FAILED, "no endpoint event (%s)" % outcome
+        why = {STREAM_EOF: "closed by the server", STREAM_DROPPED: "connection lost",
+               STREAM_TIMEOUT: "no data for %g s (--sse-read-timeout)" % self.config.sse_read_timeout}
+        return STREAM_DROPPED, why.get(outcome, outcome)
 
     def _take_endpoint(self, data):
         from urllib.parse import urljoin, urlsplit
