@@ -6715,7 +6715,9 @@ class CatalogChecker:
     """Applies the rules to a catalog snapshot and collects Findings.
 
     The snapshot is ``{"initialize": result, "tools": [...], "prompts": [...],
-    "resources": [...], "resourceTemplates": [...]}``; pointers refer to it.
+    "resources": [...], "resourceTemplates": [...]}``, with ``"discover"``
+    (the server/discover result) instead of ``"initialize"`` for a server
+    checked in the modern era; pointers refer to it.
     """
 
     def __init__(self, server_name=None):
@@ -6729,6 +6731,8 @@ class CatalogChecker:
     def check(self, snapshot, requested_version=None):
         if "initialize" in snapshot:
             self.check_initialize(snapshot["initialize"], requested_version)
+        if "discover" in snapshot:
+            self.check_discover(snapshot["discover"])
         self.check_tools(snapshot.get("tools") or [])
         self.check_named_items(snapshot.get("prompts") or [], "prompts", "name")
         self.check_named_items(snapshot.get("resources") or [], "resources", "uri")
@@ -6757,6 +6761,14 @@ class CatalogChecker:
         info = result.get("serverInfo")
         if not isinstance(info, dict) or not isinstance(info.get("name"), str):
             self.add("error", "/initialize/serverInfo", "initialize result has no serverInfo.name")
+
+    def check_discover(self, result):
+        # fetch_catalog took it as a DiscoverResult: an object with supportedVersions.
+        if not isinstance(result.get("capabilities"), dict):
+            self.add("error", "/discover/capabilities", "server/discover result has no capabilities object")
+        if not isinstance((server_info(result) or {}).get("name"), str):
+            self.add("info", json_pointer("discover", "_meta", META_SERVER_INFO),
+                     "server/discover result names no server (clients show none)")
 
     def check_named_items(self, items, key, field):
         for index, item in enumerate(items):
@@ -7072,20 +7084,25 @@ class McpClient:
             self.exit_reason = description + ("; last stderr: " + " | ".join(tail) if tail else "")
             self.lock.notify_all()
 
-    def request(self, method, params=None):
-        """Send a request and wait for its response (OcxError when none comes)."""
+    def request(self, method, params=None, timeout=None):
+        """Send a request and wait up to ``timeout`` (default: the client's) for its response.
+
+        OcxError when none comes; ``exit_reason`` is set when that is
+        because the upstream is gone.
+        """
         with self.lock:
             self.next_id += 1
             msg_id = self.next_id
         self._send({"jsonrpc": "2.0", "id": msg_id, "method": method}, params)
-        deadline = time.monotonic() + self.timeout
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         with self.lock:
             while id_key(msg_id) not in self.responses:
                 if self.exit_reason:
                     raise OcxError("%s before answering %s" % (self.exit_reason, method))
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise OcxError("no answer to %s within %g s" % (method, self.timeout))
+                    raise OcxError("no answer to %s within %g s" % (method, timeout))
                 self.lock.wait(left)
             return self.responses.pop(id_key(msg_id))
 
@@ -7115,38 +7132,105 @@ class McpClient:
         self.loop.stop()
 
 
-def fetch_catalog(client, protocol_version=LATEST_HANDSHAKE_VERSION):
-    """initialize, initialized, then every page of each declared list; returns (snapshot, timings)."""
-    timings = {}
-    started = time.monotonic()
-    reply = client.request("initialize", {"protocolVersion": protocol_version, "capabilities": {},
-                                          "clientInfo": {"name": "ocx-proxy-check", "version": __version__}})
-    timings["initialize"] = round((time.monotonic() - started) * 1000, 1)
-    if "error" in reply:
-        raise OcxError("initialize failed: %s" % dumps(reply["error"])[:300])
-    result = reply.get("result")
-    snapshot = {"initialize": result}
-    client.notify("notifications/initialized")
-    capabilities = result.get("capabilities") if isinstance(result, dict) else None
+# What check asks a server for: the revisions without a handshake (newest
+# first) through server/discover, then the others through initialize.
+MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if not version_has(v, "handshake"))
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+# A legacy server may never answer a request sent before initialize (the spec
+# allows it), so the probe waits this long at most before falling back.
+DISCOVER_TIMEOUT = 5.0
+CHECK_CLIENT_INFO = {"name": "ocx-proxy-check", "version": __version__}
+
+
+def fetch_catalog(client):
+    """Connect like a dual-era client, then fetch every page of each declared list.
+
+    Returns (snapshot, timings, problems, protocol).  ``server/discover``
+    goes first; a result listing a modern version we know means the modern
+    era: no initialize, and every request names that version in ``_meta``.
+    Any other answer, or none within DISCOVER_TIMEOUT, means the legacy era:
+    initialize, asking for the newest version the server listed (in its
+    result or its UnsupportedProtocolVersion error), else our newest.
+    ``protocol`` is {"era", "requested", "version", "supported"}; supported
+    is None when the server did not say.
+    """
+    timings, problems = {}, []
+    meta = {META_VERSION: MODERN_PROTOCOL_VERSIONS[0], META_CLIENT_CAPABILITIES: {},
+            META_CLIENT_INFO: CHECK_CLIENT_INFO}
+    discovered, supported = probe_discover(client, meta, timings)
+    modern = [v for v in MODERN_PROTOCOL_VERSIONS if v in (supported or ())]
+    if discovered is not None and modern:
+        meta[META_VERSION] = modern[0]
+        snapshot = {"discover": discovered}
+        protocol = {"era": "modern", "requested": modern[0], "version": modern[0], "supported": supported}
+        capabilities = discovered.get("capabilities")
+    else:
+        legacy = [v for v in SERVED_PROTOCOL_VERSIONS if v in (supported or ())]
+        if supported and not legacy:
+            raise OcxError("the server supports protocol %s; ocx-proxy check speaks %s"
+                           % (", ".join(supported), ", ".join(PROTOCOL_VERSIONS)))
+        requested = legacy[0] if legacy else LATEST_HANDSHAKE_VERSION
+        result = initialize_legacy(client, requested, timings)
+        meta, snapshot = None, {"initialize": result}
+        result = result if isinstance(result, dict) else {}
+        protocol = {"era": "legacy", "requested": requested, "version": result.get("protocolVersion"),
+                    "supported": supported}
+        capabilities = result.get("capabilities")
     capabilities = capabilities if isinstance(capabilities, dict) else {}
-    problems = []
     for method, key, capability in (("tools/list", "tools", "tools"), ("prompts/list", "prompts", "prompts"),
                                     ("resources/list", "resources", "resources"),
                                     ("resources/templates/list", "resourceTemplates", "resources")):
         if capability not in capabilities:
             continue
         started = time.monotonic()
-        items, pages = fetch_pages(client, method, key, problems)
+        items, pages = fetch_pages(client, method, key, problems, meta)
         timings[method] = {"ms": round((time.monotonic() - started) * 1000, 1), "pages": pages}
         snapshot[key] = items
-    return snapshot, timings, problems
+    return snapshot, timings, problems, protocol
 
 
-def fetch_pages(client, method, key, problems):
-    """All pages of one list method; repeated cursors and bad shapes become problems (Findings)."""
+def probe_discover(client, meta, timings):
+    """The server/discover probe: (its result or None, the versions the server named or None)."""
+    started = time.monotonic()
+    try:
+        reply = client.request("server/discover", {"_meta": meta}, min(client.timeout, DISCOVER_TIMEOUT))
+    except OcxError:
+        if client.exit_reason:
+            raise
+        return None, None
+    finally:
+        timings["server/discover"] = round((time.monotonic() - started) * 1000, 1)
+    result, error = reply.get("result"), reply.get("error")
+    if isinstance(result, dict) and isinstance(result.get("supportedVersions"), list):
+        return result, [v for v in result["supportedVersions"] if isinstance(v, str)]
+    data = error.get("data") if isinstance(error, dict) and error.get("code") == UNSUPPORTED_PROTOCOL_VERSION else None
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return None, ([v for v in supported if isinstance(v, str)] if isinstance(supported, list) else None)
+
+
+def initialize_legacy(client, version, timings):
+    """initialize asking for ``version``, then initialized; returns the result (OcxError on an error)."""
+    started = time.monotonic()
+    reply = client.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                          "clientInfo": CHECK_CLIENT_INFO})
+    timings["initialize"] = round((time.monotonic() - started) * 1000, 1)
+    if "error" in reply:
+        raise OcxError("initialize failed: %s" % dumps(reply["error"])[:300])
+    client.notify("notifications/initialized")
+    return reply.get("result")
+
+
+def fetch_pages(client, method, key, problems, meta=None):
+    """All pages of one list method; repeated cursors and bad shapes become problems (Findings).
+
+    Each request carries ``meta`` as its ``_meta`` when given (the modern era).
+    """
     items, cursors, cursor, pages = [], set(), None, 0
     while pages < MAX_LIST_PAGES:
-        reply = client.request(method, {"cursor": cursor} if cursor is not None else {})
+        params = {"cursor": cursor} if cursor is not None else {}
+        if meta is not None:
+            params["_meta"] = meta
+        reply = client.request(method, params)
         pages += 1
         if "error" in reply:
             # Many servers that declare resources predate resource templates: not fatal for clients.
@@ -7190,14 +7274,24 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
     raise OcxError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
 
 
-def check_report_json(snapshot, findings, checker, timings, client):
+def server_info(result):
+    """The serverInfo of an initialize result, or of a modern result's ``_meta``; None if it has none."""
+    if not isinstance(result, dict):
+        return None
+    meta = result.get("_meta")
+    info = result.get("serverInfo", meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None)
+    return info if isinstance(info, dict) else None
+
+
+def check_report_json(snapshot, findings, checker, timings, client, protocol=None):
+    """The --json report; ``protocol`` as fetch_catalog returns it (None for a file)."""
     shown = [f for f in findings if f.affects(client)]
-    initialize = snapshot["initialize"] if isinstance(snapshot.get("initialize"), dict) else {}
-    info = initialize.get("serverInfo")
+    first = snapshot.get("initialize", snapshot.get("discover"))
     return {
         "version": 1,
-        "server": info if isinstance(info, dict) else None,
-        "protocolVersion": initialize.get("protocolVersion"),
+        "server": server_info(first),
+        "protocolVersion": protocol["version"] if protocol else None,
+        "protocol": protocol,
         "counts": {key: len(snapshot.get(key) or []) for key in ("tools", "prompts", "resources", "resourceTemplates")},
         "timings": timings,
         "cursorMcpToolsBytes": checker.cursor_bytes,
@@ -7215,8 +7309,12 @@ def check_report_text(report):
     lines.append("ocx-proxy check: %s%s — %d tools, %d prompts, %d resources, %d templates" % (
         server.get("name", "catalog file"), (" " + str(server["version"])) if server.get("version") else "",
         counts["tools"], counts["prompts"], counts["resources"], counts["resourceTemplates"]))
-    if report["protocolVersion"]:
-        lines.append("  protocol %s" % report["protocolVersion"])
+    protocol = report["protocol"]
+    if protocol:
+        lines.append("  protocol %s, %s era (%s); %s" % (
+            protocol["version"], protocol["era"], "server/discover" if protocol["era"] == "modern" else "initialize",
+            "server supports " + ", ".join(protocol["supported"]) if protocol["supported"] is not None
+            else "no server/discover result"))
     if report["timings"]:
         parts = []
         for method, value in report["timings"].items():
@@ -7243,19 +7341,19 @@ def check_report_text(report):
     return "\n".join(lines) + "\n"
 
 
-def run_check(snapshot, timings, problems, server_name, client, as_json, out, requested_version=None):
+def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None):
     """Check a snapshot and print the report; returns 1 when errors were found, else 0."""
-    if server_name is None and isinstance(snapshot.get("initialize"), dict):
-        info = snapshot["initialize"].get("serverInfo")
-        server_name = info.get("name") if isinstance(info, dict) and isinstance(info.get("name"), str) else None
+    if server_name is None:
+        info = server_info(snapshot.get("initialize", snapshot.get("discover"))) or {}
+        server_name = info.get("name") if isinstance(info.get("name"), str) else None
     checker = CatalogChecker(server_name)
-    findings = list(problems) + checker.check(snapshot, requested_version)
+    findings = list(problems) + checker.check(snapshot, protocol and protocol["requested"])
     if server_name is None and snapshot.get("tools"):
         findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
                                 "mcp.json too: pass --server-name NAME to check it exactly"
                                 % CLIENT_FACTS["cursor"]["name_chars"],
                                 ("cursor",)))
-    report = check_report_json(snapshot, findings, checker, timings, client)
+    report = check_report_json(snapshot, findings, checker, timings, client, protocol)
     out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
     return 1 if report["summary"]["error"] else 0
 
@@ -8224,12 +8322,12 @@ def cmd_check(args):
                          % ("both" if transport else "neither"))
     try:
         if args.file:
-            snapshot, timings, problems = load_catalog_file(args.file, args.max_input_bytes), {}, []
+            snapshot, timings, problems, protocol = load_catalog_file(args.file, args.max_input_bytes), {}, [], None
         else:
             client = McpClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0, "ocx-proxy check")
             client.start()
             try:
-                snapshot, timings, problems = fetch_catalog(client)
+                snapshot, timings, problems, protocol = fetch_catalog(client)
             finally:
                 client.close()
     except OcxError as exc:
@@ -8237,16 +8335,16 @@ def cmd_check(args):
             raise
         sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
         return 2
-    requested = None if args.file else LATEST_HANDSHAKE_VERSION
-    return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, requested)
+    return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
                        usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | stdio [--env ...] "
                              "-- COMMAND [ARGS...] | streamable-http|sse|auto --url URL [--header ...])",
-                       description="Connect like a client (initialize, then every page of tools, prompts, "
-                                   "resources and templates), or read a saved catalog, and report each problem "
+                       description="Connect like a client (server/discover, else initialize; then every page "
+                                   "of tools, prompts, resources and templates), or read a saved catalog, and "
+                                   "report each problem "
                                    "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
                                    "found, 2 could not connect.")
     p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "

@@ -37,7 +37,7 @@ def test_clean_catalog_exits_0_with_no_findings():
     assert status == 0 and report["findings"] == []
     assert report["counts"] == {"tools": 2, "prompts": 1, "resources": 0, "resourceTemplates": 0}
     assert report["server"] == {"name": "catalog", "version": "1"} and report["protocolVersion"] == "2025-11-25"
-    assert set(report["timings"]) == {"initialize", "tools/list", "prompts/list"}
+    assert set(report["timings"]) == {"server/discover", "initialize", "tools/list", "prompts/list"}
     assert report["cursorMcpToolsBytes"] > 0 and report["summary"] == {"error": 0, "warning": 0, "info": 0}
 
 
@@ -136,8 +136,8 @@ def test_connection_failures_exit_2_with_the_reason(args, status, needle):
 
 def test_json_report_schema_is_stable():
     _, report, _ = run_check("required_missing")
-    assert sorted(report) == ["client", "counts", "cursorMcpToolsBytes", "findings", "protocolVersion", "server",
-                              "summary", "timings", "version"]
+    assert sorted(report) == ["client", "counts", "cursorMcpToolsBytes", "findings", "protocol", "protocolVersion",
+                              "server", "summary", "timings", "version"]
     assert sorted(report["findings"][0]) == ["clients", "message", "pointer", "severity", "tool"]
     assert report["version"] == 1
 
@@ -148,6 +148,89 @@ def test_json_pointer_escaping_and_resolution():
     assert op.resolve_pointer(doc, "/a~1b/m~0n/3") == "x"
     with pytest.raises(KeyError):
         op.resolve_pointer(doc, "/missing")
+
+
+# -- eras: server/discover first, initialize as the fallback --------------------
+
+def check_era(tmp_path, *extra, **options):
+    """check --json over stdio against the clean catalog served with ``options``; (status, report, err, log)."""
+    with open(os.path.join(CATALOGS, "clean.json"), encoding="utf-8") as handle:
+        spec = json.load(handle)
+    spec.update(options, log=str(tmp_path / "requests.log"))
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json"] + list(extra) +
+                          ["stdio", "--", sys.executable, SERVER, str(path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    log = [json.loads(line) for line in (tmp_path / "requests.log").read_text().splitlines()]
+    report = json.loads(proc.stdout.decode("utf-8")) if proc.stdout.strip() else None
+    return proc.returncode, report, proc.stderr.decode("utf-8"), log
+
+
+@pytest.mark.parametrize("era", ["dual", "modern"])
+def test_modern_server_is_checked_without_initialize(tmp_path, era):
+    status, report, err, log = check_era(tmp_path, era=era)
+    assert status == 0 and report["findings"] == [], err
+    assert [(r["method"], r["version"]) for r in log] == [
+        ("server/discover", "2026-07-28"), ("tools/list", "2026-07-28"), ("prompts/list", "2026-07-28")]
+    assert report["protocol"] == {"era": "modern", "requested": "2026-07-28", "version": "2026-07-28",
+                                  "supported": ["2026-07-28", "2025-11-25"]}
+    assert report["protocolVersion"] == "2026-07-28" and report["server"] == {"name": "catalog", "version": "1"}
+    assert report["counts"] == {"tools": 2, "prompts": 1, "resources": 0, "resourceTemplates": 0}
+    assert set(report["timings"]) == {"server/discover", "tools/list", "prompts/list"}
+
+
+def test_legacy_server_refusing_discover_is_checked_with_initialize(tmp_path):
+    status, report, err, log = check_era(tmp_path)
+    assert status == 0 and report["findings"] == [], err
+    assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
+    assert [r["version"] for r in log] == ["2026-07-28", None, None, None]
+    assert report["protocol"] == {"era": "legacy", "requested": "2025-11-25", "version": "2025-11-25",
+                                  "supported": None}
+
+
+def test_legacy_server_that_never_answers_discover_costs_only_the_probe(tmp_path):
+    status, report, err, log = check_era(tmp_path, "--timeout", "1", discover_error="silent")
+    assert status == 0 and report["protocol"]["era"] == "legacy", err
+    assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
+    assert 1000 <= report["timings"]["server/discover"] < 3000
+
+
+@pytest.mark.parametrize("options,requested,supported", [
+    ({"discover_error": -32022, "supported": ["2025-06-18", "2025-03-26"]}, "2025-06-18", ["2025-06-18", "2025-03-26"]),
+    ({"era": "dual", "supported": ["2025-06-18"]}, "2025-06-18", ["2025-06-18"]),
+], ids=["unsupported-version-error", "discover-lists-only-legacy"])
+def test_versions_the_server_names_choose_the_initialize_version(tmp_path, options, requested, supported):
+    status, report, err, log = check_era(tmp_path, **options)
+    assert status == 0, err
+    assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
+    assert report["protocol"] == {"era": "legacy", "requested": requested, "version": requested,
+                                  "supported": supported}
+
+
+def test_discover_result_without_capabilities_or_server_name_is_a_finding(tmp_path):
+    status, report, err, _ = check_era(tmp_path, era="modern", discover={"capabilities": None, "_meta": {}})
+    assert status == 1 and report["server"] is None, err
+    assert pointers(report) == [("/discover/capabilities", "error"),
+                                ("/discover/_meta/io.modelcontextprotocol~1serverInfo", "info")]
+
+
+def test_server_supporting_no_version_we_know_exits_2(tmp_path):
+    status, report, err, _ = check_era(tmp_path, era="modern", supported=["2099-01-01"])
+    assert status == 2 and report is None and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "the server supports protocol 2099-01-01" in err, err
+
+
+def test_human_report_names_the_era_and_the_supported_versions(tmp_path):
+    spec = tmp_path / "spec.json"
+    for era, line in (("dual", "  protocol 2026-07-28, modern era (server/discover); "
+                               "server supports 2026-07-28, 2025-11-25"),
+                      ("legacy", "  protocol 2025-11-25, legacy era (initialize); no server/discover result")):
+        spec.write_text(json.dumps({"tools": [], "era": era}))
+        proc = subprocess.run([sys.executable, PROXY, "check", "stdio", "--", sys.executable, SERVER, str(spec)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.decode("utf-8").splitlines()[1] == line
 
 
 # -- remote transports ----------------------------------------------------------
