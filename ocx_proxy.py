@@ -4452,14 +4452,19 @@ class RelayOptions:
 
 
 class Pending:
-    """A client request the upstream has not answered yet."""
+    """A client request the upstream has not answered yet.
 
-    __slots__ = ("msg_id", "method", "params", "started", "timer")
+    ``params`` are kept only where a preview needs them (resources/read);
+    ``version`` is the one the request names in ``_meta`` (2026-07-28 on), else None.
+    """
 
-    def __init__(self, msg_id, method, params, started):
+    __slots__ = ("msg_id", "method", "params", "version", "started", "timer")
+
+    def __init__(self, msg_id, method, params, version, started):
         self.msg_id = msg_id
         self.method = method
         self.params = params
+        self.version = version
         self.started = started
         self.timer = None
 
@@ -4746,7 +4751,7 @@ class Relay:
             if method == "initialize":
                 self.initialize_ok = False
             params = msg.get("params") if method == "resources/read" else None
-            pending = Pending(msg["id"], method, params, time.monotonic())
+            pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
             if self.options.request_timeout > 0:
                 pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
             self.pending[id_key(msg["id"])] = pending
@@ -5098,8 +5103,7 @@ class Relay:
         here: it gets the session's version; its shape is the same in every
         revision, so nothing about it depends on guessing better.
         """
-        version = request_version(pending.params) if pending is not None else None
-        return version or self.protocol_version
+        return (pending.version if pending is not None else None) or self.protocol_version
 
     def _log_spill(self, method, msg_id, size, files):
         log.info("spilled %s response %r (%d bytes) to %s" % (method or "?", msg_id, size, files.txt_path))
