@@ -1503,9 +1503,9 @@ class Spill:
         if kind == "notification" and msg.get("method") != "notifications/message":
             return None
         if kind == "response" and "result" in msg and never_spilled(method, msg["result"]):
-            result_type = msg["result"].get("resultType", "complete") if isinstance(msg["result"], dict) else None
+            result_type = msg["result"].get("resultType") if isinstance(msg["result"], dict) else None
             log.warning("%s response%s of %d characters is over --max-response-chars but is never rewritten"
-                        % (method, "" if result_type in (None, "complete") else " (resultType %s)" % result_type,
+                        % (method, " (resultType %s)" % result_type if result_type not in (None, "complete") else "",
                            original_chars if line is None else len(line)))
             return None
         text = readable_text(msg, method)
@@ -1556,7 +1556,9 @@ class PreviewBuilder:
 
         Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
         keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
-        the marker.  The last resort is an error naming the output directory.
+        the marker.  No level drops a field the schema of the request's
+        revision requires (``modern_fields``).  The last resort is an error
+        naming the output directory.
         """
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result

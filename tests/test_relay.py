@@ -977,3 +977,15 @@ def test_a_fault_while_spilling_a_saved_answer_still_answers_its_request(tmp_pat
     assert first["id"] == 5 and first["error"]["code"] == -32603 and "injected fault" in first["error"]["message"]
     assert second["params"]["data"] == "after"
     assert relay.close() == 0
+
+
+def test_answers_saved_before_parsing_keep_their_era(relay_factory):
+    # Lines of 8 MB and more are saved first and parsed later (Relay._spill_later).
+    relay = relay_factory()
+    reply, _ = relay.request("tools/call", modern({"name": "big", "arguments": {"n": 9 * 2 ** 20}}), timeout=30)
+    assert reply["result"]["resultType"] == "complete" and SERVER_INFO_KEY in reply["result"]["_meta"]
+    reply, _ = relay.request("tools/call", modern({"name": "ask_input", "arguments": {"n": 9 * 2 ** 20}}), timeout=30)
+    assert len(reply["result"]["inputRequests"]["confirm"]["params"]["message"]) == 9 * 2 ** 20
+    relay.close()
+    spill_dir = os.path.dirname(json.loads(relay.raw_lines[0])["result"]["_meta"]["ocx-proxy/spill"]["json"])
+    assert len(os.listdir(spill_dir)) == 2  # the tool result's .json and .txt; nothing left of the interim one
