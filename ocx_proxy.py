@@ -989,7 +989,11 @@ PREVIEW_CHARS = 4000
 RETENTION_DAYS = 7
 # Responses to these methods keep a session alive or describe it: rewriting them
 # would break the client, so an oversized one is forwarded with a warning.
-NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel"])
+NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel", "server/discover",
+                         "subscriptions/listen"])
+# Methods whose result is another method's, spilled with that one's preview:
+# 2025-11-25's tasks/result answers with the tool's own CallToolResult.
+SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+$")
 MIME_EXTENSIONS = {
@@ -1010,8 +1014,32 @@ def _write_all(fd, data):
             view = view[os.write(fd, view):]
 
 
-def never_spilled(method):
-    return method in NEVER_SPILL or (method or "").endswith("/list")
+def never_spilled(method, result=None):
+    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten.
+
+    Lifecycle and catalog answers describe the session; an interim result
+    (``resultType`` other than "complete": input_required, task) or a task
+    waiting for input carries what the client must act on.  Only a final
+    result may become a preview.
+    """
+    if method in NEVER_SPILL or (method or "").endswith("/list"):
+        return True
+    if not isinstance(result, dict):
+        return False
+    return (result.get("resultType", "complete") != "complete"
+            or (method == "tasks/get" and result.get("status") == "input_required"))
+
+
+def task_tool_result(method, result):
+    """The final CallToolResult a tasks/get result embeds (a completed task), else None.
+
+    The tasks extension of 2026-07-28 inlines it as ``result``; the tasks/get
+    of 2025-11-25 never carries one.
+    """
+    if method != "tasks/get" or not isinstance(result, dict) or result.get("status") != "completed":
+        return None
+    inner = result.get("result")
+    return inner if isinstance(inner, dict) and isinstance(inner.get("content"), list) else None
 
 
 def file_uri(path, windows=IS_WINDOWS):
@@ -1141,6 +1169,8 @@ def readable_text(msg, method):
         out.parts.append(data) if isinstance(data, str) else out.add_json(data)
         return out
     result = msg.get("result")
+    inner = task_tool_result(method, result)
+    method, result = ("tools/call", inner) if inner is not None else (SPILL_AS.get(method, method), result)
     if not isinstance(result, dict):
         out.add_json(result)
     elif method == "tools/call" and isinstance(result.get("content"), list):
@@ -1472,9 +1502,11 @@ class Spill:
             return None
         if kind == "notification" and msg.get("method") != "notifications/message":
             return None
-        if kind == "response" and "result" in msg and never_spilled(method):
-            log.warning("%s response of %d characters is over --max-response-chars but is never rewritten"
-                        % (method, original_chars if line is None else len(line)))
+        if kind == "response" and "result" in msg and never_spilled(method, msg["result"]):
+            result_type = msg["result"].get("resultType") if isinstance(msg["result"], dict) else None
+            log.warning("%s response%s of %d characters is over --max-response-chars but is never rewritten"
+                        % (method, " (resultType %s)" % result_type if result_type not in (None, "complete") else "",
+                           original_chars if line is None else len(line)))
             return None
         text = readable_text(msg, method)
         try:
@@ -1493,13 +1525,20 @@ class Spill:
 
 
 class PreviewBuilder:
-    """Builds the replacement message for one spilled message at a given preview size."""
+    """Builds the replacement message for one spilled message at a given preview size.
+
+    ``protocol_version`` is the version of the request answered: a result of
+    2026-07-28 or later must say ``resultType`` and keep the fields its schema
+    requires; an older one is built as it always was.
+    """
 
     def __init__(self, msg, method, request_params, protocol_version, files, original_chars):
         self.msg = msg
-        self.method = method
+        self.method = SPILL_AS.get(method, method)
+        self.task_result = task_tool_result(method, msg.get("result"))
         self.request_params = request_params if isinstance(request_params, dict) else {}
         self.protocol_version = protocol_version
+        self.modern = version_has(protocol_version, "result_type")
         self.files = files
         self.original_chars = original_chars
 
@@ -1517,7 +1556,9 @@ class PreviewBuilder:
 
         Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
         keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
-        the marker.  The last resort is an error naming the output directory.
+        the marker.  No level drops a field the schema of the request's
+        revision requires (``modern_fields``).  The last resort is an error
+        naming the output directory.
         """
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
@@ -1548,7 +1589,10 @@ class PreviewBuilder:
         if "error" in msg or message_kind(msg) == "notification":
             return self.build_error_or_log(preview, meta)
         result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
-        if self.method == "tools/call":
+        if self.task_result is not None:  # a completed task: the task as it is, its tool result previewed
+            new = dict(result)
+            new["result"] = self.build_tool_result(self.task_result, preview, level)
+        elif self.method == "tools/call":
             new = self.build_tool_result(result, preview, level)
         elif self.method == "resources/read":
             uri = self.request_params.get("uri") or file_uri(self.files.txt_path)
@@ -1561,9 +1605,29 @@ class PreviewBuilder:
             message = "response of %d characters exceeded --max-response-chars; saved to %s (text: %s)" % (
                 self.original_chars, self.files.json_path, self.files.txt_path)
             return error_response(msg.get("id"), UPSTREAM_ERROR, message, meta)
+        if self.modern:
+            meta = self.modern_fields(new, result, meta)
         if meta is not None:
             new["_meta"] = meta
         return result_response(msg.get("id"), new)
+
+    def modern_fields(self, new, result, meta):
+        """Give ``new`` what a 2026-07-28 result requires; returns the ``_meta`` to set.
+
+        The original's ``_meta`` (the server's identity) is kept, merged under
+        ours; when the levels of ``fit`` drop ours, only the identity stays.
+        resources/read must say ``ttlMs`` and ``cacheScope``: the original's,
+        or no caching when it has none.
+        """
+        new["resultType"] = "complete"
+        if self.method == "resources/read":
+            new["ttlMs"] = result.get("ttlMs", 0)
+            new["cacheScope"] = result.get("cacheScope", "private")
+        original = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+        merged = dict(original) if meta is not None else {
+            key: value for key, value in original.items() if key == META_SERVER_INFO}
+        merged.update(meta or {})
+        return merged or None
 
     def build_tool_result(self, result, preview, level):
         content = [{"type": "text", "text": preview}]
@@ -4404,14 +4468,19 @@ class RelayOptions:
 
 
 class Pending:
-    """A client request the upstream has not answered yet."""
+    """A client request the upstream has not answered yet.
 
-    __slots__ = ("msg_id", "method", "params", "started", "timer")
+    ``params`` are kept only where a preview needs them (resources/read);
+    ``version`` is the one the request names in ``_meta`` (2026-07-28 on), else None.
+    """
 
-    def __init__(self, msg_id, method, params, started):
+    __slots__ = ("msg_id", "method", "params", "version", "started", "timer")
+
+    def __init__(self, msg_id, method, params, version, started):
         self.msg_id = msg_id
         self.method = method
         self.params = params
+        self.version = version
         self.started = started
         self.timer = None
 
@@ -4698,7 +4767,7 @@ class Relay:
             if method == "initialize":
                 self.initialize_ok = False
             params = msg.get("params") if method == "resources/read" else None
-            pending = Pending(msg["id"], method, params, time.monotonic())
+            pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
             if self.options.request_timeout > 0:
                 pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
             self.pending[id_key(msg["id"])] = pending
@@ -4887,7 +4956,7 @@ class Relay:
             self.spill.discard(saved)
             return
         try:
-            rewritten = self.spill.rewrite(None, msg, pending.method, pending.params, self.protocol_version,
+            rewritten = self.spill.rewrite(None, msg, pending.method, pending.params, self._version_of(pending),
                                            chars, saved=saved)
         except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
             log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
@@ -5034,12 +5103,23 @@ class Relay:
                 return compact, None
         method = pending.method if pending else None
         params = pending.params if pending else None
-        rewritten = self.spill.rewrite(line, msg, method, params, self.protocol_version, chars)
+        rewritten = self.spill.rewrite(line, msg, method, params, self._version_of(pending), chars)
         if rewritten is None:
             return None, None
         out, files = rewritten
         self._log_spill(method or msg.get("method"), msg.get("id"), len(line), files)
         return out, files
+
+    def _version_of(self, pending):
+        """The MCP version a spilled message is answered in: its request's, else the session's.
+
+        A 2026-07-28 request names its version in ``_meta``, and one relay may
+        carry both eras (a server/discover probe, then an initialize fallback),
+        so the request decides.  A notification (a log line) has no request
+        here: it gets the session's version; its shape is the same in every
+        revision, so nothing about it depends on guessing better.
+        """
+        return (pending.version if pending is not None else None) or self.protocol_version
 
     def _log_spill(self, method, msg_id, size, files):
         log.info("spilled %s response %r (%d bytes) to %s" % (method or "?", msg_id, size, files.txt_path))

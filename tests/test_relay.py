@@ -174,6 +174,78 @@ def test_catalog_responses_are_never_rewritten(relay_factory):
     assert "never rewritten" in relay.stderr
 
 
+# -- issue 12: each request answered in its own era ------------------------------
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
+
+def modern(params=None):
+    """``params`` of a 2026-07-28 request: the version and capabilities ride in _meta."""
+    return dict(params or {}, _meta=dict(MODERN_META))
+
+
+def test_both_eras_on_one_relay_get_previews_of_their_own_era(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode], ["--instructions-chars", "30000"])
+    discover, _ = relay.request("server/discover", modern())  # the auto client's probe: never rewritten
+    assert len(discover["result"]["instructions"]) == 30000 and discover["result"]["resultType"] == "complete"
+    reply = relay.call("big", {"n": 50000})
+    # No initialize yet and a request without _meta: the legacy shape, as before.
+    assert "resultType" not in reply["result"]
+    reply, _ = relay.request("tools/call", modern({"name": "big", "arguments": {"n": 50000}}))
+    result = reply["result"]
+    assert result["resultType"] == "complete" and {"content", "resultType"} <= set(result)
+    assert result["_meta"][SERVER_INFO_KEY] == {"name": "fixture", "version": "1"}
+    assert "ocx-proxy/spill" in result["_meta"]
+    assert [block["type"] for block in result["content"]] == ["text", "resource_link"]
+    reply, _ = relay.request("resources/read", modern({"uri": "test://thing", "n": 50000}))
+    result = reply["result"]
+    assert {"contents", "resultType", "ttlMs", "cacheScope"} <= set(result)
+    assert (result["ttlMs"], result["cacheScope"], result["resultType"]) == (60000, "public", "complete")
+    assert result["contents"][0]["uri"] == "test://thing" and SERVER_INFO_KEY in result["_meta"]
+    reply, _ = relay.request("prompts/get", modern({"name": "p"}))
+    assert reply["result"]["resultType"] == "complete" and reply["result"]["messages"][0]["role"] == "user"
+    # The fallback: a legacy session on the same relay keeps legacy previews...
+    assert len(relay.initialize("2025-03-26")["result"]["instructions"]) == 30000
+    legacy = relay.call("big", {"n": 50000})["result"]
+    assert "resultType" not in legacy and set(legacy["_meta"]) == {"ocx-proxy/spill"}
+    assert [block["type"] for block in legacy["content"]] == ["text"]  # 2025-03-26 has no resource_link
+    legacy, _ = relay.request("resources/read", {"uri": "test://thing", "n": 50000})
+    assert "ttlMs" not in legacy["result"] and "resultType" not in legacy["result"]
+    # ...while a request naming 2026-07-28 is still answered in its own era.
+    reply, _ = relay.request("tools/call", modern({"name": "big", "arguments": {"n": 50000}}))
+    assert reply["result"]["resultType"] == "complete" and reply["result"]["content"][1]["type"] == "resource_link"
+    assert relay.close() == 0
+
+
+def test_an_input_required_result_is_forwarded_untouched_with_one_warning(relay_factory):
+    relay = relay_factory()
+    reply, _ = relay.request("tools/call", modern({"name": "ask_input", "arguments": {"n": 20000}}))
+    result = reply["result"]
+    assert result["resultType"] == "input_required" and result["requestState"] == "state-1"
+    assert result["inputRequests"]["confirm"]["params"]["message"] == "Q" * 20000
+    assert "ocx-proxy/spill" not in result["_meta"]
+    relay.close()
+    warnings = [line for line in relay.stderr.splitlines() if "never rewritten" in line]
+    assert len(warnings) == 1 and "input_required" in warnings[0]
+
+
+def test_tasks_result_and_a_completed_task_are_spilled_as_tool_results(relay_factory):
+    relay = relay_factory()
+    relay.initialize("2025-11-25")
+    reply, _ = relay.request("tasks/result", {"taskId": "t1"})
+    result = reply["result"]
+    assert "error" not in reply and result["isError"] is False
+    assert result["content"][0]["text"].startswith("TTT") and result["content"][1]["type"] == "resource_link"
+    assert "ocx-proxy/spill" in result["_meta"]
+    reply, _ = relay.request("tasks/get", modern({"taskId": "t2"}))
+    task = reply["result"]
+    assert (task["taskId"], task["status"], task["resultType"]) == ("t2", "completed", "complete")
+    assert task["result"]["content"][0]["text"].startswith("GGG") and "ocx-proxy/spill" in task["_meta"]
+    assert len(relay.raw_lines[-1]) <= 10001
+    relay.close()
+
+
 def test_spill_disabled_with_zero(relay_factory):
     relay = relay_factory(["--max-response-chars", "0"])
     relay.initialize()
@@ -905,3 +977,15 @@ def test_a_fault_while_spilling_a_saved_answer_still_answers_its_request(tmp_pat
     assert first["id"] == 5 and first["error"]["code"] == -32603 and "injected fault" in first["error"]["message"]
     assert second["params"]["data"] == "after"
     assert relay.close() == 0
+
+
+def test_answers_saved_before_parsing_keep_their_era(relay_factory):
+    # Lines of 8 MB and more are saved first and parsed later (Relay._spill_later).
+    relay = relay_factory()
+    reply, _ = relay.request("tools/call", modern({"name": "big", "arguments": {"n": 9 * 2 ** 20}}), timeout=30)
+    assert reply["result"]["resultType"] == "complete" and SERVER_INFO_KEY in reply["result"]["_meta"]
+    reply, _ = relay.request("tools/call", modern({"name": "ask_input", "arguments": {"n": 9 * 2 ** 20}}), timeout=30)
+    assert len(reply["result"]["inputRequests"]["confirm"]["params"]["message"]) == 9 * 2 ** 20
+    relay.close()
+    spill_dir = os.path.dirname(json.loads(relay.raw_lines[0])["result"]["_meta"]["ocx-proxy/spill"]["json"])
+    assert len(os.listdir(spill_dir)) == 2  # the tool result's .json and .txt; nothing left of the interim one

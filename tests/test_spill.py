@@ -111,7 +111,7 @@ def oversized_messages(draw):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(oversized_messages(), st.integers(min_value=500, max_value=20000), st.integers(min_value=0, max_value=30000),
-       st.sampled_from([None, "2025-03-26", "2025-06-18", "2025-11-25"]))
+       st.sampled_from([None, "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]))
 def test_every_rewritten_message_fits_and_is_valid(tmp_path, sample, max_chars, preview_chars, version):
     msg, method = sample
     line = spill_line(msg)
@@ -129,6 +129,9 @@ def test_every_rewritten_message_fits_and_is_valid(tmp_path, sample, max_chars, 
         assert new["method"] == "notifications/message" and "data" in new["params"]
     if method == "tools/call" and "result" in new:
         assert new["result"]["content"][0]["type"] == "text"
+    if "result" in new:  # the fields the schema of the request's revision requires
+        required = (MODERN_REQUIRED if version == "2026-07-28" else LEGACY_REQUIRED).get(method, ())
+        assert set(required) <= set(new["result"])
     with open(files.json_path, "rb") as handle:
         assert handle.read() == line
     # The preview text is made of whole characters of the original text.
@@ -152,6 +155,85 @@ def test_lifecycle_and_requests_are_never_rewritten(tmp_path):
     progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"message": "y" * 2000}}
     assert spill.rewrite(spill_line(progress), progress, None) is None
     assert not os.listdir(str(tmp_path))
+
+
+# -- eras: previews valid in the revision of the request answered ----------------
+
+# The fields each result's schema requires, written from schema/<version>/schema.json.
+LEGACY_REQUIRED = {"tools/call": {"content"}, "resources/read": {"contents"}, "prompts/get": {"messages"}}
+MODERN_REQUIRED = {"tools/call": {"content", "resultType"},
+                   "resources/read": {"contents", "resultType", "ttlMs", "cacheScope"},
+                   "prompts/get": {"messages", "resultType"}}
+SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "2"}}
+ERA_RESULTS = {
+    "tools/call": {"content": [{"type": "text", "text": "t" * 30000}], "isError": False},
+    "resources/read": {"contents": [{"uri": "x://r", "text": "r" * 30000}], "ttlMs": 5000, "cacheScope": "public"},
+    "prompts/get": {"messages": [{"role": "user", "content": {"type": "text", "text": "p" * 30000}}]},
+}
+
+
+@pytest.mark.parametrize("method", sorted(ERA_RESULTS))
+def test_previews_carry_the_required_fields_of_their_era_at_every_size(tmp_path, method):
+    for version, required in (("2025-11-25", LEGACY_REQUIRED), ("2026-07-28", MODERN_REQUIRED)):
+        modern = version == "2026-07-28"
+        result = dict(ERA_RESULTS[method], **({"resultType": "complete", "_meta": SERVER_INFO} if modern else {}))
+        msg = {"jsonrpc": "2.0", "id": 5, "result": result}
+        for max_chars in (300, 450, 700, 1200, 5000):
+            out, _ = op.Spill(str(tmp_path), max_chars, 2000).rewrite(spill_line(msg), msg, method, {}, version)
+            new = json.loads(out)
+            assert len(out) <= max_chars
+            if "error" in new:  # the last resort: too small for any result
+                continue
+            got = new["result"]
+            assert required[method] <= set(got), (version, max_chars, got)
+            if modern:
+                assert got["resultType"] == "complete"
+                assert got["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "srv", "version": "2"}
+                if method == "resources/read":
+                    assert (got["ttlMs"], got["cacheScope"]) == (5000, "public")
+            else:
+                assert "resultType" not in got and "io.modelcontextprotocol/serverInfo" not in got.get("_meta", {})
+        assert "ocx-proxy/spill" in got["_meta"]  # the largest size keeps ours next to the server's
+
+
+def test_modern_resources_read_without_cache_fields_gets_no_caching(tmp_path):
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "contents": [{"uri": "x://r", "text": "r" * 9000}]}}
+    out, _ = op.Spill(str(tmp_path), 2000, 500).rewrite(spill_line(msg), msg, "resources/read", {}, "2026-07-28")
+    got = json.loads(out)["result"]
+    assert (got["ttlMs"], got["cacheScope"], got["resultType"]) == (0, "private", "complete")
+
+
+def test_interim_discovery_and_listen_results_are_never_rewritten(tmp_path):
+    spill = op.Spill(str(tmp_path), 500, 100)
+    interim = [("tools/call", {"resultType": "input_required", "inputRequests": {"q": {"method": "elicitation/create",
+                "params": {"message": "y" * 2000, "requestedSchema": {"type": "object", "properties": {}}}}}}),
+               ("tools/call", {"resultType": "task", "task": {"taskId": "t", "statusMessage": "y" * 2000}}),
+               ("prompts/get", {"resultType": "something-new", "x": "y" * 2000}),
+               ("tasks/get", {"resultType": "complete", "status": "input_required", "inputRequests": {"x": "y" * 2000}}),
+               ("server/discover", {"resultType": "complete", "instructions": "y" * 2000}),
+               ("subscriptions/listen", {"resultType": "complete", "_meta": {"x": "y" * 2000}})]
+    for method, result in interim:
+        msg = {"jsonrpc": "2.0", "id": 1, "result": result}
+        assert spill.rewrite(spill_line(msg), msg, method, {}, "2026-07-28") is None, method
+    assert not os.listdir(str(tmp_path))
+
+
+def test_task_results_are_spilled_as_the_tool_results_they_are(tmp_path):
+    spill = op.Spill(str(tmp_path), 2000, 500)
+    tool = {"content": [{"type": "text", "text": "z" * 9000}], "isError": True}
+    msg = {"jsonrpc": "2.0", "id": 3, "result": tool}
+    got = json.loads(spill.rewrite(spill_line(msg), msg, "tasks/result", {"taskId": "t1"}, "2025-11-25")[0])
+    assert "error" not in got and got["result"]["isError"] is True
+    assert [b["type"] for b in got["result"]["content"]] == ["text", "resource_link"]
+    assert got["result"]["content"][0]["text"].startswith("z" * 100)
+    task = {"resultType": "complete", "taskId": "t1", "status": "completed", "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttlMs": None, "result": tool}
+    msg = {"jsonrpc": "2.0", "id": 4, "result": task}
+    got = json.loads(spill.rewrite(spill_line(msg), msg, "tasks/get", {"taskId": "t1"}, "2026-07-28")[0])["result"]
+    assert {k: got[k] for k in ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")} == {
+        k: task[k] for k in ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")}
+    assert got["resultType"] == "complete" and "ocx-proxy/spill" in got["_meta"]
+    assert got["result"]["content"][0]["text"].startswith("z" * 100) and got["result"]["isError"] is True
 
 
 # -- files ------------------------------------------------------------------
