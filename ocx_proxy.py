@@ -822,7 +822,9 @@ class LineSplitter:
             if end - start <= max_line:
                 lines.append(bytes(data[start:end]))
             else:
-                lines.append(self._too_long(data[start:end]))
+                line = OversizedLine()
+                line.add(data[start:end])
+                lines.append(line)
             start = pos + 1
             pos = data.find(b"\n", start)
         if start < len(data):
@@ -859,12 +861,6 @@ class LineSplitter:
         line = b"".join(self.chunks)
         self.chunks = []
         self.size = 0
-        return line
-
-    @staticmethod
-    def _too_long(part):
-        line = OversizedLine()
-        line.add(part)
         return line
 
     def finish(self):
