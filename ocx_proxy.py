@@ -1779,7 +1779,6 @@ class PipeReader:
         self.paused = False
 
     def pause(self):
-        """Stop reading until ``resume()``."""
         if not (self.paused or self.closed):
             self.paused = True
             self._hold()
@@ -1790,7 +1789,6 @@ class PipeReader:
             self._flow()
 
     def stop(self):
-        """Stop delivering data."""
         self.closed = True
 
 
@@ -1957,7 +1955,6 @@ class SelectPipeWriter(PipeWriter):
         os.set_blocking(fd, False)
 
     def write(self, data):
-        """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
             return True
         if not self.queue:
@@ -2014,7 +2011,6 @@ class SelectPipeWriter(PipeWriter):
         self._check_drained()
 
     def close(self):
-        """Close after everything queued has been written (only closes fds we own)."""
         if self.closing:
             return
         self.closing = True
@@ -2051,7 +2047,6 @@ class ThreadPipeWriter(PipeWriter):
         self.thread.start()
 
     def write(self, data):
-        """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
             return True
         with self.ready:
@@ -2101,7 +2096,6 @@ class ThreadPipeWriter(PipeWriter):
             self._close_fd()
 
     def close(self):
-        """Close after everything queued has been written (only closes fds we own)."""
         if self.closing:
             return
         self.closing = True
@@ -2110,7 +2104,6 @@ class ThreadPipeWriter(PipeWriter):
             self.ready.notify()
 
     def flush_blocking(self, timeout):
-        """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
         deadline = time.monotonic() + timeout
         while self.queued and time.monotonic() < deadline and not self.failed:
             time.sleep(0.005)
