@@ -6347,10 +6347,8 @@ def _check_capture_schema(tool):
             if isinstance(ref, str) and not ref.startswith("#"):
                 raise OcxError("catalog limit: tool %s has an external $ref %s; only local "
                                "#/... references are allowed" % (tool["wire_name"], json.dumps(ref)))
-            stack.extend((value, depth + 1) for value in node.values()
-                         if isinstance(value, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
+            node = node.values()
+        stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
 
 
 def capture_aliases(wire_names):
