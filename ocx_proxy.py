@@ -7806,25 +7806,18 @@ BASE64_INPUT_RE = re.compile(rb"^[A-Za-z0-9+/_\-= \t\r\n]*$")
 
 def decode_input_format(data, fmt):
     """Turn ``decode`` input into protobuf bytes: raw, hex, base64 or auto-detected."""
-    if fmt == "auto":
-        fmt = _detect_format(data)
+    # A serialized message nearly always holds a byte outside these alphabets
+    # (small lengths and tags are control characters), so text means encoded.
+    if fmt == "auto" and data.strip():
+        if HEX_INPUT_RE.match(data):
+            fmt = "hex"
+        elif BASE64_INPUT_RE.match(data):
+            fmt = "base64"
     if fmt == "hex":
         return _from_hex(data)
     if fmt == "base64":
         return _from_base64(data)
     return data
-
-
-def _detect_format(data):
-    # A serialized message nearly always holds a byte outside these alphabets
-    # (small lengths and tags are control characters), so text means encoded.
-    if not data.strip():
-        return "raw"
-    if HEX_INPUT_RE.match(data):
-        return "hex"
-    if BASE64_INPUT_RE.match(data):
-        return "base64"
-    return "raw"
 
 
 def _from_hex(data):
