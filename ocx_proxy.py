@@ -758,10 +758,12 @@ class OversizedLine:
     KEEP = 65536
     __slots__ = ("head", "tail", "size")
 
-    def __init__(self):
+    def __init__(self, parts=()):
         self.head = b""
         self.tail = b""
         self.size = 0
+        for part in parts:
+            self.add(part)
 
     def add(self, data):
         if len(self.head) < self.KEEP:
@@ -822,9 +824,7 @@ class LineSplitter:
             if end - start <= max_line:
                 lines.append(bytes(data[start:end]))
             else:
-                line = OversizedLine()
-                line.add(data[start:end])
-                lines.append(line)
+                lines.append(OversizedLine([data[start:end]]))
             start = pos + 1
             pos = data.find(b"\n", start)
         if start < len(data):
@@ -838,9 +838,7 @@ class LineSplitter:
         self.chunks.append(bytes(part))
         self.size += len(part)
         if self.size > self.max_line:
-            self.oversized = OversizedLine()
-            for chunk in self.chunks:
-                self.oversized.add(chunk)
+            self.oversized = OversizedLine(self.chunks)
             self.chunks = []
 
     def _end_line(self, part):
