@@ -1908,6 +1908,7 @@ class PipeWriter:
         self.queue = collections.deque()  # bytes or memoryviews waiting, oldest first
         self.queued = 0                   # their total size (thread mode: until written)
         self.drained = []                 # when_drained() callbacks
+        self.lock = threading.Lock()      # the drain check's, shared with a writer thread if any
         self.failed = False
         self.closing = False
 
@@ -1923,18 +1924,17 @@ class PipeWriter:
 
     def when_drained(self, callback):
         """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
-        self.drained.append(callback)
+        with self.lock:
+            self.drained.append(callback)
         self._check_drained()
 
-    def _take_drained(self):
-        """The ``when_drained`` callbacks that are due, taken off the list."""
-        if not self.drained or (self.queued > self.limit // 2 and not self.failed):
-            return ()
-        callbacks, self.drained = self.drained, []
-        return callbacks
-
     def _check_drained(self):
-        for callback in self._take_drained():
+        # Any thread; the callbacks always run on the loop thread, later.
+        with self.lock:
+            if not self.drained or (self.queued > self.limit // 2 and not self.failed):
+                return
+            callbacks, self.drained = self.drained, []
+        for callback in callbacks:
             self.loop.post(callback)
 
     def _close_fd(self):
@@ -2040,7 +2040,7 @@ class ThreadPipeWriter(PipeWriter):
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
-        self.ready = threading.Condition()
+        self.ready = threading.Condition(self.lock)
         self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
         self.thread.start()
 
@@ -2052,18 +2052,6 @@ class ThreadPipeWriter(PipeWriter):
             self.queued += len(data)
             self.ready.notify()
             return self.queued <= self.limit
-
-    def when_drained(self, callback):
-        with self.ready:
-            self.drained.append(callback)
-        self._check_drained()
-
-    def _check_drained(self):
-        # Any thread; the callbacks always run on the loop thread, later.
-        with self.ready:
-            callbacks = self._take_drained()
-        for callback in callbacks:
-            self.loop.post(callback)
 
     def _run(self):
         while True:
