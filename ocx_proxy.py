@@ -6351,11 +6351,10 @@ def capture_aliases(wire_names):
             aliases[name] = name
     taken = set(aliases.values())
     for name in sorted(set(wire_names) - set(aliases)):
-        attempt = 0
-        alias = _hashed_alias(name, attempt)
-        while alias in taken:
-            attempt += 1
+        for attempt in itertools.count():
             alias = _hashed_alias(name, attempt)
+            if alias not in taken:
+                break
         aliases[name] = alias
         taken.add(alias)
     return aliases
