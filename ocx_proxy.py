@@ -7362,9 +7362,8 @@ def run_demo_server(stdin=None, stdout=None):
         except ValueError:
             send(error_response(None, PARSE_ERROR, "Parse error"))
             continue
-        if message_kind(msg) != "request":
-            continue
-        send(demo_server_answer(msg, notify))
+        if message_kind(msg) == "request":
+            send(demo_server_answer(msg, notify))
     return 0
 
 
