@@ -1600,10 +1600,9 @@ WRITE_COPY_LIMIT = 1 << 16
 class Timer:
     """Handle returned by ``Loop.call_later``; ``cancel()`` stops it from firing."""
 
-    __slots__ = ("when", "callback", "args", "cancelled")
+    __slots__ = ("callback", "args", "cancelled")
 
-    def __init__(self, when, callback, args):
-        self.when = when
+    def __init__(self, callback, args):
         self.callback = callback
         self.args = args
         self.cancelled = False
@@ -1670,8 +1669,8 @@ class Loop:
     # -- timers and posted calls -------------------------------------------
 
     def call_later(self, delay, callback, *args):
-        timer = Timer(time.monotonic() + delay, callback, args)
-        heapq.heappush(self.timers, (timer.when, next(self.sequence), timer))
+        timer = Timer(callback, args)
+        heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
         return timer
 
     def post(self, callback, *args):
