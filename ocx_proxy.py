@@ -540,13 +540,12 @@ def _note_key(envelope, key, raw):
                 envelope.has_valid_id = True
     elif key == b"method":
         envelope.has_method = True
-        method = None
-        if raw[:1] == b'"':
+        envelope.method = None
+        if raw[:1] == b'"':  # a whole string literal: it loads as a str or not at all
             try:
-                method = json.loads(raw.decode("utf-8"))
+                envelope.method = json.loads(raw.decode("utf-8"))
             except ValueError:
                 pass
-        envelope.method = method if isinstance(method, str) else None
     elif key == b"result":
         envelope.has_result = True
     elif key == b"error":
