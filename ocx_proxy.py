@@ -863,8 +863,7 @@ class LineSplitter:
     def finish(self):
         """At end of stream: the last line when it was not terminated and is not blank."""
         if self.oversized is not None:
-            line, self.oversized = self.oversized.finish(), None
-            return [line]
+            return [self._end_line(b"")]
         tail = self.pending()
         self.chunks = []
         self.size = 0
