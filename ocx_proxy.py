@@ -5190,7 +5190,6 @@ class ProtobufDecodeError(OcxError):
     """
 
     def __init__(self, reason, data, offset, field=None, wire_type=None, where=""):
-        self.reason = reason
         self.offset = offset
         self.field = field
         self.wire_type = wire_type
