@@ -2374,7 +2374,6 @@ class StdioUpstream(Upstream):
         self.poll_timer = self.loop.call_later(0.5, self._poll)
 
     def send(self, data):
-        """Queue bytes (one or more complete lines) for the child's stdin; False when over the bound."""
         if self.stdin is not None and not self.exited:
             return self.stdin.write(data)
         return True
@@ -5435,8 +5434,7 @@ def encode_request_context_message(definitions, instructions=()):
     """``RequestContext`` with ``tools`` (field 7) and ``mcp_instructions`` (field 14).
 
     ``definitions`` are encoded McpToolDefinition messages, ``instructions``
-    encoded McpInstructions messages.  Tools here are only described to the
-    model; they become callable through AgentRunRequest.mcp_tools alone.
+    encoded McpInstructions messages; encode_request_context says what Cursor does with them.
     """
     parts = [encode_bytes_field(7, definition) for definition in definitions]
     parts.extend(encode_bytes_field(14, item) for item in instructions)
