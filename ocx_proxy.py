@@ -7791,15 +7791,13 @@ def decode_input_format(data, fmt):
             fmt = "hex"
         elif BASE64_INPUT_RE.match(data):
             fmt = "base64"
-    if fmt == "hex":
-        return _from_hex(data)
-    if fmt == "base64":
-        return _from_base64(data)
-    return data
+    if fmt not in ("hex", "base64"):
+        return data
+    text = re.sub(rb"\s+", b"", data)  # either may be wrapped or indented
+    return _from_hex(text) if fmt == "hex" else _from_base64(text)
 
 
-def _from_hex(data):
-    text = re.sub(rb"\s+", b"", data)
+def _from_hex(text):
     if text[:2] in (b"0x", b"0X"):
         text = text[2:]
     try:
@@ -7808,8 +7806,7 @@ def _from_hex(data):
         raise OcxError("input is not valid hex (%d digits; need pairs of 0-9a-f)" % len(text))
 
 
-def _from_base64(data):
-    text = re.sub(rb"\s+", b"", data)
+def _from_base64(text):
     altchars = b"-_" if (b"-" in text or b"_" in text) else None
     text += b"=" * (-len(text) % 4)
     try:
