@@ -2032,7 +2032,7 @@ class SelectPipeWriter(PipeWriter):
 class ThreadPipeWriter(PipeWriter):
     """A daemon thread does blocking writes from the queue.
 
-    The queue and the drain check are shared with the loop thread, under ``ready``.
+    The queue is shared with the loop thread under ``ready``, a condition on the drain check's lock.
     """
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
