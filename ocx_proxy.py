@@ -8048,9 +8048,8 @@ def cmd_capture(args):
     tool_choice = None if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
     tools, _ = load_capture_catalog(args.catalog, tool_choice)
     names = [tool["wire_name"] for tool in tools]
-    mapping = capture_aliases(names)
-    aliases = [mapping[name] for name in names]
-    allowed = capture_allowed_tools(args.server_name, aliases)
+    aliases = capture_aliases(names)
+    allowed = capture_allowed_tools(args.server_name, [aliases[name] for name in names])
     if printing:
         if args.print_config:
             text = json.dumps(capture_config(args), indent=2, ensure_ascii=False) + "\n"
