@@ -540,13 +540,12 @@ def _note_key(envelope, key, raw):
                 envelope.has_valid_id = True
     elif key == b"method":
         envelope.has_method = True
-        method = None
-        if raw[:1] == b'"':
+        envelope.method = None
+        if raw[:1] == b'"':  # a whole string literal: it loads as a str or not at all
             try:
-                method = json.loads(raw.decode("utf-8"))
+                envelope.method = json.loads(raw.decode("utf-8"))
             except ValueError:
                 pass
-        envelope.method = method if isinstance(method, str) else None
     elif key == b"result":
         envelope.has_result = True
     elif key == b"error":
@@ -758,10 +757,12 @@ class OversizedLine:
     KEEP = 65536
     __slots__ = ("head", "tail", "size")
 
-    def __init__(self):
+    def __init__(self, parts=()):
         self.head = b""
         self.tail = b""
         self.size = 0
+        for part in parts:
+            self.add(part)
 
     def add(self, data):
         if len(self.head) < self.KEEP:
@@ -822,7 +823,7 @@ class LineSplitter:
             if end - start <= max_line:
                 lines.append(bytes(data[start:end]))
             else:
-                lines.append(self._too_long(data[start:end]))
+                lines.append(OversizedLine([data[start:end]]))
             start = pos + 1
             pos = data.find(b"\n", start)
         if start < len(data):
@@ -836,9 +837,7 @@ class LineSplitter:
         self.chunks.append(bytes(part))
         self.size += len(part)
         if self.size > self.max_line:
-            self.oversized = OversizedLine()
-            for chunk in self.chunks:
-                self.oversized.add(chunk)
+            self.oversized = OversizedLine(self.chunks)
             self.chunks = []
 
     def _end_line(self, part):
@@ -861,17 +860,10 @@ class LineSplitter:
         self.size = 0
         return line
 
-    @staticmethod
-    def _too_long(part):
-        line = OversizedLine()
-        line.add(part)
-        return line
-
     def finish(self):
         """At end of stream: the last line when it was not terminated and is not blank."""
         if self.oversized is not None:
-            line, self.oversized = self.oversized.finish(), None
-            return [line]
+            return [self._end_line(b"")]
         tail = self.pending()
         self.chunks = []
         self.size = 0
@@ -1670,10 +1662,9 @@ WRITE_COPY_LIMIT = 1 << 16
 class Timer:
     """Handle returned by ``Loop.call_later``; ``cancel()`` stops it from firing."""
 
-    __slots__ = ("when", "callback", "args", "cancelled")
+    __slots__ = ("callback", "args", "cancelled")
 
-    def __init__(self, when, callback, args):
-        self.when = when
+    def __init__(self, callback, args):
         self.callback = callback
         self.args = args
         self.cancelled = False
@@ -1740,8 +1731,8 @@ class Loop:
     # -- timers and posted calls -------------------------------------------
 
     def call_later(self, delay, callback, *args):
-        timer = Timer(time.monotonic() + delay, callback, args)
-        heapq.heappush(self.timers, (timer.when, next(self.sequence), timer))
+        timer = Timer(callback, args)
+        heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
         return timer
 
     def post(self, callback, *args):
@@ -1847,7 +1838,6 @@ class PipeReader:
         self.paused = False
 
     def pause(self):
-        """Stop reading until ``resume()``."""
         if not (self.paused or self.closed):
             self.paused = True
             self._hold()
@@ -1858,7 +1848,6 @@ class PipeReader:
             self._flow()
 
     def stop(self):
-        """Stop delivering data."""
         self.closed = True
 
 
@@ -1980,6 +1969,7 @@ class PipeWriter:
         self.queue = collections.deque()  # bytes or memoryviews waiting, oldest first
         self.queued = 0                   # their total size (thread mode: until written)
         self.drained = []                 # when_drained() callbacks
+        self.lock = threading.Lock()      # the drain check's, shared with a writer thread if any
         self.failed = False
         self.closing = False
 
@@ -1995,18 +1985,17 @@ class PipeWriter:
 
     def when_drained(self, callback):
         """Call ``callback()`` on the loop thread once no more than ``limit // 2`` bytes wait."""
-        self.drained.append(callback)
+        with self.lock:
+            self.drained.append(callback)
         self._check_drained()
 
-    def _take_drained(self):
-        """The ``when_drained`` callbacks that are due, taken off the list."""
-        if not self.drained or (self.queued > self.limit // 2 and not self.failed):
-            return ()
-        callbacks, self.drained = self.drained, []
-        return callbacks
-
     def _check_drained(self):
-        for callback in self._take_drained():
+        # Any thread; the callbacks always run on the loop thread, later.
+        with self.lock:
+            if not self.drained or (self.queued > self.limit // 2 and not self.failed):
+                return
+            callbacks, self.drained = self.drained, []
+        for callback in callbacks:
             self.loop.post(callback)
 
     def _close_fd(self):
@@ -2025,7 +2014,6 @@ class SelectPipeWriter(PipeWriter):
         os.set_blocking(fd, False)
 
     def write(self, data):
-        """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
             return True
         if not self.queue:
@@ -2082,7 +2070,6 @@ class SelectPipeWriter(PipeWriter):
         self._check_drained()
 
     def close(self):
-        """Close after everything queued has been written (only closes fds we own)."""
         if self.closing:
             return
         self.closing = True
@@ -2109,17 +2096,16 @@ class SelectPipeWriter(PipeWriter):
 class ThreadPipeWriter(PipeWriter):
     """A daemon thread does blocking writes from the queue.
 
-    The queue and the drain check are shared with the loop thread, under ``ready``.
+    The queue is shared with the loop thread under ``ready``, a condition on the drain check's lock.
     """
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
-        self.ready = threading.Condition()
+        self.ready = threading.Condition(self.lock)
         self.thread = threading.Thread(target=self._run, name="ocx-writer-%d" % fd, daemon=True)
         self.thread.start()
 
     def write(self, data):
-        """Queue ``data``; False when more than ``limit`` bytes now wait."""
         if self.failed or self.closing:
             return True
         with self.ready:
@@ -2127,18 +2113,6 @@ class ThreadPipeWriter(PipeWriter):
             self.queued += len(data)
             self.ready.notify()
             return self.queued <= self.limit
-
-    def when_drained(self, callback):
-        with self.ready:
-            self.drained.append(callback)
-        self._check_drained()
-
-    def _check_drained(self):
-        # Any thread; the callbacks always run on the loop thread, later.
-        with self.ready:
-            callbacks = self._take_drained()
-        for callback in callbacks:
-            self.loop.post(callback)
 
     def _run(self):
         while True:
@@ -2169,7 +2143,6 @@ class ThreadPipeWriter(PipeWriter):
             self._close_fd()
 
     def close(self):
-        """Close after everything queued has been written (only closes fds we own)."""
         if self.closing:
             return
         self.closing = True
@@ -2178,7 +2151,6 @@ class ThreadPipeWriter(PipeWriter):
             self.ready.notify()
 
     def flush_blocking(self, timeout):
-        """Best effort at exit: wait up to ``timeout`` seconds for queued bytes to go out."""
         deadline = time.monotonic() + timeout
         while self.queued and time.monotonic() < deadline and not self.failed:
             time.sleep(0.005)
@@ -2466,7 +2438,6 @@ class StdioUpstream(Upstream):
         self.poll_timer = self.loop.call_later(0.5, self._poll)
 
     def send(self, data):
-        """Queue bytes (one or more complete lines) for the child's stdin; False when over the bound."""
         if self.stdin is not None and not self.exited:
             return self.stdin.write(data)
         return True
@@ -5312,7 +5283,6 @@ class ProtobufDecodeError(OcxError):
     """
 
     def __init__(self, reason, data, offset, field=None, wire_type=None, where=""):
-        self.reason = reason
         self.offset = offset
         self.field = field
         self.wire_type = wire_type
@@ -5558,8 +5528,7 @@ def encode_request_context_message(definitions, instructions=()):
     """``RequestContext`` with ``tools`` (field 7) and ``mcp_instructions`` (field 14).
 
     ``definitions`` are encoded McpToolDefinition messages, ``instructions``
-    encoded McpInstructions messages.  Tools here are only described to the
-    model; they become callable through AgentRunRequest.mcp_tools alone.
+    encoded McpInstructions messages; encode_request_context says what Cursor does with them.
     """
     parts = [encode_bytes_field(7, definition) for definition in definitions]
     parts.extend(encode_bytes_field(14, item) for item in instructions)
@@ -6452,10 +6421,8 @@ def _check_capture_schema(tool):
             if isinstance(ref, str) and not ref.startswith("#"):
                 raise OcxError("catalog limit: tool %s has an external $ref %s; only local "
                                "#/... references are allowed" % (tool["wire_name"], json.dumps(ref)))
-            stack.extend((value, depth + 1) for value in node.values()
-                         if isinstance(value, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
+            node = node.values()
+        stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
 
 
 def capture_aliases(wire_names):
@@ -6472,11 +6439,10 @@ def capture_aliases(wire_names):
             aliases[name] = name
     taken = set(aliases.values())
     for name in sorted(set(wire_names) - set(aliases)):
-        attempt = 0
-        alias = _hashed_alias(name, attempt)
-        while alias in taken:
-            attempt += 1
+        for attempt in itertools.count():
             alias = _hashed_alias(name, attempt)
+            if alias not in taken:
+                break
         aliases[name] = alias
         taken.add(alias)
     return aliases
@@ -7582,9 +7548,8 @@ def run_demo_server(stdin=None, stdout=None):
         except ValueError:
             send(error_response(None, PARSE_ERROR, "Parse error"))
             continue
-        if message_kind(msg) != "request":
-            continue
-        send(demo_server_answer(msg, notify))
+        if message_kind(msg) == "request":
+            send(demo_server_answer(msg, notify))
     return 0
 
 
@@ -8011,29 +7976,20 @@ BASE64_INPUT_RE = re.compile(rb"^[A-Za-z0-9+/_\-= \t\r\n]*$")
 
 def decode_input_format(data, fmt):
     """Turn ``decode`` input into protobuf bytes: raw, hex, base64 or auto-detected."""
-    if fmt == "auto":
-        fmt = _detect_format(data)
-    if fmt == "hex":
-        return _from_hex(data)
-    if fmt == "base64":
-        return _from_base64(data)
-    return data
-
-
-def _detect_format(data):
     # A serialized message nearly always holds a byte outside these alphabets
     # (small lengths and tags are control characters), so text means encoded.
-    if not data.strip():
-        return "raw"
-    if HEX_INPUT_RE.match(data):
-        return "hex"
-    if BASE64_INPUT_RE.match(data):
-        return "base64"
-    return "raw"
+    if fmt == "auto" and data.strip():
+        if HEX_INPUT_RE.match(data):
+            fmt = "hex"
+        elif BASE64_INPUT_RE.match(data):
+            fmt = "base64"
+    if fmt not in ("hex", "base64"):
+        return data
+    text = re.sub(rb"\s+", b"", data)  # either may be wrapped or indented
+    return _from_hex(text) if fmt == "hex" else _from_base64(text)
 
 
-def _from_hex(data):
-    text = re.sub(rb"\s+", b"", data)
+def _from_hex(text):
     if text[:2] in (b"0x", b"0X"):
         text = text[2:]
     try:
@@ -8042,8 +7998,7 @@ def _from_hex(data):
         raise OcxError("input is not valid hex (%d digits; need pairs of 0-9a-f)" % len(text))
 
 
-def _from_base64(data):
-    text = re.sub(rb"\s+", b"", data)
+def _from_base64(text):
     altchars = b"-_" if (b"-" in text or b"_" in text) else None
     text += b"=" * (-len(text) % 4)
     try:
@@ -8285,9 +8240,8 @@ def cmd_capture(args):
     tool_choice = None if args.tool_choice is None else parse_tool_choice_arg(args.tool_choice)
     tools, _ = load_capture_catalog(args.catalog, tool_choice)
     names = [tool["wire_name"] for tool in tools]
-    mapping = capture_aliases(names)
-    aliases = [mapping[name] for name in names]
-    allowed = capture_allowed_tools(args.server_name, aliases)
+    aliases = capture_aliases(names)
+    allowed = capture_allowed_tools(args.server_name, [aliases[name] for name in names])
     if printing:
         if args.print_config:
             text = json.dumps(capture_config(args), indent=2, ensure_ascii=False) + "\n"
