@@ -2557,7 +2557,10 @@ EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
 MAX_IDLE_CONNECTIONS = 8
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
-                             "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
+                             "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+                             "transfer-encoding", "connection"])
+# A header value sent as it is (2026-07-28 Mcp-Name, Mcp-Param-*): visible ASCII, inner spaces.
+PLAIN_HEADER_VALUE_RE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
 MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
 RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
@@ -2735,7 +2738,7 @@ def parse_header_option(text, environ=None):
     name, template = text[:cut].strip(), text[cut + 1:].strip()
     if not HEADER_NAME_RE.match(name):
         raise UsageError("--header %r: %r is not a valid header name" % (text, name))
-    if name.lower() in MANAGED_HEADERS:
+    if name.lower() in MANAGED_HEADERS or name.lower().startswith("mcp-param-"):
         raise UsageError("--header %s: ocx-proxy sets this header itself" % name)
     value = expand_env_refs(template, environ)
     if "\r" in value or "\n" in value:
@@ -2963,6 +2966,37 @@ def http_error_text(status, reason, body):
     if len(excerpt) > EXCERPT_CHARS:
         excerpt = excerpt[:EXCERPT_CHARS] + "..."
     return "HTTP %d from upstream: %s" % (status, excerpt) if excerpt else "HTTP %d from upstream" % status
+
+
+def jsonrpc_error(body, kind):
+    """The JSON-RPC error response an HTTP error body holds, else None.
+
+    ``kind`` is the body's Content-Type: JSON (or none given) is one message,
+    an event stream gives its first message event.  An error response is an
+    object whose ``error`` has an integer code and a string message.
+    """
+    if kind == "text/event-stream":
+        events = SseParser(limit=ERROR_BODY_LIMIT).feed(body + b"\n\n")
+        body = next((event.data for event in events if event.event == "message"), b"")
+    elif kind and "json" not in kind:
+        return None
+    try:
+        msg = parse_message(body, long_numbers=True)
+    except ValueError:
+        return None
+    error = msg.get("error") if isinstance(msg, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return None
+    code = error.get("code")
+    return msg if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def header_value(text):
+    """``text`` as a 2026-07-28 ``Mcp-Name`` or ``Mcp-Param-*`` value: as it is when that is plain
+    header-safe ASCII, else ``=?base64?<base64 of its UTF-8>?=`` (so is text that looks like that)."""
+    if PLAIN_HEADER_VALUE_RE.match(text) and not (text.startswith("=?base64?") and text.endswith("?=")):
+        return text
+    return "=?base64?%s?=" % base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
 
 
 def permanent_error(status):
