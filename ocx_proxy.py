@@ -3372,7 +3372,9 @@ ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 REINIT_ID_PREFIX = "ocx-proxy-reinit-"
-FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
+# auto: answers to the initialize POST that mean "legacy SSE", unless their body is a JSON-RPC
+# error (a Streamable HTTP server refusing the request, which is its answer)
+FALLBACK_STATUSES = (400, 404, 405)
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
 MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
 # What reading an SSE stream came to.  RemoteUpstream._pump answers one of the
@@ -3611,6 +3613,28 @@ class RemoteUpstream(Upstream):
         data = {"httpStatus": status} if status else None
         for msg_id in ids:
             self.loop.post(self._deliver, encode_message(error_response(msg_id, UPSTREAM_ERROR, reason, data))[:-1])
+
+    def fail_status(self, exchange, resp, body):
+        """A non-2xx answer whose ``body`` we read.  Errors are answers: the JSON-RPC error it holds
+        goes to the client, code, message and data intact, under the request's id (the body's may be
+        null); any other body fails the exchange with our error quoting it (``data.httpStatus``)."""
+        found = jsonrpc_error(body, content_type(resp))
+        if found is not None and exchange.outstanding:
+            try:
+                answers = [encode_message({"jsonrpc": "2.0", "id": msg_id, "error": found["error"]})
+                           for msg_id in exchange.outstanding.values()]
+            except (TypeError, ValueError):
+                answers = []  # a LongNumber in it: we cannot write it under another id
+            self.note("info", "%s: HTTP %d from upstream with JSON-RPC error %s; forwarded to the client"
+                      % (exchange.method, resp.status, found["error"]["code"]))
+            for answer in answers:
+                self._emit(answer, exchange)
+            if answers:
+                return
+        text = http_error_text(resp.status, resp.reason, body)
+        if 300 <= resp.status < 400 and resp.getheader("Location"):
+            text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
+        self.fail_exchange(exchange, text, resp.status)
 
     def fail_inflight(self, reason):
         with self.lock:
@@ -3873,12 +3897,13 @@ class StreamableHttpUpstream(RemoteUpstream):
         if posted is None:
             return
         conn, resp = posted
-        if first_init and self._try_fallback(exchange, conn, resp):
-            return
-        if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
-            return self._retry_in_new_session(exchange, conn, resp, session_used)
         if not 200 <= resp.status < 300:
-            return self._fail_status(exchange, conn, resp)
+            body = self.pool.drain(conn, resp)
+            if first_init and self._try_fallback(exchange, resp, body):
+                return
+            if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
+                return self._retry_in_new_session(exchange, session_used)
+            return self.fail_status(exchange, resp, body)
         if first_init:
             self._adopt_session(resp)
         if content_type(resp) == "text/event-stream":
@@ -3909,20 +3934,11 @@ class StreamableHttpUpstream(RemoteUpstream):
         exchange.conn = conn
         return conn, resp
 
-    def _retry_in_new_session(self, exchange, conn, resp, stale_session):
+    def _retry_in_new_session(self, exchange, stale_session):
         """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
-        self.pool.drain(conn, resp)
         if self.reinitialize(stale_session):
             return self.post_exchange(exchange, retried=True)
         self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
-
-    def _fail_status(self, exchange, conn, resp):
-        """Any other status but 2xx fails the exchange, quoting the error body (or where a redirect points)."""
-        body = self.pool.drain(conn, resp)
-        text = http_error_text(resp.status, resp.reason, body)
-        if 300 <= resp.status < 400 and resp.getheader("Location"):
-            text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
-        self.fail_exchange(exchange, text, resp.status)
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
@@ -4124,13 +4140,13 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     # -- auto-detect and shutdown ------------------------------------------
 
-    def _try_fallback(self, exchange, conn, resp):
-        """auto: when the initialize POST is refused as a legacy server refuses it, hand every queued
-        message to the legacy transport; True if that happened."""
+    def _try_fallback(self, exchange, resp, body):
+        """auto: when the initialize POST is refused as a legacy server refuses it (no JSON-RPC error
+        in the ``body``), hand every queued message to the legacy transport; True if that happened."""
         if self.fallback is None or resp.status not in FALLBACK_STATUSES or exchange.swallow or self.announced:
             return False
-        read_limited(resp)
-        self.pool.discard(conn)
+        if jsonrpc_error(body, content_type(resp)) is not None:
+            return False
         with self.lock:
             for key in list(exchange.outstanding):
                 self.inflight.pop(key, None)
@@ -4332,13 +4348,14 @@ class SseUpstream(RemoteUpstream):
                 self.config.display_url, describe_http_exception(exc, self.config)))
         body = self.pool.drain(conn, resp)
         if not 200 <= resp.status < 300:
-            self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
+            self.fail_status(exchange, resp, body)
         elif not exchange.swallow:
             self.await_answer(exchange, self.config.sse_read_timeout, "--sse-read-timeout")
 
 
 class AutoUpstream(Upstream):
-    """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405.
+    """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405
+    without a JSON-RPC error in the body.
 
     ``memory`` (a dict shared across restarts) remembers the answer so that a
     restarted upstream does not probe again.

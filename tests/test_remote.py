@@ -411,6 +411,25 @@ def test_headers_are_sent_and_secrets_never_logged(server, remote):
 
 
 # ---------------------------------------------------------------------------
+# Errors are answers
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode,url", [("streamable-http", "url"), ("sse", "sse_url")])
+def test_jsonrpc_error_bodies_of_legacy_requests_are_the_answer(server, remote, mode, url):
+    srv = server(reply="sse", streamable=mode != "sse")
+    relay = remote(mode, getattr(srv, url))
+    if mode == "streamable-http":
+        early = relay.call("echo", {"text": "before initialize"}, msg_id="e")
+        assert early == {"jsonrpc": "2.0", "id": "e", "error": {"code": -32000,
+                                                                "message": "Bad Request: No session id"}}
+    relay.initialize()
+    reply = relay.call("jsonrpc_400", msg_id=8)
+    assert reply == dict(http_servers.JSONRPC_400, id=8)
+    assert text_of(relay.call("echo", {"text": "fine"})) == "fine"
+    relay.close()
+
+
+# ---------------------------------------------------------------------------
 # Legacy HTTP+SSE and auto
 # ---------------------------------------------------------------------------
 
