@@ -576,6 +576,17 @@ def test_auto_does_not_fall_back_when_a_refusal_is_a_jsonrpc_error(server, remot
     assert not srv.seen("GET") and not srv.legacy_connects
 
 
+def test_auto_a_refused_modern_probe_then_initialize_falls_back_to_legacy_sse(server, remote):
+    srv = server(streamable=False)
+    relay = remote("auto", srv.sse_url)
+    probe = modern(relay, "server/discover")[0]
+    assert probe["error"]["code"] == -32000 and probe["error"]["data"] == {"httpStatus": 405}
+    assert relay.initialize()["result"]["serverInfo"]["name"] == "http-fixture"
+    assert text_of(relay.call("echo", {"text": "old"})) == "old"
+    assert srv.legacy_connects == 1
+    relay.close()
+
+
 def test_cancelling_a_modern_request_closes_its_stream_and_sends_nothing(server, remote):
     srv = server(era="modern", reply="sse")
     relay = remote("streamable-http", srv.url)
@@ -604,18 +615,18 @@ def test_a_broken_modern_response_stream_fails_the_request_without_resuming(serv
 
 def test_any_event_on_a_modern_response_stream_restarts_the_wait(server, remote):
     srv = server(era="modern", reply="sse")
-    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "0.5")
-    reply, notes = modern(relay, "tools/call", {"name": "progress", "arguments": {"steps": 4, "delay": 0.3}})
-    assert text_of(reply) == "progressed" and len(notes) == 4  # no progress token: still its own stream
+    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "0.4")
+    reply, notes = modern(relay, "tools/call", {"name": "progress", "arguments": {"steps": 3, "delay": 0.2}})
+    assert text_of(reply) == "progressed" and len(notes) == 3  # no progress token: still its own stream
     relay.close()
 
 
 def test_subscriptions_listen_lives_while_its_stream_does(server, remote):
     srv = server(era="modern", reply="sse")
-    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "0.5")
+    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "0.4")
     relay.send({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
                 "params": {"every": 0.1, "_meta": MODERN_META}})
-    time.sleep(1.5)  # three read timeouts: keep-alive comments and notifications kept it open
+    time.sleep(1.0)  # more than two read timeouts: keep-alive comments and notifications kept it open
     seen = []
     while not relay.lines.empty():
         seen.append(relay.recv())
