@@ -2592,7 +2592,10 @@ EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
 MAX_IDLE_CONNECTIONS = 8
 HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
-                             "mcp-protocol-version", "last-event-id", "transfer-encoding", "connection"])
+                             "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+                             "transfer-encoding", "connection"])
+# A header value sent as it is (2026-07-28 Mcp-Name, Mcp-Param-*): visible ASCII, inner spaces.
+PLAIN_HEADER_VALUE_RE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
 MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
 RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
@@ -2770,7 +2773,7 @@ def parse_header_option(text, environ=None):
     name, template = text[:cut].strip(), text[cut + 1:].strip()
     if not HEADER_NAME_RE.match(name):
         raise UsageError("--header %r: %r is not a valid header name" % (text, name))
-    if name.lower() in MANAGED_HEADERS:
+    if name.lower() in MANAGED_HEADERS or name.lower().startswith("mcp-param-"):
         raise UsageError("--header %s: ocx-proxy sets this header itself" % name)
     value = expand_env_refs(template, environ)
     if "\r" in value or "\n" in value:
@@ -2998,6 +3001,37 @@ def http_error_text(status, reason, body):
     if len(excerpt) > EXCERPT_CHARS:
         excerpt = excerpt[:EXCERPT_CHARS] + "..."
     return "HTTP %d from upstream: %s" % (status, excerpt) if excerpt else "HTTP %d from upstream" % status
+
+
+def jsonrpc_error(body, kind):
+    """The JSON-RPC error response an HTTP error body holds, else None.
+
+    ``kind`` is the body's Content-Type: JSON (or none given) is one message,
+    an event stream gives its first message event.  An error response is an
+    object whose ``error`` has an integer code and a string message.
+    """
+    if kind == "text/event-stream":
+        events = SseParser(limit=ERROR_BODY_LIMIT).feed(body + b"\n\n")
+        body = next((event.data for event in events if event.event == "message"), b"")
+    elif kind and "json" not in kind:
+        return None
+    try:
+        msg = parse_message(body, long_numbers=True)
+    except ValueError:
+        return None
+    error = msg.get("error") if isinstance(msg, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return None
+    code = error.get("code")
+    return msg if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def header_value(text):
+    """``text`` as a 2026-07-28 ``Mcp-Name`` or ``Mcp-Param-*`` value: as it is when that is plain
+    header-safe ASCII, else ``=?base64?<base64 of its UTF-8>?=`` (so is text that looks like that)."""
+    if PLAIN_HEADER_VALUE_RE.match(text) and not (text.startswith("=?base64?") and text.endswith("?=")):
+        return text
+    return "=?base64?%s?=" % base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
 
 
 def permanent_error(status):
@@ -3373,7 +3407,13 @@ ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 REINIT_ID_PREFIX = "ocx-proxy-reinit-"
-FALLBACK_STATUSES = (400, 404, 405)   # auto: answers to the initialize POST that mean "legacy SSE"
+# auto: answers to the initialize POST that mean "legacy SSE", unless their body is a JSON-RPC
+# error (a Streamable HTTP server refusing the request, which is its answer)
+FALLBACK_STATUSES = (400, 404, 405)
+# 2026-07-28: the requests whose Mcp-Name header mirrors a parameter, and which one
+NAMED_METHODS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
+# JSON Schema keywords that hold data, not schemas: an x-mcp-header in them annotates nothing
+SCHEMA_DATA_KEYWORDS = frozenset(["const", "default", "enum", "examples"])
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
 MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
 # What reading an SSE stream came to.  RemoteUpstream._pump answers one of the
@@ -3391,8 +3431,71 @@ STREAM_WORKED = "worked"            # a GET stream ran, then ended
 STREAM_FATAL = "fatal"              # the legacy endpoint event is unusable
 
 
+def param_headers(tool):
+    """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
+    (a list of (name, path of property names), None), or (None, why the annotations are invalid).
+
+    An annotation is valid on a string, integer or boolean property reached from
+    ``inputSchema`` through ``properties`` alone, its value a header token unique
+    among the tool's annotations regardless of case.
+    """
+    found = []
+    why = _annotations(tool.get("inputSchema"), (), True, found)
+    names = [name.lower() for name, _ in found]
+    if why is None and len(set(names)) < len(names):
+        why = "two x-mcp-header annotations name the same header"
+    return (None, why) if why else (found, None)
+
+
+def _annotations(schema, path, reachable, found):
+    """Collect the annotations under ``schema`` into ``found``; why one is invalid, or None."""
+    if isinstance(schema, list):
+        return next((why for why in (_annotations(item, path, False, found) for item in schema) if why), None)
+    if not isinstance(schema, dict):
+        return None
+    if "x-mcp-header" in schema:
+        name, kind = schema["x-mcp-header"], schema.get("type")
+        if not reachable or not path:
+            return "x-mcp-header outside the input schema's properties"
+        if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
+            return "x-mcp-header %r of %r is not a header name" % (name, ".".join(path))
+        if kind not in ("string", "integer", "boolean"):
+            return "x-mcp-header on %r, whose type is %r, not string, integer or boolean" % (".".join(path), kind)
+        found.append((name, path))
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            why = next((why for why in (_annotations(sub, path + (name,), reachable, found)
+                                        for name, sub in value.items()) if why), None)
+        elif key not in SCHEMA_DATA_KEYWORDS:
+            why = _annotations(value, path, False, found)
+        else:
+            why = None
+        if why:
+            return why
+    return None
+
+
+def param_value(arguments, path):
+    """The text an argument at ``path`` gives its ``Mcp-Param-*`` header, or None when it has none."""
+    value = arguments
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return value if isinstance(value, str) else json.dumps(value)
+    return value.text if isinstance(value, LongNumber) else None
+
+
 class RemoteExchange:
-    """One client message on its way to the server, and the request ids still waiting for answers."""
+    """One client message on its way to the server, and the request ids still waiting for answers.
+
+    ``modern``: it names a 2026-07-28-era version in its ``_meta`` (no session, no
+    resumption; Streamable HTTP mirrors it in headers); else it belongs to the
+    session the client's initialize opened, if any.
+    """
 
     def __init__(self, line, msg, swallow=False):
         self.line = line
@@ -3404,6 +3507,8 @@ class RemoteExchange:
         params = msg.get("params") if isinstance(msg, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
+        self.version = request_version(params)
+        self.modern = self.version is not None and not version_has(self.version, "handshake")
         self.swallow = swallow     # our own replayed handshake: its answer is not for the client
         self.queued = time.monotonic()
         self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
@@ -3479,22 +3584,27 @@ class RemoteUpstream(Upstream):
             except ValueError:
                 msg = None
             if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
-                    and isinstance(msg.get("params"), dict)):
-                self._cancelled(msg["params"].get("requestId"))
+                    and isinstance(msg.get("params"), dict) and self._cancelled(msg["params"])):
+                continue
             self.outbox.put(RemoteExchange(line, msg))
 
-    def _cancelled(self, request_id):
-        """The client gave up on a request: stop waiting for it (the server gets the notification)."""
+    def _cancelled(self, params):
+        """The client gave up on a request: stop waiting for it.  True when the notification is not
+        to be sent on: for a 2026-07-28-era request, closing its response stream is the cancellation."""
+        request_id = params.get("requestId")
         with self.lock:
             exchange = self.inflight.pop(id_key(request_id), None)
-            if exchange is None:
-                return
-            exchange.outstanding.pop(id_key(request_id), None)
-            done = not exchange.outstanding
+            if exchange is not None:
+                exchange.outstanding.pop(id_key(request_id), None)
+                done = not exchange.outstanding
+        if exchange is None:
+            version = request_version(params)
+            return version is not None and not version_has(version, "handshake")
         if done:
             exchange.settled.set()
         if done and exchange.conn is not None:
             self.pool.abort(exchange.conn)
+        return exchange.modern
 
     def close_input(self):
         if self.closing or self.exited:
@@ -3613,6 +3723,28 @@ class RemoteUpstream(Upstream):
         for msg_id in ids:
             self.loop.post(self._deliver, encode_message(error_response(msg_id, UPSTREAM_ERROR, reason, data))[:-1])
 
+    def fail_status(self, exchange, resp, body):
+        """A non-2xx answer whose ``body`` we read.  Errors are answers: the JSON-RPC error it holds
+        goes to the client, code, message and data intact, under the request's id (the body's may be
+        null); any other body fails the exchange with our error quoting it (``data.httpStatus``)."""
+        found = jsonrpc_error(body, content_type(resp))
+        if found is not None and exchange.outstanding:
+            try:
+                answers = [encode_message({"jsonrpc": "2.0", "id": msg_id, "error": found["error"]})
+                           for msg_id in exchange.outstanding.values()]
+            except (TypeError, ValueError):
+                answers = []  # a LongNumber in it: we cannot write it under another id
+            self.note("info", "%s: HTTP %d from upstream with JSON-RPC error %s; forwarded to the client"
+                      % (exchange.method, resp.status, found["error"]["code"]))
+            for answer in answers:
+                self._emit(answer, exchange)
+            if answers:
+                return
+        text = http_error_text(resp.status, resp.reason, body)
+        if 300 <= resp.status < 400 and resp.getheader("Location"):
+            text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
+        self.fail_exchange(exchange, text, resp.status)
+
     def fail_inflight(self, reason):
         with self.lock:
             exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
@@ -3651,7 +3783,9 @@ class RemoteUpstream(Upstream):
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
             if owner is not None:
-                self._answered(owner, item)
+                replacement = self._answered(owner, item)
+                if replacement is not None and not isinstance(msg, list):
+                    data = replacement
                 if not owner.outstanding:
                     owner.settled.set()  # after _answered: a waiter finds what it recorded
                 if owner.swallow:
@@ -3671,14 +3805,19 @@ class RemoteUpstream(Upstream):
                     exchange.waiting_since = now
 
     def _answered(self, exchange, msg):
-        """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
+        """Hook: a response for ``exchange`` arrived (before it is forwarded).  Returns None, or the
+        bytes to forward instead of a lone message."""
         if exchange.swallow:
             exchange.result = msg
+        return None
 
     def _on_event(self, event, exchange=None):
         if event.event != "message":
             log.debug("ignored SSE event %r" % event.event)
             return
+        if exchange is not None and exchange.modern:
+            # a 2026-07-28 response stream is the request's own: whatever comes on it is about it
+            exchange.waiting_since = time.monotonic()
         if event.data.strip():
             self._emit(event.data, exchange)
 
@@ -3837,7 +3976,14 @@ class RemoteUpstream(Upstream):
 
 
 class StreamableHttpUpstream(RemoteUpstream):
-    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream."""
+    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.
+
+    Each message goes in its own era (see ``RemoteExchange``), side by side on
+    one server: a legacy one in the session the client's initialize opened
+    (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28
+    one with no session, its version, method and name mirrored in headers, and
+    its response stream closed to cancel it.
+    """
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
@@ -3848,8 +3994,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.get_generation = 0
         self.get_conn = None
         self.announced = False
+        self.tool_headers = {}             # tool name -> the Mcp-Param-* headers it asks for (param_headers)
 
-    def request_headers(self, accept=ACCEPT_BOTH, body=True, session=True, last_event_id=None):
+    def request_headers(self, accept=ACCEPT_BOTH, body=True, session=True, last_event_id=None, more=()):
         extra = [("Accept", accept)]
         if body:
             extra.append(("Content-Type", "application/json"))
@@ -3858,7 +4005,27 @@ class StreamableHttpUpstream(RemoteUpstream):
             extra.append(("MCP-Protocol-Version", self.protocol_version))
         if last_event_id:
             extra.append(("Last-Event-ID", last_event_id))
-        return self.config.headers(extra)
+        return self.config.headers(extra + list(more))
+
+    def modern_headers(self, exchange):
+        """What a 2026-07-28 request mirrors in headers: its version and method, and for
+        NAMED_METHODS the name, for tools/call the arguments the tool's x-mcp-header
+        annotations name.  ValueError for a version or method no header can carry."""
+        for value in (exchange.version, exchange.method):
+            if not isinstance(value, str) or not PLAIN_HEADER_VALUE_RE.match(value):
+                raise ValueError("%r cannot be sent in an HTTP header" % (value,))
+        params = exchange.msg["params"]
+        extra = [("MCP-Protocol-Version", exchange.version), ("Mcp-Method", exchange.method)]
+        name = params.get(NAMED_METHODS.get(exchange.method, ""))
+        if isinstance(name, str):
+            extra.append(("Mcp-Name", header_value(name)))
+        arguments = params.get("arguments")
+        if exchange.method == "tools/call" and isinstance(arguments, dict):
+            for header, path in self.tool_headers.get(name, ()):
+                value = param_value(arguments, path)
+                if value is not None:
+                    extra.append(("Mcp-Param-" + header, header_value(value)))
+        return extra
 
     def _before_request(self, exchange):
         if exchange.method == "initialize" and not exchange.swallow:
@@ -3868,18 +4035,19 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def post_exchange(self, exchange, retried=False):
         """POST one message and relay its answer (``retried``: the POST again, in a new session)."""
-        first_init = exchange.method == "initialize"
-        session_used = None if first_init else self.session_id
-        posted = self._post(exchange, session=not first_init)
+        first_init = exchange.method == "initialize" and not exchange.modern
+        session_used = None if first_init or exchange.modern else self.session_id
+        posted = self._post(exchange, session=not (first_init or exchange.modern))
         if posted is None:
             return
         conn, resp = posted
-        if first_init and self._try_fallback(exchange, conn, resp):
-            return
-        if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
-            return self._retry_in_new_session(exchange, conn, resp, session_used)
         if not 200 <= resp.status < 300:
-            return self._fail_status(exchange, conn, resp)
+            body = self.pool.drain(conn, resp)
+            if first_init and self._try_fallback(exchange, resp, body):
+                return
+            if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
+                return self._retry_in_new_session(exchange, session_used)
+            return self.fail_status(exchange, resp, body)
         if first_init:
             self._adopt_session(resp)
         if content_type(resp) == "text/event-stream":
@@ -3896,7 +4064,12 @@ class StreamableHttpUpstream(RemoteUpstream):
         """Send the POST and read the answer's headers: (conn, response), or None after failing the exchange."""
         import http.client
 
-        headers = self.request_headers(session=session)
+        try:
+            headers = self.request_headers(session=session, more=self.modern_headers(exchange) if exchange.modern
+                                           else ())
+        except ValueError as exc:
+            self.fail_exchange(exchange, "not sent: %s" % exc)
+            return None
         if log.enabled("debug"):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
@@ -3910,20 +4083,11 @@ class StreamableHttpUpstream(RemoteUpstream):
         exchange.conn = conn
         return conn, resp
 
-    def _retry_in_new_session(self, exchange, conn, resp, stale_session):
+    def _retry_in_new_session(self, exchange, stale_session):
         """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
-        self.pool.drain(conn, resp)
         if self.reinitialize(stale_session):
             return self.post_exchange(exchange, retried=True)
         self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
-
-    def _fail_status(self, exchange, conn, resp):
-        """Any other status but 2xx fails the exchange, quoting the error body (or where a redirect points)."""
-        body = self.pool.drain(conn, resp)
-        text = http_error_text(resp.status, resp.reason, body)
-        if 300 <= resp.status < 400 and resp.getheader("Location"):
-            text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
-        self.fail_exchange(exchange, text, resp.status)
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
@@ -3961,6 +4125,8 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def _answered(self, exchange, msg):
         RemoteUpstream._answered(self, exchange, msg)
+        if exchange.modern and exchange.method == "tools/list" and isinstance(msg.get("result"), dict):
+            return self._learn_tools(exchange, msg)
         if exchange.method == "initialize" and isinstance(msg.get("result"), dict):
             version = msg["result"].get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
@@ -3969,15 +4135,52 @@ class StreamableHttpUpstream(RemoteUpstream):
                 log.info("connected to %s (Streamable HTTP, protocol %s, %s)" % (
                     self.config.display_url, self.protocol_version,
                     "with a session" if self.session_id else "no session"))
+        return None
+
+    def _learn_tools(self, exchange, msg):
+        """Note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first page starts
+        over) and leave out the tools whose annotations are invalid, with a warning, as the spec
+        tells clients to.  The message to forward instead, or None for the one that came."""
+        tools = msg["result"].get("tools")
+        if not isinstance(tools, list):
+            return None
+        params = exchange.msg["params"]
+        if params.get("cursor") is None:
+            self.tool_headers = {}
+        kept = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            headers, why = param_headers(tool) if isinstance(tool, dict) else ([], None)
+            if why:
+                self.note("warning", "tools/list: left out the tool %r: %s" % (name, why))
+                continue
+            kept.append(tool)
+            if headers and isinstance(name, str):
+                self.tool_headers[name] = headers
+        if len(kept) == len(tools):
+            return None
+        msg["result"]["tools"] = kept
+        try:
+            return encode_message(msg)[:-1]
+        except (TypeError, ValueError) as exc:
+            self.note("warning", "could not leave tools out of tools/list (%s); forwarding it whole" % exc)
+            return None
 
     def _read_post_stream(self, exchange, conn, resp):
-        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops.
+        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops
+        (a 2026-07-28 request's stream cannot be resumed: the request fails).
 
         The whole wait, resumptions included, ends --sse-read-timeout after the
-        stream opened or after the last progress notification for the request.
+        stream opened or after the last progress notification for the request
+        (any event for a 2026-07-28 request).  subscriptions/listen answers
+        nothing: it carries notifications until cancelled, so its stream need
+        only stay alive, as the GET stream it replaces.
         """
         exchange.waiting_since = time.monotonic()
-        deadline = lambda: exchange.answer_deadline(self.config.sse_read_timeout)  # noqa: E731
+        if exchange.modern and exchange.method == "subscriptions/listen":
+            deadline = self.silence_deadline
+        else:
+            deadline = lambda: exchange.answer_deadline(self.config.sse_read_timeout)  # noqa: E731
         parser = SseParser(limit=self.config.max_message_bytes)
         outcome = self._pump_answer(exchange, conn, resp, parser, deadline)
         backoff = Backoff()
@@ -3987,6 +4190,9 @@ class StreamableHttpUpstream(RemoteUpstream):
                                           "(--sse-read-timeout)" % self.config.sse_read_timeout)
             if outcome == STREAM_INVALID:
                 return
+            if exchange.modern:
+                return self.fail_exchange(exchange, "upstream closed the response stream before answering "
+                                                    "(a %s request cannot be resumed)" % exchange.version)
             if not parser.last_id:
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering "
                                                     "(no event id to resume from)")
@@ -4125,13 +4331,13 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     # -- auto-detect and shutdown ------------------------------------------
 
-    def _try_fallback(self, exchange, conn, resp):
-        """auto: when the initialize POST is refused as a legacy server refuses it, hand every queued
-        message to the legacy transport; True if that happened."""
+    def _try_fallback(self, exchange, resp, body):
+        """auto: when the initialize POST is refused as a legacy server refuses it (no JSON-RPC error
+        in the ``body``), hand every queued message to the legacy transport; True if that happened."""
         if self.fallback is None or resp.status not in FALLBACK_STATUSES or exchange.swallow or self.announced:
             return False
-        read_limited(resp)
-        self.pool.discard(conn)
+        if jsonrpc_error(body, content_type(resp)) is not None:
+            return False
         with self.lock:
             for key in list(exchange.outstanding):
                 self.inflight.pop(key, None)
@@ -4333,13 +4539,14 @@ class SseUpstream(RemoteUpstream):
                 self.config.display_url, describe_http_exception(exc, self.config)))
         body = self.pool.drain(conn, resp)
         if not 200 <= resp.status < 300:
-            self.fail_exchange(exchange, http_error_text(resp.status, resp.reason, body), resp.status)
+            self.fail_status(exchange, resp, body)
         elif not exchange.swallow:
             self.await_answer(exchange, self.config.sse_read_timeout, "--sse-read-timeout")
 
 
 class AutoUpstream(Upstream):
-    """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405.
+    """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405
+    without a JSON-RPC error in the body.
 
     ``memory`` (a dict shared across restarts) remembers the answer so that a
     restarted upstream does not probe again.

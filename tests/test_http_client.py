@@ -147,3 +147,42 @@ def test_backoff_grows_to_a_cap_takes_the_servers_retry_and_gives_up_at_five_fai
                                               (429, False), (500, False), (503, False), (302, False)])
 def test_permanent_errors_are_the_4xx_but_timeout_and_too_many_requests(status, permanent):
     assert ocx_proxy.permanent_error(status) is permanent
+
+
+# ---------------------------------------------------------------------------
+# 2026-07-28 header values and JSON-RPC error bodies
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,header", [
+    ("us-west1", "us-west1"),                                  # the spec's table, row by row
+    ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+    (" padded ", "=?base64?IHBhZGRlZCA=?="),
+    ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+    ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+    ("a b", "a b"), ("tab\there", "=?base64?dGFiCWhlcmU=?="), ("", "=?base64??="), ("=?base64?x", "=?base64?x"),
+])
+def test_header_values_are_plain_ascii_or_the_base64_form(text, header):
+    assert ocx_proxy.header_value(text) == header
+
+
+@pytest.mark.parametrize("body,kind,code", [
+    (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"m","data":{"supported":[]}}}',
+     "application/json", -32022),
+    (b'{"jsonrpc":"2.0","error":{"code":-32020,"message":"m"}}', "", -32020),
+    (b': c\nevent: message\ndata: {"jsonrpc":"2.0","id":1,\ndata: "error":{"code":-32601,"message":"m"}}\n',
+     "text/event-stream", -32601),
+    (b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}', "application/json", None),
+    (b'{"jsonrpc":"2.0","id":1,"error":{"code":true,"message":"m"}}', "application/json", None),
+    (b'{"error":"denied"}', "application/json", None),
+    (b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}', "text/html", None),
+    (b"boom: database down", "text/plain", None), (b"", "", None), (b"\xff{", "application/json", None),
+])
+def test_jsonrpc_error_bodies_are_recognized(body, kind, code):
+    found = ocx_proxy.jsonrpc_error(body, kind)
+    assert (found["error"]["code"] if found else None) == code
+
+
+def test_the_2026_headers_are_ours_to_set():
+    for name in ("Mcp-Method", "Mcp-Name", "Mcp-Param-Region"):
+        with pytest.raises(ocx_proxy.UsageError, match="itself"):
+            ocx_proxy.parse_header_option("%s: x" % name)

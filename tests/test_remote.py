@@ -1,7 +1,7 @@
 """Remote transports, end to end: the real relay subprocess against stdlib fixture servers.
 
-Streamable HTTP, legacy HTTP+SSE, auto-detect, session recovery, resumption,
-proxies and TLS (the HTTP client's own helpers: test_http_client.py).  The
+Streamable HTTP (legacy sessions and 2026-07-28 requests, side by side), legacy
+HTTP+SSE, auto-detect, session recovery, resumption, errors as answers, proxies and TLS (the HTTP client's own helpers: test_http_client.py).  The
 fixture servers run in this process on 127.0.0.1.
 """
 import base64
@@ -408,6 +408,237 @@ def test_headers_are_sent_and_secrets_never_logged(server, remote):
     log_text = relay.stderr
     assert "POST" in log_text and "X-Plain: visible" in log_text
     assert "tok-9f8e7d6c5b4a" not in log_text and "team-secret-42" not in log_text
+
+
+# ---------------------------------------------------------------------------
+# Streamable HTTP, 2026-07-28 requests (era per request) and errors as answers
+# ---------------------------------------------------------------------------
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def modern(relay, method, params=None, version="2026-07-28", **kw):
+    """A 2026-07-28 request (its version in _meta): returns (response, notifications before it)."""
+    meta = dict(MODERN_META, **{"io.modelcontextprotocol/protocolVersion": version})
+    return relay.request(method, dict(params or {}, _meta=meta), **kw)
+
+
+def modern_posts(srv, method):
+    return srv.seen("POST", lambda r: json.loads(r["body"]).get("method") == method)
+
+
+def schema(**properties):
+    return {"name": "t", "inputSchema": {"type": "object", "properties": properties}}
+
+
+@pytest.mark.parametrize("tool,expected", [
+    (schema(a={"type": "string", "x-mcp-header": "A"}, b={"type": "string"}), [("A", ("a",))]),
+    (schema(o={"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
+            f={"type": "boolean", "x-mcp-header": "F-1"}), [("N", ("o", "n")), ("F-1", ("f",))]),
+    (schema(a={"type": "string", "default": {"x-mcp-header": "data, not a schema"}}), []),
+    ({"name": "no schema"}, []),
+    (schema(a={"type": "number", "x-mcp-header": "A"}), "not string, integer or boolean"),
+    (schema(a={"x-mcp-header": "A"}), "not string, integer or boolean"),
+    (schema(a={"type": "string", "x-mcp-header": ""}), "not a header name"),
+    (schema(a={"type": "string", "x-mcp-header": "Bad Name"}), "not a header name"),
+    (schema(a={"type": "string", "x-mcp-header": 7}), "not a header name"),
+    (schema(a={"type": "string", "x-mcp-header": "X"}, b={"type": "string", "x-mcp-header": "x"}), "same header"),
+    (schema(a={"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}), "outside"),
+    (schema(a={"anyOf": [{"type": "string", "x-mcp-header": "A"}]}), "outside"),
+    ({"name": "t", "inputSchema": {"type": "string", "x-mcp-header": "Root"}}, "outside"),
+])
+def test_x_mcp_header_annotations_are_checked_as_the_spec_says(tool, expected):
+    found, why = ocx_proxy.param_headers(tool)
+    if isinstance(expected, list):
+        assert (found, why) == (expected, None)
+    else:
+        assert found is None and expected in why
+
+
+@pytest.mark.parametrize("arguments,text", [
+    ({"a": "x"}, "x"), ({"a": 42}, "42"), ({"a": -7}, "-7"), ({"a": False}, "false"), ({"a": None}, None),
+    ({}, None), ({"a": {"b": 1}}, None), ({"a": [1]}, None),
+])
+def test_param_values_are_converted_as_the_spec_says(arguments, text):
+    assert ocx_proxy.param_value(arguments, ("a",)) == text
+
+
+@pytest.mark.parametrize("mode,reply", [("streamable-http", "sse"), ("streamable-http", "json"), ("auto", "sse")])
+def test_modern_requests_mirror_their_body_in_headers_without_a_session(server, remote, mode, reply):
+    srv = server(era="modern", reply=reply)
+    relay = remote(mode, srv.url)
+    discover = modern(relay, "server/discover")[0]
+    assert discover["result"]["supportedVersions"] == ["2026-07-28"]
+    assert text_of(modern(relay, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})[0]) == "hi"
+    # names a header cannot carry as they are: the base64 form, exactly where the spec asks for it
+    odd = {"wetter-für-köln": "=?base64?d2V0dGVyLWbDvHIta8O2bG4=?=", " padded ": "=?base64?IHBhZGRlZCA=?=",
+           "=?base64?literal?=": "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "line1\nline2": "=?base64?bGluZTEKbGluZTI=?=",
+           "plain name": "plain name"}
+    for name, header in odd.items():
+        reply_msg = modern(relay, "tools/call", {"name": name, "arguments": {}})[0]
+        assert reply_msg["error"]["code"] == -32602, reply_msg  # the server's answer: headers matched
+        assert modern_posts(srv, "tools/call")[-1]["headers"]["Mcp-Name"] == header
+    missing = modern(relay, "resources/read", {"uri": " file:///ä.txt"})[0]
+    assert missing["error"]["code"] == -32601  # HTTP 404 with a JSON-RPC body: the answer
+    assert modern_posts(srv, "resources/read")[0]["headers"]["Mcp-Name"] == "=?base64?IGZpbGU6Ly8vw6QudHh0?="
+    assert relay.close() == 0
+    posts = srv.seen("POST")
+    assert posts and all(r["headers"]["MCP-Protocol-Version"] == "2026-07-28" for r in posts)
+    assert all(r["headers"]["Mcp-Method"] == json.loads(r["body"])["method"] for r in posts)
+    assert not [r for r in posts if "Mcp-Session-Id" in r["headers"]]
+    assert "Mcp-Name" not in modern_posts(srv, "server/discover")[0]["headers"]
+    assert not srv.seen("GET") and not srv.seen("DELETE")
+
+
+def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_left_out(server, remote):
+    srv = server(era="modern", reply="json")
+    relay = remote("streamable-http", srv.url)
+    tools = modern(relay, "tools/list")[0]["result"]["tools"]
+    assert [t["name"] for t in tools] == ["echo", "route", "sleep", "whoami"]
+
+    def warnings():  # stderr is read by a thread of its own: the lines may come a little later
+        return [sum(name in line and "warning" in line for line in relay.stderr_lines)
+                for name in ("bad_number", "bad_items", "bad_duplicate")]
+
+    assert wait_until(lambda: all(warnings())) and warnings() == [1, 1, 1], relay.stderr
+    arguments = {"region": "us-west1", "count": 42, "flag": True, "where": {"tenant": "Zürich "}, "note": "n"}
+    reply = modern(relay, "tools/call", {"name": "route", "arguments": arguments})[0]
+    assert json.loads(text_of(reply)) == arguments
+    headers = modern_posts(srv, "tools/call")[-1]["headers"]
+    assert headers["Mcp-Name"] == "route"
+    assert (headers["Mcp-Param-Region"], headers["Mcp-Param-Count"], headers["Mcp-Param-Flag"]) == (
+        "us-west1", "42", "true")
+    assert headers["Mcp-Param-Tenant"] == "=?base64?" + base64.b64encode("Zürich ".encode()).decode() + "?="
+    assert not [name for name in headers if name.startswith("Mcp-Param-") and "Note" in name]
+    reply = modern(relay, "tools/call", {"name": "route", "arguments": {"count": 7, "region": None}})[0]
+    assert json.loads(text_of(reply)) == {"count": 7, "region": None}
+    headers = modern_posts(srv, "tools/call")[-1]["headers"]
+    assert [n for n in headers if n.startswith("Mcp-Param-")] == ["Mcp-Param-Count"]
+    relay.close()
+
+
+def test_legacy_and_modern_requests_side_by_side_on_one_relay(server, remote):
+    srv = server(era="dual", reply="sse", get_stream="sse")
+    relay = remote("auto", srv.url)
+    assert "2025-11-25" in modern(relay, "server/discover")[0]["result"]["supportedVersions"]
+    relay.initialize("2025-11-25")
+    sid = next(iter(srv.sessions))
+    assert text_of(relay.call("echo", {"text": "legacy"})) == "legacy"
+    assert text_of(modern(relay, "tools/call", {"name": "echo", "arguments": {"text": "modern"}})[0]) == "modern"
+    assert wait_until(lambda: srv.seen("GET"))
+    assert relay.close() == 0
+    for r in srv.seen("POST"):
+        body = json.loads(r["body"])
+        if "_meta" in (body.get("params") or {}):
+            assert "Mcp-Session-Id" not in r["headers"] and r["headers"]["Mcp-Method"] == body["method"]
+        elif body["method"] != "initialize":
+            assert r["headers"]["Mcp-Session-Id"] == sid and r["headers"]["MCP-Protocol-Version"] == "2025-11-25"
+            assert "Mcp-Method" not in r["headers"]
+    assert [r["headers"]["Mcp-Session-Id"] for r in srv.seen("DELETE")] == [sid]
+    assert not srv.legacy_connects
+
+
+@pytest.mark.parametrize("reply", ["sse", "json"])
+def test_jsonrpc_error_bodies_of_modern_requests_are_the_answer(server, remote, reply):
+    srv = server(era="modern", reply=reply)
+    relay = remote("streamable-http", srv.url)
+    unsupported = modern(relay, "tools/list", version="2099-01-01", msg_id="v")[0]
+    assert unsupported == {"jsonrpc": "2.0", "id": "v", "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": ["2026-07-28"], "requested": "2099-01-01"}}}
+    # route before any tools/list: we do not know its annotations yet, and the server says so
+    mismatch = modern(relay, "tools/call", {"name": "route", "arguments": {"region": "eu"}}, msg_id=3)[0]
+    assert mismatch["id"] == 3 and mismatch["error"]["code"] == -32020 and "Mcp-Param-Region" in \
+        mismatch["error"]["message"] and "data" not in mismatch["error"]
+    relay.close()
+
+
+@pytest.mark.parametrize("mode,url", [("streamable-http", "url"), ("sse", "sse_url")])
+def test_jsonrpc_error_bodies_of_legacy_requests_are_the_answer(server, remote, mode, url):
+    srv = server(reply="sse", streamable=mode != "sse")
+    relay = remote(mode, getattr(srv, url))
+    if mode == "streamable-http":
+        early = relay.call("echo", {"text": "before initialize"}, msg_id="e")
+        assert early == {"jsonrpc": "2.0", "id": "e", "error": {"code": -32000,
+                                                                "message": "Bad Request: No session id"}}
+    relay.initialize()
+    reply = relay.call("jsonrpc_400", msg_id=8)
+    assert reply == dict(http_servers.JSONRPC_400, id=8)
+    assert text_of(relay.call("echo", {"text": "fine"})) == "fine"
+    relay.close()
+
+
+@pytest.mark.parametrize("status,code", [(400, -32022), (404, -32601)])
+def test_auto_does_not_fall_back_when_a_refusal_is_a_jsonrpc_error(server, remote, status, code):
+    srv = server(era="modern", legacy_refusal=status)
+    relay = remote("auto", srv.url)
+    reply = relay.initialize()
+    assert reply["id"] == 1 and reply["error"]["code"] == code
+    assert text_of(modern(relay, "tools/call", {"name": "echo", "arguments": {"text": "still"}})[0]) == "still"
+    relay.close()
+    assert not srv.seen("GET") and not srv.legacy_connects
+
+
+def test_auto_a_refused_modern_probe_then_initialize_falls_back_to_legacy_sse(server, remote):
+    srv = server(streamable=False)
+    relay = remote("auto", srv.sse_url)
+    probe = modern(relay, "server/discover")[0]
+    assert probe["error"]["code"] == -32000 and probe["error"]["data"] == {"httpStatus": 405}
+    assert relay.initialize()["result"]["serverInfo"]["name"] == "http-fixture"
+    assert text_of(relay.call("echo", {"text": "old"})) == "old"
+    assert srv.legacy_connects == 1
+    relay.close()
+
+
+def test_cancelling_a_modern_request_closes_its_stream_and_sends_nothing(server, remote):
+    srv = server(era="modern", reply="sse")
+    relay = remote("streamable-http", srv.url)
+    relay.send({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 3}, "_meta": MODERN_META}})
+    assert wait_until(lambda: modern_posts(srv, "tools/call"))
+    time.sleep(0.2)
+    relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41}})
+    assert wait_until(lambda: srv.closed == [41], timeout=3)
+    assert modern(relay, "server/discover")[0]["result"]
+    assert not modern_posts(srv, "notifications/cancelled")
+    time.sleep(0.2)
+    assert relay.lines.empty()
+    relay.close()
+
+
+def test_a_broken_modern_response_stream_fails_the_request_without_resuming(server, remote):
+    srv = server(era="modern", reply="sse", event_ids=True)
+    relay = remote("streamable-http", srv.url)
+    reply, notes = modern(relay, "tools/call", {"name": "drop", "arguments": {"then": 0.3}})
+    assert reply["error"]["code"] == -32000 and "cannot be resumed" in reply["error"]["message"]
+    assert [n["params"]["data"] for n in notes] == ["before the drop"]
+    assert not srv.seen("GET")
+    relay.close()
+
+
+def test_any_event_on_a_modern_response_stream_restarts_the_wait(server, remote):
+    srv = server(era="modern", reply="sse")
+    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "0.4")
+    reply, notes = modern(relay, "tools/call", {"name": "progress", "arguments": {"steps": 3, "delay": 0.2}})
+    assert text_of(reply) == "progressed" and len(notes) == 3  # no progress token: still its own stream
+    relay.close()
+
+
+def test_subscriptions_listen_lives_while_its_stream_does(server, remote):
+    srv = server(era="modern", reply="sse")
+    relay = remote("streamable-http", srv.url, "--sse-read-timeout", "0.4")
+    relay.send({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+                "params": {"every": 0.1, "_meta": MODERN_META}})
+    time.sleep(1.0)  # more than two read timeouts: keep-alive comments and notifications kept it open
+    seen = []
+    while not relay.lines.empty():
+        seen.append(relay.recv())
+    assert seen[0]["method"] == "notifications/subscriptions/acknowledged"
+    assert {m.get("method") for m in seen[1:]} == {"notifications/tools/list_changed"}, seen
+    relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen"}})
+    assert wait_until(lambda: srv.closed == ["listen"], timeout=3)
+    relay.close()
 
 
 # ---------------------------------------------------------------------------
