@@ -250,6 +250,20 @@ def test_check_over_remote_transports(http_server, transport, path):
     assert "tools/list" in report["timings"]
 
 
+@pytest.mark.parametrize("era,reply", [("modern", "sse"), ("modern", "json"), ("dual", "sse")])
+def test_check_over_streamable_http_speaks_the_modern_era_when_the_server_does(http_server, era, reply):
+    # The transport derives the 2026 headers from each request's _meta: the fixture answers
+    # 400 -32020 to a request whose headers do not match, and -32022 to one with no version.
+    srv = http_server(era=era, reply=reply)
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", "streamable-http", "--url", srv.base + "/mcp"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, env=check_env())
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["protocol"]["era"] == "modern" and report["protocol"]["version"] == "2026-07-28"
+    assert "2026-07-28" in report["protocol"]["supported"] and report["counts"]["tools"] > 0
+    assert "initialize" not in report["timings"] and b"Traceback" not in proc.stderr
+
+
 def test_check_remote_connection_failure_exits_2(http_server):
     import socket
 
