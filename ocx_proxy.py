@@ -316,6 +316,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 UPSTREAM_ERROR = -32000
 REQUEST_TIMEOUT = -32001
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data.supported lists the versions the server speaks
 
 # Resource bounds (see README "Limits"): one message, and the bytes we hold for
 # a peer that is not reading, before we push back or give up.
@@ -902,6 +903,8 @@ PROTOCOL_VERSIONS = {
 # check asks for: the revisions with an initialize to answer.
 SERVED_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" in PROTOCOL_VERSIONS[v])
 LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
+# The stateless revisions, newest first (what check asks for with server/discover).
+MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" not in PROTOCOL_VERSIONS[v])
 
 
 def version_has(version, feature):
@@ -922,6 +925,15 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+def is_modern(version):
+    """True for a stateless revision (2026-07-28 and later): no handshake, no session.
+
+    Its requests name the version themselves (``request_version``) and its
+    results say their kind in ``resultType``.
+    """
+    return version_has(version, "result_type") and not version_has(version, "handshake")
 
 
 def request_version(params):
@@ -1530,7 +1542,7 @@ class PreviewBuilder:
         self.task_result = task_tool_result(method, msg.get("result"))
         self.request_params = request_params if isinstance(request_params, dict) else {}
         self.protocol_version = protocol_version
-        self.modern = version_has(protocol_version, "result_type")
+        self.modern = is_modern(protocol_version)
         self.files = files
         self.original_chars = original_chars
 
@@ -3508,7 +3520,7 @@ class RemoteExchange:
         meta = params.get("_meta") if isinstance(params, dict) else None
         self.progress_key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
         self.version = request_version(params)
-        self.modern = self.version is not None and not version_has(self.version, "handshake")
+        self.modern = is_modern(self.version)
         self.swallow = swallow     # our own replayed handshake: its answer is not for the client
         self.queued = time.monotonic()
         self.waiting_since = self.queued  # start of the wait for the answer; progress moves it
@@ -3598,8 +3610,7 @@ class RemoteUpstream(Upstream):
                 exchange.outstanding.pop(id_key(request_id), None)
                 done = not exchange.outstanding
         if exchange is None:
-            version = request_version(params)
-            return version is not None and not version_has(version, "handshake")
+            return is_modern(request_version(params))
         if done:
             exchange.settled.set()
         if done and exchange.conn is not None:
@@ -7385,11 +7396,8 @@ class McpClient:
         self.loop.stop()
 
 
-# What check asks a server for: the revisions without a handshake (newest
-# first) through server/discover, then the others through initialize.
-MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if not version_has(v, "handshake"))
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-# A legacy server may never answer a request sent before initialize (the spec
+# check asks for the stateless revisions through server/discover first, then
+# for the others through initialize.  A legacy server may never answer a request sent before initialize (the spec
 # allows it), so the probe waits this long at most before falling back.
 DISCOVER_TIMEOUT = 5.0
 CHECK_CLIENT_INFO = {"name": "ocx-proxy-check", "version": __version__}

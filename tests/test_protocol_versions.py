@@ -35,3 +35,12 @@ def test_servers_of_ours_speak_every_handshake_revision_and_answer_the_latest_ot
 ])
 def test_a_request_names_its_version_only_in_its_meta(params, expected):
     assert op.request_version(params) == expected
+
+
+@pytest.mark.parametrize("version, modern", [
+    ("2026-07-28", True), ("2099-01-01", True), ("2025-11-25", False), ("2024-11-05", False),
+    ("2024-01-01", False), ("2026-01-01", False), (None, False), (20260728, False),
+])
+def test_only_the_stateless_revisions_are_modern(version, modern):
+    assert op.is_modern(version) is modern
+    assert op.MODERN_PROTOCOL_VERSIONS == ("2026-07-28",)
