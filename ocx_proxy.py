@@ -4636,6 +4636,11 @@ PEEK_LINE_BYTES = 64 * 1024
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
 
 
+# Requests that last as long as the client wants (2026-07-28: the listen stream
+# replaced the GET stream): --request-timeout does not apply to them.
+OPEN_ENDED = frozenset(["subscriptions/listen"])
+
+
 class RelayOptions:
     """Everything the relay needs to know from the command line."""
 
@@ -4957,7 +4962,7 @@ class Relay:
                 self.initialize_ok = False
             params = msg.get("params") if method == "resources/read" else None
             pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
-            if self.options.request_timeout > 0:
+            if self.options.request_timeout > 0 and method not in OPEN_ENDED:
                 pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
             self.pending[id_key(msg["id"])] = pending
         elif method == "notifications/cancelled":

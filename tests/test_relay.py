@@ -405,6 +405,18 @@ def test_request_timeout_cancels_upstream_and_drops_late_answer(relay_factory, t
     assert all(b'"slept"' not in line for line in relay.raw_lines)
 
 
+def test_request_timeout_spares_a_subscriptions_listen_stream(relay_factory):
+    relay = relay_factory(["--request-timeout", "0.3"])
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    relay.send({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen", "params": {"_meta": meta}})
+    assert relay.recv()["method"] == "notifications/subscriptions/acknowledged"
+    time.sleep(0.6)
+    reply = relay.call("sleep", {"seconds": 1.0}, msg_id="slow")
+    assert reply["id"] == "slow" and reply["error"]["code"] == -32001  # other requests still time out
+    assert all(b'"listen"' not in line or b"acknowledged" in line for line in relay.raw_lines)
+    relay.close()
+
+
 def test_spawn_failure_is_reported_to_the_client(tmp_path):
     from conftest import RelayProcess
     import ocx_proxy  # noqa: F401  (the module must import cleanly)
