@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from cases import CASES, Outcome, answer_colour, run_cases
-from conftest import MODES, NODE, NODE_PATH, PROXY, TRANSPORTS, TS_DIR, record, server_command
+from harness import MODES, NODE, PROXY, TRANSPORTS, TS_DIR, TS_TRANSPORTS, record, server_command
 
 from mcp import Client, StdioServerParameters
 
@@ -33,7 +33,7 @@ def relay_argv(transport, spill_dir, server, servers):
 
 
 def python_client(transport, mode, path, server, servers, spill_dir):
-    env = dict(os.environ, NODE_PATH=NODE_PATH or "")
+    env = dict(os.environ)
     if path == "relay":
         argv = relay_argv(transport, spill_dir, server, servers)
         target = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
@@ -54,12 +54,11 @@ def ts_client(transport, mode, path, server, servers, spill_dir):
         target = ["--command", json.dumps(server_command(server, None))]
     else:
         target = ["--url", servers.url(server, transport)]
-    env = dict(os.environ, NODE_PATH=NODE_PATH or "")
     try:
         proc = subprocess.run([NODE, os.path.join(TS_DIR, "client.mjs"), "--mode", mode] + target,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=150)
     except subprocess.TimeoutExpired:
-        return {name: Outcome(False, "ts client timed out after 120 s") for name in CASES}
+        return {name: Outcome(False, "ts client timed out after 150 s") for name in CASES}
     lines = [line for line in proc.stdout.decode("utf-8", "replace").splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         detail = "ts client exit %d: %s" % (proc.returncode, proc.stderr.decode("utf-8", "replace")[-300:])
@@ -85,9 +84,8 @@ def session(client, server, transport, mode, path, servers, workdir):
 
 
 def check(client, server, transport, mode, case, servers, workdir):
-    if client == "ts" or server == "ts":
-        if not NODE:
-            pytest.fail("OCX_INTEROP_NODE is not set: run the tier with tests/run_interop.py")
+    if (client == "ts" or server == "ts") and not (NODE and TS_DIR):
+        pytest.fail("OCX_INTEROP_NODE / OCX_INTEROP_NODE_PREFIX are not set: run the tier with tests/run_interop.py")
     key = (client, server, transport, mode, case)
     direct = session(client, server, transport, mode, "direct", servers, workdir)[case]
     relay = session(client, server, transport, mode, "relay", servers, workdir)[case]
@@ -110,3 +108,17 @@ def check(client, server, transport, mode, case, servers, workdir):
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_python_client_python_server(transport, mode, case, servers, workdir):
     check("py", "py", transport, mode, case, servers, workdir)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transport", TS_TRANSPORTS)
+def test_ts_client_ts_server(transport, mode, case, servers, workdir):
+    check("ts", "ts", transport, mode, case, servers, workdir)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_ts_client_python_server(transport, mode, case, servers, workdir):
+    check("ts", "py", transport, mode, case, servers, workdir)
