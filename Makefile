@@ -39,10 +39,11 @@ bench: $(BENCH_PY)
 compat:
 	$(PYTHON) tests/run_compat.py $(COMPAT_ARGS)
 
-# Interop tier: the official mcp SDK (pinned 1.x, own venv .venv-interop) drives the relay.
+# Interop tier: the official MCP SDKs drive the relay: Python 1.x (.venv-interop); Python 2.x
+# (.venv-interop2) and TypeScript v2 (.interop-node) in every mode, via the relay and direct.
 # Skips with a message (exit 0) when the package index cannot be reached.
 interop:
 	$(PYTHON) tests/run_interop.py $(INTEROP_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .pytest_cache .hypothesis

