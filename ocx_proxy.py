@@ -7863,10 +7863,76 @@ def demo_reply_text(reply):
 
 
 class CliParser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``ocx-proxy: error: ...`` and exit status 2."""
+    """argparse with one-line errors: ``ocx-proxy: error: ...`` and exit status 2.
+
+    ``commands`` is the subcommand action once ``add_subparsers`` made it, so
+    that ``split_server_command`` can follow the words that name subcommands.
+    """
+
+    commands = None
 
     def error(self, message):
         self.exit(2, "%s: error: %s (see --help)\n" % (self.prog, message))
+
+    def add_subparsers(self, **kwargs):
+        self.commands = super().add_subparsers(**kwargs)
+        return self.commands
+
+
+def option_arity(parser, word):
+    """How many words after ``word`` are its value, or None when ``parser`` has no such option.
+
+    Abbreviations count as argparse counts them (a unique prefix of a long
+    option); ``--name=value`` carries its value.  An ambiguous prefix is None,
+    left for argparse to report.
+    """
+    # _option_string_actions has mapped option strings to actions in every
+    # argparse since 2.7; it is the one place that knows which take a value.
+    actions = parser._option_string_actions
+    name, equals, _ = word.partition("=") if word.startswith("--") else (word, "", "")
+    action = actions.get(name)
+    if action is None and name.startswith("--") and parser.allow_abbrev:
+        matches = set(actions[option] for option in actions if option.startswith(name))
+        action = matches.pop() if len(matches) == 1 else None
+    if action is None:
+        return None
+    if equals:
+        return 0
+    return action.nargs if isinstance(action.nargs, int) else 1
+
+
+def split_server_command(parser, argv):
+    """Split ``argv`` into (our words, the server's command or None).
+
+    The server's command follows a ``--``, or, under a command that takes one
+    (``stdio``, ``check stdio``), starts at the first word that is neither one
+    of our options nor an option's value: the MCP Inspector drops the ``--``.
+    Everything from there is the server's, its own ``--flags`` and a later
+    ``--`` included.  An option we do not know ends the walk (argparse then
+    names it), and a ``--`` is never an option's value, as before.
+    """
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return argv[:index], argv[index + 1:]
+        index += 1
+        if word.startswith("-") and word != "-":
+            arity = option_arity(parser, word)
+            if arity is None:
+                break
+            # argparse takes no option-looking word as a value either
+            for _ in range(arity):
+                if index < len(argv) and not argv[index].startswith("-"):
+                    index += 1
+        elif parser.get_default("takes_command"):
+            return argv[:index - 1], argv[index - 1:]
+        elif parser.commands is not None and word in parser.commands.choices:
+            parser = parser.commands.choices[word]
+    if "--" in argv:
+        split = argv.index("--")
+        return argv[:split], argv[split + 1:]
+    return argv, None
 
 
 ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
@@ -8031,7 +8097,7 @@ def relay_options_from_args(args):
 def cmd_stdio(args):
     command = args.upstream_command
     if not command:
-        raise UsageError("stdio needs the server command after --, e.g. stdio -- npx -y my-server")
+        raise UsageError("stdio needs the server command, e.g. stdio npx -y my-server (a -- before it is optional)")
     options = relay_options_from_args(args)
     env = child_environment(args.env or (), args.pass_environment)
     if args.cwd and not os.path.isdir(args.cwd):
@@ -8146,9 +8212,10 @@ def cmd_demo(args):
 def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
                        usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
-                             "-- COMMAND [ARGS...]",
+                             "[--] COMMAND [ARGS...]",
                        description="Relay MCP between this process's stdio (the client) and a server "
-                                   "started as a child process: stdio [options] -- COMMAND [ARGS...]")
+                                   "started as a child process: stdio [options] [--] COMMAND [ARGS...]. "
+                                   "Our options end at COMMAND; every word after it is the server's.")
     add_relay_options(p)
     add_child_process_options(p)
     p.set_defaults(handler=cmd_stdio, takes_command=True)
@@ -8551,7 +8618,8 @@ def add_check_output_options(parser, suppress=False):
 
 def check_stdio_upstream(args):
     if not args.upstream_command:
-        raise UsageError("check stdio needs the server command after --, e.g. check stdio -- npx -y my-server")
+        raise UsageError("check stdio needs the server command, e.g. check stdio npx -y my-server "
+                         "(a -- before it is optional)")
     env = child_environment(args.env or (), args.pass_environment)
 
     def make_upstream(loop, on_line, on_exit):
@@ -8595,7 +8663,7 @@ def cmd_check(args):
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
                        usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | stdio [--env ...] "
-                             "-- COMMAND [ARGS...] | streamable-http|sse|auto --url URL [--header ...])",
+                             "[--] COMMAND [ARGS...] | streamable-http|sse|auto --url URL [--header ...])",
                        description="Connect like a client (server/discover, else initialize; then every page "
                                    "of tools, prompts, resources and templates), or read a saved catalog, and "
                                    "report each problem "
@@ -8608,7 +8676,7 @@ def add_check_command(sub):
     p.set_defaults(handler=cmd_check, transport=None)
     transports = p.add_subparsers(dest="transport", metavar="TRANSPORT")
     t = transports.add_parser("stdio", help="start the server as a child process",
-                              usage="ocx-proxy check stdio [--env NAME=VALUE]... [--cwd DIR] -- COMMAND [ARGS...]")
+                              usage="ocx-proxy check stdio [--env NAME=VALUE]... [--cwd DIR] [--] COMMAND [ARGS...]")
     add_child_process_options(t)
     add_check_output_options(t, suppress=True)
     t.set_defaults(takes_command=True)
@@ -8648,11 +8716,8 @@ def build_parser(command=None):
 def main(argv=None):
     """Entry point: returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    upstream_command = None
-    if "--" in argv:
-        split = argv.index("--")
-        argv, upstream_command = argv[:split], argv[split + 1:]
     parser = build_parser(argv[0] if argv else None)
+    argv, upstream_command = split_server_command(parser, argv)
     args = parser.parse_args(argv)
     if upstream_command is not None and not getattr(args, "takes_command", False):
         parser.error("unexpected arguments after --: %s" % " ".join(upstream_command))

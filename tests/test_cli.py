@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PROXY, PROXY_SCRIPT, ROOT, RelayProcess
+from conftest import FIXTURES, PROXY, PROXY_SCRIPT, ROOT, STDIO_SERVER, RelayProcess
 import ocx_proxy as ox
 
 SUBCOMMANDS = ["stdio", "demo", "demo-server"]
@@ -58,6 +58,10 @@ def test_help_explains_every_option_with_its_default(command):
     (["nosuchcommand"], "nosuchcommand"),
     (["demo-server", "--", "x"], "unexpected arguments"),
     (["stdio", "--cwd", "/nonexistent/dir", "--", "x"], "not a directory"),
+    (["stdio", "--output-dir", "/tmp"], "needs the server command"),   # a value, not a command
+    (["stdio", "--env", "A=B", "--"], "needs the server command"),
+    (["stdio", "--bogus", "x"], "--bogus"),
+    (["check", "stdio", "--env", "A=B"], "needs the server command"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, needle):
     status, out, err = run(args)
@@ -205,3 +209,70 @@ def test_a_reader_that_stops_early_gets_no_internal_error(tmp_path):
     stderr = proc.stderr.read().decode()
     proc.wait(30)
     assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+
+
+# -- the server's command, with or without -- ---------------------------------------------
+
+
+def server_argv(command):
+    """The words the fixture server was started with, through a relay run as ``command``."""
+    relay = RelayProcess(command=[sys.executable, PROXY] + command)
+    try:
+        relay.initialize()
+        return json.loads(relay.call("argv")["result"]["content"][0]["text"])
+    finally:
+        relay.close()
+
+
+def test_server_command_without_double_dash(tmp_path):
+    """The MCP Inspector's way: no --; our options (with values) end at the command,
+    whose own flags, including ones we also have, are the server's."""
+    flags = ["--flag", "--env", "X=1", "--max-response-chars", "9", "--output-dir"]
+    command = ["stdio", "--output-dir", str(tmp_path), "--max-response-chars=2000", "--keep-output-schema",
+               sys.executable, STDIO_SERVER] + flags
+    assert server_argv(command) == flags
+    relay = RelayProcess(command=[sys.executable, PROXY] + command)
+    relay.initialize()
+    meta = relay.call("big", {"n": 5000})["result"]["_meta"]["ocx-proxy/spill"]
+    relay.close()
+    assert meta["json"].startswith(str(tmp_path))   # --output-dir took its value, 2000 applied
+
+
+@pytest.mark.parametrize("lead", [[], ["--"]])
+def test_a_double_dash_after_the_command_is_the_servers(lead):
+    command = ["stdio", "--log-level", "warning"] + lead + [sys.executable, STDIO_SERVER, "--a", "--", "--b"]
+    assert server_argv(command) == ["--a", "--", "--b"]
+
+
+def test_check_stdio_without_double_dash():
+    """check's own flags before the command are ours; after it (--json, --timeout) the server's."""
+    catalog = os.path.join(FIXTURES, "catalogs", "required_missing.json")
+    server = [sys.executable, os.path.join(FIXTURES, "catalog_server.py"), catalog]
+    ours = subprocess.run([sys.executable, PROXY, "check", "--json", "stdio", "--timeout", "20"] + server,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert ours.returncode == 1, ours.stderr
+    assert json.loads(ours.stdout)["findings"]
+    theirs = subprocess.run([sys.executable, PROXY, "check", "stdio"] + server + ["--json", "--timeout", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert theirs.returncode == 1, theirs.stderr
+    assert b"1 errors" in theirs.stdout   # the readable report: --json was the server's
+
+
+@pytest.mark.parametrize("argv,ours,command", [
+    (["stdio", "cmd", "--env", "A"], ["stdio"], ["cmd", "--env", "A"]),
+    (["stdio", "--env", "A=B", "npx", "-y", "s", "--port", "3"], ["stdio", "--env", "A=B"],
+     ["npx", "-y", "s", "--port", "3"]),
+    (["stdio", "--out", "D", "cmd"], ["stdio", "--out", "D"], ["cmd"]),          # abbreviation of --output-dir
+    (["stdio", "--output-dir=D", "cmd", "x"], ["stdio", "--output-dir=D"], ["cmd", "x"]),
+    (["stdio", "--pass-environment", "--", "--cmd", "--"], ["stdio", "--pass-environment"], ["--cmd", "--"]),
+    (["stdio", "--env", "--", "cmd"], ["stdio", "--env"], ["cmd"]),              # -- is never a value
+    (["stdio", "--bogus", "cmd"], ["stdio", "--bogus", "cmd"], None),            # argparse names --bogus
+    (["stdio", "--output-dir", "D"], ["stdio", "--output-dir", "D"], None),
+    (["check", "--timeout", "5", "stdio", "--cwd", "D", "cmd", "--timeout", "1"],
+     ["check", "--timeout", "5", "stdio", "--cwd", "D"], ["cmd", "--timeout", "1"]),
+    (["check", "--file", "stdio"], ["check", "--file", "stdio"], None),          # a value, not the transport
+    (["demo-server", "--", "x"], ["demo-server"], ["x"]),                         # refused by main
+])
+def test_split_server_command(argv, ours, command):
+    parser = ox.build_parser(argv[0])
+    assert ox.split_server_command(parser, argv) == (ours, command)
