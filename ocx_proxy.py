@@ -8491,8 +8491,39 @@ def add_max_input_bytes_option(parser):
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
+CAPTURE_CONFIG_CLIENTS = ("claude", "codex", "gemini")
+TOML_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_key(key):
+    return key if TOML_BARE_KEY_RE.match(key) else toml_value(key)
+
+
+def toml_value(value):
+    """TOML for a string, a list of strings or a dict of strings (an inline table)."""
+    if isinstance(value, str):
+        # JSON's escapes (\" \\ \n \uXXXX ...) are all TOML escapes and JSON
+        # escapes every control character but DEL, which TOML forbids raw.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    return "{" + ", ".join("%s = %s" % (toml_key(k), toml_value(v)) for k, v in value.items()) + "}"
+
+
+def toml_table(path, values):
+    """The TOML text of one table: ``[a.b]`` then a ``key = value`` line per item."""
+    lines = ["[%s]" % ".".join(toml_key(part) for part in path)]
+    lines.extend("%s = %s" % (toml_key(key), toml_value(value)) for key, value in values.items())
+    return "\n".join(lines) + "\n"
+
+
 def capture_config(args):
-    """The ``mcpServers`` JSON an agent CLI takes with ``--mcp-config``."""
+    """The text that tells ``args.print_config``'s agent CLI how to start this capture server.
+
+    claude: the ``mcpServers`` JSON for ``--mcp-config``; codex: a
+    ``[mcp_servers.NAME]`` table for ``$CODEX_HOME/config.toml``; gemini: the
+    ``mcpServers`` JSON of ``settings.json``.
+    """
     out = args.out
     if out is None:
         out = os.path.splitext(os.path.abspath(args.catalog))[0] + ".calls.ndjson"
@@ -8510,8 +8541,26 @@ def capture_config(args):
             "--page-size", str(args.page_size)]
     if args.tool_choice is not None:
         argv.extend(["--tool-choice", args.tool_choice])
-    server = {"type": "stdio", "command": sys.executable or "python3", "args": argv}
-    return {"mcpServers": {args.server_name: server}}
+    command = sys.executable or "python3"
+    if args.print_config == "codex":
+        return toml_table(("mcp_servers", args.server_name), {"command": command, "args": argv})
+    if args.print_config == "gemini":
+        # Nothing a capture server is called for ever runs, so there is nothing
+        # to confirm; an untrusted server's calls wait for a confirmation that
+        # `gemini -p` cannot ask for.
+        server = {"command": command, "args": argv, "trust": True}
+    else:
+        server = {"type": "stdio", "command": command, "args": argv}
+    return json.dumps({"mcpServers": {args.server_name: server}}, indent=2, ensure_ascii=False) + "\n"
+
+
+CAPTURE_CONFIG_HINTS = {
+    "claude": "pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config --allowedTools %(allowed)s",
+    "codex": "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); "
+             "the model sees the tools as mcp__%(name)s__<tool>",
+    "gemini": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
+              "--allowed-mcp-server-names %(name)s keeps the agent CLI to this server",
+}
 
 
 def cmd_capture(args):
@@ -8531,11 +8580,9 @@ def cmd_capture(args):
     allowed = capture_allowed_tools(args.server_name, [aliases[name] for name in names])
     if printing:
         if args.print_config:
-            text = json.dumps(capture_config(args), indent=2, ensure_ascii=False) + "\n"
-            sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.buffer.write(capture_config(args).encode("utf-8"))
             sys.stdout.buffer.flush()
-            log.info("pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config "
-                     "--allowedTools %s" % allowed)
+            log.info(CAPTURE_CONFIG_HINTS[args.print_config] % {"allowed": allowed, "name": args.server_name})
         if args.print_allowed_tools:
             sys.stdout.buffer.write(allowed.encode("utf-8") + b"\n")
         sys.stdout.buffer.flush()
@@ -8588,9 +8635,12 @@ def add_capture_command(sub):
                         "(default: %(default)s)")
     p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
-    p.add_argument("--print-config", action="store_true",
-                   help="print the mcpServers JSON for --mcp-config (allowed tools go to "
-                        "stderr) and exit (default: serve)")
+    p.add_argument("--print-config", nargs="?", const="claude", choices=CAPTURE_CONFIG_CLIENTS,
+                   metavar="CLIENT",
+                   help="print how an agent CLI starts this server and exit: claude (the "
+                        "default CLIENT) the mcpServers JSON for --mcp-config, with the allowed "
+                        "tools on stderr; codex a [mcp_servers.NAME] table for config.toml; "
+                        "gemini the mcpServers entry of settings.json (default: serve)")
     p.add_argument("--print-allowed-tools", action="store_true",
                    help="print the exact comma-joined --allowedTools list and exit "
                         "(default: serve)")

@@ -756,6 +756,67 @@ def test_print_config_default_out_and_fd_refusal(tmp_path):
         assert_one_line_error(result, 2)
 
 
+def print_config(tmp_path, client, catalog=None):
+    """``capture --print-config CLIENT`` for ``catalog`` (default: one tool); (stdout text, calls path)."""
+    catalog = catalog or write_catalog(tmp_path, [{"name": "read"}])
+    out = os.path.join(os.path.dirname(catalog), "calls.ndjson")
+    argv = ["capture", "--catalog", catalog, "--out", out, "--reply", "deferred", "--print-config"]
+    result = run_proxy(*(argv + ([client] if client else [])))
+    assert result.returncode == 0, result.stderr
+    return result.stdout.decode("utf-8"), out, result.stderr
+
+
+def assert_starts_a_working_server(command, args, out):
+    client = McpClient(command=[command] + args)
+    try:
+        client.initialize()
+        client.call("read", {"path": "x"})
+        assert "result" in client.recv()   # --reply deferred: answered
+        assert client.close() == 0
+    finally:
+        if client.proc.poll() is None:
+            client.proc.kill()
+    assert read_records(out)[0]["name"] == "read"
+
+
+def test_print_config_claude_is_the_default(tmp_path):
+    default, _, default_err = print_config(tmp_path, None)
+    claude, _, claude_err = print_config(tmp_path, "claude")
+    assert claude == default and claude_err == default_err
+    assert list(json.loads(claude)["mcpServers"]["opencodex"]) == ["type", "command", "args"]
+
+
+def test_print_config_codex_is_a_config_toml_table(tmp_path):
+    folder = tmp_path / 'we"ird \\ d\u00e9j\u00e0 \u2028 \U0001f600'
+    folder.mkdir()
+    catalog = write_catalog(folder, [{"name": "read"}])
+    text, out, err = print_config(tmp_path, "codex", catalog)
+    assert text.startswith("[mcp_servers.opencodex]\n") and b"mcp__opencodex__" in err
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+    server = tomllib.loads(text)["mcp_servers"]["opencodex"]
+    assert sorted(server) == ["args", "command"]
+    assert server["args"][server["args"].index("--catalog") + 1] == catalog
+    assert_starts_a_working_server(server["command"], server["args"], out)
+
+
+def test_print_config_gemini_is_a_settings_json_entry(tmp_path):
+    text, out, err = print_config(tmp_path, "gemini")
+    server = json.loads(text)["mcpServers"]["opencodex"]
+    assert sorted(server) == ["args", "command", "trust"] and server["trust"] is True
+    assert b"--allowed-mcp-server-names opencodex" in err
+    assert_starts_a_working_server(server["command"], server["args"], out)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.characters(blacklist_categories=("Cs",))),
+       st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5),
+                       st.text(max_size=5, alphabet=st.characters(blacklist_categories=("Cs",))), max_size=3))
+def test_toml_emitter_round_trips(text, table):
+    tomllib = pytest.importorskip("tomllib")
+    document = ox.toml_table(("mcp_servers", text or "x"), {"command": text, "args": [text, ""], "env": table})
+    assert tomllib.loads(document) == {"mcp_servers": {text or "x": {"command": text, "args": [text, ""], "env": table}}}
+
+
 # -- behind the relay core ------------------------------------------------------------
 
 
