@@ -8559,7 +8559,8 @@ CAPTURE_CONFIG_HINTS = {
     "codex": "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); "
              "the model sees the tools as mcp__%(name)s__<tool>",
     "gemini": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
-              "--allowed-mcp-server-names %(name)s keeps the agent CLI to this server",
+              "in a folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
+              "--allowed-mcp-server-names %(name)s keeps it to this server",
 }
 
 
