@@ -6966,7 +6966,8 @@ CATALOG_RULES = collections.OrderedDict([
         "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/32429", "Gemini 2.5 Pro via Zed 0.189.5",
         "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
     ("gemini-additional-properties", CatalogRule(
-        "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/29394", "Gemini 2.5 Flash via Zed, 2025-04",
+        "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/29394",
+        "Gemini 2.5 Flash via Zed, 2025-04",
         "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
     ("gemini-ref", CatalogRule(
         "warning", ("gemini",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
@@ -6976,7 +6977,8 @@ CATALOG_RULES = collections.OrderedDict([
         "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
     ("gemini-format", CatalogRule(
         "warning", ("gemini", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
-        "Gemini CLI 0.1.7", "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
+        "Gemini CLI 0.1.7",
+        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
     ("name-chars", CatalogRule(
         "error", ("openai", "anthropic", "claude-desktop", "cursor"),
         "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
@@ -7008,7 +7010,8 @@ CATALOG_RULES = collections.OrderedDict([
         "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
         "constraint keywords Codex drops from the schema: the model never sees them")),
     ("output-schema-type", CatalogRule(
-        "error", ("all",), "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
+        "error", ("all",),
+        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
         "Claude Code, 2026-09; TypeScript SDK 1.29.0",
         "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list")),
     ("claude-code-description", CatalogRule(
@@ -7018,7 +7021,8 @@ CATALOG_RULES = collections.OrderedDict([
         "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
         "more tools than Cursor sends to the model (100)")),
     ("cursor-tool-count-old", CatalogRule(
-        "warning", ("cursor",), "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
+        "warning", ("cursor",),
+        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
         "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
     ("cursor-mcp-tools-size", CatalogRule(
         "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
@@ -7027,7 +7031,8 @@ CATALOG_RULES = collections.OrderedDict([
         "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
         "more than 50 tools: Windsurf enables at most 50 across all servers")),
     ("vscode-tool-count", CatalogRule(
-        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890", "VS Code 1.102.1, Copilot Chat 0.114.1",
+        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
+        "VS Code 1.102.1, Copilot Chat 0.114.1",
         "more than 128 tools: VS Code Copilot fails the request")),
     ("big-integer", CatalogRule(
         "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
@@ -7242,8 +7247,8 @@ class CatalogChecker:
             self.add("error", base + "/description", "description is not a string", tool=name)
         elif len(description) > CLIENT_FACTS["claude-code"]["description_chars"]:
             self.add_rule("claude-code-description", base + "/description", "description has %d characters; "
-                          "Claude Code cuts it at %d" % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]),
-                          tool=name)
+                          "Claude Code cuts it at %d"
+                          % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]), tool=name)
 
     def check_limits(self, tools):
         count, cursor = len(tools), CLIENT_FACTS["cursor"]
