@@ -6938,6 +6938,119 @@ SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
+# The names --client accepts: clients, then the model APIs whose rules reach
+# every client that sends them the schemas unchanged.  A finding names the
+# ones it breaks, or "all" (MCP and JSON Schema conformance).
+CHECK_CLIENTS = ("cursor", "claude-code", "claude-desktop", "codex", "gemini-cli", "vscode", "windsurf",
+                 "anthropic", "openai", "gemini")
+
+# One row per client rule: what breaks where, and why we say so.  ``ref`` is a
+# public report (URL) or, with no public one found, our client notes (clients.md
+# §4, measured); ``observed`` the client and version it was seen with.
+CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text")
+CATALOG_RULES = collections.OrderedDict([
+    ("root-combinator", CatalogRule(
+        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
+        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
+        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
+        "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
+        "drops the tool, OpenAI rejects the function")),
+    ("nested-allof", CatalogRule(
+        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
+        "OpenAI API, gpt-4.1-nano, 2025-08",
+        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
+    ("cursor-type-array", CatalogRule(
+        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
+        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
+    ("gemini-type-array", CatalogRule(
+        "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/32429", "Gemini 2.5 Pro via Zed 0.189.5",
+        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
+    ("gemini-additional-properties", CatalogRule(
+        "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/29394",
+        "Gemini 2.5 Flash via Zed, 2025-04",
+        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
+    ("gemini-ref", CatalogRule(
+        "warning", ("gemini",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
+        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)")),
+    ("gemini-enum-type", CatalogRule(
+        "warning", ("gemini", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
+        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
+    ("gemini-format", CatalogRule(
+        "warning", ("gemini", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
+        "Gemini CLI 0.1.7",
+        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
+    ("name-chars", CatalogRule(
+        "error", ("openai", "anthropic", "claude-desktop", "cursor"),
+        "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
+        "https://github.com/webstudio-is/webstudio/issues/5960",
+        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
+        "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
+        "Claude Desktop and Cursor")),
+    ("name-length", CatalogRule(
+        "error", ("openai", "gemini", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
+        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
+        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64")),
+    ("vscode-name-cut", CatalogRule(
+        "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
+        "a tool name over 64 characters: VS Code cuts it to 64")),
+    ("gemini-cli-name-cut", CatalogRule(
+        "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
+        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name")),
+    ("codex-name-hash", CatalogRule(
+        "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
+        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix")),
+    ("cursor-name-length", CatalogRule(
+        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
+        "server name + tool name over 60 characters: Cursor filters the tool out")),
+    ("sanitized-collision", CatalogRule(
+        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
+        "two names that become one after replacing characters outside [A-Za-z0-9_-]")),
+    ("codex-dropped-keywords", CatalogRule(
+        "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
+        "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
+        "constraint keywords Codex drops from the schema: the model never sees them")),
+    ("output-schema-type", CatalogRule(
+        "error", ("all",),
+        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
+        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
+        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list")),
+    ("claude-code-description", CatalogRule(
+        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
+        "a description over 2,048 characters: Claude Code cuts it")),
+    ("cursor-tool-count", CatalogRule(
+        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
+        "more tools than Cursor sends to the model (100)")),
+    ("cursor-tool-count-old", CatalogRule(
+        "warning", ("cursor",),
+        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
+        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
+    ("cursor-mcp-tools-size", CatalogRule(
+        "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
+        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
+    ("windsurf-tool-count", CatalogRule(
+        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools: Windsurf enables at most 50 across all servers")),
+    ("vscode-tool-count", CatalogRule(
+        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
+        "VS Code 1.102.1, Copilot Chat 0.114.1",
+        "more than 128 tools: VS Code Copilot fails the request")),
+    ("big-integer", CatalogRule(
+        "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
+        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
+    ("schema-repetition", CatalogRule(
+        "info", ("all",), "issue 14 item 5 (measured on a public server: 60 of 76 kB)", "every client",
+        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
+])
+GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
+# Keywords Codex removes from a tool's schema that constrain a value
+# ("title", "examples" are dropped too but constrain nothing).
+CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
+                          "maxItems", "not", "if", "then", "else", "patternProperties", "dependencies",
+                          "contentEncoding")
+# Tools per request across all servers (Cursor's, in CLIENT_FACTS, depend on its version).
+TOOL_COUNT_CAPS = (("windsurf-tool-count", "Windsurf", 50), ("vscode-tool-count", "VS Code Copilot", 128))
+REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
+
 
 def json_pointer(*parts):
     """RFC 6901 pointer from path parts."""
@@ -6961,23 +7074,33 @@ def resolve_pointer(document, pointer):
 
 
 class Finding:
-    """One problem: severity, where (JSON pointer), what, and which clients it breaks."""
+    """One problem: severity, where (JSON pointer), what, and which clients it breaks.
+
+    A finding made by a client rule names it (``rule``, a key of CATALOG_RULES)
+    and carries its ``source``: {"ref": report or note, "observed": client version}.
+    """
 
     SEVERITIES = ("error", "warning", "info")
 
-    def __init__(self, severity, pointer, message, clients=("all",), tool=None):
+    def __init__(self, severity, pointer, message, clients=("all",), tool=None, rule=None, source=None):
         self.severity = severity
         self.pointer = pointer
         self.message = message
         self.clients = tuple(clients)
         self.tool = tool
+        self.rule = rule
+        self.source = source
 
     def affects(self, client):
         return client == "all" or "all" in self.clients or client in self.clients
 
     def to_json(self):
-        return {"severity": self.severity, "pointer": self.pointer, "message": self.message,
+        data = {"severity": self.severity, "pointer": self.pointer, "message": self.message,
                 "clients": list(self.clients), "tool": self.tool}
+        if self.rule is not None:
+            data["rule"] = self.rule
+            data["source"] = self.source
+        return data
 
 
 class CatalogChecker:
@@ -6993,9 +7116,16 @@ class CatalogChecker:
         self.server_name = server_name
         self.findings = []
         self.cursor_bytes = None
+        self.model_hits = None      # rule -> [(pointer, what)] while an inputSchema is walked
 
-    def add(self, severity, pointer, message, clients=("all",), tool=None):
-        self.findings.append(Finding(severity, pointer, message, clients, tool))
+    def add(self, severity, pointer, message, clients=("all",), tool=None, rule=None, source=None):
+        self.findings.append(Finding(severity, pointer, message, clients, tool, rule, source))
+
+    def add_rule(self, rule, pointer, message, tool=None):
+        """A finding of the client rule ``rule``: its severity, clients and source come from CATALOG_RULES."""
+        row = CATALOG_RULES[rule]
+        self.add(row.severity, pointer, message, row.clients, tool, rule,
+                 {"ref": row.ref, "observed": row.observed})
 
     def check(self, snapshot, requested_version=None):
         if "initialize" in snapshot:
@@ -7071,26 +7201,43 @@ class CatalogChecker:
             else:
                 self.check_root_schema(tool["inputSchema"], base + "/inputSchema", name)
             if "outputSchema" in tool:
-                self.check_root_schema(tool["outputSchema"], base + "/outputSchema", name)
+                self.check_root_schema(tool["outputSchema"], base + "/outputSchema", name, model_facing=False)
         for clean, names in sorted(sanitized.items()):
             if len(names) > 1:
-                self.add("error", "/tools", "tool names %s collide after sanitising to %r for function-calling APIs"
-                         % (", ".join(sorted(map(repr, names))), clean), ("codex", "openai"))
+                self.add_rule("sanitized-collision", "/tools", "tool names %s collide after sanitising to %r for "
+                              "function-calling APIs" % (", ".join(sorted(map(repr, names))), clean))
         self.check_limits(tools)
+        self.check_repetition(tools)
 
     def check_tool_name(self, name, base, tool):
         pointer = base + "/name"
         if not MCP_TOOL_NAME_RE.match(name):
             self.add("warning", pointer, "name %r breaks the MCP naming rule %s" % (name, MCP_TOOL_NAME_RE.pattern),
                      tool=tool)
-        if not OPENAI_TOOL_NAME_RE.match(name):
-            self.add("error", pointer, "name %r is not a valid function name for OpenAI/Codex (%s)"
-                     % (name, OPENAI_TOOL_NAME_RE.pattern), ("codex", "openai"), tool=tool)
-        server, limit = self.server_name or "", CLIENT_FACTS["cursor"]["name_chars"]
+        odd = sorted(set(re.sub(r"[A-Za-z0-9_-]", "", name)))
+        if odd:
+            self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and "
+                          "Cursor take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_RE.pattern),
+                          tool=tool)
+        limit = CLIENT_FACTS["openai"]["function_name_chars"]
+        if len(name) > limit:
+            self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and "
+                          "Claude Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_RE.pattern),
+                          tool=tool)
+            self.add_rule("vscode-name-cut", pointer, "name has %d characters: VS Code cuts it to %d"
+                          % (len(name), limit), tool=tool)
+        server = self.server_name or ""
+        # How each client spells a server's tool for the model (clients.md §4).
+        for rule, spelled, limit in (("gemini-cli-name-cut", "mcp_%s_%s", 63),
+                                     ("codex-name-hash", "mcp__%s__%s", 128)):
+            full = spelled % (server, name)
+            if len(full) > limit:
+                self.add_rule(rule, pointer, "%r has %d characters; the client cuts it to %d"
+                              % (full, len(full), limit), tool=tool)
+        limit = CLIENT_FACTS["cursor"]["name_chars"]
         if len(server) + len(name) > limit:
-            self.add("error", pointer, "Cursor drops tools whose server name + tool name exceed %d characters "
-                     "(%r + %r = %d)" % (limit, server, name, len(server) + len(name)),
-                     ("cursor",), tool=tool)
+            self.add_rule("cursor-name-length", pointer, "Cursor drops tools whose server name + tool name exceed "
+                          "%d characters (%r + %r = %d)" % (limit, server, name, len(server) + len(name)), tool=tool)
 
     def check_description(self, tool, base, name):
         description = tool.get("description")
@@ -7099,19 +7246,22 @@ class CatalogChecker:
         if not isinstance(description, str):
             self.add("error", base + "/description", "description is not a string", tool=name)
         elif len(description) > CLIENT_FACTS["claude-code"]["description_chars"]:
-            self.add("warning", base + "/description", "description has %d characters; Claude Code cuts it at %d"
-                     % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]), ("claude-code",),
-                     tool=name)
+            self.add_rule("claude-code-description", base + "/description", "description has %d characters; "
+                          "Claude Code cuts it at %d"
+                          % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]), tool=name)
 
     def check_limits(self, tools):
         count, cursor = len(tools), CLIENT_FACTS["cursor"]
         if count > cursor["model_tools"]:
-            self.add("error", "/tools", "%d tools: Cursor sends at most %d to the model (older versions only %d)"
-                     % (count, cursor["model_tools"], cursor["model_tools_old"]), ("cursor",))
+            self.add_rule("cursor-tool-count", "/tools", "%d tools: Cursor sends at most %d to the model (older "
+                          "versions only %d)" % (count, cursor["model_tools"], cursor["model_tools_old"]))
         elif count > cursor["model_tools_old"]:
-            self.add("warning", "/tools", "%d tools: older Cursor versions send only the first %d to the model "
-                     "(80, then %d in later versions)" % (count, cursor["model_tools_old"], cursor["model_tools"]),
-                     ("cursor",))
+            self.add_rule("cursor-tool-count-old", "/tools", "%d tools: older Cursor versions send only the first %d "
+                          "to the model (80, then %d in later versions)"
+                          % (count, cursor["model_tools_old"], cursor["model_tools"]))
+        for rule, client, cap in TOOL_COUNT_CAPS:
+            if count > cap:
+                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers" % (count, client, cap))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -7121,25 +7271,67 @@ class CatalogChecker:
             return
         self.cursor_bytes = size
         if size > cursor["mcp_tools_bytes"] or len(valid) > cursor["mcp_tools_count"]:
-            self.add("error", "/tools", "Cursor McpTools would be %d bytes for %d tools; about %d bytes and %d tools "
-                     "are the most Cursor accepts" % (size, len(valid), cursor["mcp_tools_bytes"],
-                                                      cursor["mcp_tools_count"]), ("cursor",))
+            self.add_rule("cursor-mcp-tools-size", "/tools", "Cursor McpTools would be %d bytes for %d tools; about "
+                          "%d bytes and %d tools are the most Cursor accepts"
+                          % (size, len(valid), cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]))
+
+    def check_repetition(self, tools):
+        """One note for inputSchema blocks that repeat across the catalog: their
+        bytes go to the model with every request (outputSchemas mostly do not)."""
+        schemas = [(json_pointer("tools", index, "inputSchema"), tool["inputSchema"])
+                   for index, tool in enumerate(tools) if isinstance(tool, dict) and "inputSchema" in tool]
+        counts = collections.Counter()
+        try:
+            for pointer, schema in schemas:
+                for _, block in schema_blocks(schema, pointer):
+                    counts[block] += 1
+        except (TypeError, ValueError):     # a number JSON cannot carry was reported above
+            return
+        repeated = collections.OrderedDict()
+        for pointer, schema in schemas:
+            for where, block in schema_blocks(schema, pointer, lambda block: counts[block] > 1):
+                repeated.setdefault(block, []).append(where)
+        repeated = [(block[0], places) for block, places in repeated.items() if len(places) > 1]
+        if not repeated:
+            return
+        cost = sum(size * len(places) for size, places in repeated)
+        total = sum(len(dumps(schema)) for _, schema in schemas)
+        size, places = max(repeated, key=lambda item: item[0] * len(item[1]))
+        self.add_rule("schema-repetition", places[0], "%d of the %d bytes of this catalog's inputSchemas are %d blocks "
+                      "repeated %d times, sent with every request; the costliest, %d bytes, %d times (also at %s). Use "
+                      "$defs/$ref where a tool repeats a block, shorten one that tools share"
+                      % (cost, total, len(repeated), sum(len(p) for _, p in repeated), size, len(places),
+                         ", ".join(places[1:3]) + (", ..." if len(places) > 3 else "")))
 
     # -- schemas -------------------------------------------------------------
 
-    def check_root_schema(self, schema, pointer, tool):
+    def check_root_schema(self, schema, pointer, tool, model_facing=True):
+        """Check a tool's inputSchema (``model_facing``: clients hand it to the
+        model API, whose rules apply too) or outputSchema."""
         if not isinstance(schema, dict):
             self.add("error", pointer, "schema is not an object", tool=tool)
             return
         if schema.get("type") != "object":
-            self.add("error", pointer + "/type", "root schema must have \"type\": \"object\" (has %s)"
-                     % json.dumps(schema.get("type")), tool=tool)
+            message = "root schema must have \"type\": \"object\" (has %s)" % json.dumps(schema.get("type"))
+            if model_facing:
+                self.add("error", pointer + "/type", message, tool=tool)
+            else:
+                self.add_rule("output-schema-type", pointer + "/type", message + ": clients built on the TypeScript "
+                              "SDK reject the whole tools/list and lose every tool of this server", tool=tool)
+        combinators = [key for key in ("oneOf", "anyOf", "allOf") if key in schema]
+        if model_facing and combinators:
+            self.add_rule("root-combinator", pointer + "/" + combinators[0], "%s at the root of inputSchema: the "
+                          "Anthropic API rejects the whole request (Claude Code drops the tool), OpenAI rejects "
+                          "the function" % "/".join(combinators), tool=tool)
         size = len(dumps(schema))
         if size > SCHEMA_SIZE_LIMIT:
             self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit "
                      "client size limits" % size, tool=tool)
         self.depth_reported = False
+        self.model_hits = collections.OrderedDict() if model_facing else None
         self.check_schema(schema, pointer, tool, schema, 0)
+        if model_facing:
+            self.report_model_hits(tool)
 
     def check_schema(self, node, pointer, tool, root, depth):
         if isinstance(node, bool):
@@ -7155,6 +7347,8 @@ class CatalogChecker:
         self.check_type(node, pointer, tool)
         self.check_required(node, pointer, tool)
         self.check_keyword_values(node, pointer, tool, root)
+        if self.model_hits is not None:
+            self.check_model_rules(node, pointer, depth)
         for key in SCHEMA_KEYWORDS_ONE:
             if key in node:
                 self.check_schema(node[key], pointer + json_pointer(key), tool, root, depth + 1)
@@ -7174,6 +7368,40 @@ class CatalogChecker:
                 self.check_schema(sub, pointer + json_pointer(key, part), tool, root, depth + 1)
         if "items" in node:
             self.check_items(node["items"], pointer + "/items", tool, root, depth)
+
+    def check_model_rules(self, node, pointer, depth):
+        """Note where one node of an inputSchema breaks a model API's or client's
+        rule; report_model_hits turns the notes into one finding per rule."""
+        def hit(rule, key, what):
+            self.model_hits.setdefault(rule, []).append((pointer + json_pointer(key), what))
+
+        kind = node.get("type")
+        if isinstance(kind, list) and len(kind) > 1:
+            hit("cursor-type-array", "type", json.dumps(kind))
+            hit("gemini-type-array", "type", json.dumps(kind))
+        if depth and "allOf" in node:
+            hit("nested-allof", "allOf", "allOf")
+        for key in ("additionalProperties", "$ref", "$defs", "definitions"):
+            if key in node:
+                hit("gemini-additional-properties" if key == "additionalProperties" else "gemini-ref", key, key)
+        enum = node.get("enum")
+        if isinstance(enum, list) and not all(isinstance(value, str) for value in enum):
+            hit("gemini-enum-type", "enum", "enum " + json.dumps(enum)[:40])
+        form = node.get("format")
+        if "format" in node and not (isinstance(form, str) and form in GEMINI_FORMATS):
+            hit("gemini-format", "format", "format " + json.dumps(form))
+        for key in CODEX_DROPPED_KEYWORDS:
+            if key in node:
+                hit("codex-dropped-keywords", key, key)
+
+    def report_model_hits(self, tool):
+        """One finding per rule a schema breaks, at its first place: a schema
+        generator repeats a construct everywhere, and one line says enough."""
+        for rule, hits in self.model_hits.items():
+            what = list(collections.OrderedDict.fromkeys(what for _, what in hits))
+            places = " (%d places)" % len(hits) if len(hits) > 1 else ""
+            self.add_rule(rule, hits[0][0], "%s; here: %s%s" % (CATALOG_RULES[rule].text, ", ".join(what), places),
+                          tool=tool)
 
     def check_type(self, node, pointer, tool):
         if "type" not in node:
@@ -7260,14 +7488,34 @@ class CatalogChecker:
 
     def check_big_integers(self, value, pointer, tool):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
-            self.add("warning", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value (Cursor) "
-                     "and JavaScript clients" % value, ("cursor", "claude-code"), tool=tool)
+            self.add_rule("big-integer", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value "
+                          "(Cursor) and JavaScript clients" % value, tool=tool)
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 self.check_big_integers(item, pointer + json_pointer(index), tool)
         elif isinstance(value, dict):
             for key, item in value.items():
                 self.check_big_integers(item, pointer + json_pointer(key), tool)
+
+
+def schema_blocks(node, pointer, stop=None):
+    """(pointer, (size, hash)) of every object in a schema of at least
+    REPEATED_BLOCK_BYTES of compact JSON, outermost first; with ``stop``,
+    only the blocks it accepts and nothing inside them."""
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    if isinstance(node, dict):
+        text = json.dumps(node, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        if len(text.encode("utf-8")) >= REPEATED_BLOCK_BYTES:
+            block = (len(text.encode("utf-8")), hash(text))
+            if stop is None or stop(block):
+                yield pointer, block
+                if stop is not None:
+                    return
+        else:
+            return      # nothing inside a small block is big
+    for key, child in children:
+        for item in schema_blocks(child, pointer + json_pointer(key), stop):
+            yield item
 
 
 def doubles_for_big_integers(value):
@@ -7598,6 +7846,9 @@ def check_report_text(report):
         for f in findings:
             lines.append("  %-7s %s" % (f["severity"], f["pointer"]))
             lines.append("          %s  [%s]" % (f["message"], ", ".join(f["clients"])))
+            if f.get("source"):
+                lines.append("          source: %s; seen with %s" % (f["source"]["ref"].split(", ")[0],
+                                                                        f["source"]["observed"]))
     summary = report["summary"]
     lines.append("")
     size = report["cursorMcpToolsBytes"]
@@ -8659,8 +8910,8 @@ def add_check_output_options(parser, suppress=False):
                             help=help % {"default": default}, **kwargs)
 
     add("--json", False, "print the report as JSON for CI (default: a readable report)", action="store_true")
-    add("--client", "all", "only show findings that affect this client (default %(default)s)",
-        choices=("all",) + tuple(CLIENT_FACTS))
+    add("--client", "all", "only show findings that affect this client or model API (default %(default)s)",
+        choices=("all",) + CHECK_CLIENTS + tuple(name for name in CLIENT_FACTS if name not in CHECK_CLIENTS))
     add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
                                "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
