@@ -9174,7 +9174,7 @@ def cmd_check(args):
     sources = [name for name, given in (("--file", args.file), ("--config", args.config), ("a transport", transport))
                if given]
     if len(sources) != 1:
-        raise UsageError("check needs one of --file FILE, --config FILE or a transport (stdio, ...), not %s"
+        raise UsageError("check needs either --file FILE, --config FILE or a transport (stdio, ...), not %s"
                          % (" and ".join(sources) or "none"))
     if args.config_format and not args.config:
         raise UsageError("--config-format goes with --config FILE")
