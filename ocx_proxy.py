@@ -7642,7 +7642,7 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 
 CONFIG_FORMATS = ("json", "gemini", "codex")
 # The clients each format feeds, for the rules that only show in combination.
-CONFIG_CLIENTS = {"json": ("cursor", "claude-code", "claude-desktop", "windsurf"),
+CONFIG_CLIENTS = {"json": ("cursor", "claude-code", "windsurf"),
                   "gemini": ("gemini-cli",), "codex": ("codex",)}
 WINDSURF_MAX_TOOLS = 50             # clients.md §4: Windsurf sends at most 50 tools
 GEMINI_NAME_CHARS = 63              # gemini-cli generateValidName: longer names lose their middle
@@ -7704,7 +7704,7 @@ class TomlReader:
         raise OcxError("line %d: %s" % (self.text.count("\n", 0, self.pos) + 1, message))
 
     def parse(self):
-        root, table, defined = {}, None, set()
+        root, defined = {}, set()
         table = root
         while True:
             self.skip(newlines=True)
@@ -8002,7 +8002,9 @@ def read_json_server(server, spec, fmt, environ):
         if spec.get("disabled") is True:
             server.skipped = "disabled: true"
             return
-        expand = lambda text: expand_env_refs(text, environ)   # noqa: E731  (an unset one: UsageError)
+        def expand(text):
+            return expand_env_refs(text, environ)   # an unset variable: UsageError, this server's problem
+
         if isinstance(spec.get("command"), str):
             server.transport = "stdio"
             server.command = [expand(part) for part in [spec["command"]] + _strings(spec.get("args", []), "args")]
