@@ -7860,6 +7860,13 @@ def check_report_text(report):
 
 def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None):
     """Check a snapshot and print the report; returns 1 when errors were found, else 0."""
+    report = catalog_report(snapshot, timings, problems, server_name, client, protocol)
+    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
+    return 1 if report["summary"]["error"] else 0
+
+
+def catalog_report(snapshot, timings, problems, server_name, client, protocol=None):
+    """Check a snapshot: the --json report (check_report_json) with ``problems`` first."""
     if server_name is None:
         info = server_info(snapshot.get("initialize", snapshot.get("discover"))) or {}
         server_name = info.get("name") if isinstance(info.get("name"), str) else None
@@ -7870,9 +7877,604 @@ def run_check(snapshot, timings, problems, server_name, client, as_json, out, pr
                                 "mcp.json too: pass --server-name NAME to check it exactly"
                                 % CLIENT_FACTS["cursor"]["name_chars"],
                                 ("cursor",)))
-    report = check_report_json(snapshot, findings, checker, timings, client, protocol)
-    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
-    return 1 if report["summary"]["error"] else 0
+    return check_report_json(snapshot, findings, checker, timings, client, protocol)
+
+
+# ---------------------------------------------------------------------------
+# Client configurations: check --config, every server a client loads
+# ---------------------------------------------------------------------------
+#
+# A client loads every server of its configuration together, so some limits
+# only show in combination.  The three formats: "json" (an "mcpServers"
+# object: Cursor, Claude Desktop, Claude Code, CodeBuddy, Windsurf; Claude
+# Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI
+# settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
+# (config.toml, [mcp_servers.NAME]).
+
+CONFIG_FORMATS = ("json", "gemini", "codex")
+# The clients each format feeds, for the rules that only show in combination.
+CONFIG_CLIENTS = {"json": ("cursor", "claude-code", "windsurf"),
+                  "gemini": ("gemini-cli",), "codex": ("codex",)}
+WINDSURF_MAX_TOOLS = 50             # clients.md §4: Windsurf sends at most 50 tools
+GEMINI_NAME_CHARS = 63              # gemini-cli generateValidName: longer names lose their middle
+CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")   # openai/codex #19179: others fail to start
+JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
+                  "streamableHttp": "streamable-http", "sse": "sse"}
+CONFIG_PARALLEL = 4
+
+
+def claude_code_tool_name(server, tool):
+    """``mcp__server__tool`` with characters outside [A-Za-z0-9_-] replaced (Claude Code)."""
+    return "mcp__%s__%s" % (re.sub(r"[^A-Za-z0-9_-]", "_", server), re.sub(r"[^A-Za-z0-9_-]", "_", tool))
+
+
+def gemini_tool_name(server, tool):
+    """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
+    (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
+    name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
+    return name[:30] + "..." + name[-30:] if len(name) > GEMINI_NAME_CHARS else name
+
+
+class ConfigServer:
+    """One server of a client configuration, ready to start or connect to.
+
+    ``transport`` is "stdio", "streamable-http", "sse" or "auto"; ``problem``
+    says why it cannot be checked (it is reported, not started) and
+    ``skipped`` why the client itself would not load it.  ``pointer`` is
+    where it sits in the file; ``scope`` the Claude Code project it belongs
+    to (None: loaded everywhere).
+    """
+
+    def __init__(self, name, pointer, scope=None):
+        self.name, self.pointer, self.scope = name, pointer, scope
+        self.transport = None
+        self.command, self.env, self.cwd = [], {}, None
+        self.url, self.headers = None, []
+        self.include, self.exclude = None, ()
+        self.problem = self.skipped = None
+
+
+class TomlReader:
+    """The TOML that client configurations use, for Pythons without tomllib (< 3.11).
+
+    Tables and arrays of tables, dotted and quoted keys, strings (basic,
+    literal, multi-line, with escapes), integers, floats, booleans, arrays
+    and inline tables.  Dates and times are refused.  ``parse`` returns a
+    dict; OcxError names the line of the first problem.
+    """
+
+    ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+    BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
+    NUMBER_RE = re.compile(r"[+-]?(?:0x[0-9A-Fa-f_]+|0o[0-7_]+|0b[01_]+|inf|nan|"
+                           r"(?:0|[1-9](?:_?[0-9])*)(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9](?:_?[0-9])*)?)")
+
+    def __init__(self, text):
+        self.text, self.pos = text, 0
+
+    def error(self, message):
+        raise OcxError("line %d: %s" % (self.text.count("\n", 0, self.pos) + 1, message))
+
+    def parse(self):
+        root, defined = {}, set()
+        table = root
+        while True:
+            self.skip(newlines=True)
+            if self.pos >= len(self.text):
+                return root
+            if self.text.startswith("[[", self.pos):
+                self.pos += 2
+                keys = self.keys()
+                self.expect("]]")
+                parent = self.walk(root, keys[:-1])
+                array = parent.setdefault(keys[-1], [])
+                if not isinstance(array, list):
+                    self.error("%s is not an array of tables" % ".".join(keys))
+                table = {}
+                array.append(table)
+            elif self.text.startswith("[", self.pos):
+                self.pos += 1
+                keys = self.keys()
+                self.expect("]")
+                if tuple(keys) in defined:
+                    self.error("table [%s] defined twice" % ".".join(keys))
+                defined.add(tuple(keys))
+                table = self.walk(root, keys)
+            else:
+                self.key_value(table)
+            self.end_of_line()
+
+    def walk(self, node, keys):
+        for key in keys:
+            node = node.setdefault(key, {})
+            if isinstance(node, list) and node:
+                node = node[-1]
+            if not isinstance(node, dict):
+                self.error("%s is not a table" % key)
+        return node
+
+    def key_value(self, table):
+        keys = self.keys()
+        self.expect("=")
+        self.skip()
+        value = self.value()
+        target = self.walk(table, keys[:-1])
+        if keys[-1] in target:
+            self.error("key %s defined twice" % ".".join(keys))
+        target[keys[-1]] = value
+
+    def skip(self, newlines=False):
+        """Skip blanks and comments (and line breaks when ``newlines``)."""
+        while self.pos < len(self.text):
+            char = self.text[self.pos]
+            if char == "#":
+                end = self.text.find("\n", self.pos)
+                self.pos = len(self.text) if end < 0 else end
+            elif char in " \t" or (newlines and char in "\r\n"):
+                self.pos += 1
+            else:
+                return
+
+    def end_of_line(self):
+        self.skip()
+        if self.text.startswith("\r\n", self.pos):
+            self.pos += 2
+        elif self.text.startswith("\n", self.pos):
+            self.pos += 1
+        elif self.pos < len(self.text):
+            self.error("expected the end of the line")
+
+    def expect(self, token):
+        self.skip()
+        if not self.text.startswith(token, self.pos):
+            self.error("expected %r" % token)
+        self.pos += len(token)
+
+    def keys(self):
+        keys = [self.key()]
+        self.skip()
+        while self.text.startswith(".", self.pos):
+            self.pos += 1
+            keys.append(self.key())
+            self.skip()
+        return keys
+
+    def key(self):
+        self.skip()
+        if self.text.startswith('"', self.pos):
+            return self.basic_string()
+        if self.text.startswith("'", self.pos):
+            return self.literal_string()
+        match = self.BARE_KEY_RE.match(self.text, self.pos)
+        if not match:
+            self.error("expected a key")
+        self.pos = match.end()
+        return match.group()
+
+    def value(self):
+        text, pos = self.text, self.pos
+        if text.startswith('"""', pos):
+            return self.multiline_string('"""')
+        if text.startswith("'''", pos):
+            return self.multiline_string("'''")
+        if text.startswith('"', pos):
+            return self.basic_string()
+        if text.startswith("'", pos):
+            return self.literal_string()
+        if text.startswith("[", pos):
+            return self.array()
+        if text.startswith("{", pos):
+            return self.inline_table()
+        for word, value in (("true", True), ("false", False)):
+            if text.startswith(word, pos) and not self.BARE_KEY_RE.match(text, pos + len(word)):
+                self.pos += len(word)
+                return value
+        match = self.NUMBER_RE.match(text, pos)
+        if not match or (match.end() < len(text) and text[match.end()] not in " \t\r\n,]}#"):
+            self.error("unsupported value (this reader knows strings, numbers, booleans, arrays and tables)")
+        self.pos = match.end()
+        number = match.group().replace("_", "")
+        if re.match(r"[+-]?0[xob]", number):
+            sign = -1 if number.startswith("-") else 1
+            return sign * int(number.lstrip("+-"), 0)
+        return float(number) if re.search(r"[.eEin]", number) else int(number)
+
+    def basic_string(self):
+        self.pos += 1
+        return self.string_body('"', escapes=True, multiline=False)
+
+    def literal_string(self):
+        self.pos += 1
+        return self.string_body("'", escapes=False, multiline=False)
+
+    def multiline_string(self, quotes):
+        self.pos += 3
+        if self.text.startswith("\r\n", self.pos):
+            self.pos += 2
+        elif self.text.startswith("\n", self.pos):
+            self.pos += 1
+        return self.string_body(quotes, escapes=quotes == '"""', multiline=True)
+
+    def string_body(self, end, escapes, multiline):
+        parts, text = [], self.text
+        while True:
+            if self.pos >= len(text):
+                self.error("unterminated string")
+            if text.startswith(end, self.pos):
+                # Up to two quotes just before the closing ones belong to the string.
+                extra = 0
+                while multiline and extra < 2 and text.startswith(end[0], self.pos + 3 + extra):
+                    extra += 1
+                parts.append(end[0] * extra)
+                self.pos += len(end) + extra
+                return "".join(parts)
+            char = text[self.pos]
+            if char == "\\" and escapes:
+                parts.append(self.escape(multiline))
+                continue
+            if (char == "\n" and not multiline) or (ord(char) < 32 and char not in "\t\r\n") or char == "\x7f":
+                self.error("control character in a string")
+            parts.append(char)
+            self.pos += 1
+
+    def escape(self, multiline):
+        code = self.text[self.pos + 1:self.pos + 2]
+        if code in self.ESCAPES:
+            self.pos += 2
+            return self.ESCAPES[code]
+        if code in ("u", "U"):
+            digits = self.text[self.pos + 2:self.pos + (6 if code == "u" else 10)]
+            if not re.match(r"[0-9A-Fa-f]{%d}$" % (4 if code == "u" else 8), digits):
+                self.error("bad \\%s escape" % code)
+            value = int(digits, 16)
+            if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
+                self.error("\\%s%s is not a Unicode scalar value" % (code, digits))
+            self.pos += 2 + len(digits)
+            return chr(value)
+        match = re.compile(r"\\[ \t]*\r?\n[ \t\r\n]*").match(self.text, self.pos) if multiline else None
+        if not match:
+            self.error("unknown escape \\%s" % code)
+        self.pos = match.end()   # a line-ending backslash swallows the break and the indent
+        return ""
+
+    def array(self):
+        self.pos += 1
+        items = []
+        while True:
+            self.skip(newlines=True)
+            if self.text.startswith("]", self.pos):
+                self.pos += 1
+                return items
+            items.append(self.value())
+            self.skip(newlines=True)
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+            elif not self.text.startswith("]", self.pos):
+                self.error("expected ',' or ']' in an array")
+
+    def inline_table(self):
+        self.pos += 1
+        table = {}
+        self.skip()
+        if self.text.startswith("}", self.pos):
+            self.pos += 1
+            return table
+        while True:
+            self.key_value(table)
+            self.skip()
+            if self.text.startswith("}", self.pos):
+                self.pos += 1
+                return table
+            self.expect(",")
+
+
+def load_toml(text):
+    """A TOML document as a dict: tomllib where Python has it, else TomlReader; OcxError when invalid."""
+    try:
+        import tomllib
+    except ImportError:
+        return TomlReader(text).parse()
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise OcxError(str(exc))
+
+
+def config_format(path, document_text):
+    """Guess a configuration's format: codex for .toml, gemini for a Gemini CLI settings.json, else json."""
+    if path.lower().endswith(".toml"):
+        return "codex"
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    if folder == ".gemini" or '"httpUrl"' in document_text:
+        return "gemini"
+    return "json"
+
+
+def load_client_config(path, fmt=None, limit=MAX_INPUT_BYTES, environ=None):
+    """Read a client configuration: (format, [ConfigServer] in file order).
+
+    OcxError when the file cannot be read or parsed or holds no servers;
+    a problem with one server is set on it instead.
+    """
+    data = read_input_bytes(path, limit)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise OcxError("%s is not UTF-8 text (%s)" % (path, exc))
+    fmt = fmt or config_format(path, text)
+    if fmt == "codex":
+        try:
+            document = load_toml(text)
+        except OcxError as exc:
+            raise OcxError("%s is not valid TOML: %s" % (path, exc))
+        tables = document.get("mcp_servers")
+        if not isinstance(tables, dict):
+            raise OcxError("%s has no [mcp_servers.NAME] tables" % path)
+        return fmt, [codex_server(name, spec, environ) for name, spec in tables.items()]
+    document = load_json_strict(data, path)
+    if not isinstance(document, dict):
+        raise OcxError("%s is not a JSON object" % path)
+    servers = []
+    groups = [(None, document.get("mcpServers"), ("mcpServers",))]
+    projects = document.get("projects") if fmt == "json" else None
+    for scope, project in (projects.items() if isinstance(projects, dict) else ()):
+        if isinstance(project, dict) and project.get("mcpServers"):
+            groups.append((scope, project["mcpServers"], ("projects", scope, "mcpServers")))
+    for scope, table, where in groups:
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise OcxError("%s: %s is not an object" % (path, json_pointer(*where)))
+        for name, spec in table.items():
+            server = ConfigServer(name, json_pointer(*(where + (name,))), scope)
+            read_json_server(server, spec, fmt, environ)
+            servers.append(server)
+    if not servers:
+        raise OcxError("%s has no mcpServers entries" % path)
+    return fmt, servers
+
+
+def _strings(value, what):
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise OcxError("%s must be an array of strings" % what)
+    return list(value)
+
+
+def _string_map(value, what):
+    if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
+        raise OcxError("%s must be an object of strings" % what)
+    return dict(value)
+
+
+def read_json_server(server, spec, fmt, environ):
+    """Fill ``server`` from an mcpServers entry; ${VAR} expands as these clients do."""
+    try:
+        if not isinstance(spec, dict):
+            raise OcxError("the entry is not an object")
+        if spec.get("disabled") is True:
+            server.skipped = "disabled: true"
+            return
+        def expand(text):
+            return expand_env_refs(text, environ)   # an unset variable: UsageError, this server's problem
+
+        if isinstance(spec.get("command"), str):
+            server.transport = "stdio"
+            server.command = [expand(part) for part in [spec["command"]] + _strings(spec.get("args", []), "args")]
+            server.env = {k: expand(v) for k, v in _string_map(spec.get("env", {}), "env").items()}
+            server.cwd = expand(spec["cwd"]) if isinstance(spec.get("cwd"), str) else None
+        else:
+            url_key = "httpUrl" if fmt == "gemini" and "httpUrl" in spec else "url"
+            if not isinstance(spec.get(url_key), str):
+                raise OcxError("the entry has neither a command nor a url")
+            server.url = spec[url_key]
+            if fmt == "gemini":
+                server.transport = "streamable-http" if url_key == "httpUrl" else "sse"
+            else:
+                kind = spec.get("type", spec.get("transport"))
+                server.transport = JSON_URL_TYPES.get(kind, "auto")
+            server.headers = ["%s: %s" % item for item in _string_map(spec.get("headers", {}), "headers").items()]
+        if fmt == "gemini":
+            server.include = _strings(spec["includeTools"], "includeTools") if "includeTools" in spec else None
+            server.exclude = _strings(spec.get("excludeTools", []), "excludeTools")
+    except OcxError as exc:
+        server.problem = str(exc)
+
+
+def codex_server(name, spec, environ=None):
+    """A ConfigServer from one [mcp_servers.NAME] table (Codex does not expand ${VAR})."""
+    environ = os.environ if environ is None else environ
+    server = ConfigServer(name, json_pointer("mcp_servers", name))
+    try:
+        if not isinstance(spec, dict):
+            raise OcxError("the entry is not a table")
+        if spec.get("enabled") is False:
+            server.skipped = "enabled = false"
+            return server
+        if isinstance(spec.get("command"), str):
+            server.transport = "stdio"
+            server.command = [spec["command"]] + _strings(spec.get("args", []), "args")
+            server.env = {k: environ[k] for k in _strings(spec.get("env_vars", []), "env_vars") if k in environ}
+            server.env.update(_string_map(spec.get("env", {}), "env"))
+            server.cwd = spec.get("cwd") if isinstance(spec.get("cwd"), str) else None
+        elif isinstance(spec.get("url"), str):
+            server.transport, server.url = "streamable-http", spec["url"]
+            headers = _string_map(spec.get("http_headers", {}), "http_headers")
+            for header, variable in _string_map(spec.get("env_http_headers", {}), "env_http_headers").items():
+                if variable in environ:
+                    headers[header] = environ[variable]
+            variable = spec.get("bearer_token_env_var")
+            if isinstance(variable, str):
+                if variable not in environ:
+                    raise OcxError("bearer_token_env_var names %s, which is not set" % variable)
+                headers["Authorization"] = "Bearer " + environ[variable]
+            # Values from the environment are secrets; RemoteConfig masks ${VAR} values only.
+            server.headers = ["%s: %s" % item for item in headers.items()]
+        else:
+            raise OcxError("the table has neither command nor url")
+        server.include = _strings(spec["enabled_tools"], "enabled_tools") if "enabled_tools" in spec else None
+        server.exclude = _strings(spec.get("disabled_tools", []), "disabled_tools")
+    except OcxError as exc:
+        server.problem = str(exc)
+    return server
+
+
+def check_config_server(server, timeout, client):
+    """Start or connect to one server and check it: {"name", "scope", "transport", "report" | "error"}.
+
+    Also returns the names of its tools for the combined rules.  Nothing
+    raises: a spawn error, a timeout or a bad entry is the "error".
+    """
+    result = {"name": server.name, "scope": server.scope, "transport": server.transport}
+    if server.skipped:
+        result["skipped"] = server.skipped
+        return result, []
+    try:
+        if server.problem:
+            raise OcxError(server.problem)
+        if server.transport == "stdio":
+            env = child_environment()
+            env.update(server.env)
+
+            def make_upstream(loop, on_line, on_exit):
+                return StdioUpstream(loop, server.command, env, server.cwd, False, on_line, on_exit)
+        else:
+            config = RemoteConfig(server.url, server.headers, timeout)
+            for header in server.headers:   # every configured header value stays out of reports
+                config.secrets.append(header.partition(": ")[2])
+            make_upstream = remote_upstream_factory(server.transport, config)
+        mcp = McpClient(make_upstream, timeout, "ocx-proxy check")
+        mcp.start()
+        try:
+            snapshot, timings, problems, protocol = fetch_catalog(mcp)
+        finally:
+            mcp.close()
+    except OcxError as exc:
+        result["error"] = str(exc)
+        return result, []
+    tools = [t for t in snapshot.get("tools") or [] if not isinstance(t, dict) or (
+        (server.include is None or t.get("name") in server.include) and t.get("name") not in server.exclude)]
+    snapshot["tools"] = tools
+    result["report"] = catalog_report(snapshot, timings, problems, server.name, client, protocol)
+    return result, [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def combined_findings(fmt, servers, results):
+    """What only shows with every server of one scope loaded: (findings, tool count, Cursor bytes).
+
+    ``results`` pairs each server's result with its tool names.
+    """
+    clients = CONFIG_CLIENTS[fmt]
+    findings = []
+    checked = [(server, result, names) for server, (result, names) in zip(servers, results) if "report" in result]
+    count = sum(len(names) for _, _, names in checked)
+    size = sum(result["report"]["cursorMcpToolsBytes"] or 0 for _, result, _ in checked)
+    where = "/mcp_servers" if fmt == "codex" else "/mcpServers"
+    if "cursor" in clients:
+        cursor = CLIENT_FACTS["cursor"]
+        if count > cursor["model_tools"]:
+            findings.append(Finding("error", where, "%d tools in all: Cursor sends at most %d to the model (older "
+                                    "versions %d)" % (count, cursor["model_tools"], cursor["model_tools_old"]),
+                                    ("cursor",)))
+        elif count > cursor["model_tools_old"]:
+            findings.append(Finding("warning", where, "%d tools in all: older Cursor versions send only the first %d"
+                                    % (count, cursor["model_tools_old"]), ("cursor",)))
+        if size > cursor["mcp_tools_bytes"] or count > cursor["mcp_tools_count"]:
+            findings.append(Finding("error", where, "Cursor McpTools would be %d bytes for %d tools together; about "
+                                    "%d bytes and %d tools are the most Cursor accepts"
+                                    % (size, count, cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]), ("cursor",)))
+    if "windsurf" in clients and count > WINDSURF_MAX_TOOLS:
+        findings.append(Finding("error", where, "%d tools in all: Windsurf uses at most %d" % (count, WINDSURF_MAX_TOOLS),
+                                ("windsurf",)))
+    schemes = []
+    if "claude-code" in clients:
+        schemes.append(("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request "
+                        "with two tools of one name"))
+    if "windsurf" in clients:
+        schemes.append(("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"))
+    if "gemini-cli" in clients:
+        schemes.append(("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"))
+    if "codex" in clients:
+        schemes.append(("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex",
+                        "Codex skips every one but the first"))
+        schemes.append(("info", lambda server, tool: claude_code_tool_name(server, tool), "codex",
+                        "Codex tells them apart by a hash suffix the model sees"))
+    for severity, scheme, client, consequence in schemes:
+        owners = collections.OrderedDict()
+        for server, _, names in checked:
+            for name in names:
+                owners.setdefault(scheme(server.name, name), []).append((server, name))
+        for name, tools in owners.items():
+            raw = set("mcp__%s__%s" % (s.name, t) for s, t in tools)
+            if len(tools) > 1 and (severity != "info" or len(raw) == len(tools)):   # info: renamed, not lost
+                findings.append(Finding(severity, tools[1][0].pointer, "%s names %s alike, %r: %s" % (
+                    client, " and ".join("%s/%s" % (s.name, t) for s, t in tools), name, consequence), (client,)))
+    if "codex" in clients:
+        for server in servers:
+            if not CODEX_SERVER_NAME_RE.match(server.name):
+                findings.append(Finding("error", server.pointer, "Codex refuses the server name %r (it must match %s)"
+                                        % (server.name, CODEX_SERVER_NAME_RE.pattern), ("codex",)))
+    return findings, count, size
+
+
+def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=MAX_INPUT_BYTES):
+    """check --config: every server of a client configuration, then the combined rules.
+
+    Servers are checked ``parallel`` at a time and reported in file order.
+    Returns 1 when any error was found (a server that could not be checked
+    counts as one), else 0; OcxError when the file is unusable.
+    """
+    import concurrent.futures
+
+    fmt, servers = load_client_config(path, fmt, limit)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
+        results = list(pool.map(lambda server: check_config_server(server, timeout, client), servers))
+    scopes = [None] + [s.scope for s in servers if s.scope is not None]
+    combined = []
+    for scope in sorted(set(scopes), key=scopes.index):
+        # A project's own server replaces the one of the same name loaded everywhere (Claude Code).
+        own = set(s.name for s in servers if s.scope == scope and scope is not None)
+        members = [i for i, s in enumerate(servers) if s.scope == scope or (s.scope is None and s.name not in own)]
+        if scope is None and len(scopes) > 1 and not any(s.scope is None for s in servers):
+            continue
+        findings, count, size = combined_findings(fmt, [servers[i] for i in members], [results[i] for i in members])
+        combined.append({"scope": scope, "servers": [servers[i].name for i in members], "tools": count,
+                         "cursorMcpToolsBytes": size,
+                         "findings": [f.to_json() for f in findings if f.affects(client)]})
+    reports = [result for result, _ in results]
+    summary = {severity: sum(r["report"]["summary"][severity] for r in reports if "report" in r) +
+               sum(1 for group in combined for f in group["findings"] if f["severity"] == severity)
+               for severity in Finding.SEVERITIES}
+    summary["error"] += sum(1 for r in reports if "error" in r)
+    report = {"version": 1, "config": path, "format": fmt, "client": client, "servers": reports,
+              "combined": combined, "summary": summary}
+    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else config_report_text(report))
+    return 1 if summary["error"] else 0
+
+
+def config_report_text(report):
+    """The human report of check --config: each server's report, then the combined findings."""
+    lines = ["ocx-proxy check --config %s (%s): %d servers" % (report["config"], report["format"], len(report["servers"]))]
+    for result in report["servers"]:
+        title = "server %s%s" % (json.dumps(result["name"], ensure_ascii=False),
+                                 " (project %s)" % result["scope"] if result["scope"] else "")
+        lines.append("")
+        if "skipped" in result:
+            lines.append("%s: skipped (%s)" % (title, result["skipped"]))
+        elif "error" in result:
+            lines.append("%s, %s: error: could not be checked: %s" % (title, result["transport"], result["error"]))
+        else:
+            lines.append("%s, %s:" % (title, result["transport"]))
+            lines.extend("  " + line if line else "" for line in check_report_text(result["report"]).splitlines())
+    for group in report["combined"]:
+        lines.append("")
+        lines.append("all servers%s together: %d tools, Cursor McpTools %d bytes" % (
+            " of project %s" % group["scope"] if group["scope"] else "", group["tools"], group["cursorMcpToolsBytes"]))
+        for f in group["findings"]:
+            lines.append("  %-7s %s" % (f["severity"], f["pointer"]))
+            lines.append("          %s  [%s]" % (f["message"], ", ".join(f["clients"])))
+    summary = report["summary"]
+    lines.append("")
+    lines.append("%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"]))
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -8941,10 +9543,19 @@ CHECK_TRANSPORTS = {"stdio": check_stdio_upstream, "streamable-http": check_remo
 def cmd_check(args):
     log.level = LOG_LEVELS["warning"]
     transport = getattr(args, "transport", None)
-    if bool(args.file) == bool(transport):
-        raise UsageError("check needs either --file FILE or a transport (stdio, ...), not %s"
-                         % ("both" if transport else "neither"))
+    sources = [name for name, given in (("--file", args.file), ("--config", args.config), ("a transport", transport))
+               if given]
+    if len(sources) != 1:
+        raise UsageError("check needs either --file FILE, --config FILE or a transport (stdio, ...), not %s"
+                         % (" and ".join(sources) or "none"))
+    if args.config_format and not args.config:
+        raise UsageError("--config-format goes with --config FILE")
     try:
+        if args.config:
+            if args.server_name is not None:
+                raise UsageError("--server-name does not go with --config: the names come from the file")
+            return run_config_check(args.config, args.config_format, args.timeout or 30.0, args.parallel,
+                                    args.client, args.json, sys.stdout, args.max_input_bytes)
         if args.file:
             snapshot, timings, problems, protocol = load_catalog_file(args.file, args.max_input_bytes), {}, [], None
         else:
@@ -8957,15 +9568,17 @@ def cmd_check(args):
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
-        sys.stderr.write("ocx-proxy check: could not get the catalog: %s\n" % exc)
+        sys.stderr.write("ocx-proxy check: could not %s: %s\n"
+                         % ("read the configuration" if args.config else "get the catalog", exc))
         return 2
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
-                       usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | stdio [--env ...] "
-                             "[--] COMMAND [ARGS...] | streamable-http|sse|auto --url URL [--header ...])",
+                       usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | --config FILE | "
+                             "stdio [--env ...] [--] COMMAND [ARGS...] | streamable-http|sse|auto --url URL "
+                             "[--header ...])",
                        description="Connect like a client (server/discover, else initialize; then every page "
                                    "of tools, prompts, resources and templates), or read a saved catalog, and "
                                    "report each problem "
@@ -8973,6 +9586,15 @@ def add_check_command(sub):
                                    "found, 2 could not connect.")
     p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
                                                   "connecting ('-' reads stdin) (default: connect)")
+    p.add_argument("--config", metavar="FILE",
+                   help="check every server of a client configuration (Cursor/Claude mcpServers JSON, Gemini CLI "
+                        "settings.json, Codex config.toml), then what only shows with all of them loaded "
+                        "(default: one server)")
+    p.add_argument("--config-format", choices=CONFIG_FORMATS,
+                   help="the format of --config FILE (default: from its name and content)")
+    p.add_argument("--parallel", type=typed(int_at_least(1), "a whole number of at least 1"),
+                   default=CONFIG_PARALLEL, metavar="N",
+                   help="with --config, check this many servers at once (default %(default)s)")
     add_max_input_bytes_option(p)
     add_check_output_options(p)
     p.set_defaults(handler=cmd_check, transport=None)
