@@ -32,7 +32,7 @@ def cjk_text():
 
 
 def structured_value():
-    rows = [{"id": i, "name": "item-%03d" % i, "price": round(i * 1.25, 2), "tags": ["alpha", "beta"]}
+    rows = [{"id": i, "name": "item-%03d" % i, "price_cents": i * 125, "tags": ["alpha", "beta"]}
             for i in range(215)]
     return {"rows": rows, "end": END_MARK}
 
