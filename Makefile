@@ -40,10 +40,11 @@ compat:
 	$(PYTHON) tests/run_compat.py $(COMPAT_ARGS)
 
 # Interop tier: the official MCP SDKs drive the relay: Python 1.x (.venv-interop); Python 2.x
-# (.venv-interop2) and TypeScript v2 (.interop-node) in every mode, via the relay and direct.
+# (.venv-interop2) and TypeScript v2 (.interop-node) in every mode, via the relay and direct;
+# the real Codex, Claude Code and Gemini CLIs (.interop-clients) against a scripted model on 127.0.0.1.
 # Skips with a message (exit 0) when the package index cannot be reached.
 interop:
 	$(PYTHON) tests/run_interop.py $(INTEROP_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients .pytest_cache .hypothesis

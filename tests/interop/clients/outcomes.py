@@ -1,0 +1,180 @@
+"""What the model received, per (client, case, path): runs each CLI once (cached) and summarises.
+
+A summary (``Outcome``) says how long the tool output the model got was, in
+characters and UTF-8 bytes, whether it held the whole result (the text's end
+mark, or the image's exact base64), whether it named our spill file and reader
+tool, whether the client cut what it was given (what the relay or the server
+sent is not all in what the model got), and what paging the reader returned.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import harness
+import tools_server
+
+CLIENTS = ["codex", "claude-code", "gemini"]
+CASES = ["big_text", "cjk_text", "structured", "image"]
+READER = "read_spilled_output"
+RUNS = {}      # (client, case, via_relay) -> (Run, Outcome, seconds)
+WORKDIR = tempfile.mkdtemp(prefix="ocx-clients-")
+
+
+class Outcome:
+    def __init__(self, run, sent_text, via_relay):
+        texts, images = [], []
+        collect(run.received, texts, images)
+        self.text = "\n".join(texts)
+        self.chars = len(self.text)
+        self.bytes = len(self.text.encode("utf-8"))
+        self.images = images
+        self.full = any(contained(whole, self.text, run.spill_dir, whole=True) for whole in whole_forms(run.script.tool))
+        self.image_kept = tools_server.png_base64() in images
+        self.spill_path = run.spill_dir in self.text
+        self.reader_named = READER in self.text
+        self.spill_files = sorted(f for f in os.listdir(run.spill_dir) if f.endswith(".txt"))
+        self.cut = bool(sent_text) and not any(contained(sent, self.text, run.spill_dir, whole=True) for sent in sent_text)
+        pages = "\n".join(text_of(page) for page in run.script.pages)
+        self.pages = len(run.script.pages)
+        self.pages_reach_end = tools_server.END_MARK in pages
+        self.reader_offered = any(name.endswith(READER) for name in run.script.tools_seen)
+        self.via_relay = via_relay
+
+    def summary(self):
+        if self.chars == 0 and not self.images:
+            return "nothing"
+        parts = ["%dc/%dB" % (self.chars, self.bytes)]
+        if self.images:
+            parts.append("image kept" if self.image_kept else "image changed")
+        parts.append("full" if self.full else "partial")
+        if self.spill_path:
+            parts.append("+path")
+        if self.reader_named:
+            parts.append("+reader")
+        if self.pages:
+            parts.append("read %d page(s)%s" % (self.pages, " to the end" if self.pages_reach_end else ""))
+        if self.cut:
+            parts.append("CUT by client")
+        return " ".join(parts)
+
+
+def collect(value, texts, images, key=None):
+    """Texts and image payloads in a client's tool output, whatever its wire shape."""
+    if isinstance(value, str):
+        if key in (None, "text", "output", "content"):
+            texts.append(value)
+        return
+    if isinstance(value, list):
+        for item in value:
+            collect(item, texts, images, key)
+        return
+    if not isinstance(value, dict):
+        return
+    if value.get("type") in ("image", "input_image") or "inlineData" in value:
+        data = (value.get("data") or (value.get("source") or {}).get("data")
+                or (value.get("inlineData") or {}).get("data") or value.get("image_url") or "")
+        images.append(data.split("base64,", 1)[-1])
+        return
+    for name, item in value.items():
+        collect(item, texts, images, name)
+
+
+def text_of(value):
+    texts = []
+    collect(value, texts, [])
+    return "\n".join(texts)
+
+
+def normalise(text, spill_dir):
+    """Spill paths and ids differ between runs: replace them so two runs' previews compare."""
+    text = re.sub(r"[^\s\"'()]*\d{8}T\d{6}\.\d+Z_[A-Za-z0-9._-]+", "<SPILL>", text)
+    return re.sub(r"[0-9a-f]{8,}", "<ID>", text)
+
+
+def contained(sent, received, spill_dir, whole=False):
+    """Whether what was sent reached the model: all of it (WHOLE), else its head and tail (JSON escapes allowed)."""
+    sent, received = normalise(sent, spill_dir), normalise(received, spill_dir)
+    escaped = json.dumps(received, ensure_ascii=False)
+    pieces = [sent] if whole else [sent[:200], sent[-200:]]
+    return all(piece in received or json.dumps(piece, ensure_ascii=False)[1:-1] in escaped for piece in pieces)
+
+
+def result_texts(result):
+    """The texts a client may show for RESULT: its content, or its structuredContent as JSON (Codex, Claude Code)."""
+    texts = [text_of(result.get("content"))]
+    if "structuredContent" in result:
+        value = result["structuredContent"]
+        texts += [json.dumps(value, separators=(",", ":"), ensure_ascii=False), json.dumps(value, ensure_ascii=False),
+                  json.dumps(value, indent=2, ensure_ascii=False)]
+    return [text for text in texts if text]
+
+
+def whole_forms(case):
+    return result_texts(tools_server.result(case))
+
+
+def sent_by_us(case, via_relay, spill_dir):
+    """The text of the result the CLI got from its MCP server: the fixture's, or the relay's preview."""
+    request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": case, "arguments": {}}}
+    if not via_relay:
+        return result_texts(tools_server.result(case))
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "ocx-clients-probe", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}, request]
+    command = harness.mcp_command(True, os.devnull, spill_dir)
+    proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+    for line in proc.stdout.decode("utf-8").splitlines():
+        message = json.loads(line)
+        if message.get("id") == 2:
+            return result_texts(message.get("result") or {})
+    return []
+
+
+def outcome(client, case, via_relay):
+    key = (client, case, via_relay)
+    if key not in RUNS:
+        workdir = os.path.join(WORKDIR, "%s-%s-%s" % (client, case, "relay" if via_relay else "direct"))
+        os.makedirs(workdir)
+        started = time.monotonic()
+        run = harness.run_client(client, case, via_relay, workdir)
+        seconds = time.monotonic() - started
+        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe-spill")) if run.received is not None else []
+        RUNS[key] = (run, Outcome(run, sent, via_relay) if run.received is not None else None, seconds)
+    return RUNS[key]
+
+
+def write_table(write):
+    if not RUNS:
+        return
+    write("")
+    write("real-client table (client, case: what the model received via relay | direct)")
+    rows = [("client", "case", "via relay", "direct")]
+    for client in CLIENTS:
+        for case in CASES:
+            cells = []
+            for via_relay in (True, False):
+                entry = RUNS.get((client, case, via_relay))
+                if entry is None:
+                    cells.append("-")
+                elif entry[1] is None:
+                    cells.append("no tool output (status %s)" % entry[0].status)
+                else:
+                    cells.append(entry[1].summary())
+            if cells != ["-", "-"]:
+                rows.append((client, case, cells[0], cells[1]))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        write("  ".join(row[i].ljust(widths[i]) for i in range(3)) + " | " + row[3])
+    names = {}
+    for (client, _, _), (run, _, _) in RUNS.items():
+        for info in run.client_info:
+            names.setdefault(client, set()).add("%s %s" % (info.get("name"), info.get("version")))
+    write("clientInfo sent in initialize: " + "; ".join(
+        "%s: %s" % (client, ", ".join(sorted(found))) for client, found in sorted(names.items())))
+    write("CLI runs: %d, %.0f s in all" % (len(RUNS), sum(entry[2] for entry in RUNS.values())))

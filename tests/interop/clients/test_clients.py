@@ -1,0 +1,81 @@
+"""Real CLIs (Codex, Claude Code, Gemini CLI) call an MCP tool via the relay and direct.
+
+Each run records what the scripted model received back as the tool output
+(``outcomes.Outcome``).  Two kinds of tests:
+
+- what holds today: every CLI completes both ways, sends a clientInfo the relay
+  forwards unchanged, and every file the relay spilled holds the whole result;
+- issue 13's "done means": via the relay the model gets the whole result, or a
+  preview whose file or reader call returns all of it, never something the
+  client silently cut after us.
+"""
+import json
+import os
+
+import pytest
+
+import harness
+import tools_server
+from outcomes import CASES, CLIENTS, outcome
+
+PATHS = [True, False]
+
+
+def need(client):
+    binary = os.path.join(harness.BIN, "codex" if client == "codex" else "claude" if client == "claude-code"
+                          else "gemini")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("%s is not installed in %s (run `make interop`)" % (client, harness.PREFIX))
+
+
+@pytest.mark.parametrize("via_relay", PATHS, ids=["relay", "direct"])
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_client_gets_a_tool_output(client, case, via_relay):
+    need(client)
+    run, result, _ = outcome(client, case, via_relay)
+    assert run.status == 0, run.output[-2000:]
+    assert result is not None, "the model never received the tool output:\n" + run.output[-2000:]
+    assert result.chars > 0 or result.images
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_client_info_forwarded(client):
+    need(client)
+    direct, relayed = outcome(client, "big_text", False)[0], outcome(client, "big_text", True)[0]
+    assert direct.client_info and direct.client_info[0].get("name")
+    assert relayed.client_info == direct.client_info
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_relay_spill_holds_the_whole_result(client, case):
+    need(client)
+    run = outcome(client, case, True)[0]
+    for name in os.listdir(run.spill_dir):
+        if not name.endswith((".txt", ".json")):
+            continue
+        with open(os.path.join(run.spill_dir, name), encoding="utf-8") as spilled:
+            text = spilled.read()
+        if name.endswith(".txt"):
+            assert tools_server.END_MARK in text, name
+        if name.endswith(".json") and case == "image":
+            assert tools_server.png_base64() in text, name
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_done_means_model_gets_all_via_relay(client, case):
+    """Issue 13: the whole result, or a preview whose file or reader call returns all of it."""
+    need(client)
+    run, result, _ = outcome(client, case, True)
+    assert result is not None, run.output[-2000:]
+    whole = result.full and not result.cut and (result.image_kept if case == "image" else True)
+    if whole:
+        return
+    assert result.spill_path, "the model got neither the whole result nor our spill path: " + result.summary()
+    assert result.spill_files, "the preview names a spill but the relay wrote none"
+    assert result.reader_offered, "spilled, but the client offered no reader tool to the model: " + result.summary()
+    assert result.pages_reach_end, "the reader pages did not reach the end: " + result.summary()
+    assert not (case == "image" and result.images == []), "an image the client shows was spilled: " \
+        + result.summary()
