@@ -7593,14 +7593,14 @@ def compare_capabilities(snapshot, names, list_tools):
     findings = []
     for tool in sorted(full - bare):
         needs = [name for name in CHECK_CAPABILITIES if tool in listed[(name,)]]
-        findings.append(Finding("info", where.get(tool, "/tools"), "only listed to clients declaring %s: "
-                                "a client that does not never sees this tool"
+        findings.append(Finding("info", where.get(tool, "/tools"), "only listed to clients declaring %s; "
+                                "other clients never see this tool"
                                 % (" or ".join(needs) or " and ".join(CHECK_CAPABILITIES) + " together"),
                                 tool=tool))
     for tool in sorted(bare - full):
         hides = [name for name in CHECK_CAPABILITIES if tool not in listed[(name,)]]
-        findings.append(Finding("warning", where.get(tool, "/tools"), "not listed to clients declaring %s: "
-                                "only a client declaring none of roots, sampling, elicitation sees this tool"
+        findings.append(Finding("warning", where.get(tool, "/tools"), "not listed to clients declaring %s, "
+                                "as full-featured clients do; only others see this tool"
                                 % (" or ".join(hides) or " and ".join(CHECK_CAPABILITIES) + " together"),
                                 tool=tool))
     return findings, listings

@@ -95,9 +95,9 @@ def test_compare_capabilities_reports_each_tool_that_appears_or_disappears(tmp_p
         ("get_roots", "info", "/tools/2"), ("summarize", "info", "/tools/3"),
         ("legacy_prompt", "warning", "/tools")]
     messages = [f["message"] for f in report["findings"]]
-    assert messages[0].startswith("only listed to clients declaring roots:")
-    assert messages[1].startswith("only listed to clients declaring sampling:")
-    assert messages[2].startswith("not listed to clients declaring elicitation:")
+    assert messages[0].startswith("only listed to clients declaring roots; other clients never see this tool")
+    assert messages[1].startswith("only listed to clients declaring sampling;")
+    assert messages[2].startswith("not listed to clients declaring elicitation, as full-featured clients do;")
     assert report["protocol"]["listings"] == [
         {"capabilities": FULL, "tools": 4}, {"capabilities": [], "tools": 3},
         {"capabilities": ["roots"], "tools": 4}, {"capabilities": ["sampling"], "tools": 4},
