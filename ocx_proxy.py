@@ -7423,8 +7423,8 @@ class McpClient:
 DISCOVER_TIMEOUT = 5.0
 CHECK_CLIENT_INFO = {"name": "ocx-proxy-check", "version": __version__}
 # check lists as a full-featured client by default: some servers list tools
-# only to clients declaring these (server-everything: 13 tools bare, 16 with
-# all three).  Not tasks: check cannot make task-augmented calls.
+# only to clients declaring these (server-everything 2026.8.31: 13 tools bare,
+# 17 with all three).  Not tasks: check cannot make task-augmented calls.
 CHECK_CAPABILITIES = ("roots", "sampling", "elicitation")
 
 

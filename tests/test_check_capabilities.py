@@ -151,3 +151,17 @@ def test_capability_flags_with_a_saved_catalog_are_a_usage_error(flag):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     assert "need a server" in assert_one_line_error(proc, 2)
     assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("transport,path", [("streamable-http", "/mcp"), ("sse", "/sse")])
+def test_compare_capabilities_opens_a_new_session_over_remote_transports(http_server, transport, path):
+    srv = http_server()
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", "--compare-capabilities", transport,
+                           "--url", srv.base + path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60, env=env)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    tools = report["counts"]["tools"]
+    assert tools > 0 and report["protocol"]["listings"] == [
+        {"capabilities": FULL, "tools": tools}, {"capabilities": [], "tools": tools}]
