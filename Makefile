@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 
-.PHONY: test stress bench compat interop clean
+.PHONY: test stress bench compat interop real-servers clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -46,5 +46,11 @@ compat:
 interop:
 	$(PYTHON) tests/run_interop.py $(INTEROP_ARGS)
 
+# check on real public servers (npm: .interop-servers; PyPI: .venv-servers): findings per server and
+# facts verified by hand in their sources.  Skips with a message (exit 0) when a registry is unreachable.
+real-servers:
+	$(PYTHON) tests/run_real_servers.py $(REAL_SERVERS_ARGS)
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients \
+		.interop-servers .venv-servers .pytest_cache .hypothesis

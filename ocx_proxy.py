@@ -7545,14 +7545,18 @@ class McpClient:
     to the relay.  ``request`` waits up to ``timeout`` seconds for its answer
     and raises OcxError when there is none or the upstream is gone (quoting
     its last stderr lines).  An answer that is not strict JSON becomes an
-    error answer, as clients refuse it.  Requests from the server are
-    answered (``ping``) or refused (-32601, naming the client ``name``) so
-    they never stall; ``notified`` counts the notifications received.
+    error answer, as clients refuse it.  Requests from the server never
+    stall: ``ping`` is answered; so are the requests of a capability in
+    ``capabilities`` (the client capabilities it declares), politely: no
+    roots, sampling declined (-1, as a user would), elicitation declined;
+    anything else is refused (-32601, naming the client ``name``).
+    ``notified`` counts the notifications received.
     """
 
-    def __init__(self, make_upstream, timeout, name):
+    def __init__(self, make_upstream, timeout, name, capabilities=None):
         self.timeout = timeout
         self.name = name
+        self.capabilities = capabilities or {}
         self.loop = Loop()
         self.lock = threading.Condition()
         self.responses = {}
@@ -7583,10 +7587,7 @@ class McpClient:
         if problem is not None and kind == "response":
             msg = error_response(msg["id"], PARSE_ERROR, problem)
         if kind == "request":
-            refusal = "%s does not serve %s" % (self.name, msg["method"])
-            answer = (result_response(msg["id"], {}) if msg["method"] == "ping" else
-                      error_response(msg["id"], METHOD_NOT_FOUND, refusal))
-            self.upstream.send(encode_message(answer))
+            self.upstream.send(encode_message(self._answer(msg)))
         elif kind == "response":
             with self.lock:
                 self.responses[id_key(msg["id"])] = msg
@@ -7594,6 +7595,21 @@ class McpClient:
         elif kind == "notification":
             with self.lock:
                 self.notified += 1
+
+    def _answer(self, request):
+        """The answer to a request from the server (see the class docstring)."""
+        method, msg_id = request["method"], request["id"]
+        if method == "ping":
+            return result_response(msg_id, {})
+        if method == "roots/list" and "roots" in self.capabilities:
+            # No roots rather than the working directory: a check must not
+            # hand a server access to files it was not given on its command line.
+            return result_response(msg_id, {"roots": []})
+        if method == "sampling/createMessage" and "sampling" in self.capabilities:
+            return error_response(msg_id, -1, "%s declines sampling: it has no model" % self.name)
+        if method == "elicitation/create" and "elicitation" in self.capabilities:
+            return result_response(msg_id, {"action": "decline"})
+        return error_response(msg_id, METHOD_NOT_FOUND, "%s does not serve %s" % (self.name, method))
 
     def _on_exit(self, description):
         tail = list(self.upstream.stderr_tail)[-5:]
@@ -7654,6 +7670,17 @@ class McpClient:
 # allows it), so the probe waits this long at most before falling back.
 DISCOVER_TIMEOUT = 5.0
 CHECK_CLIENT_INFO = {"name": "ocx-proxy-check", "version": __version__}
+# check lists as a full-featured client by default: some servers list tools
+# only to clients declaring these (server-everything 2026.8.31: 13 tools bare,
+# 17 with all three).  Not tasks: check cannot make task-augmented calls.
+CHECK_CAPABILITIES = ("roots", "sampling", "elicitation")
+
+
+def client_capabilities(names, modern=False):
+    """The ClientCapabilities object declaring ``names`` (2026-07-28 roots has no listChanged)."""
+    declared = {"roots": {} if modern else {"listChanged": True}, "sampling": {},
+                "elicitation": {"form": {}, "url": {}}}
+    return {name: declared[name] for name in names}
 
 
 def fetch_catalog(client):
@@ -7665,18 +7692,21 @@ def fetch_catalog(client):
     Any other answer, or none within DISCOVER_TIMEOUT, means the legacy era:
     initialize, asking for the newest version the server listed (in its
     result or its UnsupportedProtocolVersion error), else our newest.
-    ``protocol`` is {"era", "requested", "version", "supported"}; supported
-    is None when the server did not say.
+    ``protocol`` is {"era", "requested", "version", "supported",
+    "clientCapabilities"}; supported is None when the server did not say.
+    Both eras declare the capabilities the client answers for.
     """
     timings, problems = {}, []
-    meta = {META_VERSION: MODERN_PROTOCOL_VERSIONS[0], META_CLIENT_CAPABILITIES: {},
+    modern_capabilities = client_capabilities(client.capabilities, modern=True)
+    meta = {META_VERSION: MODERN_PROTOCOL_VERSIONS[0], META_CLIENT_CAPABILITIES: modern_capabilities,
             META_CLIENT_INFO: CHECK_CLIENT_INFO}
     discovered, supported = probe_discover(client, meta, timings)
     modern = [v for v in MODERN_PROTOCOL_VERSIONS if v in (supported or ())]
     if discovered is not None and modern:
         meta[META_VERSION] = modern[0]
         snapshot = {"discover": discovered}
-        protocol = {"era": "modern", "requested": modern[0], "version": modern[0], "supported": supported}
+        protocol = {"era": "modern", "requested": modern[0], "version": modern[0], "supported": supported,
+                    "clientCapabilities": modern_capabilities}
         capabilities = discovered.get("capabilities")
     else:
         legacy = [v for v in SERVED_PROTOCOL_VERSIONS if v in (supported or ())]
@@ -7688,7 +7718,7 @@ def fetch_catalog(client):
         meta, snapshot = None, {"initialize": result}
         result = result if isinstance(result, dict) else {}
         protocol = {"era": "legacy", "requested": requested, "version": result.get("protocolVersion"),
-                    "supported": supported}
+                    "supported": supported, "clientCapabilities": client.capabilities}
         capabilities = result.get("capabilities")
     capabilities = capabilities if isinstance(capabilities, dict) else {}
     for method, key, capability in (("tools/list", "tools", "tools"), ("prompts/list", "prompts", "prompts"),
@@ -7725,7 +7755,7 @@ def probe_discover(client, meta, timings):
 def initialize_legacy(client, version, timings):
     """initialize asking for ``version``, then initialized; returns the result (OcxError on an error)."""
     started = time.monotonic()
-    reply = client.request("initialize", {"protocolVersion": version, "capabilities": {},
+    reply = client.request("initialize", {"protocolVersion": version, "capabilities": client.capabilities,
                                           "clientInfo": CHECK_CLIENT_INFO})
     timings["initialize"] = round((time.monotonic() - started) * 1000, 1)
     if "error" in reply:
@@ -7769,6 +7799,77 @@ def fetch_pages(client, method, key, problems, meta=None):
             break
         cursors.add(cursor)
     return items, pages
+
+
+def list_catalog(make_upstream, timeout, names):
+    """One session declaring the capabilities ``names``: fetch_catalog's 4-tuple."""
+    client = McpClient(make_upstream, timeout, "ocx-proxy check", client_capabilities(names))
+    client.start()
+    try:
+        return fetch_catalog(client)
+    finally:
+        client.close()
+
+
+def tool_names(snapshot):
+    return [tool["name"] for tool in snapshot.get("tools") or [] if isinstance(tool, dict)
+            and isinstance(tool.get("name"), str)]
+
+
+def compare_capabilities(snapshot, names, list_tools):
+    """Findings for the tools that appear or disappear with client capabilities.
+
+    ``snapshot`` was listed declaring ``names`` (all of CHECK_CAPABILITIES,
+    or none); ``list_tools(names)`` lists the tool names in a new session.
+    The other extreme is listed; only when the two differ, one session per
+    capability tells which capability each tool depends on.  Returns
+    (findings, listings): listings is [{"capabilities", "tools"}] per session.
+    """
+    listed = {tuple(names): tool_names(snapshot)}
+    other = () if names else CHECK_CAPABILITIES
+    try:
+        listed[other] = list_tools(other)
+        full, bare = set(listed[CHECK_CAPABILITIES]), set(listed[()])
+        if full != bare:
+            for name in CHECK_CAPABILITIES:
+                listed[(name,)] = list_tools((name,))
+    except OcxError as exc:
+        return [Finding("warning", "/tools", "could not list the tools again to compare capabilities: %s"
+                        % exc)], []
+    listings = [{"capabilities": list(key), "tools": len(value)} for key, value in listed.items()]
+    where = {name: json_pointer("tools", index) for index, name in enumerate(tool_names(snapshot))}
+    findings = []
+    for tool in sorted(full - bare):
+        needs = [name for name in CHECK_CAPABILITIES if tool in listed[(name,)]]
+        findings.append(Finding("info", where.get(tool, "/tools"), "only listed to clients declaring %s; "
+                                "other clients never see this tool"
+                                % (" or ".join(needs) or " and ".join(CHECK_CAPABILITIES) + " together"),
+                                tool=tool))
+    for tool in sorted(bare - full):
+        hides = [name for name in CHECK_CAPABILITIES if tool not in listed[(name,)]]
+        findings.append(Finding("warning", where.get(tool, "/tools"), "not listed to clients declaring %s, "
+                                "as full-featured clients do; only others see this tool"
+                                % (" or ".join(hides) or " and ".join(CHECK_CAPABILITIES) + " together"),
+                                tool=tool))
+    return findings, listings
+
+
+def task_findings(tools):
+    """A warning for each tool whose ``execution.taskSupport`` is "required" (MCP 2025-11-25 tasks).
+
+    Such a tool must be called as a task; a client that did not declare the
+    tasks capability gets an error for every call.
+    """
+    findings = []
+    for index, tool in enumerate(tools):
+        execution = tool.get("execution") if isinstance(tool, dict) else None
+        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+            findings.append(Finding(
+                "warning", json_pointer("tools", index, "execution", "taskSupport"),
+                'taskSupport "required": every call fails in a client that does not declare the tasks '
+                "capability (VS Code Copilot Chat declares it; Copilot CLI 1.0.18 does not, "
+                "github/copilot-cli#2538; neither does ocx-proxy check)", tool=tool.get("name")))
+    return findings
 
 
 def load_catalog_file(path, limit=MAX_INPUT_BYTES):
@@ -7829,6 +7930,13 @@ def check_report_text(report):
             protocol["version"], protocol["era"], "server/discover" if protocol["era"] == "modern" else "initialize",
             "server supports " + ", ".join(protocol["supported"]) if protocol["supported"] is not None
             else "no server/discover result"))
+        declared = protocol.get("clientCapabilities")
+        if declared is not None:
+            lines.append("  listed declaring %s" % (", ".join(declared) or "no capabilities"))
+        if protocol.get("listings"):
+            lines.append("  tools listed: " + ", ".join("%d declaring %s" % (
+                listing["tools"], ", ".join(listing["capabilities"]) or "nothing")
+                for listing in protocol["listings"]))
     if report["timings"]:
         parts = []
         for method, value in report["timings"].items():
@@ -7872,6 +7980,7 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
         server_name = info.get("name") if isinstance(info.get("name"), str) else None
     checker = CatalogChecker(server_name)
     findings = list(problems) + checker.check(snapshot, protocol and protocol["requested"])
+    findings += task_findings(snapshot.get("tools") or [])
     if server_name is None and snapshot.get("tools"):
         findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
                                 "mcp.json too: pass --server-name NAME to check it exactly"
@@ -9518,6 +9627,11 @@ def add_check_output_options(parser, suppress=False):
                                "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
+    add("--bare", False, "list as a client declaring no capabilities (default: declaring roots, sampling "
+                         "and elicitation, as full-featured clients do)", action="store_true")
+    add("--compare-capabilities", False, "list a second time with the other capabilities and report the "
+                                         "tools that appear or disappear (default: list once)",
+        action="store_true")
 
 
 def check_stdio_upstream(args):
@@ -9550,6 +9664,8 @@ def cmd_check(args):
                          % (" and ".join(sources) or "none"))
     if args.config_format and not args.config:
         raise UsageError("--config-format goes with --config FILE")
+    if args.file and (args.bare or args.compare_capabilities):
+        raise UsageError("check --file reads a saved listing: --bare and --compare-capabilities need a server")
     try:
         if args.config:
             if args.server_name is not None:
@@ -9559,12 +9675,13 @@ def cmd_check(args):
         if args.file:
             snapshot, timings, problems, protocol = load_catalog_file(args.file, args.max_input_bytes), {}, [], None
         else:
-            client = McpClient(CHECK_TRANSPORTS[transport](args), args.timeout or 30.0, "ocx-proxy check")
-            client.start()
-            try:
-                snapshot, timings, problems, protocol = fetch_catalog(client)
-            finally:
-                client.close()
+            make_upstream, timeout = CHECK_TRANSPORTS[transport](args), args.timeout or 30.0
+            names = () if args.bare else CHECK_CAPABILITIES
+            snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, names)
+            if args.compare_capabilities:
+                found, protocol["listings"] = compare_capabilities(
+                    snapshot, names, lambda other: tool_names(list_catalog(make_upstream, timeout, other)[0]))
+                problems.extend(found)
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
@@ -9576,10 +9693,11 @@ def cmd_check(args):
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
-                       usage="%(prog)s [--json] [--client C] [--server-name N] (--file FILE | --config FILE | "
-                             "stdio [--env ...] [--] COMMAND [ARGS...] | streamable-http|sse|auto --url URL "
-                             "[--header ...])",
-                       description="Connect like a client (server/discover, else initialize; then every page "
+                       usage="%(prog)s [--json] [--client C] [--server-name N] [--bare] [--compare-capabilities] "
+                             "(--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
+                             "streamable-http|sse|auto --url URL [--header ...])",
+                       description="Connect like a full-featured client (server/discover, else initialize, declaring "
+                                   "roots, sampling and elicitation; then every page "
                                    "of tools, prompts, resources and templates), or read a saved catalog, and "
                                    "report each problem "
                                    "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "

@@ -154,6 +154,9 @@ def test_json_pointer_escaping_and_resolution():
 
 # -- eras: server/discover first, initialize as the fallback --------------------
 
+# What check declares by default (2025-11-25 ClientCapabilities; 2026-07-28 roots has no listChanged).
+FULL_CAPABILITIES = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}}
+
 def check_era(tmp_path, *extra, **options):
     """check --json over stdio against the clean catalog served with ``options``; (status, report, err, log)."""
     with open(os.path.join(CATALOGS, "clean.json"), encoding="utf-8") as handle:
@@ -176,7 +179,8 @@ def test_modern_server_is_checked_without_initialize(tmp_path, era):
     assert [(r["method"], r["version"]) for r in log] == [
         ("server/discover", "2026-07-28"), ("tools/list", "2026-07-28"), ("prompts/list", "2026-07-28")]
     assert report["protocol"] == {"era": "modern", "requested": "2026-07-28", "version": "2026-07-28",
-                                  "supported": ["2026-07-28", "2025-11-25"]}
+                                  "supported": ["2026-07-28", "2025-11-25"],
+                                  "clientCapabilities": dict(FULL_CAPABILITIES, roots={})}
     assert report["protocolVersion"] == "2026-07-28" and report["server"] == {"name": "catalog", "version": "1"}
     assert report["counts"] == {"tools": 2, "prompts": 1, "resources": 0, "resourceTemplates": 0}
     assert set(report["timings"]) == {"server/discover", "tools/list", "prompts/list"}
@@ -188,7 +192,7 @@ def test_legacy_server_refusing_discover_is_checked_with_initialize(tmp_path):
     assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
     assert [r["version"] for r in log] == ["2026-07-28", None, None, None]
     assert report["protocol"] == {"era": "legacy", "requested": "2025-11-25", "version": "2025-11-25",
-                                  "supported": None}
+                                  "supported": None, "clientCapabilities": FULL_CAPABILITIES}
 
 
 def test_legacy_server_that_never_answers_discover_costs_only_the_probe(tmp_path):
@@ -207,7 +211,7 @@ def test_versions_the_server_names_choose_the_initialize_version(tmp_path, optio
     assert status == 0, err
     assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
     assert report["protocol"] == {"era": "legacy", "requested": requested, "version": requested,
-                                  "supported": supported}
+                                  "supported": supported, "clientCapabilities": FULL_CAPABILITIES}
 
 
 def test_discover_result_without_capabilities_or_server_name_is_a_finding(tmp_path):
