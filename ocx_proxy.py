@@ -999,6 +999,11 @@ NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/s
 # 2025-11-25's tasks/result answers with the tool's own CallToolResult.
 SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
+# The tool the relay adds to tools/list to read spilled text (Spill.read).
+READER_TOOL_NAME = "read_spilled_output"
+# JSON texts longer than this go to the .txt as they are: pretty-printing
+# parses them whole, which costs memory and time out of proportion.
+PRETTY_JSON_CHARS = 8 << 20
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+$")
 MIME_EXTENSIONS = {
     "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
@@ -1056,6 +1061,38 @@ def file_uri(path, windows=IS_WINDOWS):
 
 def safe_name(text, limit=40):
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:limit] or "x"
+
+
+def utf8_len(text):
+    """Bytes of ``text`` in UTF-8 (a lone surrogate counts as the 3 bytes we write for it)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def pretty_json(text):
+    """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
+
+    Numbers keep their exact spelling: a float is parsed as a placeholder and
+    its original text put back, so 1.50 or 1e5 do not become 1.5 or 100000.0.
+    """
+    stripped = text.strip()
+    if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
+        return None
+    floats = []
+    tag = "\x00%sF" % os.urandom(4).hex()
+
+    def keep_float(spelling):
+        floats.append(spelling)
+        return "%s%d" % (tag, len(floats) - 1)
+
+    try:
+        value = json.JSONDecoder(parse_float=keep_float, parse_constant=_refuse_json_constant).decode(stripped)
+        out = json.dumps(value, indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
+    if floats:
+        quoted = re.compile('"%s(\\d+)"' % re.escape(json.dumps(tag, ensure_ascii=False)[1:-1]))
+        out = quoted.sub(lambda match: floats[int(match.group(1))], out)
+    return out
 
 
 def _is_continuation(text, i):
@@ -1122,7 +1159,7 @@ class ReadableText:
             return
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            self.parts.append(block["text"])
+            self.parts.append(pretty_json(block["text"]) or block["text"])
         elif kind in ("image", "audio") and isinstance(block.get("data"), str):
             self.add_blob(block["data"], block.get("mimeType"), kind)
         elif kind == "resource" and isinstance(block.get("resource"), dict):
@@ -1366,19 +1403,23 @@ class Spill:
     """Saves oversized messages to disk and builds the preview that replaces them.
 
     ``rewrite()`` is the contract: given an upstream line (bytes) already known
-    to exceed ``max_chars``, it returns the message to send instead (as a
-    compact JSON string no longer than ``max_chars``) plus the files written,
-    or ``None`` when the message must be forwarded untouched (lifecycle and
-    catalog responses, requests, disk errors).
+    to exceed ``max_chars`` characters or ``max_bytes`` UTF-8 bytes (0: no
+    byte limit), it returns the message to send instead (as a compact JSON
+    string within both) plus the files written, or ``None`` when the message
+    must be forwarded untouched (lifecycle and catalog responses, requests,
+    disk errors).  ``read()`` pages through the text of what it spilled.
     """
 
     def __init__(self, output_dir, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS,
-                 retention_days=RETENTION_DAYS):
+                 retention_days=RETENTION_DAYS, max_bytes=0):
         self.output_dir = os.path.abspath(output_dir)
         self.max_chars = max_chars
+        self.max_bytes = max_bytes
         self.preview_chars = preview_chars
         self.retention_days = retention_days
         self.directory = None  # where files last went: output_dir or its private subdirectory
+        self.reader_name = None  # the reader tool the previews name (set by the relay); None: no tool
+        self.spilled = {}  # spill id (file stem) -> its .txt path: all that read() may open
 
     # -- files -------------------------------------------------------------
 
@@ -1489,6 +1530,7 @@ class Spill:
             except BaseException:
                 where.discard(where.written)  # no half spill is left behind
                 raise
+        self.spilled[stem] = txt_path
         return SpillFiles(json_path, txt_path, blob_paths), text.text()
 
     # -- rewriting ---------------------------------------------------------
@@ -1524,8 +1566,11 @@ class Spill:
             return None
         if original_chars is None:
             original_chars = char_count(line)
+        original_bytes = len(line) if line is not None else os.path.getsize(files.json_path)
         builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
-        return builder.fit(full_text, self.max_chars, self.preview_chars), files
+        builder.original_bytes = original_bytes
+        builder.reader_name = self.reader_name
+        return builder.fit(full_text, self.max_chars, self.preview_chars, self.max_bytes), files
 
 
 class PreviewBuilder:
@@ -1545,24 +1590,39 @@ class PreviewBuilder:
         self.modern = is_modern(protocol_version)
         self.files = files
         self.original_chars = original_chars
+        self.original_bytes = 0
+        self.reader_name = None
 
-    def marker(self, omitted, total, detail=True):
+    def marker(self, text, detail=True):
+        """What opens and closes a preview: where the whole is and how to read it.
+
+        It stands at both ends so that a client which keeps only the head or
+        only the tail of our preview (Codex cuts by bytes) still has the way
+        to the rest.
+        """
+        stem = os.path.basename(self.files.txt_path)[:-len(".txt")]
+        reader = '%s(id="%s")' % (self.reader_name, stem) if self.reader_name else None
         if not detail:
-            return "\n[ocx-proxy: response saved to %s]\n" % self.files.txt_path
-        if not omitted:
-            return ("\n\n[ocx-proxy: the full response (%d characters of JSON) is saved. Text: %s ; raw "
-                    "JSON-RPC response: %s]" % (self.original_chars, self.files.txt_path, self.files.json_path))
-        return ("\n\n[ocx-proxy: %d of %d characters omitted here. Full text: %s ; raw JSON-RPC "
-                "response: %s]\n\n" % (omitted, total, self.files.txt_path, self.files.json_path))
+            return "[ocx-proxy: saved to %s%s]" % (self.files.txt_path, "; read: " + reader if reader else "")
+        return "[ocx-proxy: %d chars (%d bytes) saved to %s (%d lines)%s; raw JSON-RPC: %s]" % (
+            self.original_chars, self.original_bytes, self.files.txt_path, text.count("\n") + 1,
+            "; read it with " + reader if reader else "", self.files.json_path)
 
-    def fit(self, text, max_chars, preview_chars):
-        """Largest preview whose message fits ``max_chars``, degrading when even none fits.
+    def preview(self, text, budget, detail):
+        """``(preview text, characters of the original kept)`` for ``budget`` characters of ``text``."""
+        head, tail, omitted = make_preview(text, budget)
+        marker = self.marker(text, detail)
+        middle = "\n\n[... %d of %d characters omitted ...]\n\n" % (omitted, len(text)) if omitted else ""
+        return marker + "\n\n" + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
+
+    def fit(self, text, max_chars, preview_chars, max_bytes=0):
+        """Largest preview whose message fits ``max_chars`` and ``max_bytes``, degrading when even none fits.
 
         Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
         keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
         the marker.  No level drops a field the schema of the request's
         revision requires (``modern_fields``).  The last resort is an error
-        naming the output directory.
+        naming the output directory.  ``max_bytes`` 0 means no byte limit.
         """
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
@@ -1571,10 +1631,13 @@ class PreviewBuilder:
             budget = min(preview_chars, len(text))
             floor = budget // 4 if level == 0 else 0
             for _ in range(40):
-                head, tail, omitted = make_preview(text, budget)
-                marker = self.marker(omitted, len(text), detail=level < 3)
-                out = dumps(self.build(head + marker + tail, level, len(head) + len(tail)))
+                preview, kept = self.preview(text, budget, detail=level < 3)
+                out = dumps(self.build(preview, level, kept))
                 over = len(out) - max_chars
+                if max_bytes and utf8_len(out) > max_bytes:
+                    # Bytes over the limit, in characters of this preview (CJK: 3 bytes each).
+                    per_char = utf8_len(preview) / max(1, len(preview))
+                    over = max(over, int((utf8_len(out) - max_bytes) / per_char) + 1)
                 if over <= 0:
                     return out
                 if budget <= floor:
@@ -1582,7 +1645,7 @@ class PreviewBuilder:
                 budget = max(floor, min(budget - over, budget - 1))
         note = "response too large; saved under %s" % os.path.dirname(self.files.txt_path)
         out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, note))
-        if len(out) > max_chars:
+        if len(out) > max_chars or (max_bytes and utf8_len(out) > max_bytes):
             out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, "response too large; saved to disk"))
         return out
 

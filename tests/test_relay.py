@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, raw_session
+from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
 
 IO_MODES = ["select", "threads"]
 
@@ -49,8 +49,8 @@ def test_big_result_is_spilled_with_exact_copy_and_valid_preview(relay_factory, 
     result = reply["result"]
     assert result["isError"] is False
     preview = result["content"][0]["text"]
-    assert preview.startswith("row 00000")
-    assert preview.rstrip().endswith("x" * 40)
+    assert preview_body(preview).startswith("row 00000")
+    assert preview_body(preview).endswith("x" * 40)
     meta = spill_meta(reply)
     assert meta["original_chars"] == len(original.replace("__ID__", "42"))
     with open(meta["json"], "rb") as handle:
@@ -87,7 +87,7 @@ def test_unicode_is_counted_in_characters_not_bytes(relay_factory):
     emoji = relay.call("big", {"n": 12000, "unit": "🙂"})
     text = emoji["result"]["content"][0]["text"]
     assert "ocx-proxy" in text and len(json.dumps(emoji, ensure_ascii=False, separators=(",", ":"))) <= 10000
-    body = text.split("[ocx-proxy")[0].strip()
+    body = preview_body(text).split("\n\n[... ")[0]
     assert set(body) == {"🙂"}
     relay.close()
 
@@ -133,11 +133,11 @@ def test_resources_read_and_prompts_get_previews(relay_factory):
     reply, _ = relay.request("resources/read", {"uri": "test://thing", "n": 50000})
     contents = reply["result"]["contents"]
     assert len(contents) == 1 and contents[0]["uri"] == "test://thing"
-    assert contents[0]["text"].startswith("RRR") and "ocx-proxy" in contents[0]["text"]
+    assert preview_body(contents[0]["text"]).startswith("RRR") and "ocx-proxy" in contents[0]["text"]
     reply, _ = relay.request("prompts/get", {"name": "p"})
     assert reply["result"]["description"] == "a prompt"
     message = reply["result"]["messages"][0]
-    assert message["role"] == "user" and message["content"]["text"].startswith("PPP")
+    assert message["role"] == "user" and preview_body(message["content"]["text"]).startswith("PPP")
     relay.close()
 
 
@@ -156,10 +156,10 @@ def test_oversized_errors_and_log_notifications_are_shortened(relay_factory):
     relay.initialize()
     reply = relay.call("error_big", {"n": 40000})
     assert reply["error"]["code"] == -32603
-    assert reply["error"]["message"].startswith("EEE") and len(relay.raw_lines[-1]) <= 10001
+    assert preview_body(reply["error"]["message"]).startswith("EEE") and len(relay.raw_lines[-1]) <= 10001
     reply, before = relay.request("tools/call", {"name": "log_big", "arguments": {"n": 40000}})
     note = [m for m in before if m.get("method") == "notifications/message"][0]
-    assert note["params"]["level"] == "info" and note["params"]["data"].startswith("LLL")
+    assert note["params"]["level"] == "info" and preview_body(note["params"]["data"]).startswith("LLL")
     assert len(json.dumps(note, separators=(",", ":"))) <= 10000
     relay.close()
 
@@ -236,12 +236,12 @@ def test_tasks_result_and_a_completed_task_are_spilled_as_tool_results(relay_fac
     reply, _ = relay.request("tasks/result", {"taskId": "t1"})
     result = reply["result"]
     assert "error" not in reply and result["isError"] is False
-    assert result["content"][0]["text"].startswith("TTT") and result["content"][1]["type"] == "resource_link"
+    assert preview_body(result["content"][0]["text"]).startswith("TTT") and result["content"][1]["type"] == "resource_link"
     assert "ocx-proxy/spill" in result["_meta"]
     reply, _ = relay.request("tasks/get", modern({"taskId": "t2"}))
     task = reply["result"]
     assert (task["taskId"], task["status"], task["resultType"]) == ("t2", "completed", "complete")
-    assert task["result"]["content"][0]["text"].startswith("GGG") and "ocx-proxy/spill" in task["_meta"]
+    assert preview_body(task["result"]["content"][0]["text"]).startswith("GGG") and "ocx-proxy/spill" in task["_meta"]
     assert len(relay.raw_lines[-1]) <= 10001
     relay.close()
 
