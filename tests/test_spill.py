@@ -3,6 +3,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -580,3 +581,71 @@ def test_a_text_block_that_is_json_is_pretty_printed_in_the_txt(tmp_path):
     assert max(len(row) for row in txt.split("\n")) < 80
     with open(files.json_path, "rb") as handle:
         assert handle.read() == line  # the .json keeps the exact bytes
+
+
+# -- Spill.read ---------------------------------------------------------------
+
+def spilled(tmp_path, text, reader_name=op.READER_TOOL_NAME):
+    spill = op.Spill(str(tmp_path / "out"), 2000, 500)
+    spill.reader_name = reader_name
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}}
+    _, files = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
+    return spill, os.path.basename(files.txt_path)[:-4], files
+
+
+def test_read_gives_lines_from_one_and_says_how_to_go_on(tmp_path):
+    spill, stem, _ = spilled(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
+    assert spill.read(stem, line=1, lines=3) == (
+        "row 1\nrow 2\nrow 3\n", '[next: read_spilled_output(id="%s", line=4, lines=3)]' % stem)
+    assert spill.read(stem, line=99) == ("row 99\nrow 100", "[end of the text]")
+    text, hint = spill.read(stem, budget_chars=60)  # the budget bounds the page, not only `lines`
+    assert text == "row 1\nrow 2\nrow 3\nrow 4\nrow 5\nrow 6\nrow 7\nrow 8\n"  # 8 x 7 characters as JSON
+    assert hint.endswith('line=9)]')
+
+
+@pytest.mark.parametrize("budget_bytes", [0, 700])
+def test_pages_of_any_budget_give_the_text_back_exactly(tmp_path, budget_bytes):
+    text = "short\n" + "数\"\\\t🙂" * 3000 + "\n\nend\n" + "x" * 5000
+    spill, stem, files = spilled(tmp_path, text)
+    pages, where = [], (1, 1)
+    while where:
+        page, hint = spill.read(stem, line=where[0], column=where[1], budget_chars=500, budget_bytes=budget_bytes)
+        size = len(json.dumps(page, ensure_ascii=False)) - 2
+        assert 0 < size <= 500 and (not budget_bytes or len(json.dumps(page, ensure_ascii=False).encode()) - 2 <= 700)
+        pages.append(page)
+        found = re.search(r"line=(\d+)(?:, column=(\d+))?", hint)
+        where = (int(found.group(1)), int(found.group(2) or 1)) if found else None
+    assert "".join(pages) == text
+
+
+def test_read_searches_with_a_regular_expression_and_context(tmp_path):
+    spill, stem, _ = spilled(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
+    text, hint = spill.read(stem, pattern=r"^row (5|9)$", context=1)
+    assert text == "4-row 4\n5:row 5\n6-row 6\n--\n8-row 8\n9:row 9\n10-row 10\n"
+    assert hint == "[no more matches]"
+    text, hint = spill.read(stem, pattern=r"row \d+0$", budget_chars=40)
+    assert text == "10:row 10\n20:row 20\n30:row 30\n"
+    assert hint == '[next: read_spilled_output(id="%s", line=40, pattern="row \\\\d+0$")]' % stem
+    assert spill.read(stem, line=40, pattern=r"row \d+0$", budget_chars=40)[0].startswith("40:row 40\n")
+
+
+def test_read_opens_only_what_this_spill_wrote(tmp_path):
+    spill, stem, files = spilled(tmp_path, "secret\n" * 3000)
+    other = op.Spill(spill.output_dir)
+    with pytest.raises(ValueError, match="unknown spill id"):
+        other.read(stem)  # another session's spill: not by id, never by path
+    for bad in ("../" + stem, "/etc/passwd", stem + "/../x", "..", "a\\b", "", None, 3):
+        with pytest.raises(ValueError, match="invalid spill id|unknown spill id"):
+            spill.read(bad)
+    for kwargs, message in (({"line": 0}, "line must be"), ({"lines": 0}, "lines must be"),
+                            ({"context": -1}, "context must be"), ({"line": True}, "line must be"),
+                            ({"pattern": "(?P<"}, "bad pattern"), ({"line": 3002}, "past the end"),
+                            ({"column": 9}, "has only 6 characters")):
+        with pytest.raises(ValueError, match=message):
+            spill.read(stem, **kwargs)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a spill")
+    os.unlink(files.txt_path)
+    os.symlink(str(outside), files.txt_path)  # a link put in its place is not followed
+    with pytest.raises(ValueError, match="no longer on disk"):
+        spill.read(stem)
