@@ -1003,7 +1003,7 @@ SPILL_META_KEY = "ocx-proxy/spill"
 READER_TOOL_NAME = "read_spilled_output"
 # JSON texts longer than this go to the .txt as they are: pretty-printing
 # parses them whole, which costs memory and time out of proportion.
-PRETTY_JSON_CHARS = 8 << 20
+PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+$")
 MIME_EXTENSIONS = {
     "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
