@@ -999,6 +999,11 @@ NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/s
 # 2025-11-25's tasks/result answers with the tool's own CallToolResult.
 SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
+# The tool the relay adds to tools/list to read spilled text (Spill.read).
+READER_TOOL_NAME = "read_spilled_output"
+# JSON texts longer than this go to the .txt as they are: pretty-printing
+# parses them whole, which costs memory and time out of proportion.
+PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+$")
 MIME_EXTENSIONS = {
     "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
@@ -1056,6 +1061,38 @@ def file_uri(path, windows=IS_WINDOWS):
 
 def safe_name(text, limit=40):
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:limit] or "x"
+
+
+def utf8_len(text):
+    """Bytes of ``text`` in UTF-8 (a lone surrogate counts as the 3 bytes we write for it)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def pretty_json(text):
+    """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
+
+    Numbers keep their exact spelling: a float is parsed as a placeholder and
+    its original text put back, so 1.50 or 1e5 do not become 1.5 or 100000.0.
+    """
+    stripped = text.strip()
+    if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
+        return None
+    floats = []
+    tag = "\x00%sF" % os.urandom(4).hex()
+
+    def keep_float(spelling):
+        floats.append(spelling)
+        return "%s%d" % (tag, len(floats) - 1)
+
+    try:
+        value = json.JSONDecoder(parse_float=keep_float, parse_constant=_refuse_json_constant).decode(stripped)
+        out = json.dumps(value, indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
+    if floats:
+        quoted = re.compile('"%s(\\d+)"' % re.escape(json.dumps(tag, ensure_ascii=False)[1:-1]))
+        out = quoted.sub(lambda match: floats[int(match.group(1))], out)
+    return out
 
 
 def _is_continuation(text, i):
@@ -1122,7 +1159,7 @@ class ReadableText:
             return
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            self.parts.append(block["text"])
+            self.parts.append(pretty_json(block["text"]) or block["text"])
         elif kind in ("image", "audio") and isinstance(block.get("data"), str):
             self.add_blob(block["data"], block.get("mimeType"), kind)
         elif kind == "resource" and isinstance(block.get("resource"), dict):
@@ -1366,19 +1403,23 @@ class Spill:
     """Saves oversized messages to disk and builds the preview that replaces them.
 
     ``rewrite()`` is the contract: given an upstream line (bytes) already known
-    to exceed ``max_chars``, it returns the message to send instead (as a
-    compact JSON string no longer than ``max_chars``) plus the files written,
-    or ``None`` when the message must be forwarded untouched (lifecycle and
-    catalog responses, requests, disk errors).
+    to exceed ``max_chars`` characters or ``max_bytes`` UTF-8 bytes (0: no
+    byte limit), it returns the message to send instead (as a compact JSON
+    string within both) plus the files written, or ``None`` when the message
+    must be forwarded untouched (lifecycle and catalog responses, requests,
+    disk errors).  ``read()`` pages through the text of what it spilled.
     """
 
     def __init__(self, output_dir, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS,
-                 retention_days=RETENTION_DAYS):
+                 retention_days=RETENTION_DAYS, max_bytes=0):
         self.output_dir = os.path.abspath(output_dir)
         self.max_chars = max_chars
+        self.max_bytes = max_bytes
         self.preview_chars = preview_chars
         self.retention_days = retention_days
         self.directory = None  # where files last went: output_dir or its private subdirectory
+        self.reader_name = None  # the reader tool the previews name (set by the relay); None: no tool
+        self.spilled = {}  # spill id (file stem) -> its .txt path: all that read() may open
 
     # -- files -------------------------------------------------------------
 
@@ -1489,7 +1530,93 @@ class Spill:
             except BaseException:
                 where.discard(where.written)  # no half spill is left behind
                 raise
+        self.spilled[stem] = txt_path
         return SpillFiles(json_path, txt_path, blob_paths), text.text()
+
+    # -- reading -----------------------------------------------------------
+
+    def read(self, spill_id, line=1, lines=None, pattern=None, context=0, budget_chars=MAX_RESPONSE_CHARS,
+             budget_bytes=0, column=1):
+        """One page of the ``.txt`` of spill ``spill_id``: ``(text, hint)``.
+
+        Lines are 1-based and end with "\\n" alone.  Without ``pattern`` the
+        page is the text itself from ``line`` (and ``column``, 1-based, inside
+        a line longer than a page): at most ``lines`` lines, and never more
+        than ``budget_chars`` characters nor ``budget_bytes`` UTF-8 bytes (0:
+        no byte limit) as it will be written in JSON; a line too long for one
+        page is cut by characters.  Pages put end to end give the text back
+        exactly.  With ``pattern`` (a Python regular expression, searched in
+        each line from ``line`` on) the page lists the matching lines, grep
+        style ("12:" a match, "11-" a context line, "--" between groups),
+        with ``context`` lines around each.  ``hint`` says how to get the next
+        page, or that the text ends.  Only the spills of this object can be
+        read, by id (the stem of their files, never a path): an unknown id, a
+        bad range or a bad pattern raises ValueError saying so.
+        """
+        if not isinstance(spill_id, str) or not spill_id or re.search(r"[/\\\x00]", spill_id) or ".." in spill_id:
+            raise ValueError("invalid spill id %.80r: give the id a preview names, not a path" % (spill_id,))
+        if spill_id not in self.spilled:
+            raise ValueError("unknown spill id %.80r: only what this ocx-proxy session spilled can be read"
+                             % spill_id)
+        for name, value, least in (("line", line, 1), ("column", column, 1), ("context", context, 0)):
+            if type(value) is not int or value < least:
+                raise ValueError("%s must be an integer >= %d, not %.40r" % (name, least, value))
+        if lines is not None and (type(lines) is not int or lines < 1):
+            raise ValueError("lines must be an integer >= 1, not %.40r" % (lines,))
+        regex = None
+        if pattern is not None:
+            if not isinstance(pattern, str):
+                raise ValueError("pattern must be a string")
+            try:
+                regex = re.compile(pattern)
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
+        page = ReadPage(budget_chars, budget_bytes)
+        with self._open_text(spill_id) as handle:
+            if regex is None:
+                text, where = page.range(handle, line, column, lines)
+            else:
+                text, where = page.search(handle, regex, line, context)
+        return text, self.read_hint(spill_id, where, lines, pattern, context)
+
+    def read_hint(self, spill_id, where, lines, pattern, context):
+        if where is None:
+            return "[end of the text]" if pattern is None else "[no more matches]"
+        line, column = where
+        call = '%s(id="%s", line=%d' % (self.reader_name or READER_TOOL_NAME, spill_id, line)
+        if column > 1:
+            call += ", column=%d" % column
+        if lines is not None:
+            call += ", lines=%d" % lines
+        if pattern is not None:
+            call += ", pattern=%s" % json.dumps(pattern, ensure_ascii=False)
+            if context:
+                call += ", context=%d" % context
+        return "[next: %s)]" % call
+
+    def _open_text(self, spill_id):
+        """The ``.txt`` of a spill of ours, opened for reading inside the checked spill directory.
+
+        O_NOFOLLOW and the regular-file check: a link or anything else put
+        in its place since is refused, not read.
+        """
+        path = self.spilled[spill_id]
+        gone = ValueError("spill %s is no longer on disk" % spill_id)
+        where = open_spill_dir(self.output_dir, create=False)
+        if where is None:
+            raise gone
+        with where:
+            if where.path != os.path.dirname(path):
+                raise gone
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            try:
+                fd = os.open(where.at(spill_id + ".txt"), flags, dir_fd=where.fd)
+            except OSError:
+                raise gone
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise gone
+        return os.fdopen(fd, "rb")
 
     # -- rewriting ---------------------------------------------------------
 
@@ -1524,8 +1651,118 @@ class Spill:
             return None
         if original_chars is None:
             original_chars = char_count(line)
+        original_bytes = len(line) if line is not None else os.path.getsize(files.json_path)
         builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
-        return builder.fit(full_text, self.max_chars, self.preview_chars), files
+        builder.original_bytes = original_bytes
+        builder.reader_name = self.reader_name
+        return builder.fit(full_text, self.max_chars, self.preview_chars, self.max_bytes), files
+
+
+def _json_size(text):
+    """(characters, UTF-8 bytes) of ``text`` inside a JSON string, escapes included."""
+    inner = dumps(text)[1:-1]
+    return len(inner), utf8_len(inner)
+
+
+class ReadPage:
+    """One page of ``Spill.read``, filled up to a budget of characters and bytes (as JSON)."""
+
+    SEARCH_LINE_CHARS = 400  # what a search shows of a long line, around the match
+
+    def __init__(self, budget_chars, budget_bytes):
+        self.budget_chars = budget_chars
+        self.budget_bytes = budget_bytes or float("inf")
+        self.chars = 0
+        self.bytes = 0
+        self.parts = []
+
+    def add(self, text):
+        """Add ``text`` when it fits in what is left of the budget; True when it did."""
+        chars, size = _json_size(text)
+        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
+            return False
+        self.parts.append(text)
+        self.chars += chars
+        self.bytes += size
+        return True
+
+    def range(self, handle, line, column, lines):
+        """The text from ``line``/``column``: ``(text, (line, column) of the next page or None)``."""
+        taken = number = 0
+        for number, raw in enumerate(handle, 1):
+            if number < line:
+                continue
+            text = raw.decode("utf-8", "replace")
+            start = column if number == line else 1
+            if start > 1:
+                if start > len(text.rstrip("\n")) + 1:
+                    raise ValueError("line %d has only %d characters" % (number, len(text.rstrip("\n"))))
+                text = text[start - 1:]
+            if not self.add(text):
+                if self.parts:
+                    return self.text(), (number, start)
+                cut = self.fill(text)  # a line longer than a page: cut by characters
+                return self.text(), (number, start + cut)
+            taken += 1
+            if lines is not None and taken >= lines:
+                return self.text(), (number + 1, 1) if handle.peek(1) else None
+        if not taken and line > number + 1:  # number + 1: the empty line after a final newline
+            raise ValueError("line %d is past the end of the text (%d lines)" % (line, number))
+        return self.text(), None
+
+    def fill(self, text):
+        """Add as much of the start of ``text`` as fits (at least one character); returns how much."""
+        low, high = 0, min(len(text), self.budget_chars - self.chars)
+        while low < high:  # binary search: escapes make the cost of a prefix uneven
+            middle = (low + high + 1) // 2
+            chars, size = _json_size(text[:middle])
+            if self.chars + chars <= self.budget_chars and self.bytes + size <= self.budget_bytes:
+                low = middle
+            else:
+                high = middle - 1
+        if low == 0:
+            raise ValueError("the page budget is too small for one character")
+        self.add(text[:low])
+        return low
+
+    def search(self, handle, regex, line, context):
+        """Matching lines from ``line`` on, grep style: ``(text, (line, 1) of the next page or None)``."""
+        before = collections.deque(maxlen=context)
+        after = 0  # context lines still owed to the last match
+        last = 0   # the last line shown
+        for number, raw in enumerate(handle, 1):
+            if number < line:
+                continue
+            text = raw.decode("utf-8", "replace").rstrip("\n")
+            match = regex.search(text)
+            if not match and not after:
+                before.append((number, text))
+                continue
+            group = list(before) + [(number, text)]
+            before.clear()
+            after = context if match else after - 1
+            for n, t in group:
+                shown = self.show(n, t, match if n == number else None, last if context else 0)
+                if not self.add(shown):
+                    if self.parts:
+                        return self.text(), (n, 1)
+                    self.fill(shown)
+                last = n
+        return self.text(), None
+
+    def show(self, number, text, match, last_shown):
+        """One line of a search page; "--" first when lines were skipped since ``last_shown`` (0: never)."""
+        start = 0
+        if len(text) > self.SEARCH_LINE_CHARS:
+            start = max(0, match.start() - 100) if match else 0
+            cut = text[start:start + self.SEARCH_LINE_CHARS]
+            text = "%s%s…(line of %d chars; read it with column=%d)" % ("…" if start else "", cut, len(text),
+                                                                        start + 1)
+        gap = "--\n" if last_shown and number > last_shown + 1 else ""
+        return "%s%d%s%s\n" % (gap, number, ":" if match else "-", text)
+
+    def text(self):
+        return "".join(self.parts)
 
 
 class PreviewBuilder:
@@ -1545,24 +1782,39 @@ class PreviewBuilder:
         self.modern = is_modern(protocol_version)
         self.files = files
         self.original_chars = original_chars
+        self.original_bytes = 0
+        self.reader_name = None
 
-    def marker(self, omitted, total, detail=True):
+    def marker(self, text, detail=True):
+        """What opens and closes a preview: where the whole is and how to read it.
+
+        It stands at both ends so that a client which keeps only the head or
+        only the tail of our preview (Codex cuts by bytes) still has the way
+        to the rest.
+        """
+        stem = os.path.basename(self.files.txt_path)[:-len(".txt")]
+        reader = '%s(id="%s")' % (self.reader_name, stem) if self.reader_name else None
         if not detail:
-            return "\n[ocx-proxy: response saved to %s]\n" % self.files.txt_path
-        if not omitted:
-            return ("\n\n[ocx-proxy: the full response (%d characters of JSON) is saved. Text: %s ; raw "
-                    "JSON-RPC response: %s]" % (self.original_chars, self.files.txt_path, self.files.json_path))
-        return ("\n\n[ocx-proxy: %d of %d characters omitted here. Full text: %s ; raw JSON-RPC "
-                "response: %s]\n\n" % (omitted, total, self.files.txt_path, self.files.json_path))
+            return "[ocx-proxy: saved to %s%s]" % (self.files.txt_path, "; read: " + reader if reader else "")
+        return "[ocx-proxy: %d chars (%d bytes) saved to %s (%d lines)%s; raw JSON-RPC: %s]" % (
+            self.original_chars, self.original_bytes, self.files.txt_path, text.count("\n") + 1,
+            "; read it with " + reader if reader else "", self.files.json_path)
 
-    def fit(self, text, max_chars, preview_chars):
-        """Largest preview whose message fits ``max_chars``, degrading when even none fits.
+    def preview(self, text, budget, detail):
+        """``(preview text, characters of the original kept)`` for ``budget`` characters of ``text``."""
+        head, tail, omitted = make_preview(text, budget)
+        marker = self.marker(text, detail)
+        middle = "\n\n[... %d of %d characters omitted ...]\n\n" % (omitted, len(text)) if omitted else ""
+        return marker + "\n\n" + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
+
+    def fit(self, text, max_chars, preview_chars, max_bytes=0):
+        """Largest preview whose message fits ``max_chars`` and ``max_bytes``, degrading when even none fits.
 
         Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
         keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
         the marker.  No level drops a field the schema of the request's
         revision requires (``modern_fields``).  The last resort is an error
-        naming the output directory.
+        naming the output directory.  ``max_bytes`` 0 means no byte limit.
         """
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
@@ -1571,10 +1823,13 @@ class PreviewBuilder:
             budget = min(preview_chars, len(text))
             floor = budget // 4 if level == 0 else 0
             for _ in range(40):
-                head, tail, omitted = make_preview(text, budget)
-                marker = self.marker(omitted, len(text), detail=level < 3)
-                out = dumps(self.build(head + marker + tail, level, len(head) + len(tail)))
+                preview, kept = self.preview(text, budget, detail=level < 3)
+                out = dumps(self.build(preview, level, kept))
                 over = len(out) - max_chars
+                if max_bytes and utf8_len(out) > max_bytes:
+                    # Bytes over the limit, in characters of this preview (CJK: 3 bytes each).
+                    per_char = utf8_len(preview) / max(1, len(preview))
+                    over = max(over, int((utf8_len(out) - max_bytes) / per_char) + 1)
                 if over <= 0:
                     return out
                 if budget <= floor:
@@ -1582,7 +1837,7 @@ class PreviewBuilder:
                 budget = max(floor, min(budget - over, budget - 1))
         note = "response too large; saved under %s" % os.path.dirname(self.files.txt_path)
         out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, note))
-        if len(out) > max_chars:
+        if len(out) > max_chars or (max_bytes and utf8_len(out) > max_bytes):
             out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, "response too large; saved to disk"))
         return out
 
@@ -4647,7 +4902,7 @@ class RelayOptions:
     def __init__(self, max_response_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, output_dir=None,
                  retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
-                 max_buffer_bytes=MAX_BUFFER_BYTES):
+                 max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True):
         self.max_response_chars = max_response_chars
         self.preview_chars = preview_chars
         self.output_dir = output_dir or default_cache_dir()
@@ -4659,6 +4914,7 @@ class RelayOptions:
         self.trace_path = trace_path
         self.max_message_bytes = max_message_bytes  # one message from either side
         self.max_buffer_bytes = max_buffer_bytes    # bytes queued for a peer before we stop reading
+        self.reader_tool = reader_tool              # serve READER_TOOL_NAME while spilling is on
 
 
 class Pending:
@@ -4734,6 +4990,9 @@ class Relay:
         self.make_upstream = make_upstream
         self.spill = Spill(options.output_dir, options.max_response_chars, options.preview_chars,
                            options.retention_days)
+        if options.reader_tool and options.max_response_chars > 0:
+            self.spill.reader_name = READER_TOOL_NAME  # until tools/list shows whether it is taken
+        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -4921,11 +5180,61 @@ class Relay:
             self._relay_client_line(out, msgs, kept)
 
     def _relay_client_line(self, line, msgs, raws):
+        if self.spill.reader_name is not None and any(self._is_reader_call(msg) for msg in msgs):
+            # Calls of the reader tool are ours to answer; a batch's other members go on.
+            batch = line.lstrip()[:1] == b"["
+            for msg in msgs:
+                if self._is_reader_call(msg):
+                    self._answer_reader(msg)
+            kept = [(msg, raw) for msg, raw in zip(msgs, raws) if not self._is_reader_call(msg)]
+            if not kept:
+                return
+            msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
+            line = b"[" + b",".join(raws) + b"]" if batch else raws[0]
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
         if self.trace:
             self.trace.record("client->upstream", msgs[0] if len(msgs) == 1 else msgs, len(line))
         self._send_upstream(line, msgs)
+
+    def _is_reader_call(self, msg):
+        params = msg.get("params")
+        return (message_kind(msg) == "request" and msg.get("method") == "tools/call" and isinstance(params, dict)
+                and params.get("name") == self.spill.reader_name)
+
+    def _answer_reader(self, msg):
+        """Answer a call of the reader tool with one page of a spill (``Spill.read``), within the budget.
+
+        The page is sized so that the whole answer fits --max-response-chars
+        (and the byte limit, when there is one): it is never spilled itself.
+        """
+        params = msg["params"]
+        args = params.get("arguments", {})
+        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
+        if is_modern(request_version(params)):
+            result["resultType"] = "complete"
+        try:
+            if not isinstance(args, dict):
+                raise ValueError("arguments must be an object")
+            unknown = sorted(set(args) - set(READER_ARGUMENTS))
+            if unknown or "id" not in args:
+                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
+            pattern = args.get("pattern") if isinstance(args.get("pattern"), str) else None
+            # The longest hint this call can get: the page is sized with it reserved.
+            bound = self.spill.read_hint(str(args["id"])[:200], (10 ** 12, 10 ** 12),
+                                         10 ** 12 if "lines" in args else None, pattern, 10 ** 12)
+            envelope = dumps(result_response(msg["id"], result)) + dumps(bound)
+            max_chars = self.spill.max_chars or MAX_RESPONSE_CHARS
+            max_bytes = self.spill.max_bytes
+            text, hint = self.spill.read(
+                args["id"], line=args.get("line", 1), lines=args.get("lines"), pattern=args.get("pattern"),
+                context=args.get("context", 0), column=args.get("column", 1),
+                budget_chars=max_chars - len(envelope), budget_bytes=max_bytes and max_bytes - utf8_len(envelope))
+            result["content"][0]["text"], result["content"][1]["text"] = text, hint
+        except (ValueError, TypeError) as exc:
+            result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
+            result["isError"] = True
+        self._answer(result_response(msg["id"], result))
 
     def _refuse_client_line(self, line, code, message):
         """Answer a client message we cannot relay: with its own id when its envelope shows one."""
@@ -5172,6 +5481,8 @@ class Relay:
 
     def _may_rewrite(self, line, kind, method):
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
+        if method == "tools/list" and self.spill.reader_name is not None:
+            return True
         if method == "tools/list" and not self.options.keep_output_schema and b'"outputSchema"' in line:
             return True
         limit = self.options.max_response_chars
@@ -5234,8 +5545,8 @@ class Relay:
 
     def _forward(self, line, msg, pending):
         method = pending.method if pending else None
-        if method == "tools/list" and not self.options.keep_output_schema and b'"outputSchema"' in line:
-            line = strip_output_schemas(msg, line)
+        if method == "tools/list":
+            line = self._tool_list(line, msg)
         spilled = None
         limit = self.options.max_response_chars
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
@@ -5247,6 +5558,35 @@ class Relay:
             if out is not None:
                 line = out.encode("utf-8", "surrogatepass")
         self._send_line(line, msg, pending, spilled)
+
+    def _tool_list(self, line, msg):
+        """A tools/list answer as the client gets it: outputSchema stripped, the reader tool on the last page.
+
+        Unless --keep-output-schema, see ``strip_output_schemas``.  The reader
+        tool's name is one no tool the server listed has taken.
+        """
+        if not self.options.keep_output_schema and b'"outputSchema"' in line:
+            line = strip_output_schemas(msg, line)
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if self.spill.reader_name is None or not isinstance(tools, list):
+            return line
+        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
+                                 and isinstance(tool.get("name"), str))
+        if result.get("nextCursor"):  # not the last page
+            return line
+        name, n = READER_TOOL_NAME, 1
+        while name in self.server_tools:
+            n += 1
+            name = "%s_%d" % (READER_TOOL_NAME, n)
+        tools.append(reader_tool(name))
+        try:
+            line = encode_message(msg)[:-1]
+        except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
+            log.warning("could not add %s to tools/list (%s); forwarding it unchanged" % (name, exc))
+            return line
+        self.spill.reader_name = name
+        return line
 
     def _send_line(self, line, msg, pending, spilled=None):
         """Write one upstream line (no newline) to the client; ``msg`` is for the trace only."""
@@ -5320,7 +5660,10 @@ class Relay:
 
     def _answer_error(self, msg_id, code, message):
         """Answer the client ourselves, with a JSON-RPC error."""
-        msg = error_response(msg_id, code, message)
+        self._answer(error_response(msg_id, code, message))
+
+    def _answer(self, msg):
+        """Send the client an answer of ours (not the upstream's)."""
         line = encode_message(msg)
         if self.trace:
             self.trace.record("proxy->client", msg, len(line) - 1)
@@ -5416,6 +5759,29 @@ def compact_floor(line, chars):
     by this bound is spilled, never sent oversized.
     """
     return chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u")
+
+
+READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context")
+
+
+def reader_tool(name):
+    """The tools/list entry of the reader tool (see ``Relay._answer_reader`` and ``Spill.read``)."""
+    return {
+        "name": name,
+        "description": (
+            "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
+            "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
+            "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
+            "lines, numbered, with `context` lines around each. Each page says how to get the next."),
+        "inputSchema": {"type": "object", "properties": {
+            "id": {"type": "string", "description": "spill id from the note"},
+            "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
+            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
+            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1)"},
+            "pattern": {"type": "string", "description": "regular expression to search for"},
+            "context": {"type": "integer", "minimum": 0, "description": "lines shown around each match"},
+        }, "required": ["id"]},
+    }
 
 
 def strip_output_schemas(msg, line):
@@ -8934,6 +9300,14 @@ def max_chars_value(text):
     return value
 
 
+def flag_value(text):
+    """An on/off environment twin: 1, true, yes, on or 0, false, no, off."""
+    value = text.lower()
+    if value not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise ValueError("expected 1/true/yes/on or 0/false/no/off")
+    return value in ("1", "true", "yes", "on")
+
+
 def typed(convert, what):
     """argparse ``type=`` wrapper whose error message says what was expected."""
     def parse(text):
@@ -9008,6 +9382,10 @@ def add_spill_options(parser):
     add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", RETENTION_DAYS,
                    metavar="DAYS",
                    help="at start, delete this tool's spill files older than this; 0 keeps all (default %(default)s)")
+    group.add_argument("--no-reader-tool", action="store_true",
+                       default=EnvDefault("NO_READER_TOOL", flag_value, False),
+                       help="do not add the %s tool to tools/list (it reads spilled text through MCP, "
+                            "for clients that cannot open the files) (default %%(default)s)" % READER_TOOL_NAME)
     group.add_argument("--keep-output-schema", action="store_true",
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off)")
@@ -9052,7 +9430,7 @@ def relay_options_from_args(args):
         request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
         trace_path=args.trace, max_message_bytes=args.max_message_bytes,
-        max_buffer_bytes=args.max_buffer_bytes,
+        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool,
     )
 
 

@@ -219,3 +219,10 @@ if _hypothesis_settings is not None:
     # longer than 200 ms, and speed is measured in `make bench`, never in tests.
     _hypothesis_settings.register_profile("suite", deadline=None)
     _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "suite")
+
+
+def preview_body(text):
+    """A spill preview without the markers it opens and closes with (``PreviewBuilder.marker``)."""
+    assert text.startswith("[ocx-proxy: "), text[:200]
+    body = text.split("]\n\n", 1)[1]
+    return body[:body.rindex("\n\n[ocx-proxy: ")] if "\n\n[ocx-proxy: " in body else body

@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, raw_session
+from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
 
 IO_MODES = ["select", "threads"]
 
@@ -49,8 +50,8 @@ def test_big_result_is_spilled_with_exact_copy_and_valid_preview(relay_factory, 
     result = reply["result"]
     assert result["isError"] is False
     preview = result["content"][0]["text"]
-    assert preview.startswith("row 00000")
-    assert preview.rstrip().endswith("x" * 40)
+    assert preview_body(preview).startswith("row 00000")
+    assert preview_body(preview).endswith("x" * 40)
     meta = spill_meta(reply)
     assert meta["original_chars"] == len(original.replace("__ID__", "42"))
     with open(meta["json"], "rb") as handle:
@@ -87,7 +88,7 @@ def test_unicode_is_counted_in_characters_not_bytes(relay_factory):
     emoji = relay.call("big", {"n": 12000, "unit": "🙂"})
     text = emoji["result"]["content"][0]["text"]
     assert "ocx-proxy" in text and len(json.dumps(emoji, ensure_ascii=False, separators=(",", ":"))) <= 10000
-    body = text.split("[ocx-proxy")[0].strip()
+    body = preview_body(text).split("\n\n[... ")[0]
     assert set(body) == {"🙂"}
     relay.close()
 
@@ -133,11 +134,11 @@ def test_resources_read_and_prompts_get_previews(relay_factory):
     reply, _ = relay.request("resources/read", {"uri": "test://thing", "n": 50000})
     contents = reply["result"]["contents"]
     assert len(contents) == 1 and contents[0]["uri"] == "test://thing"
-    assert contents[0]["text"].startswith("RRR") and "ocx-proxy" in contents[0]["text"]
+    assert preview_body(contents[0]["text"]).startswith("RRR") and "ocx-proxy" in contents[0]["text"]
     reply, _ = relay.request("prompts/get", {"name": "p"})
     assert reply["result"]["description"] == "a prompt"
     message = reply["result"]["messages"][0]
-    assert message["role"] == "user" and message["content"]["text"].startswith("PPP")
+    assert message["role"] == "user" and preview_body(message["content"]["text"]).startswith("PPP")
     relay.close()
 
 
@@ -156,10 +157,10 @@ def test_oversized_errors_and_log_notifications_are_shortened(relay_factory):
     relay.initialize()
     reply = relay.call("error_big", {"n": 40000})
     assert reply["error"]["code"] == -32603
-    assert reply["error"]["message"].startswith("EEE") and len(relay.raw_lines[-1]) <= 10001
+    assert preview_body(reply["error"]["message"]).startswith("EEE") and len(relay.raw_lines[-1]) <= 10001
     reply, before = relay.request("tools/call", {"name": "log_big", "arguments": {"n": 40000}})
     note = [m for m in before if m.get("method") == "notifications/message"][0]
-    assert note["params"]["level"] == "info" and note["params"]["data"].startswith("LLL")
+    assert note["params"]["level"] == "info" and preview_body(note["params"]["data"]).startswith("LLL")
     assert len(json.dumps(note, separators=(",", ":"))) <= 10000
     relay.close()
 
@@ -168,7 +169,8 @@ def test_catalog_responses_are_never_rewritten(relay_factory):
     relay = relay_factory()
     relay.initialize()
     reply, _ = relay.request("tools/list", {"cursor": "big"})
-    assert len(reply["result"]["tools"]) == 102  # 2 fixture tools + 100 padded ones, all kept
+    tools = reply["result"]["tools"]
+    assert len(tools) == 103 and tools[-1]["name"] == "read_spilled_output"  # 2 + 100 padded, all kept, + ours
     assert len(relay.raw_lines[-1]) > 10000
     relay.close()
     assert "never rewritten" in relay.stderr
@@ -236,12 +238,12 @@ def test_tasks_result_and_a_completed_task_are_spilled_as_tool_results(relay_fac
     reply, _ = relay.request("tasks/result", {"taskId": "t1"})
     result = reply["result"]
     assert "error" not in reply and result["isError"] is False
-    assert result["content"][0]["text"].startswith("TTT") and result["content"][1]["type"] == "resource_link"
+    assert preview_body(result["content"][0]["text"]).startswith("TTT") and result["content"][1]["type"] == "resource_link"
     assert "ocx-proxy/spill" in result["_meta"]
     reply, _ = relay.request("tasks/get", modern({"taskId": "t2"}))
     task = reply["result"]
     assert (task["taskId"], task["status"], task["resultType"]) == ("t2", "completed", "complete")
-    assert task["result"]["content"][0]["text"].startswith("GGG") and "ocx-proxy/spill" in task["_meta"]
+    assert preview_body(task["result"]["content"][0]["text"]).startswith("GGG") and "ocx-proxy/spill" in task["_meta"]
     assert len(relay.raw_lines[-1]) <= 10001
     relay.close()
 
@@ -1001,3 +1003,129 @@ def test_answers_saved_before_parsing_keep_their_era(relay_factory):
     relay.close()
     spill_dir = os.path.dirname(json.loads(relay.raw_lines[0])["result"]["_meta"]["ocx-proxy/spill"]["json"])
     assert len(os.listdir(spill_dir)) == 2  # the tool result's .json and .txt; nothing left of the interim one
+
+
+# -- the reader tool (issue 13) ------------------------------------------------
+
+def spill_id_of(text):
+    return re.search(r'read_spilled_output(?:_\d+)?\(id="([^"]+)"\)', text).group(1)
+
+
+def next_call(hint):
+    """(line, column) of a ``[next: ...]`` hint, None at the end."""
+    found = re.search(r"line=(\d+)(?:, column=(\d+))?", hint)
+    return (int(found.group(1)), int(found.group(2) or 1)) if hint.startswith("[next:") else None
+
+
+def test_the_reader_tool_is_listed_on_the_last_tools_list_page_only(relay_factory):
+    relay = relay_factory([], ["--paged"])
+    relay.initialize()
+    first = relay.request("tools/list")[0]["result"]
+    assert first["nextCursor"] == "page2" and "read_spilled_output" not in [t["name"] for t in first["tools"]]
+    last = relay.request("tools/list", {"cursor": "page2"})[0]["result"]
+    reader = last["tools"][-1]
+    assert reader["name"] == "read_spilled_output" and "outputSchema" not in reader
+    schema = reader["inputSchema"]
+    assert schema["required"] == ["id"] and schema["properties"]["id"]["type"] == "string"
+    assert schema["properties"]["line"] == {"type": "integer", "minimum": 1, "description": "first line (default 1)"}
+    assert schema["properties"]["context"]["minimum"] == 0 and schema["properties"]["pattern"]["type"] == "string"
+    assert "ocx-proxy" in reader["description"]
+    assert relay.close() == 0
+
+
+def test_a_server_tool_of_that_name_wins_and_the_reader_takes_a_suffixed_name(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory([], ["--paged", "--extra-tool", "read_spilled_output", "--record", str(record)])
+    relay.initialize()
+    relay.request("tools/list")  # the server's tool is on the first page, ours goes on the last
+    names = [t["name"] for t in relay.request("tools/list", {"cursor": "page2"})[0]["result"]["tools"]]
+    assert names.count("read_spilled_output") == 0 and names[-1] == "read_spilled_output_2"
+    text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
+    assert 'read_spilled_output_2(id="' in text
+    page = relay.call("read_spilled_output_2", {"id": spill_id_of(text), "lines": 1})["result"]
+    assert page["content"][0]["text"] == "line 0 \n"
+    theirs = relay.call("read_spilled_output", {"id": spill_id_of(text)})
+    assert theirs["error"]["message"] == "Unknown tool: read_spilled_output"  # it went to the server
+    relay.close()
+    called = [json.loads(line)["params"]["name"] for line in record.read_text().splitlines()
+              if '"tools/call"' in line]
+    assert called == ["lines", "read_spilled_output"]
+
+
+def test_reader_calls_are_answered_by_the_relay_page_by_page(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--max-response-chars", "3000"], ["--record", str(record)])
+    relay.initialize()
+    text = relay.call("lines", {"n": 2000, "pad": "数据 é\t\"q\" " * 3})["result"]["content"][0]["text"]
+    meta_txt = re.search(r"saved to (\S+\.txt) \(2000 lines\)", text).group(1)
+    spill_id = spill_id_of(text)
+    relay.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",  # in flight meanwhile
+                "params": {"name": "sleep", "arguments": {"seconds": 1}}})
+    pages, where, calls = [], (1, 1), 0
+    while where is not None:
+        relay.send({"jsonrpc": "2.0", "id": "r%d" % calls, "method": "tools/call", "params": {
+            "name": "read_spilled_output", "arguments": {"id": spill_id, "line": where[0], "column": where[1]}}})
+        raw = relay.recv_raw()
+        answer = json.loads(raw)
+        assert answer["id"] == "r%d" % calls and len(raw.decode().rstrip("\n")) <= 3000
+        assert "resultType" not in answer["result"] and "isError" not in answer["result"]
+        page, hint = [block["text"] for block in answer["result"]["content"]]
+        pages.append(page)
+        where, calls = next_call(hint), calls + 1
+    with open(meta_txt, encoding="utf-8", newline="") as handle:
+        assert "".join(pages) == handle.read()  # pages put end to end are the whole text
+    assert calls > 20
+    assert relay.wait_for("slow")[0]["result"]["content"][0]["text"] == "slept"
+    found = relay.call("read_spilled_output", {"id": spill_id, "pattern": r"^line 17\d\d ", "context": 1})
+    assert found["result"]["content"][0]["text"].startswith("1700-line 1699 ")
+    assert "\n1701:line 1700 " in found["result"]["content"][0]["text"]
+    relay.close()
+    assert "read_spilled_output" not in record.read_text()  # never forwarded
+
+
+def test_a_reader_call_in_a_batch_is_answered_and_the_rest_forwarded(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory([], ["--record", str(record)])
+    relay.initialize("2025-03-26")
+    text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
+    relay.send([{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                    "name": "read_spilled_output", "arguments": {"id": spill_id_of(text), "lines": 2}}},
+                {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+                    "name": "echo", "arguments": {"text": "hi"}}}])
+    assert relay.wait_for(7)[0]["result"]["content"][0]["text"] == "line 0 \nline 1 \n"
+    assert relay.wait_for(8)[0]["result"]["content"][0]["text"] == "hi"
+    relay.close()
+    assert "read_spilled_output" not in record.read_text() and '"echo"' in record.read_text()
+
+
+def test_reader_errors_are_tool_errors_and_modern_answers_say_result_type(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
+    spill_id = spill_id_of(text)
+    for arguments, message in (({"id": "../../etc/passwd"}, "invalid spill id"),
+                               ({"id": "20990101T000000Z_x"}, "unknown spill id"),
+                               ({"id": spill_id, "line": 0}, "line must be an integer >= 1"),
+                               ({"id": spill_id, "line": 9999}, "past the end"),
+                               ({"id": spill_id, "pattern": "("}, "bad pattern"),
+                               ({"id": spill_id, "lines": "2"}, "lines must be an integer"),
+                               ({"path": "/etc/passwd"}, "unknown argument path")):
+        result = relay.call("read_spilled_output", arguments)["result"]
+        assert result["isError"] is True and message in result["content"][0]["text"], arguments
+    modern = relay.request("tools/call", {"name": "read_spilled_output", "arguments": {"id": spill_id, "lines": 1},
+                                          "_meta": MODERN_META})[0]["result"]
+    assert modern["resultType"] == "complete" and modern["content"][0]["text"] == "line 0 \n"
+    assert relay.close() == 0
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_no_reader_tool_leaves_tools_list_and_calls_alone(relay_factory, how):
+    env = dict(os.environ, OCX_PROXY_NO_READER_TOOL="1") if how == "env" else None
+    relay = relay_factory(["--no-reader-tool"] if how == "flag" else [], env=env)
+    relay.initialize()
+    assert [t["name"] for t in relay.request("tools/list")[0]["result"]["tools"]] == ["echo", "structured"]
+    text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
+    assert "read_spilled_output" not in text and ".txt" in text
+    reply = relay.call("read_spilled_output", {"id": "x"})
+    assert reply["error"]["message"] == "Unknown tool: read_spilled_output"
+    assert relay.close() == 0

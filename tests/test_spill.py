@@ -3,6 +3,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ocx_proxy as op
-from conftest import PROXY, ROOT, STDIO_SERVER, RelayProcess, assert_one_line_error, run_proxy
+from conftest import PROXY, ROOT, STDIO_SERVER, RelayProcess, assert_one_line_error, preview_body, run_proxy
 
 
 def compact(obj):
@@ -225,7 +226,7 @@ def test_task_results_are_spilled_as_the_tool_results_they_are(tmp_path):
     got = json.loads(spill.rewrite(spill_line(msg), msg, "tasks/result", {"taskId": "t1"}, "2025-11-25")[0])
     assert "error" not in got and got["result"]["isError"] is True
     assert [b["type"] for b in got["result"]["content"]] == ["text", "resource_link"]
-    assert got["result"]["content"][0]["text"].startswith("z" * 100)
+    assert preview_body(got["result"]["content"][0]["text"]).startswith("z" * 100)
     task = {"resultType": "complete", "taskId": "t1", "status": "completed", "createdAt": "2026-01-01T00:00:00Z",
             "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttlMs": None, "result": tool}
     msg = {"jsonrpc": "2.0", "id": 4, "result": task}
@@ -233,7 +234,7 @@ def test_task_results_are_spilled_as_the_tool_results_they_are(tmp_path):
     assert {k: got[k] for k in ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")} == {
         k: task[k] for k in ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")}
     assert got["resultType"] == "complete" and "ocx-proxy/spill" in got["_meta"]
-    assert got["result"]["content"][0]["text"].startswith("z" * 100) and got["result"]["isError"] is True
+    assert preview_body(got["result"]["content"][0]["text"]).startswith("z" * 100) and got["result"]["isError"] is True
 
 
 # -- files ------------------------------------------------------------------
@@ -512,3 +513,139 @@ def test_trace_never_appends_through_a_planted_link(tmp_path):
                        stdin=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
     assert "is a symbolic link" in assert_one_line_error(result, 2)
     assert victim.read_text() == "orig\n"
+
+
+# -- issue 13: bytes too, markers at both ends, readable .txt -------------------
+
+wide_text = st.text(alphabet="数据漢字🙂👍🏽é\n\"\\ ab", min_size=1, max_size=40).map(lambda t: t * 1200)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(wide_text, st.integers(min_value=500, max_value=20000), st.integers(min_value=1000, max_value=60000),
+       st.integers(min_value=0, max_value=30000), st.sampled_from(["2025-06-18", "2026-07-28"]),
+       st.sampled_from(["tools/call", "resources/read", "custom/thing"]))
+def test_every_rewritten_message_fits_characters_and_bytes(tmp_path, text, max_chars, max_bytes, preview_chars,
+                                                           version, method):
+    if method == "tools/call":
+        result = {"content": [{"type": "text", "text": text}]}
+    elif method == "resources/read":
+        result = {"contents": [{"uri": "x://1", "text": text}]}
+    else:
+        result = {"payload": text}
+    msg = {"jsonrpc": "2.0", "id": 7, "result": result}
+    spill = op.Spill(str(tmp_path / "out"), max_chars, preview_chars, max_bytes=max_bytes)
+    spill.reader_name = op.READER_TOOL_NAME
+    out, files = spill.rewrite(spill_line(msg), msg, method, {"uri": "x://1"}, version)
+    assert len(out) <= max_chars and len(out.encode("utf-8")) <= max_bytes
+    assert json.loads(out)["id"] == 7
+
+
+def test_a_cjk_preview_near_the_budget_fits_the_byte_budget(tmp_path):
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "数" * 30000}]}}
+    spill = op.Spill(str(tmp_path), 10000, 8000, max_bytes=12000)
+    out, _ = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
+    assert len(out.encode("utf-8")) <= 12000
+    assert "数" * 1000 in json.loads(out)["result"]["content"][0]["text"]
+
+
+def test_the_marker_opens_and_closes_the_preview(tmp_path):
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "数据\n" * 9000}]}}
+    spill = op.Spill(str(tmp_path), 10000, 4000)
+    spill.reader_name = "read_spilled_output_2"
+    out, files = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
+    text = json.loads(out)["result"]["content"][0]["text"]
+    stem = os.path.basename(files.txt_path)[:-4]
+    call = 'read_spilled_output_2(id="%s")' % stem
+    # A client that keeps only the first or only the last half still has the way to the rest.
+    for part in (text[:len(text) // 2], text[len(text) // 2:]):
+        assert files.txt_path in part and files.json_path in part and call in part
+        assert "9001 lines" in part and "(%d bytes)" % len(spill_line(msg)) in part
+    assert spill.spilled == {stem: files.txt_path}
+    spill.reader_name = None  # no reader tool: the marker does not name one
+    out, _ = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
+    assert "read_spilled_output" not in out and "read it with" not in out
+
+
+def test_a_text_block_that_is_json_is_pretty_printed_in_the_txt(tmp_path):
+    data = {"rows": [{"n": 1.50, "name": "数据 %d" % i, "big": 12345678901234567890123} for i in range(300)]}
+    raw = json.dumps(data).replace("1.5,", "1.50,")
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": raw},
+                                                             {"type": "text", "text": "[not json"}]}}
+    line = spill_line(msg)
+    _, files = op.Spill(str(tmp_path), 2000, 500).rewrite(line, msg, "tools/call", None, "2025-06-18")
+    with open(files.txt_path, encoding="utf-8") as handle:
+        txt = handle.read()
+    pretty = json.dumps(data, indent=2, ensure_ascii=False).replace('"n": 1.5,', '"n": 1.50,')
+    assert txt == pretty + "\n\n[not json"
+    assert max(len(row) for row in txt.split("\n")) < 80
+    with open(files.json_path, "rb") as handle:
+        assert handle.read() == line  # the .json keeps the exact bytes
+
+
+# -- Spill.read ---------------------------------------------------------------
+
+def spilled(tmp_path, text, reader_name=op.READER_TOOL_NAME):
+    spill = op.Spill(str(tmp_path / "out"), 2000, 500)
+    spill.reader_name = reader_name
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}}
+    _, files = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
+    return spill, os.path.basename(files.txt_path)[:-4], files
+
+
+def test_read_gives_lines_from_one_and_says_how_to_go_on(tmp_path):
+    spill, stem, _ = spilled(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
+    assert spill.read(stem, line=1, lines=3) == (
+        "row 1\nrow 2\nrow 3\n", '[next: read_spilled_output(id="%s", line=4, lines=3)]' % stem)
+    assert spill.read(stem, line=99) == ("row 99\nrow 100", "[end of the text]")
+    text, hint = spill.read(stem, budget_chars=60)  # the budget bounds the page, not only `lines`
+    assert text == "row 1\nrow 2\nrow 3\nrow 4\nrow 5\nrow 6\nrow 7\nrow 8\n"  # 8 x 7 characters as JSON
+    assert hint.endswith('line=9)]')
+
+
+@pytest.mark.parametrize("budget_bytes", [0, 700])
+def test_pages_of_any_budget_give_the_text_back_exactly(tmp_path, budget_bytes):
+    text = "short\n" + "数\"\\\t🙂" * 3000 + "\n\nend\n" + "x" * 5000
+    spill, stem, files = spilled(tmp_path, text)
+    pages, where = [], (1, 1)
+    while where:
+        page, hint = spill.read(stem, line=where[0], column=where[1], budget_chars=500, budget_bytes=budget_bytes)
+        size = len(json.dumps(page, ensure_ascii=False)) - 2
+        assert 0 < size <= 500 and (not budget_bytes or len(json.dumps(page, ensure_ascii=False).encode()) - 2 <= 700)
+        pages.append(page)
+        found = re.search(r"line=(\d+)(?:, column=(\d+))?", hint)
+        where = (int(found.group(1)), int(found.group(2) or 1)) if found else None
+    assert "".join(pages) == text
+
+
+def test_read_searches_with_a_regular_expression_and_context(tmp_path):
+    spill, stem, _ = spilled(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
+    text, hint = spill.read(stem, pattern=r"^row (5|9)$", context=1)
+    assert text == "4-row 4\n5:row 5\n6-row 6\n--\n8-row 8\n9:row 9\n10-row 10\n"
+    assert hint == "[no more matches]"
+    text, hint = spill.read(stem, pattern=r"row \d+0$", budget_chars=40)
+    assert text == "10:row 10\n20:row 20\n30:row 30\n"
+    assert hint == '[next: read_spilled_output(id="%s", line=40, pattern="row \\\\d+0$")]' % stem
+    assert spill.read(stem, line=40, pattern=r"row \d+0$", budget_chars=40)[0].startswith("40:row 40\n")
+
+
+def test_read_opens_only_what_this_spill_wrote(tmp_path):
+    spill, stem, files = spilled(tmp_path, "secret\n" * 3000)
+    other = op.Spill(spill.output_dir)
+    with pytest.raises(ValueError, match="unknown spill id"):
+        other.read(stem)  # another session's spill: not by id, never by path
+    for bad in ("../" + stem, "/etc/passwd", stem + "/../x", "..", "a\\b", "", None, 3):
+        with pytest.raises(ValueError, match="invalid spill id|unknown spill id"):
+            spill.read(bad)
+    for kwargs, message in (({"line": 0}, "line must be"), ({"lines": 0}, "lines must be"),
+                            ({"context": -1}, "context must be"), ({"line": True}, "line must be"),
+                            ({"pattern": "(?P<"}, "bad pattern"), ({"line": 3002}, "past the end"),
+                            ({"column": 9}, "has only 6 characters")):
+        with pytest.raises(ValueError, match=message):
+            spill.read(stem, **kwargs)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a spill")
+    os.unlink(files.txt_path)
+    os.symlink(str(outside), files.txt_path)  # a link put in its place is not followed
+    with pytest.raises(ValueError, match="no longer on disk"):
+        spill.read(stem)

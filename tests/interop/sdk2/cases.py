@@ -53,7 +53,9 @@ async def case_version(client):
 
 
 async def case_tools(client):
-    return sorted(tool.name for tool in (await client.list_tools()).tools)
+    # The relay adds its reader tool (Relay._tool_list): the server's tools must be the same.
+    names = [tool.name for tool in (await client.list_tools()).tools]
+    return sorted(name for name in names if not name.startswith("read_spilled_output"))
 
 
 async def case_echo(client):
