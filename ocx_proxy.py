@@ -1004,7 +1004,7 @@ READER_TOOL_NAME = "read_spilled_output"
 # JSON texts longer than this go to the .txt as they are: pretty-printing
 # parses them whole, which costs memory and time out of proportion.
 PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
-SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+$")
+SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+\Z")
 MIME_EXTENSIONS = {
     "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
     "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3",
@@ -2857,12 +2857,12 @@ class StdioUpstream(Upstream):
 ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
 EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
 MAX_IDLE_CONNECTIONS = 8
-HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 MANAGED_HEADERS = frozenset(["accept", "content-type", "content-length", "host", "mcp-session-id",
                              "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
                              "transfer-encoding", "connection"])
 # A header value sent as it is (2026-07-28 Mcp-Name, Mcp-Param-*): visible ASCII, inner spaces.
-PLAIN_HEADER_VALUE_RE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
+PLAIN_HEADER_VALUE_RE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?\Z")
 MAX_EVENT_ID_BYTES = 1024  # an SSE id goes back in Last-Event-ID; longer ones are ignored
 MAX_RETRY_DIGITS = 9       # retry: milliseconds; the wait is capped at RECONNECT_MAX anyway
 RECONNECT_INITIAL = 1.0    # seconds before the first reconnect when the server sent no retry:
@@ -3681,7 +3681,7 @@ FALLBACK_STATUSES = (400, 404, 405)
 NAMED_METHODS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 # JSON Schema keywords that hold data, not schemas: an x-mcp-header in them annotates nothing
 SCHEMA_DATA_KEYWORDS = frozenset(["const", "default", "enum", "examples"])
-SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+$")
+SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+\Z")
 MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
 # What reading an SSE stream came to.  RemoteUpstream._pump answers one of the
 # first four; the steps around it add the others.
@@ -6610,7 +6610,7 @@ HOSTED_TOOL_TYPES = frozenset([
     "local_shell",
 ])
 # Anthropic's versioned built-in tools (bash_20250124, web_search_20250305...).
-DATED_TOOL_TYPE_RE = re.compile(r"^[a-z_]+_\d{8}$")
+DATED_TOOL_TYPE_RE = re.compile(r"^[a-z_]+_\d{8}\Z")
 
 SCHEMA_KEYS = ("parameters", "inputSchema", "input_schema")
 
@@ -6934,8 +6934,8 @@ CAPTURE_MAX_ARGUMENT_BYTES = 65536
 
 # mcp__<server>__<alias> must stay a function name agent CLIs can send their
 # model (CLIENT_FACTS "function_name_chars"): 5 + 17 + 2 + 40 = 64.
-ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
-SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}$")
+ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}\Z")
+SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}\Z")
 ALIAS_HASH_CHARS = 16
 ALIAS_PREFIX_CHARS = 40 - 1 - ALIAS_HASH_CHARS
 
@@ -7290,8 +7290,8 @@ def serve_capture(session, stdin, stdout, line_limit):
 # Check: what in a server's catalog breaks which client
 # ---------------------------------------------------------------------------
 
-MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["function_name_chars"])
+MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
+OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}\Z" % CLIENT_FACTS["openai"]["function_name_chars"])
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
@@ -8372,7 +8372,7 @@ CONFIG_CLIENTS = {"json": ("cursor", "claude-code", "windsurf"),
                   "gemini": ("gemini-cli",), "codex": ("codex",)}
 WINDSURF_MAX_TOOLS = 50             # clients.md §4: Windsurf sends at most 50 tools
 GEMINI_NAME_CHARS = 63              # gemini-cli generateValidName: longer names lose their middle
-CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")   # openai/codex #19179: others fail to start
+CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
 CONFIG_PARALLEL = 4
@@ -9832,11 +9832,11 @@ def add_max_input_bytes_option(parser):
 
 
 CAPTURE_CONFIG_CLIENTS = ("claude", "codex", "gemini")
-TOML_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+TOML_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
 
 
 def toml_key(key):
-    return key if TOML_BARE_KEY_RE.match(key) else toml_value(key)
+    return key if TOML_BARE_KEY_RE.fullmatch(key) else toml_value(key)
 
 
 def toml_value(value):

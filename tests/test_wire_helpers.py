@@ -33,3 +33,13 @@ def test_one_secrets_rule_masks_a_secret_name_as_a_key_a_header_and_a_query_para
     config = op.RemoteConfig("https://h.example/mcp?%s=s3cr3t-value&page=2" % name, environ={})
     assert "s3cr3t-value" not in config.display_url and "page=2" in config.display_url
     assert config.describe_headers({name: "s3cr3t-value", "Accept": "x/y"}) == name + ": [redacted], Accept: x/y"
+
+
+def test_anchored_patterns_refuse_a_trailing_newline():
+    # Python's "$" matches before a final "\n": a header value, a session id, a spill name or a TOML
+    # bare key that ends in a newline must not pass as valid.
+    for name in ("SPILL_NAME_RE", "HEADER_NAME_RE", "PLAIN_HEADER_VALUE_RE", "SESSION_ID_RE", "ALIAS_RE",
+                 "SERVER_NAME_RE", "MCP_TOOL_NAME_RE", "OPENAI_TOOL_NAME_RE", "CODEX_SERVER_NAME_RE",
+                 "TOML_BARE_KEY_RE"):
+        pattern = getattr(op, name)
+        assert not pattern.match("abc\n") and not pattern.match("20261130T000000Z_x\n"), name
