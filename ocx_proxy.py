@@ -990,7 +990,7 @@ CLIENT_FACTS = {
 #   strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
 #   shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
 #   client_names                 clientInfo.name the client sends (initialize, or _meta on 2026-07-28 requests)
-# Figures were measured by driving each CLI against a scripted model on 127.0.0.1.
+# "Measured": by driving that CLI against a scripted model on 127.0.0.1.
 CLIENT_PROFILES = {
     # About 12,000 characters, past which a result may be dropped whole (one public
     # measurement).  Its name is not published by Cursor: "cursor-vscode" is what
@@ -998,21 +998,22 @@ CLIENT_PROFILES = {
     # also call it unverified).  A wrong name costs the generic profile, never more.
     "cursor": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
                "strip_output_schema": True, "shows_images": False, "client_names": ("cursor-vscode",)},
-    # Claude Code 2.1.332: about 50,000 characters inline, and a saved file with no
+    # Claude Code 2.1.332 (measured): about 50,000 characters inline, and a saved file with no
     # preview over MAX_MCP_OUTPUT_TOKENS (25,000 tokens): the byte budget keeps CJK
-    # text (about a token a character) under it.  Name: its initialize, measured.
+    # text (about a token a character) under it.  Name: its initialize (2.1.332, measured).
     "claude-code": {"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
                     "strip_output_schema": True, "shows_images": True, "client_names": ("claude-code",)},
-    # Codex 0.171 cuts UTF-8 bytes: about 12,000 for models it does not know, 48,000
+    # Codex 0.171 (measured) cuts UTF-8 bytes: about 12,000 for models it does not know, 48,000
     # for its catalog's.  The relay cannot see the model, so the smaller cut rules
     # (raise it with --max-response-bytes for a catalog model).  Codex does not
     # validate outputSchema but types results with it: keep it.  Images reach the
-    # model as input_image.  Name: openai/codex codex-rs (Implementation
-    # {name: "codex-mcp-client", title: "Codex"}).
+    # model as input_image.  Name: its initialize (0.171.0, measured; openai/codex
+    # codex-rs builds Implementation {name: "codex-mcp-client", title: "Codex"}).
     "codex": {"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
               "strip_output_schema": False, "shows_images": True, "client_names": ("codex-mcp-client",)},
-    # Gemini CLI 0.61: 40,000 characters (truncateToolOutputThreshold).  Name:
-    # google-gemini/gemini-cli packages/core/src/tools/mcp-client.ts, new Client({name: 'gemini-cli-mcp-client'}).
+    # Gemini CLI 0.61 (measured): 40,000 characters (truncateToolOutputThreshold).  Name: its
+    # initialize (0.61.0, measured; google-gemini/gemini-cli packages/core/src/tools/
+    # mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
     "gemini": {"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
                "strip_output_schema": True, "shows_images": True, "client_names": ("gemini-cli-mcp-client",)},
     # Copilot CLI: about 20 KB, then a 500-character preview and its own file.  Name:
@@ -1020,7 +1021,8 @@ CLIENT_PROFILES = {
     # ("Visual Studio Code") has no measured limit: it stays generic.
     "copilot": {"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
                 "strip_output_schema": True, "shows_images": False, "client_names": ("github-copilot-developer",)},
-    # Any other client: the budget ocx-proxy always had, under every cut above.
+    # Any other client: the budget ocx-proxy always had, under every character cut above
+    # (not Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).
     "generic": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
                 "strip_output_schema": True, "shows_images": False, "client_names": ()},
 }
