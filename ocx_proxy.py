@@ -4797,6 +4797,7 @@ class Relay:
         self.make_upstream = make_upstream
         self.spill = Spill(options.output_dir, retention_days=options.retention_days)
         self.images_free = 0             # base64 image characters a response may carry beyond the budget
+        self.check_above = 0             # lines of more bytes than this get the size check (0: none)
         self.keep_output_schema = options.keep_output_schema
         # Until the client says who it is (--client auto), the generic profile applies.
         self.profile = None
@@ -4933,6 +4934,9 @@ class Relay:
         # never outnumber bytes, so that bound never spills anything by itself.
         spill.max_chars = chars or size
         spill.max_bytes = size
+        # A line has at least as many bytes as characters: one compare per line
+        # tells whether either limit may be crossed.
+        self.check_above = min(size, spill.max_chars) if size else spill.max_chars
         spill.preview_chars = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
         images = options.max_image_bytes
         self.images_free = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
@@ -5301,12 +5305,8 @@ class Relay:
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
         if method == "tools/list" and not self.keep_output_schema and b'"outputSchema"' in line:
             return True
-        return self._may_be_over(len(line)) and (kind == "response" or method == "notifications/message")
-
-    def _may_be_over(self, size):
-        """Whether a line of ``size`` bytes may be over the budget (it has at most that many characters)."""
-        spill = self.spill
-        return 0 < spill.max_chars < size or 0 < spill.max_bytes < size
+        limit = self.check_above
+        return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
 
     def _repair(self, line, exc):
         """(message, line) for an upstream line that is not JSON: repaired if we can, else (None, line).
@@ -5368,7 +5368,8 @@ class Relay:
         if method == "tools/list" and not self.keep_output_schema and b'"outputSchema"' in line:
             line = strip_output_schemas(msg, line)
         spilled = None
-        if self._may_be_over(len(line)) and isinstance(msg, dict):
+        limit = self.check_above
+        if limit > 0 and len(line) > limit and isinstance(msg, dict):
             try:
                 out, spilled = self._check_size(line, msg, pending)
             except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
