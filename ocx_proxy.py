@@ -975,21 +975,75 @@ CLIENT_FACTS = {
     },
     "claude-code": {
         "description_chars": 2048,  # tool descriptions are cut here
-        "result_chars": 12000,      # tool results are truncated past about this
+        "result_chars": 50000,      # tool results pass inline up to about this (2.1.x); see CLIENT_PROFILES
     },
-    "codex": {"result_bytes": 10 * 1024},     # results cut at about 10 KB; function names as openai
+    "codex": {"result_bytes": 12000},         # UTF-8 bytes, models it does not know (0.171); function names as openai
     "openai": {"function_name_chars": 64},    # ^[A-Za-z0-9_-]{1,64}$, or the API refuses the tool
 }
+
+# Client profiles (--client): what each client passes to its model whole, so
+# that the relay spills just before the client would cut.  Each budget stays
+# under the client's own cut with a margin: the client cuts the text the model
+# sees, our budget counts the whole JSON-RPC message around it.
+#   budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
+#   preview_chars                text kept in a preview
+#   strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
+#   shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+#   client_names                 clientInfo.name the client sends (initialize, or _meta on 2026-07-28 requests)
+# "Measured": by driving that CLI against a scripted model on 127.0.0.1.
+CLIENT_PROFILES = {
+    # About 12,000 characters, past which a result may be dropped whole (one public
+    # measurement).  Its name is not published by Cursor: "cursor-vscode" is what
+    # public servers record from its initialize (their client-name tables, which
+    # also call it unverified).  A wrong name costs the generic profile, never more.
+    "cursor": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+               "strip_output_schema": True, "shows_images": False, "client_names": ("cursor-vscode",)},
+    # Claude Code 2.1.332 (measured): about 50,000 characters inline, and a saved file with no
+    # preview over MAX_MCP_OUTPUT_TOKENS (25,000 tokens): the byte budget keeps CJK
+    # text (about a token a character) under it.  Name: its initialize (2.1.332, measured).
+    "claude-code": {"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
+                    "strip_output_schema": True, "shows_images": True, "client_names": ("claude-code",)},
+    # Codex 0.171 (measured) cuts UTF-8 bytes: about 12,000 for models it does not know, 48,000
+    # for its catalog's.  The relay cannot see the model, so the smaller cut rules
+    # (raise it with --max-response-bytes for a catalog model).  Codex does not
+    # validate outputSchema but types results with it: keep it.  Images reach the
+    # model as input_image.  Name: its initialize (0.171.0, measured; openai/codex
+    # codex-rs builds Implementation {name: "codex-mcp-client", title: "Codex"}).
+    "codex": {"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
+              "strip_output_schema": False, "shows_images": True, "client_names": ("codex-mcp-client",)},
+    # Gemini CLI 0.61 (measured): 40,000 characters (truncateToolOutputThreshold).  Name: its
+    # initialize (0.61.0, measured; google-gemini/gemini-cli packages/core/src/tools/
+    # mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
+    "gemini": {"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
+               "strip_output_schema": True, "shows_images": True, "client_names": ("gemini-cli-mcp-client",)},
+    # Copilot CLI: about 20 KB, then a 500-character preview and its own file.  Name:
+    # its initialize as servers record it ("github-copilot-developer").  VS Code
+    # ("Visual Studio Code") has no measured limit: it stays generic.
+    "copilot": {"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
+                "strip_output_schema": True, "shows_images": False, "client_names": ("github-copilot-developer",)},
+    # Any other client: the budget ocx-proxy always had, under every character cut above
+    # (not Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).
+    "generic": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+                "strip_output_schema": True, "shows_images": False, "client_names": ()},
+}
+
+
+def client_profile_for(name):
+    """The CLIENT_PROFILES key for a client calling itself ``name`` (clientInfo.name); "generic" when unknown."""
+    for profile, facts in CLIENT_PROFILES.items():
+        if name in facts["client_names"]:
+            return profile
+    return "generic"
 
 
 # ---------------------------------------------------------------------------
 # Spill: saving oversized responses and building previews
 # ---------------------------------------------------------------------------
 
-# Defaults of --max-response-chars (under the smallest cut of a tool result in
-# CLIENT_FACTS: Codex, about 10 KB), --preview-chars and --retention-days.
-MAX_RESPONSE_CHARS = 10000
-PREVIEW_CHARS = 4000
+# Defaults of --max-response-chars and --preview-chars for a client we do not
+# know (its CLIENT_PROFILES row), and of --retention-days.
+MAX_RESPONSE_CHARS = CLIENT_PROFILES["generic"]["budget_chars"]
+PREVIEW_CHARS = CLIENT_PROFILES["generic"]["preview_chars"]
 RETENTION_DAYS = 7
 # Responses to these methods keep a session alive or describe it: rewriting them
 # would break the client, so an oversized one is forwarded with a warning.
@@ -4894,16 +4948,25 @@ _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant:
 # Requests that last as long as the client wants (2026-07-28: the listen stream
 # replaced the GET stream): --request-timeout does not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
+# Default of --max-image-bytes for clients that show images: base64 characters of
+# image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
+# screenshot and far below what the model APIs accept in one image.
+MAX_IMAGE_BYTES = 1 << 20
 
 
 class RelayOptions:
     """Everything the relay needs to know from the command line."""
 
-    def __init__(self, max_response_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, output_dir=None,
+    def __init__(self, max_response_chars=None, preview_chars=None, output_dir=None,
                  retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
-                 max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True):
+                 max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
+                 max_image_bytes=None):
+        # None: the client profile's value (see Relay.use_profile); a number given wins.
+        self.client = client
         self.max_response_chars = max_response_chars
+        self.max_response_bytes = max_response_bytes
+        self.max_image_bytes = max_image_bytes
         self.preview_chars = preview_chars
         self.output_dir = output_dir or default_cache_dir()
         self.retention_days = retention_days
@@ -4988,9 +5051,15 @@ class Relay:
         self.loop = loop
         self.options = options
         self.make_upstream = make_upstream
-        self.spill = Spill(options.output_dir, options.max_response_chars, options.preview_chars,
-                           options.retention_days)
-        if options.reader_tool and options.max_response_chars > 0:
+        self.spill = Spill(options.output_dir, retention_days=options.retention_days)
+        self.images_free = 0             # base64 image characters a response may carry beyond the budget
+        self.check_above = 0             # lines of more bytes than this get the size check (0: none)
+        self.keep_output_schema = options.keep_output_schema
+        # Until the client says who it is (--client auto), the generic profile applies.
+        self.profile = None
+        self.use_profile("generic" if options.client == "auto" else options.client)
+        self.profile_known = options.client != "auto"
+        if options.reader_tool and (self.spill.max_chars > 0 or self.spill.max_bytes > 0):
             self.spill.reader_name = READER_TOOL_NAME  # until tools/list shows whether it is taken
         self.server_tools = set()        # tool names the server listed: the reader tool must not take one
         self.trace = Trace(options.trace_path) if options.trace_path else None
@@ -5027,6 +5096,8 @@ class Relay:
                 log.info("removed %d spill files older than %d days" % (removed, self.spill.retention_days))
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
+        if self.profile_known:
+            self._log_profile("--client")
         self._start_upstream()
         self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
                                     use_threads=self.options.use_threads)
@@ -5101,6 +5172,63 @@ class Relay:
     def _client_gone(self, exc):
         log.debug("client stdout closed (%s)" % exc)
         self.shutdown("client stopped reading")
+
+    # -- client profile ------------------------------------------------------
+
+    def use_profile(self, name):
+        """Take the budget, preview size, images and outputSchema rule of CLIENT_PROFILES[name].
+
+        Each option given on the command line (or its environment twin) wins
+        over the profile.  ``--max-response-chars 0`` still means never spill:
+        the profile's byte budget goes with it unless --max-response-bytes is given.
+        """
+        facts, options, spill = CLIENT_PROFILES[name], self.options, self.spill
+        chars = options.max_response_chars
+        size = options.max_response_bytes
+        if size is None:
+            size = 0 if chars == 0 else facts["budget_bytes"]
+        if chars is None:
+            chars = facts["budget_chars"]
+        # A byte budget alone still gives previews a character bound: characters
+        # never outnumber bytes, so that bound never spills anything by itself.
+        spill.max_chars = chars or size
+        spill.max_bytes = size
+        # A line has at least as many bytes as characters: one compare per line
+        # tells whether either limit may be crossed.
+        self.check_above = min(size, spill.max_chars) if size else spill.max_chars
+        spill.preview_chars = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
+        images = options.max_image_bytes
+        self.images_free = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
+        self.keep_output_schema = options.keep_output_schema or not facts["strip_output_schema"]
+        self.profile = name
+
+    def _choose_profile(self, msg):
+        """--client auto: the profile of the client that sent ``msg``, its first request.
+
+        The client names itself in ``initialize`` (clientInfo) or, from
+        2026-07-28 on, in every request's ``_meta``; a client that does not,
+        or one we do not know, gets the generic profile.
+        """
+        self.profile_known = True
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        info = params.get("clientInfo") if msg.get("method") == "initialize" else meta.get(META_CLIENT_INFO)
+        name = info.get("name") if isinstance(info, dict) else None
+        self.use_profile(client_profile_for(name))
+        self._log_profile("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
+
+    def _log_profile(self, why):
+        spill = self.spill
+        if not spill.max_chars:
+            budget = "never spilled"
+        elif spill.max_bytes:
+            budget = "spilled over %d characters or %d bytes" % (spill.max_chars, spill.max_bytes)
+        else:
+            budget = "spilled over %d characters" % spill.max_chars
+        log.info("client profile %s (%s): responses %s, previews of %d characters, images %s, outputSchema %s"
+                 % (self.profile, why, budget, spill.preview_chars,
+                    "up to %d bytes not counted" % self.images_free if self.images_free else "counted",
+                    "kept" if self.keep_output_schema else "removed"))
 
     # -- client -> upstream ------------------------------------------------
 
@@ -5266,6 +5394,8 @@ class Relay:
         kind = message_kind(msg)
         method = msg.get("method")
         self.handshake.note(msg, line)
+        if kind == "request" and not self.profile_known:
+            self._choose_profile(msg)
         if kind == "request":
             if method == "initialize":
                 self.initialize_ok = False
@@ -5416,7 +5546,8 @@ class Relay:
         if pending is None or never_spilled(pending.method):
             return False
         chars = char_count(line)
-        if compact_floor(line, chars) <= self.options.max_response_chars:
+        # A line that may fit once compacted, or once its images are left out, takes the usual path.
+        if compact_floor(line, chars) - self.images_free <= self.spill.max_chars:
             return False
         try:
             saved = self.spill.save_line(line, pending.method, envelope.id)
@@ -5483,9 +5614,9 @@ class Relay:
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
         if method == "tools/list" and self.spill.reader_name is not None:
             return True
-        if method == "tools/list" and not self.options.keep_output_schema and b'"outputSchema"' in line:
+        if method == "tools/list" and not self.keep_output_schema and b'"outputSchema"' in line:
             return True
-        limit = self.options.max_response_chars
+        limit = self.check_above
         return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
 
     def _repair(self, line, exc):
@@ -5548,7 +5679,7 @@ class Relay:
         if method == "tools/list":
             line = self._tool_list(line, msg)
         spilled = None
-        limit = self.options.max_response_chars
+        limit = self.check_above
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
             try:
                 out, spilled = self._check_size(line, msg, pending)
@@ -5565,7 +5696,7 @@ class Relay:
         Unless --keep-output-schema, see ``strip_output_schemas``.  The reader
         tool's name is one no tool the server listed has taken.
         """
-        if not self.options.keep_output_schema and b'"outputSchema"' in line:
+        if not self.keep_output_schema and b'"outputSchema"' in line:
             line = strip_output_schemas(msg, line)
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
@@ -5624,16 +5755,24 @@ class Relay:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
     def _check_size(self, line, msg, pending):
-        """Return (replacement text or None, SpillFiles or None) for a line over the byte limit."""
-        limit = self.options.max_response_chars
-        chars = char_count(line)
-        if chars <= limit:
+        """Return (replacement text or None, SpillFiles or None) for a line that may be over the budget.
+
+        A response is over when it has more characters than ``spill.max_chars``
+        or more UTF-8 bytes than ``spill.max_bytes`` (when set), not counting
+        the image data the client's profile lets through (``images_free``).
+        """
+        chars, size = char_count(line), len(line)
+        free = self._free_image_chars(line, msg)
+        if self._fits(chars - free, size - free):
             return None, None
         # Re-serializing only helps a line that compacts under the limit: when
-        # it cannot, skip the costly dumps (14 ms for 5 MB).
-        if compact_floor(line, chars) <= limit:
+        # it cannot, skip the costly dumps (14 ms for 5 MB).  Compacting removes
+        # ASCII only, as many bytes as characters.
+        floor = compact_floor(line, chars) - free
+        if self._fits(floor, floor + size - chars):
             compact = dumps(msg)
-            if len(compact) <= limit:
+            compact_size = len(compact.encode("utf-8", "surrogatepass")) if self.spill.max_bytes else 0
+            if self._fits(len(compact) - free, compact_size - free):
                 return compact, None
         method = pending.method if pending else None
         params = pending.params if pending else None
@@ -5643,6 +5782,22 @@ class Relay:
         out, files = rewritten
         self._log_spill(method or msg.get("method"), msg.get("id"), len(line), files)
         return out, files
+
+    def _fits(self, chars, size):
+        spill = self.spill
+        return chars <= spill.max_chars and (not spill.max_bytes or size <= spill.max_bytes)
+
+    def _free_image_chars(self, line, msg):
+        """Characters of image data in ``msg`` that do not count toward the budget.
+
+        All of it when the client shows images and it is within
+        --max-image-bytes in total, else none.  Only a line that names an
+        image is looked into.
+        """
+        if not self.images_free or b'"image"' not in line:
+            return 0
+        total = image_data_chars(msg)
+        return total if total <= self.images_free else 0
 
     def _version_of(self, pending):
         """The MCP version a spilled message is answered in: its request's, else the session's.
@@ -5782,6 +5937,23 @@ def reader_tool(name):
             "context": {"type": "integer", "minimum": 0, "description": "lines shown around each match"},
         }, "required": ["id"]},
     }
+
+
+def image_data_chars(msg):
+    """Characters of base64 ``data`` in the image blocks of the tool result ``msg`` answers with.
+
+    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
+    """
+    result = msg.get("result")
+    if not isinstance(result, dict):
+        return 0
+    total = 0
+    for holder in (result, result.get("result")):
+        content = holder.get("content") if isinstance(holder, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
+                total += len(block["data"])
+    return total
 
 
 def strip_output_schemas(msg, line):
@@ -7291,7 +7463,8 @@ def serve_capture(session, stdin, stdout, line_limit):
 # ---------------------------------------------------------------------------
 
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
-OPENAI_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}\Z" % CLIENT_FACTS["openai"]["function_name_chars"])
+# Named in findings, as the model APIs document it.
+OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["function_name_chars"]
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
@@ -7583,12 +7756,12 @@ class CatalogChecker:
         odd = sorted(set(re.sub(r"[A-Za-z0-9_-]", "", name)))
         if odd:
             self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and "
-                          "Cursor take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_RE.pattern),
+                          "Cursor take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN),
                           tool=tool)
         limit = CLIENT_FACTS["openai"]["function_name_chars"]
         if len(name) > limit:
             self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and "
-                          "Claude Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_RE.pattern),
+                          "Claude Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN),
                           tool=tool)
             self.add_rule("vscode-name-cut", pointer, "name has %d characters: VS Code cuts it to %d"
                           % (len(name), limit), tool=tool)
@@ -9308,6 +9481,13 @@ def flag_value(text):
     return value in ("1", "true", "yes", "on")
 
 
+def max_bytes_value(text):
+    value = int(text)
+    if value != 0 and value < 500:
+        raise ValueError("must be 0 (no byte limit) or at least 500")
+    return value
+
+
 def typed(convert, what):
     """argparse ``type=`` wrapper whose error message says what was expected."""
     def parse(text):
@@ -9338,6 +9518,8 @@ class EnvDefault:
             value = "%g" % value
         elif isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
             value = "%d = %d MiB" % (value, value >> 20)
+        elif value is None:
+            value = "from the client profile"
         return "%s; env OCX_PROXY_%s" % (value, self.name)
 
     def resolve(self):
@@ -9367,13 +9549,32 @@ def resolve_env_defaults(args):
             setattr(args, dest, value.resolve())
 
 
+CLIENT_CHOICES = ("auto",) + tuple(CLIENT_PROFILES)
+
+
 def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
+    add_env_option(group, "--client", "CLIENT", choice_of(CLIENT_CHOICES), "a client name", "auto",
+                   choices=CLIENT_CHOICES,
+                   help="the client's profile: its budget (characters and/or bytes), preview size, whether images "
+                        "count and outputSchema is removed; auto picks it from the clientInfo.name the client "
+                        "sends, generic (%d characters) for clients not known; the options below win over it "
+                        "(default %%(default)s)" % MAX_RESPONSE_CHARS)
     add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count",
-                   MAX_RESPONSE_CHARS, metavar="CHARS",
+                   None, metavar="CHARS",
                    help="responses longer than this many characters of compact JSON are saved to disk and "
                         "replaced by a preview; 0 never spills (default %(default)s)")
-    add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", PREVIEW_CHARS,
+    add_env_option(group, "--max-response-bytes", "MAX_RESPONSE_BYTES", max_bytes_value, "a byte count",
+                   None, metavar="BYTES",
+                   help="responses longer than this many UTF-8 bytes are spilled too; 0 = no byte limit "
+                        "(default %(default)s)")
+    add_env_option(group, "--max-image-bytes", "MAX_IMAGE_BYTES", int_at_least(0), "a byte count", None,
+                   metavar="BYTES",
+                   help="base64 image data a response may carry on top of the budget, for clients that show "
+                        "images to the model; more than this in total and it counts (spills) as before; "
+                        "0 = images always count; profiles: %d for %s, else 0 (default %%(default)s)"
+                        % (MAX_IMAGE_BYTES, ", ".join(n for n, f in CLIENT_PROFILES.items() if f["shows_images"])))
+    add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
                    metavar="CHARS",
                    help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
     group.add_argument("--output-dir", metavar="DIR",
@@ -9388,7 +9589,8 @@ def add_spill_options(parser):
                             "for clients that cannot open the files) (default %%(default)s)" % READER_TOOL_NAME)
     group.add_argument("--keep-output-schema", action="store_true",
                        help="keep outputSchema in tools/list results; by default it is removed so that "
-                            "SDK clients accept spilled results without structuredContent (default off)")
+                            "SDK clients accept spilled results without structuredContent (default off, "
+                            "on for --client codex)")
 
 
 def add_relay_options(parser):
@@ -9425,8 +9627,9 @@ def add_relay_options(parser):
 def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
     return RelayOptions(
-        max_response_chars=args.max_response_chars, preview_chars=args.preview_chars,
-        output_dir=args.output_dir, retention_days=args.retention_days,
+        client=args.client, max_response_chars=args.max_response_chars,
+        max_response_bytes=args.max_response_bytes, max_image_bytes=args.max_image_bytes,
+        preview_chars=args.preview_chars, output_dir=args.output_dir, retention_days=args.retention_days,
         request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
         trace_path=args.trace, max_message_bytes=args.max_message_bytes,

@@ -53,6 +53,8 @@ def test_help_explains_every_option_with_its_default(command):
 @pytest.mark.parametrize("args,needle", [
     (["stdio", "--max-response-chars", "abc", "--", "x"], "--max-response-chars"),
     (["stdio", "--max-response-chars", "100", "--", "x"], "at least 500"),
+    (["stdio", "--client", "windsurf", "--", "x"], "--client"),
+    (["stdio", "--max-image-bytes", "-1", "--", "x"], "--max-image-bytes"),
     (["stdio", "--bogus", "--", "x"], "--bogus"),
     (["stdio"], "needs the server command"),
     (["nosuchcommand"], "nosuchcommand"),
@@ -74,6 +76,8 @@ def test_bad_usage_exits_2_with_one_line(args, needle):
     (["stdio", "--", "x"], "OCX_PROXY_MAX_RESPONSE_CHARS", "lots"),
     (["stdio", "--", "x"], "CURSOR_MCP_RESPONSE_PROXY_LOG_LEVEL", "loud"),
     (["stdio", "--", "x"], "OCX_PROXY_IO", "epoll"),
+    (["stdio", "--", "x"], "OCX_PROXY_CLIENT", "windsurf"),
+    (["stdio", "--", "x"], "OCX_PROXY_MAX_RESPONSE_BYTES", "100"),
     (["sse", "--url", "http://127.0.0.1:9/sse"], "OCX_PROXY_TIMEOUT_SECONDS", "-1"),
     (["check", "sse", "--url", "http://127.0.0.1:9/sse"], "OCX_PROXY_MAX_MESSAGE_BYTES", "10"),
 ])

@@ -31,3 +31,43 @@ def test_every_client_in_the_table_is_a_check_client_choice(tmp_path, capsys, mo
     catalog.write_text('{"tools": []}')
     for client in op.CLIENT_FACTS:
         assert op.main(["check", "--client", client, "--file", str(catalog)]) == 0
+
+
+# Each client's own cut (unit, figure), as measured or documented; a profile
+# must stay under it with a margin, in the unit that client counts.
+CLIENT_CUTS = {
+    "cursor": ("budget_chars", 12000),
+    "claude-code": ("budget_chars", 50000),
+    "codex": ("budget_bytes", 12000),   # models Codex does not know; 48,000 for its catalog's
+    "gemini": ("budget_chars", 40000),
+    "copilot": ("budget_bytes", 20000),
+}
+
+
+def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
+    keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "client_names"}
+    assert set(op.CLIENT_PROFILES) == set(CLIENT_CUTS) | {"generic"}
+    for name, profile in op.CLIENT_PROFILES.items():
+        assert set(profile) == keys, name
+        assert 0 < profile["preview_chars"] < profile["budget_chars"], name
+    for name, (unit, cut) in CLIENT_CUTS.items():
+        budget = op.CLIENT_PROFILES[name][unit]
+        assert 0 < budget <= cut * 0.85, (name, budget, cut)
+    generic = op.CLIENT_PROFILES["generic"]
+    assert (generic["budget_chars"], generic["budget_bytes"]) == (op.MAX_RESPONSE_CHARS, 0) == (10000, 0)
+    assert [n for n, p in op.CLIENT_PROFILES.items() if not p["strip_output_schema"]] == ["codex"]
+    assert [n for n, p in op.CLIENT_PROFILES.items() if p["shows_images"]] == ["claude-code", "codex", "gemini"]
+
+
+def test_client_names_pick_their_profile_and_anything_else_is_generic():
+    names = [n for profile in op.CLIENT_PROFILES.values() for n in profile["client_names"]]
+    assert len(names) == len(set(names))
+    assert [op.client_profile_for(n) for n in ("claude-code", "codex-mcp-client", "gemini-cli-mcp-client",
+                                               "cursor-vscode", "github-copilot-developer")] == [
+        "claude-code", "codex", "gemini", "cursor", "copilot"]
+    for other in ("Visual Studio Code", "CLAUDE-CODE", "", None, 7, "generic"):
+        assert op.client_profile_for(other) == "generic"
+
+
+def test_every_profile_is_a_client_choice_of_the_relay():
+    assert op.CLIENT_CHOICES == ("auto",) + tuple(op.CLIENT_PROFILES)

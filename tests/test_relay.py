@@ -1129,3 +1129,105 @@ def test_no_reader_tool_leaves_tools_list_and_calls_alone(relay_factory, how):
     reply = relay.call("read_spilled_output", {"id": "x"})
     assert reply["error"]["message"] == "Unknown tool: read_spilled_output"
     assert relay.close() == 0
+
+
+# -- client profiles (--client) ------------------------------------------------
+
+CJK_3500 = {"unit": "\u4e2d", "n": 3500}  # 3,500 characters, 10,500 UTF-8 bytes
+
+
+def start_as(relay_factory, client_name, relay_args=(), **kw):
+    """A relay whose client calls itself ``client_name`` in initialize."""
+    relay = relay_factory(list(relay_args), **kw)
+    relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
+    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return relay
+
+
+def is_spilled(reply):
+    return "ocx-proxy/spill" in reply["result"].get("_meta", {})
+
+
+def test_codex_by_its_initialize_gets_a_byte_budget_that_spills_cjk_text(relay_factory):
+    relay = start_as(relay_factory, "codex-mcp-client")
+    reply = relay.call("big", CJK_3500)  # under 10,000 characters, over Codex's ~12,000-byte cut
+    assert is_spilled(reply)
+    assert relay.call("big", {"n": 9000})["result"]["content"][0]["text"] == "x" * 9000  # ASCII: as before
+    relay.close()
+    assert "client profile codex (clientInfo.name 'codex-mcp-client'): responses spilled over 10000 characters " \
+           "or 10000 bytes" in relay.stderr
+    relay = start_as(relay_factory, "some-other-client")  # unknown: generic, characters only
+    assert relay.call("big", CJK_3500)["result"]["content"][0]["text"] == "\u4e2d" * 3500
+    relay.close()
+    assert relay.stderr.count("client profile generic (clientInfo.name 'some-other-client')") == 1
+
+
+def test_a_modern_client_is_known_by_the_client_info_in_meta(relay_factory):
+    relay = relay_factory()
+    params = modern({"name": "big", "arguments": CJK_3500})
+    params["_meta"]["io.modelcontextprotocol/clientInfo"] = {"name": "codex-mcp-client", "version": "0.171.0"}
+    reply, _ = relay.request("tools/call", params)
+    assert is_spilled(reply) and reply["result"]["resultType"] == "complete"
+    relay.close()
+    assert "client profile codex (clientInfo.name 'codex-mcp-client')" in relay.stderr
+
+
+def test_claude_code_passes_what_it_shows_inline_and_explicit_flags_win(relay_factory):
+    relay = start_as(relay_factory, "claude-code")
+    assert relay.call("big", {"n": 30000})["result"]["content"][0]["text"] == "x" * 30000
+    assert is_spilled(relay.call("big", {"n": 45000}))
+    relay.close()
+    relay = start_as(relay_factory, "claude-code", ["--max-response-chars", "20000", "--preview-chars", "1000"])
+    reply = relay.call("big", {"n": 30000})
+    assert is_spilled(reply) and spill_meta(reply)["preview_chars"] <= 1000
+    relay.close()
+    relay = start_as(relay_factory, "codex-mcp-client", ["--max-response-bytes", "0"])
+    assert not is_spilled(relay.call("big", CJK_3500))
+    relay.close()
+    assert "responses spilled over 10000 characters, previews of 3000 characters" in relay.stderr
+
+
+@pytest.mark.parametrize("client_name,whole", [
+    ("claude-code", True), ("gemini-cli-mcp-client", True), ("codex-mcp-client", True),
+    ("cursor-vscode", False), ("some-other-client", False)])
+def test_images_pass_whole_to_clients_that_show_them(relay_factory, client_name, whole):
+    relay = start_as(relay_factory, client_name)
+    reply = relay.call("image", {"kb": 40})  # 54,616 characters of base64 and a caption
+    assert not is_spilled(reply) if whole else is_spilled(reply)
+    if whole:
+        assert len(reply["result"]["content"][0]["data"]) == 54616
+    assert is_spilled(relay.call("big", {"n": 60000}))  # text still counts
+    relay.close()
+
+
+def test_images_over_max_image_bytes_count_again(relay_factory):
+    relay = start_as(relay_factory, "claude-code", ["--max-image-bytes", "50000"])
+    assert is_spilled(relay.call("image", {"kb": 40}))
+    assert not is_spilled(relay.call("image", {"kb": 30}))  # 40,960 characters of base64
+    relay.close()
+    relay = start_as(relay_factory, "cursor-vscode", ["--max-image-bytes", "100000"])  # the flag wins here too
+    assert not is_spilled(relay.call("image", {"kb": 40}))
+    relay.close()
+
+
+def test_codex_keeps_output_schema_others_lose_it(relay_factory):
+    for client_name, kept in (("codex-mcp-client", True), ("claude-code", False)):
+        relay = start_as(relay_factory, client_name)
+        tools, _ = relay.request("tools/list")
+        assert any("outputSchema" in tool for tool in tools["result"]["tools"]) == kept
+        relay.close()
+
+
+def test_env_twins_of_the_profile_options(relay_factory):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_"))}
+    relay = start_as(relay_factory, "test", env=dict(env, OCX_PROXY_CLIENT="codex"))
+    assert is_spilled(relay.call("big", CJK_3500))
+    relay.close()
+    assert "client profile codex (--client)" in relay.stderr
+    relay = start_as(relay_factory, "test", env=dict(env, OCX_PROXY_MAX_RESPONSE_BYTES="6000"))
+    assert is_spilled(relay.call("big", {"unit": "\u4e2d", "n": 2500}))
+    relay.close()
+    relay = start_as(relay_factory, "claude-code", env=dict(env, OCX_PROXY_MAX_IMAGE_BYTES="1000"))
+    assert is_spilled(relay.call("image", {"kb": 40}))
+    relay.close()

@@ -39,7 +39,7 @@ def test_anchored_patterns_refuse_a_trailing_newline():
     # Python's "$" matches before a final "\n": a header value, a session id, a spill name or a TOML
     # bare key that ends in a newline must not pass as valid.
     for name in ("SPILL_NAME_RE", "HEADER_NAME_RE", "PLAIN_HEADER_VALUE_RE", "SESSION_ID_RE", "ALIAS_RE",
-                 "SERVER_NAME_RE", "MCP_TOOL_NAME_RE", "OPENAI_TOOL_NAME_RE", "CODEX_SERVER_NAME_RE",
+                 "SERVER_NAME_RE", "MCP_TOOL_NAME_RE", "CODEX_SERVER_NAME_RE",
                  "TOML_BARE_KEY_RE"):
         pattern = getattr(op, name)
         assert not pattern.match("abc\n") and not pattern.match("20261130T000000Z_x\n"), name
