@@ -24,7 +24,7 @@ import threading
 READER = "read_spilled_output"
 SERVER = "fx"  # the MCP server's name in every CLI config: its tools are named mcp__fx__*, mcp_fx_*, ...
 MAX_PAGES = 12
-NEXT_LINE = re.compile(r"line\s*[=:]\s*(\d+)")
+NEXT_LINE = re.compile(r"line\s*[=:]\s*(\d+)(?:\s*,\s*column\s*[=:]\s*(\d+))?")
 
 
 class Script:
@@ -57,7 +57,10 @@ class Script:
             following = text.rsplit("next", 1)
             match = NEXT_LINE.search(following[1]) if len(following) == 2 else None
             if match and len(self.pages) < MAX_PAGES:
-                return ("call", reader[0], {"id": self.spill_id(), "line": int(match.group(1))})
+                arguments = {"id": self.spill_id(), "line": int(match.group(1))}
+                if match.group(2):  # inside a line longer than a page
+                    arguments["column"] = int(match.group(2))
+                return ("call", reader[0], arguments)
             return ("text", "done")
         if self.received is None:
             self.received = output

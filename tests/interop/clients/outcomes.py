@@ -98,9 +98,12 @@ def normalise(text, spill_dir):
 def contained(sent, received, spill_dir, whole=False):
     """Whether what was sent reached the model: all of it (WHOLE), else its head and tail (JSON escapes allowed)."""
     sent, received = normalise(sent, spill_dir), normalise(received, spill_dir)
+    # RECEIVED is plain text, or the JSON text of the content blocks the client passed on
+    # (then SENT appears in it escaped once).
     escaped = json.dumps(received, ensure_ascii=False)
     pieces = [sent] if whole else [sent[:200], sent[-200:]]
-    return all(piece in received or json.dumps(piece, ensure_ascii=False)[1:-1] in escaped for piece in pieces)
+    return all(piece in received or json.dumps(piece, ensure_ascii=False)[1:-1] in received
+               or json.dumps(piece, ensure_ascii=False)[1:-1] in escaped for piece in pieces)
 
 
 def result_texts(result):
@@ -117,14 +120,17 @@ def whole_forms(case):
     return result_texts(tools_server.result(case))
 
 
-def sent_by_us(case, via_relay, spill_dir):
-    """The text of the result the CLI got from its MCP server: the fixture's, or the relay's preview."""
+def sent_by_us(case, via_relay, spill_dir, client_info):
+    """The text of the result the CLI got from its MCP server: the fixture's, or the relay's preview.
+
+    The probe introduces itself as the CLI did, so the relay picks the same client profile.
+    """
     request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": case, "arguments": {}}}
     if not via_relay:
         return result_texts(tools_server.result(case))
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "ocx-clients-probe", "version": "1"}}},
+                         "clientInfo": client_info or {"name": "ocx-clients-probe", "version": "1"}}},
              {"jsonrpc": "2.0", "method": "notifications/initialized"}, request]
     command = harness.mcp_command(True, os.devnull, spill_dir)
     proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(),
@@ -144,7 +150,8 @@ def outcome(client, case, via_relay):
         started = time.monotonic()
         run = harness.run_client(client, case, via_relay, workdir)
         seconds = time.monotonic() - started
-        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe-spill")) if run.received is not None else []
+        info = run.client_info[0] if run.client_info else None
+        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe-spill"), info) if run.received is not None else []
         RUNS[key] = (run, Outcome(run, sent, via_relay) if run.received is not None else None, seconds)
     return RUNS[key]
 
