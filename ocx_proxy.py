@@ -17,29 +17,34 @@ capture-only MCP server that records an agent CLI's tool calls without running
 anything (``capture``), and tell which field of a server's catalog breaks
 which client (``check``).  Every function documented here can be imported.
 
-When a response is larger than ``--max-response-chars`` (default 10000
-characters of compact JSON), the full line is saved byte-exact under
-``--output-dir`` (``<stem>.json``), its readable text goes to ``<stem>.txt``
-and decoded images/blobs to ``<stem>.<n>.<ext>``; the client receives a short,
-protocol-valid preview naming those files.  Run ``python ocx_proxy.py
-COMMAND --help`` for every option and its default.
+When a response is larger than the client's budget (``--client auto`` picks a
+profile from the client's name: 10000 characters of compact JSON for one it
+does not know; ``--max-response-chars``/``--max-response-bytes`` override), the
+full line is saved byte-exact under ``--output-dir`` (``<stem>.json``), its
+readable text goes to ``<stem>.txt`` and decoded images/blobs to
+``<stem>.<n>.<ext>``; the client receives a short, protocol-valid preview
+naming those files, and the relay serves a ``read_spilled_output`` tool that
+pages through them.  Both MCP eras are relayed side by side: the 2025
+handshake sessions and the stateless 2026-07-28 revision.  Run ``python
+ocx_proxy.py COMMAND --help`` for every option and its default.
 
 Layout of this file (each section only uses the ones above it):
 
     wire helpers      logging, redaction, errors, small utilities
     JSON-RPC framing  newline-delimited JSON lines, error objects
     protocol versions what each MCP revision has (handshake, resource_link...)
-    client facts      limits and name rules of Cursor, Claude Code, Codex, OpenAI
-    spill             saving oversized responses and building previews
+    client facts      limits, name rules and budget profiles of the clients we know
+    spill             saving oversized responses, previews, the reader of spilled text
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
     HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
     remote transports Streamable HTTP, legacy HTTP+SSE and auto over the HTTP client
-    relay             request tracking, timeouts, restarts, shutdown
+    relay             request tracking, timeouts, restarts, client profiles, the reader tool
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
     capture           capture-only MCP bridge
-    check             catalog checker
+    check             catalog rules with sources; connecting like a client
+    client configs    check --config: every server in a client's configuration
     demo              embedded sample server and the demo driver
     CLI / main        argument parsing and the entry point
 """
