@@ -221,7 +221,7 @@ def conformance_tier(vpy):
         return 0
     env = dict(os.environ, OCX_CONFORMANCE_NODE=node, OCX_CONFORMANCE_PREFIX=CONFORMANCE_PREFIX)
     return pytest_tier("conformance tier", vpy, [os.path.join(ROOT, "tests", "interop", "conformance"),
-                                                 "--tb=no", "-rxfN"], env)
+                                                 "--tb=line", "-rxfN"], env)
 
 
 if __name__ == "__main__":

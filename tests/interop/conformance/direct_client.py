@@ -125,7 +125,7 @@ async def run(url, scenario, context):
 def main(argv):
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    asyncio.run(asyncio.wait_for(run(argv[-1], scenario, context), 25))
+    asyncio.run(asyncio.wait_for(run(argv[-1], scenario, context), 15))
     return 0
 
 

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NODE = os.environ.get("OCX_CONFORMANCE_NODE", "")
 PREFIX = os.environ.get("OCX_CONFORMANCE_PREFIX", "")
 SUITE = os.path.join(PREFIX, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-SCENARIO_TIMEOUT_MS = 30000   # the suite's default; the clients give up at 25 s on their own
+SCENARIO_TIMEOUT_MS = 20000   # the suite kills the client then; the clients give up at 15 s on their own
 OUTCOMES = {}   # scenario -> {"relay": Outcome, "direct": Outcome}, for the closing table
 RELAY_CLIENT = [sys.executable, os.path.join(HERE, "client.py")]
 DIRECT_CLIENT = [sys.executable, os.path.join(HERE, "direct_client.py")]
@@ -51,6 +51,8 @@ class Outcome:
         self.scenario = scenario
         self.passed = sum(1 for c in checks if c.get("status") == "SUCCESS")
         self.failures = [c.get("id", "?") for c in checks if c.get("status") == "FAILURE"]
+        self.failure_texts = ["%s (%s)" % (c.get("id", "?"), (c.get("description") or "")[:160])
+                              for c in checks if c.get("status") == "FAILURE"]
         self.warnings = [c.get("id", "?") for c in checks if c.get("status") == "WARNING"]
         self.status = status
         self.seconds = seconds
@@ -65,13 +67,13 @@ class Outcome:
 
     def why(self):
         """The failed checks, and the client's last stderr lines (where a relay explains itself)."""
-        tail = [line for line in self.stderr.splitlines() if line.strip()][-3:]
-        return "failed checks %s; client stderr: %s" % (", ".join(self.failures) or "(no checks recorded)",
-                                                        " | ".join(tail))
+        tail = [line[:240] for line in self.stderr.splitlines() if line.strip()][-3:]
+        return "failed checks %s; client stderr, last lines: %s" % (
+            "; ".join(self.failure_texts) or "(no checks recorded)", " | ".join(reversed(tail)))
 
 
 def run(scenario, client, env=None):
-    """Run SCENARIO with the CLIENT argv; returns an Outcome (bounded by the suite's timeout + 30 s)."""
+    """Run SCENARIO with the CLIENT argv; returns an Outcome (bounded by the suite's timeout + 15 s)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ocx-conformance-run-") as workdir:
         command = " ".join(shlex.quote(arg) for arg in client)
@@ -79,7 +81,7 @@ def run(scenario, client, env=None):
             status = subprocess.run([NODE, SUITE, "client", "--command", command, "--scenario", scenario,
                                      "--timeout", str(SCENARIO_TIMEOUT_MS), "-o", "results"],
                                     cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    timeout=SCENARIO_TIMEOUT_MS / 1000 + 30).returncode
+                                    timeout=SCENARIO_TIMEOUT_MS / 1000 + 15).returncode
         except subprocess.TimeoutExpired:
             status = 124
         checks, stderr = [], ""
