@@ -3969,7 +3969,9 @@ class OAuthClient:
             if self.tokens is None:
                 return None
             expires = self.tokens.get("expires_at")
-            if expires and time.time() > float(expires) - OAUTH_EXPIRY_MARGIN and self.tokens.get("refresh_token"):
+            # a short-lived token is refreshed in its last tenth, not on every request
+            margin = min(OAUTH_EXPIRY_MARGIN, float(self.tokens.get("lifetime") or 0) / 10)
+            if expires and time.time() > float(expires) - margin and self.tokens.get("refresh_token"):
                 self._refresh()
             return self.tokens.get("access_token") if self.tokens else None
 
@@ -4030,6 +4032,7 @@ class OAuthClient:
                "scope": answer.get("scope") or self.scope or old.get("scope")}
         if isinstance(answer.get("expires_in"), (int, float)):
             doc["expires_at"] = time.time() + answer["expires_in"]
+            doc["lifetime"] = answer["expires_in"]
         self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"]) if s)
         self.tokens_path = self.store.path("tokens", issuer, self.resource)
         self.store.write(self.tokens_path, doc)
@@ -4043,6 +4046,10 @@ class OAuthClient:
         try:
             answer = self._token_request(doc["token_endpoint"], fields, client)
         except OAuthError as exc:
+            stored = self.store.read(self.tokens_path) or {}
+            if stored.get("refresh_token") not in (None, doc["refresh_token"]):
+                self.tokens = stored  # another relay refreshed first (servers rotate refresh tokens)
+                return True
             log.info("the token refresh was refused (%s); a new login is needed" % exc)
             doc = dict(doc, refresh_token=None, access_token=None)
             self.store.write(self.tokens_path, doc)

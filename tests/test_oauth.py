@@ -127,6 +127,7 @@ def test_expired_token_is_refreshed(server):
     server.configure(expires_in=1)
     relay, _ = session(server)
     relay.close()
+    assert server.stats()["refresh"] == 0
     time.sleep(1.1)
     relay, reply = session(server)
     try:
