@@ -296,3 +296,50 @@ def test_no_oauth_passes_the_401_on(server):
     finally:
         relay.close()
     assert server.visits() == []
+
+
+@pytest.mark.parametrize("prm, as_meta, bare, asked_first", [
+    ("path", "rfc8414", True, "/.well-known/oauth-protected-resource/mcp"),       # no resource_metadata
+    ("root", "rfc8414", True, "/.well-known/oauth-protected-resource/mcp"),       # path-aware, then root
+    ("path", "oidc", False, "/.well-known/oauth-protected-resource/mcp"),         # OpenID, path inserted
+    ("none", "rfc8414", True, "/.well-known/oauth-protected-resource/mcp"),       # 2025-03-26: AS at the root
+    ("none", "none", True, "/.well-known/oauth-protected-resource/mcp"),          # no metadata: /authorize ...
+])
+def test_discovery_paths(server, prm, as_meta, bare, asked_first):
+    server.configure(prm=prm, as_meta=as_meta, bare_challenge=bare)
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply, (reply, relay.stderr)
+    paths = server.stats()["paths"]
+    assert paths[0] == asked_first
+    if prm == "path" and as_meta == "oidc":
+        assert "/.well-known/oauth-authorization-server/as" in paths   # RFC 8414 asked first
+        assert "/.well-known/openid-configuration/as" in paths
+    if prm == "none":
+        assert "/authorize" in server.visits()[0].split("?")[0]
+    assert "/.well-known/oauth-authorization-server" not in paths or prm == "none"   # never only the root
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_preregistered_client_with_secret(server, method, tmp_path):
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(auth_methods=[method], clients={"fixed": {"secret": "s3cr3t-value", "method": method,
+                                                                "redirect_uris": [redirect]}})
+    env = server.env()
+    env["MY_SECRET"] = "s3cr3t-value"
+    result = run_proxy("auth", "login", *server.args("--oauth-client-id", "fixed", "--oauth-client-secret",
+                                                      "${MY_SECRET}"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert server.stats()["register"] == 0 and server.stats()["token"] == 1
+    assert b"s3cr3t-value" not in result.stderr
+
+
+def test_client_file(server, tmp_path):
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(auth_methods=["client_secret_basic"], clients={"filed": {
+        "secret": "from-a-file", "method": "client_secret_basic", "redirect_uris": [redirect]}})
+    path = tmp_path / "client.json"
+    path.write_text(json.dumps({"client_id": "filed", "client_secret": "from-a-file"}))
+    result = server.auth("login", "--oauth-client-file", str(path))
+    assert result.returncode == 0, result.stderr
+    assert server.stats()["register"] == 0
