@@ -3853,7 +3853,7 @@ class AuthStore:
         os.replace(temp, path)
 
     def tokens_for(self, resource):
-        """Every stored token document for ``resource``, newest first."""
+        """Every stored token document for ``resource`` (or the server URL it was stored for), newest first."""
         found = []
         try:
             names = os.listdir(self.directory)
@@ -3862,7 +3862,7 @@ class AuthStore:
         for name in names:
             if name.startswith("tokens-") and name.endswith(".json"):
                 doc = self.read(os.path.join(self.directory, name))
-                if doc and doc.get("resource") == resource:
+                if doc and resource in (doc.get("resource"), doc.get("url")):
                     found.append((os.path.join(self.directory, name), doc))
         found.sort(key=lambda item: -float(item[1].get("saved_at") or 0))
         return found
@@ -3885,6 +3885,7 @@ class LoginLock:
             except FileExistsError:
                 if not self._stale():
                     return False
+                log.info("took over the stale login lock %s (its relay is gone)" % self.path)
                 try:
                     os.unlink(self.path)
                 except OSError:
@@ -3947,7 +3948,8 @@ class OAuthClient:
         self.config = config
         self.settings = settings
         self.store = AuthStore(settings.auth_dir)
-        self.resource = config.parts._replace(fragment="").geturl()
+        self.url = config.parts._replace(fragment="").geturl()
+        self.resource = self.url   # until the protected-resource metadata names another
         self.lock = threading.Lock()
         self.tokens = None       # the stored document: issuer, resource, metadata, client id, tokens
         self.tokens_path = None
@@ -3957,7 +3959,7 @@ class OAuthClient:
         self.login_url = None
         self.login_error = None
         self.step_ups = 0
-        for path, doc in self.store.tokens_for(self.resource)[:1]:
+        for path, doc in self.store.tokens_for(self.url)[:1]:
             self.tokens, self.tokens_path = doc, path
 
     # -- what requests see -------------------------------------------------
@@ -4017,7 +4019,7 @@ class OAuthClient:
     def _reload(self):
         if self.tokens_path is not None:
             doc = self.store.read(self.tokens_path)
-            self.tokens = doc if doc and doc.get("resource") == self.resource else None
+            self.tokens = doc if doc and self.resource in (doc.get("resource"), doc.get("url")) else None
         elif self.tokens is None:
             for path, doc in self.store.tokens_for(self.resource)[:1]:
                 self.tokens, self.tokens_path = doc, path
@@ -4025,7 +4027,7 @@ class OAuthClient:
     def _save_tokens(self, answer, issuer, metadata, client):
         """Store a token endpoint answer; a refresh that brings no new refresh token keeps the old one."""
         old = self.tokens if self.tokens and self.tokens.get("issuer") == issuer else {}
-        doc = {"issuer": issuer, "resource": self.resource, "client_id": client["client_id"],
+        doc = {"issuer": issuer, "resource": self.resource, "url": self.url, "client_id": client["client_id"],
                "token_endpoint": metadata["token_endpoint"], "saved_at": time.time(),
                "access_token": answer["access_token"],
                "refresh_token": answer.get("refresh_token") or old.get("refresh_token"),
@@ -4349,7 +4351,7 @@ class OAuthClient:
 
     def stored(self):
         """Every stored token document for this server (for auth status / logout): [(path, doc)]."""
-        return self.store.tokens_for(self.resource)
+        return self.store.tokens_for(self.url)
 
 
 class CallbackListener:
@@ -10389,7 +10391,8 @@ def add_oauth_options(parser):
     group.add_argument("--oauth-client-secret", metavar="SECRET",
                        help="its secret; write ${VAR} to keep it out of `ps` (default: none, a public client)")
     group.add_argument("--oauth-client-file", metavar="FILE",
-                       help="a JSON file with client_id and client_secret, instead of the two options above")
+                       help="a JSON file with client_id and client_secret, instead of the two options above "
+                            "(default: none)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    OAUTH_CALLBACK_PORT, metavar="PORT",
                    help="the loopback port of the redirect URI http://127.0.0.1:PORT/callback; keep it stable, "

@@ -343,3 +343,18 @@ def test_client_file(server, tmp_path):
     result = server.auth("login", "--oauth-client-file", str(path))
     assert result.returncode == 0, result.stderr
     assert server.stats()["register"] == 0
+
+
+def test_a_stale_lock_of_a_dead_relay_is_taken_over(server):
+    import ocx_proxy
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.makedirs(server.auth_dir)
+    lock = os.path.join(server.auth_dir, "login-%s.lock" % ocx_proxy._key(server.base + "/as", server.url))
+    with open(lock, "w") as f:
+        f.write("%d %f" % (dead.pid, time.time()))
+    result = server.auth("login", "--oauth-timeout", "10")
+    assert result.returncode == 0, result.stderr
+    assert b"took over the stale login lock" in result.stderr
+    assert not os.path.exists(lock)
