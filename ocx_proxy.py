@@ -4310,7 +4310,6 @@ class OAuthClient:
         tokens = self._token_request(metadata["token_endpoint"], fields, client)
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
-            self.step_ups = 0 if self.step_ups < OAUTH_STEP_UPS else self.step_ups
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
 
     def _listen(self, metadata):
@@ -4693,6 +4692,8 @@ class RemoteUpstream(Upstream):
                 oauth.authorize(resp.status, challenge, token)  # AuthorizationRequired: how to log in
                 authorized = True
                 continue
+            if oauth is not None and resp.status < 300:
+                oauth.step_ups = 0   # counts repeated 403s only
             location = resp.getheader("Location") if resp.status in (307, 308) else None
             if not location or hop == 4:
                 return conn, resp

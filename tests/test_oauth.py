@@ -358,3 +358,16 @@ def test_a_stale_lock_of_a_dead_relay_is_taken_over(server):
     assert result.returncode == 0, result.stderr
     assert b"took over the stale login lock" in result.stderr
     assert not os.path.exists(lock)
+
+
+def test_step_up_gives_up_after_three_attempts(server):
+    server.configure(admin_forbidden=True)
+    relay, _ = session(server)
+    try:
+        for attempt in range(3):
+            assert relay.call("admin", timeout=20)["error"]["data"]["httpStatus"] == 403
+        reply = relay.call("admin", timeout=20)
+        assert "after 3 step-up logins" in reply["error"]["message"], reply
+    finally:
+        relay.close()
+    assert len(server.visits()) == 4   # the first login and three step-ups, no more
