@@ -100,6 +100,8 @@ def test_first_login_then_tools_work_and_tokens_are_private(server):
     stats = server.stats()
     assert (stats["register"], stats["authorize"], stats["token"]) == (1, 1, 1)
     assert len(server.visits()) == 1
+    with open(server.browser_log + ".stdio") as f:
+        assert f.read() == "devnull\n"   # the browser never had our stdin/stdout
     if os.name == "posix":
         assert stat.S_IMODE(os.stat(server.auth_dir).st_mode) == 0o700
         for name in os.listdir(server.auth_dir):
@@ -371,3 +373,16 @@ def test_step_up_gives_up_after_three_attempts(server):
     finally:
         relay.close()
     assert len(server.visits()) == 4   # the first login and three step-ups, no more
+
+
+@pytest.mark.parametrize("transport", ["auto", "sse"])
+def test_auto_and_legacy_sse_log_in_too(server, transport):
+    if transport == "sse":
+        server.url = server.base + "/sse"
+    relay, reply = session(server, transport=transport)
+    try:
+        assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", (reply, relay.stderr)
+        assert relay.call("whoami", timeout=20)["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    assert len(server.visits()) == 1
