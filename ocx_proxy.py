@@ -4072,10 +4072,8 @@ class OAuthClient:
         if parts.scheme not in ("http", "https"):
             raise OAuthError("not an http(s) URL: %s" % redact_url(url))
         pool = HttpPool(self.config)
-        sent = dict(self.config.headers([("Accept", "application/json")]), **dict(headers))
-        for name in list(sent):
-            if name.lower() == "authorization" and not dict(headers).get(name):
-                del sent[name]  # the MCP server's credentials are not the authorization server's
+        # none of the --header values: they are the MCP server's, and the authorization server may be another host
+        sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
         try:
             conn, resp = pool.exchange(method, parts, sent, body)
             data = read_body(resp, OAUTH_MAX_BODY)

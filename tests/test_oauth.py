@@ -386,3 +386,10 @@ def test_auto_and_legacy_sse_log_in_too(server, transport):
     finally:
         relay.close()
     assert len(server.visits()) == 1
+
+
+def test_header_values_never_go_to_the_authorization_server(server):
+    relay, reply = session(server, "--header", "X-Api-Key: for-the-mcp-server-only")
+    relay.close()
+    assert "result" in reply
+    assert server.stats()["oauth_headers_seen"] == []
