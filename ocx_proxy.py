@@ -4673,11 +4673,14 @@ class RemoteUpstream(Upstream):
         """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
 
         A redirect to another origin is returned as is: the caller reports it,
-        and our credentials never travel to a different host.
+        and our credentials never travel to a different host.  With OAuth, the
+        bearer token goes along, and a 401 (or 403 insufficient_scope) is
+        answered once by ``OAuthClient.authorize`` and the request sent again;
+        AuthorizationRequired (an OSError) when no token came in time.
         """
         from urllib.parse import urljoin, urlsplit
 
-        oauth = getattr(self.config, "oauth", None)
+        oauth = self.config.oauth
         authorized = False
         for hop in range(5):
             token = oauth.access_token() if oauth is not None else None
