@@ -3230,6 +3230,7 @@ class RemoteConfig:
         self.proxy = proxy_for(parts, self.environ)
         if self.proxy is not None and self.proxy.auth:
             self.secrets.append(self.proxy.auth)
+        self.oauth = None          # an OAuthClient when the server may answer 401 (attach_oauth)
         self.ssl_context = None
         if parts.scheme.lower() == "https" or cacert:
             self.ssl_context = self._make_ssl_context()
@@ -3723,6 +3724,689 @@ WORKERS = WorkerThreads()
 
 
 # ---------------------------------------------------------------------------
+# OAuth: discovery, client registration, login, tokens
+# ---------------------------------------------------------------------------
+
+# The MCP authorization flow (basic/authorization, 2025-06-18 and later) for a
+# relay that has no user interface: a server answers 401, we find its
+# authorization server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless
+# given a client, run authorization code + PKCE with a loopback listener on a
+# STABLE port (the registered redirect URI keeps it), and keep the tokens on
+# disk so the next relay, and the next client window, need no new login.
+
+# The loopback port of the redirect URI: fixed, because authorization servers
+# compare redirect URIs exactly and a registered client must keep its port.
+OAUTH_CALLBACK_PORT = 33418
+OAUTH_TIMEOUT = 300.0
+# How long one request waits for a pending login: agent clients give initialize
+# some tens of seconds, and the login goes on in the background after that.
+OAUTH_REQUEST_WAIT = 20.0
+# Refresh this long before the access token expires.
+OAUTH_EXPIRY_MARGIN = 60.0
+OAUTH_STEP_UPS = 3
+OAUTH_MAX_BODY = 1024 * 1024
+OAUTH_LANDING_PAGE = (b"<!doctype html><meta charset=utf-8><title>ocx-proxy</title>"
+                      b"<p>%s</p><p>You can close this tab.</p>")
+AUTH_PARAM_RE = re.compile(r'([A-Za-z0-9_-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]+)')
+
+
+class AuthorizationRequired(OSError):
+    """No usable token and no login finished in time; the message says how to finish one."""
+
+
+class OAuthError(OcxError):
+    """A step of the OAuth flow failed (discovery, registration, the login, the token endpoint)."""
+
+
+def parse_www_authenticate(value):
+    """The parameters of a ``Bearer`` challenge (RFC 6750 / 9728) as a dict, names lowercased."""
+    params = {}
+    for name, raw in AUTH_PARAM_RE.findall(value or ""):
+        if raw.startswith('"'):
+            raw = re.sub(r"\\(.)", r"\1", raw[1:-1])
+        params.setdefault(name.lower(), raw)
+    return params
+
+
+def well_known_urls(url, suffix, path_aware_only=False):
+    """RFC 8414 / 9728 well-known URLs for ``url``: the path inserted after the prefix first, then
+    (for OpenID) the path with the suffix appended, then the root one."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    found = []
+    if path:
+        found.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/" + suffix + path, "", "")))
+    if not path_aware_only or not path:
+        found.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/" + suffix, "", "")))
+    return found
+
+
+def auth_metadata_urls(issuer):
+    """Where an authorization server's metadata may be: RFC 8414, then OpenID Connect (both forms)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+    root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    if not path:
+        return [root + "/.well-known/oauth-authorization-server", root + "/.well-known/openid-configuration"]
+    return [root + "/.well-known/oauth-authorization-server" + path,
+            root + "/.well-known/openid-configuration" + path,
+            root + path + "/.well-known/openid-configuration"]
+
+
+def pkce_pair():
+    """(verifier, S256 challenge) for RFC 7636."""
+    import hashlib
+    import secrets
+
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def default_auth_dir(environ=None):
+    """``OCX_PROXY_AUTH_DIR``, else ``ocx-proxy-auth`` in the platform's cache directory
+    (apart from the spill directory, so spill retention never touches it)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("OCX_PROXY_AUTH_DIR"):
+        return environ["OCX_PROXY_AUTH_DIR"]
+    if os.name == "nt":
+        base = environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    elif sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Caches")
+    else:
+        base = environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "ocx-proxy-auth")
+
+
+def _key(*parts):
+    import hashlib
+
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+class AuthStore:
+    """JSON files in a 0700 directory, each written 0600 and replaced atomically:
+    ``client-<issuer>.json`` (our registration with that issuer, exact string) and
+    ``tokens-<issuer+resource>.json``."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def path(self, kind, *key):
+        return os.path.join(self.directory, "%s-%s.json" % (kind, _key(*key)))
+
+    def read(self, path):
+        try:
+            with open(path, "r", encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def write(self, path, doc):
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        if os.name == "posix":
+            os.chmod(self.directory, 0o700)
+        temp = "%s.%d.tmp" % (path, os.getpid())
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(temp, path)
+
+    def tokens_for(self, resource):
+        """Every stored token document for ``resource`` (or the server URL it was stored for), newest first."""
+        found = []
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return found
+        for name in names:
+            if name.startswith("tokens-") and name.endswith(".json"):
+                doc = self.read(os.path.join(self.directory, name))
+                if doc and resource in (doc.get("resource"), doc.get("url")):
+                    found.append((os.path.join(self.directory, name), doc))
+        found.sort(key=lambda item: -float(item[1].get("saved_at") or 0))
+        return found
+
+
+class LoginLock:
+    """An O_EXCL lock file holding our pid and the time, so that several relays for one server
+    run one login; a lock whose pid is gone or that is older than ``stale`` seconds is taken over."""
+
+    def __init__(self, path, stale):
+        self.path = path
+        self.stale = stale
+        self.held = False
+
+    def acquire(self):
+        """True when we hold the lock now; False when another live process does."""
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                if not self._stale():
+                    return False
+                log.info("took over the stale login lock %s (its relay is gone)" % self.path)
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write("%d %f" % (os.getpid(), time.time()))
+            self.held = True
+            return True
+        return False
+
+    def _stale(self):
+        try:
+            with open(self.path) as f:
+                pid, started = f.read().split()
+            pid, started = int(pid), float(started)
+        except (OSError, ValueError):
+            return True
+        if time.time() - started > self.stale:
+            return True
+        if os.name != "posix":
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
+
+    def release(self):
+        if self.held:
+            self.held = False
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+class OAuthSettings:
+    """What the command line says about OAuth (see add_oauth_options)."""
+
+    def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=OAUTH_CALLBACK_PORT,
+                 timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None):
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.client_file = client_file
+        self.callback_port = callback_port
+        self.timeout = timeout
+        self.browser = browser
+        self.auth_dir = auth_dir or default_auth_dir()
+        self.scope = scope
+
+
+class OAuthClient:
+    """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold,
+    discovery, registration, the login and refreshes.  Thread-safe; one login at a time."""
+
+    def __init__(self, config, settings):
+        self.config = config
+        self.settings = settings
+        self.store = AuthStore(settings.auth_dir)
+        self.url = config.parts._replace(fragment="").geturl()
+        self.resource = self.url   # until the protected-resource metadata names another
+        self.lock = threading.Lock()
+        self.tokens = None       # the stored document: issuer, resource, metadata, client id, tokens
+        self.tokens_path = None
+        self.metadata = None     # the authorization server's, once discovered
+        self.scope = settings.scope
+        self.login_thread = None
+        self.login_url = None
+        self.login_error = None
+        self.step_ups = 0
+        for path, doc in self.store.tokens_for(self.url)[:1]:
+            self.tokens, self.tokens_path = doc, path
+
+    # -- what requests see -------------------------------------------------
+
+    def access_token(self):
+        """The access token to send (refreshed first when it is about to expire), or None."""
+        with self.lock:
+            self._reload()
+            if self.tokens is None:
+                return None
+            expires = self.tokens.get("expires_at")
+            # a short-lived token is refreshed in its last tenth, not on every request
+            margin = min(OAUTH_EXPIRY_MARGIN, float(self.tokens.get("lifetime") or 0) / 10)
+            if expires and time.time() > float(expires) - margin and self.tokens.get("refresh_token"):
+                self._refresh()
+            return self.tokens.get("access_token") if self.tokens else None
+
+    def authorize(self, status, challenge, used):
+        """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer
+        token another relay stored, or log in (waiting a bounded time).  Returns normally when a new
+        token is there; raises AuthorizationRequired with instructions otherwise."""
+        params = parse_www_authenticate(challenge)
+        with self.lock:
+            self._reload()
+            current = self.tokens.get("access_token") if self.tokens else None
+            if current and current != used:
+                return  # a refresh or another relay's login since that request
+            if status == 403:
+                if self.step_ups >= OAUTH_STEP_UPS:
+                    raise AuthorizationRequired("the server still refuses the token after %d step-up logins "
+                                                "(HTTP 403 insufficient_scope)" % OAUTH_STEP_UPS)
+                self.step_ups += 1
+                self.scope = params.get("scope") or self.scope
+            elif params.get("scope"):
+                self.scope = params["scope"]
+            if status == 401 and self.tokens and self.tokens.get("refresh_token") and self._refresh():
+                return
+            self._start_login(params)
+            thread = self.login_thread
+        thread.join(min(self.settings.timeout, OAUTH_REQUEST_WAIT))
+        with self.lock:
+            if self.tokens and self.tokens.get("access_token") not in (None, used) and not thread.is_alive():
+                return
+            raise AuthorizationRequired(self._instructions())
+
+    def _instructions(self):
+        command = "python ocx_proxy.py auth login --url %s" % self.config.display_url
+        if self.login_error:
+            return "authorization failed: %s; run `%s`" % (self.login_error, command)
+        if self.login_url:
+            return ("authorization required: open this URL to log in, then retry: %s (or run `%s`)"
+                    % (self.login_url, command))
+        return "authorization required: run `%s`" % command
+
+    # -- tokens --------------------------------------------------------------
+
+    def _reload(self):
+        if self.tokens_path is not None:
+            doc = self.store.read(self.tokens_path)
+            self.tokens = doc if doc and self.resource in (doc.get("resource"), doc.get("url")) else None
+        elif self.tokens is None:
+            for path, doc in self.store.tokens_for(self.resource)[:1]:
+                self.tokens, self.tokens_path = doc, path
+
+    def _save_tokens(self, answer, issuer, metadata, client):
+        """Store a token endpoint answer; a refresh that brings no new refresh token keeps the old one."""
+        old = self.tokens if self.tokens and self.tokens.get("issuer") == issuer else {}
+        doc = {"issuer": issuer, "resource": self.resource, "url": self.url, "client_id": client["client_id"],
+               "token_endpoint": metadata["token_endpoint"], "saved_at": time.time(),
+               "access_token": answer["access_token"],
+               "refresh_token": answer.get("refresh_token") or old.get("refresh_token"),
+               "scope": answer.get("scope") or self.scope or old.get("scope")}
+        if isinstance(answer.get("expires_in"), (int, float)):
+            doc["expires_at"] = time.time() + answer["expires_in"]
+            doc["lifetime"] = answer["expires_in"]
+        self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"]) if s)
+        self.tokens_path = self.store.path("tokens", issuer, self.resource)
+        self.store.write(self.tokens_path, doc)
+        self.tokens = doc
+
+    def _refresh(self):
+        """Use the refresh token; True on success.  A refused one is forgotten (a login follows)."""
+        doc = self.tokens
+        client = self._stored_client(doc["issuer"]) or {"client_id": doc.get("client_id")}
+        fields = {"grant_type": "refresh_token", "refresh_token": doc["refresh_token"], "resource": self.resource}
+        try:
+            answer = self._token_request(doc["token_endpoint"], fields, client)
+        except OAuthError as exc:
+            stored = self.store.read(self.tokens_path) or {}
+            if stored.get("refresh_token") not in (None, doc["refresh_token"]):
+                self.tokens = stored  # another relay refreshed first (servers rotate refresh tokens)
+                return True
+            log.info("the token refresh was refused (%s); a new login is needed" % exc)
+            doc = dict(doc, refresh_token=None, access_token=None)
+            self.store.write(self.tokens_path, doc)
+            self.tokens = doc
+            return False
+        self._save_tokens(answer, doc["issuer"], {"token_endpoint": doc["token_endpoint"]}, client)
+        log.info("refreshed the access token for %s" % self.config.display_url)
+        return True
+
+    # -- HTTP ------------------------------------------------------------------
+
+    def _http(self, method, url, body=None, headers=()):
+        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None)."""
+        import http.client
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise OAuthError("not an http(s) URL: %s" % redact_url(url))
+        pool = HttpPool(self.config)
+        # none of the --header values: they are the MCP server's, and the authorization server may be another host
+        sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
+        try:
+            conn, resp = pool.exchange(method, parts, sent, body)
+            data = read_body(resp, OAUTH_MAX_BODY)
+            pool.discard(conn)
+        except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
+            raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
+        try:
+            doc = json.loads(data.decode("utf-8")) if data.strip() else None
+        except ValueError:
+            doc = None
+        return resp.status, doc
+
+    def _get_json(self, urls):
+        """The first JSON object one of ``urls`` answers with 200: (url, doc), or (None, None)."""
+        for url in urls:
+            status, doc = self._http("GET", url)
+            if status == 200 and isinstance(doc, dict):
+                return url, doc
+        return None, None
+
+    # -- discovery -------------------------------------------------------------
+
+    def discover(self, params=None):
+        """The authorization server's metadata (issuer, endpoints), from the challenge's
+        resource_metadata, else the path-aware then root PRM; without PRM (2025-03-26) the
+        server's root is the authorization server, with /authorize, /token, /register as defaults."""
+        from urllib.parse import urljoin
+
+        params = params or {}
+        if self.metadata is not None:
+            return self.metadata
+        prm_urls = [params["resource_metadata"]] if params.get("resource_metadata") else []
+        _, prm = self._get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
+        root = "%s://%s" % (self.config.parts.scheme, self.config.parts.netloc)
+        if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
+            issuer = str(prm["authorization_servers"][0])
+            if isinstance(prm.get("resource"), str):
+                self.resource = prm["resource"]
+            if not self.scope and isinstance(prm.get("scopes_supported"), list):
+                self.scope = " ".join(str(s) for s in prm["scopes_supported"])
+            _, metadata = self._get_json(auth_metadata_urls(issuer))
+            if metadata is None:
+                raise OAuthError("the authorization server %s publishes no metadata" % issuer)
+        else:
+            _, metadata = self._get_json(auth_metadata_urls(root))
+            if metadata is None:
+                metadata = {"issuer": root, "authorization_endpoint": urljoin(root, "/authorize"),
+                            "token_endpoint": urljoin(root, "/token"),
+                            "registration_endpoint": urljoin(root, "/register")}
+        for name in ("authorization_endpoint", "token_endpoint"):
+            if not isinstance(metadata.get(name), str):
+                raise OAuthError("the authorization server metadata has no %s" % name)
+        metadata.setdefault("issuer", root)
+        if not self.scope and isinstance(metadata.get("scopes_supported"), list) and not prm:
+            self.scope = " ".join(str(s) for s in metadata["scopes_supported"])
+        self.metadata = metadata
+        return metadata
+
+    # -- client identity ---------------------------------------------------------
+
+    def _stored_client(self, issuer):
+        doc = self.store.read(self.store.path("client", issuer))
+        return doc if doc and doc.get("issuer") == issuer else None
+
+    def _configured_client(self):
+        settings = self.settings
+        if settings.client_file:
+            try:
+                with open(settings.client_file, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except (OSError, ValueError) as exc:
+                raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
+            if not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
+                raise UsageError("--oauth-client-file %s: a JSON object with client_id expected" % settings.client_file)
+            return {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
+        if settings.client_id:
+            return {"client_id": settings.client_id, "client_secret": settings.client_secret}
+        return None
+
+    def client_for(self, metadata, redirect_uri, reregister=False):
+        """Our client at this issuer: configured, else registered before (same issuer, same
+        redirect URI), else a new Dynamic Client Registration."""
+        issuer = metadata["issuer"]
+        configured = self._configured_client()
+        if configured is not None:
+            if configured.get("client_secret"):
+                self.config.secrets.append(configured["client_secret"])
+            methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+            if not configured.get("client_secret"):
+                configured["token_endpoint_auth_method"] = "none"
+            else:
+                configured["token_endpoint_auth_method"] = (
+                    "client_secret_post" if "client_secret_basic" not in methods and "client_secret_post" in methods
+                    else "client_secret_basic")
+            return configured
+        client = self._stored_client(issuer)
+        if client and client.get("redirect_uri") == redirect_uri and not reregister:
+            if client.get("client_secret"):
+                self.config.secrets.append(client["client_secret"])
+            return client
+        endpoint = metadata.get("registration_endpoint")
+        if not endpoint:
+            raise OAuthError("the authorization server %s offers no dynamic client registration; give "
+                             "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
+        request = {"client_name": "ocx-proxy", "redirect_uris": [redirect_uri], "application_type": "native",
+                   "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+                   "token_endpoint_auth_method": "none"}
+        if self.scope:
+            request["scope"] = self.scope
+        status, doc = self._http("POST", endpoint, json.dumps(request).encode("utf-8"),
+                                 [("Content-Type", "application/json")])
+        if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
+            raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
+        client = {"issuer": issuer, "client_id": doc["client_id"], "client_secret": doc.get("client_secret"),
+                  "redirect_uri": redirect_uri,
+                  "token_endpoint_auth_method": doc.get("token_endpoint_auth_method") or "none"}
+        if client["client_secret"]:
+            self.config.secrets.append(client["client_secret"])
+        self.store.write(self.store.path("client", issuer), client)
+        log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
+        return client
+
+    def _token_request(self, endpoint, fields, client):
+        """POST to the token endpoint, authenticating as the client says: the answer (a dict with access_token)."""
+        from urllib.parse import quote, urlencode
+
+        fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
+        headers = [("Content-Type", "application/x-www-form-urlencoded")]
+        method = client.get("token_endpoint_auth_method") or "none"
+        secret = client.get("client_secret")
+        if secret and method == "client_secret_basic":
+            pair = "%s:%s" % (quote(client["client_id"], safe=""), quote(secret, safe=""))
+            headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
+        elif secret:
+            fields["client_secret"] = secret
+        status, doc = self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
+        if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("access_token"), str):
+            error = doc.get("error") if isinstance(doc, dict) else None
+            raise OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % error if error else ""))
+        return doc
+
+    # -- the login ----------------------------------------------------------------
+
+    def _start_login(self, params):
+        """Start the login thread unless one runs (called with self.lock held)."""
+        if self.login_thread is not None and self.login_thread.is_alive():
+            return
+        self.login_error = None
+        self.login_url = None
+        self.login_thread = threading.Thread(target=self._login_thread, args=(params,), name="ocx-oauth-login",
+                                             daemon=True)
+        self.login_thread.start()
+
+    def _login_thread(self, params):
+        try:
+            self.login(params)
+        except (OcxError, OSError) as exc:
+            with self.lock:
+                self.login_error = self.config.scrub(str(exc))
+            log.warning("login to %s failed: %s" % (self.config.display_url, self.login_error))
+
+    def login(self, params=None, deadline=None):
+        """Run the whole login (or wait for another relay's): returns when tokens are stored."""
+        metadata = self.discover(params)
+        issuer = metadata["issuer"]
+        deadline = deadline or time.monotonic() + self.settings.timeout
+        lock = LoginLock(os.path.join(self.settings.auth_dir, "login-%s.lock" % _key(issuer, self.resource)),
+                         self.settings.timeout + 60)
+        os.makedirs(self.settings.auth_dir, mode=0o700, exist_ok=True)
+        path = self.store.path("tokens", issuer, self.resource)
+        before = (self.store.read(path) or {}).get("saved_at")
+        announced = False
+        while not lock.acquire():
+            if not announced:
+                log.info("another ocx-proxy is logging in to %s; waiting for it" % issuer)
+                announced = True
+            if time.monotonic() > deadline:
+                raise OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
+            time.sleep(0.1)
+            doc = self.store.read(path)
+            if doc and doc.get("saved_at") != before and doc.get("access_token"):
+                with self.lock:
+                    self.tokens, self.tokens_path = doc, path
+                return
+        try:
+            doc = self.store.read(path)
+            if announced and doc and doc.get("saved_at") != before and doc.get("access_token"):
+                with self.lock:
+                    self.tokens, self.tokens_path = doc, path
+                return
+            self._login_locked(metadata, deadline)
+        finally:
+            lock.release()
+
+    def _login_locked(self, metadata, deadline):
+        import secrets
+        from urllib.parse import urlencode
+
+        listener, client = self._listen(metadata)
+        try:
+            verifier, challenge = pkce_pair()
+            state = secrets.token_urlsafe(24)
+            query = {"response_type": "code", "client_id": client["client_id"],
+                     "redirect_uri": client.get("redirect_uri") or listener.redirect_uri,
+                     "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
+                     "resource": self.resource}
+            if self.scope:
+                query["scope"] = self.scope
+            endpoint = metadata["authorization_endpoint"]
+            url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(query)
+            with self.lock:
+                self.login_url = url
+            self._open_browser(url)
+            answer = listener.wait(deadline)
+        finally:
+            listener.close()
+        if answer is None:
+            raise OAuthError("no login within %g s (--oauth-timeout)" % self.settings.timeout)
+        if answer.get("state") != state:
+            raise OAuthError("the authorization response's state does not match ours (rejected)")
+        if "iss" in answer or metadata.get("authorization_response_iss_parameter_supported"):
+            if answer.get("iss") != metadata["issuer"]:
+                raise OAuthError("the authorization response's iss %r is not the issuer %r (RFC 9207; rejected)"
+                                 % (answer.get("iss"), metadata["issuer"]))
+        if answer.get("error"):
+            raise OAuthError("the authorization server refused: %s %s" % (
+                answer["error"], answer.get("error_description", "")))
+        if not answer.get("code"):
+            raise OAuthError("the authorization response has no code")
+        fields = {"grant_type": "authorization_code", "code": answer["code"], "code_verifier": verifier,
+                  "redirect_uri": query["redirect_uri"], "resource": self.resource}
+        tokens = self._token_request(metadata["token_endpoint"], fields, client)
+        with self.lock:
+            self._save_tokens(tokens, metadata["issuer"], metadata, client)
+        log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
+
+    def _listen(self, metadata):
+        """The loopback listener on our stable port and the client that goes with it.  A busy port
+        is said out loud; a registered client then registers anew with another port."""
+        port = self.settings.callback_port
+        try:
+            listener = CallbackListener(port)
+        except OSError as exc:
+            if self._configured_client() is not None:
+                raise OAuthError("the callback port %d is busy (%s); the pre-registered redirect URI needs it "
+                                 "(free it, or register another port and give --oauth-callback-port)"
+                                 % (port, exc.strerror or exc))
+            listener = CallbackListener(0)
+            log.warning("the callback port %d is busy (%s); registering again with port %d"
+                        % (port, exc.strerror or exc, listener.port))
+            return listener, self.client_for(metadata, listener.redirect_uri, reregister=True)
+        return listener, self.client_for(metadata, listener.redirect_uri)
+
+    def _open_browser(self, url):
+        """Open ``url`` in a browser run detached from our stdio (the MCP channel), when there is a
+        graphical one or BROWSER; else, or with --oauth-no-browser, print it for the user."""
+        graphical = bool(os.environ.get("BROWSER") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                         or sys.platform in ("darwin", "win32"))
+        if self.settings.browser and graphical:
+            try:
+                subprocess.Popen([sys.executable, "-c", "import sys, webbrowser; webbrowser.open(sys.argv[1])", url],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 close_fds=True, **({"start_new_session": True} if os.name == "posix" else {}))
+                log.info("opened a browser to log in to %s; if none appeared, open: %s"
+                         % (self.config.display_url, url))
+                return
+            except OSError as exc:
+                log.warning("could not start a browser (%s)" % exc)
+        log.info("to log in to %s, open this URL in a browser: %s" % (self.config.display_url, url))
+
+    # -- commands ---------------------------------------------------------------
+
+    def stored(self):
+        """Every stored token document for this server (for auth status / logout): [(path, doc)]."""
+        return self.store.tokens_for(self.url)
+
+
+class CallbackListener:
+    """A one-shot HTTP listener on 127.0.0.1 for the authorization response."""
+
+    def __init__(self, port):
+        import http.server
+
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                from urllib.parse import parse_qsl, urlsplit
+
+                parts = urlsplit(self.path)
+                if parts.path != "/callback":
+                    self.send_error(404)
+                    return
+                params = dict(parse_qsl(parts.query, keep_blank_values=True))
+                text = b"Login failed: " + params.get("error", "").encode("ascii", "replace") if params.get(
+                    "error") else b"ocx-proxy received the authorization."
+                body = OAUTH_LANDING_PAGE % text.replace(b"<", b"&lt;")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                if owner.answer is None:
+                    owner.answer = params
+                    owner.done.set()
+
+            def log_message(self, *args):
+                pass  # the query holds the code: never on our stderr
+
+        self.answer = None
+        self.done = threading.Event()
+        self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        self.redirect_uri = "http://127.0.0.1:%d/callback" % self.port
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
+                                       name="ocx-oauth-callback", daemon=True)
+        self.thread.start()
+
+    def wait(self, deadline):
+        self.done.wait(max(0.0, deadline - time.monotonic()))
+        return self.answer
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ---------------------------------------------------------------------------
 # Remote transports: Streamable HTTP, legacy HTTP+SSE, auto
 # ---------------------------------------------------------------------------
 
@@ -3994,14 +4678,30 @@ class RemoteUpstream(Upstream):
         """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
 
         A redirect to another origin is returned as is: the caller reports it,
-        and our credentials never travel to a different host.
+        and our credentials never travel to a different host.  With OAuth, the
+        bearer token goes along, and a 401 (or 403 insufficient_scope) is
+        answered once by ``OAuthClient.authorize`` and the request sent again;
+        AuthorizationRequired (an OSError) when no token came in time.
         """
         from urllib.parse import urljoin, urlsplit
 
-        for hop in range(4):
-            conn, resp = self.pool.exchange(method, parts, headers, body, on_written, timeout)
+        oauth = self.config.oauth
+        authorized = False
+        for hop in range(5):
+            token = oauth.access_token() if oauth is not None else None
+            sent = dict(headers, Authorization="Bearer " + token) if token else headers
+            conn, resp = self.pool.exchange(method, parts, sent, body, on_written, timeout)
+            challenge = resp.getheader("WWW-Authenticate") or ""
+            if (oauth is not None and not authorized and (resp.status == 401 or (
+                    resp.status == 403 and "insufficient_scope" in challenge))):
+                self.pool.drain(conn, resp)
+                oauth.authorize(resp.status, challenge, token)  # AuthorizationRequired: how to log in
+                authorized = True
+                continue
+            if oauth is not None and resp.status < 300:
+                oauth.step_ups = 0   # counts repeated 403s only
             location = resp.getheader("Location") if resp.status in (307, 308) else None
-            if not location or hop == 3:
+            if not location or hop == 4:
                 return conn, resp
             target = urlsplit(urljoin(parts.geturl(), location))
             if origin_of(target) != origin_of(parts):
@@ -4400,6 +5100,9 @@ class StreamableHttpUpstream(RemoteUpstream):
                                            self.config.describe_headers(headers)))
         try:
             conn, resp = self.http("POST", self.target, headers, exchange.line, on_written=exchange.written.set)
+        except AuthorizationRequired as exc:
+            self.fail_exchange(exchange, str(exc), 401)
+            return None
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
             self.fail_exchange(exchange, (what % self.config.display_url) + ": "
@@ -4859,6 +5562,8 @@ class SseUpstream(RemoteUpstream):
         headers = self.config.headers([("Content-Type", "application/json")])
         try:
             conn, resp = self.http("POST", endpoint, headers, exchange.line, on_written=exchange.written.set)
+        except AuthorizationRequired as exc:
+            return self.fail_exchange(exchange, str(exc), 401)
         except (OSError, http.client.HTTPException) as exc:
             return self.fail_exchange(exchange, "could not reach %s: %s" % (
                 self.config.display_url, describe_http_exception(exc, self.config)))
@@ -9682,6 +10387,104 @@ def remote_config_from_args(args):
     return config
 
 
+def add_oauth_options(parser):
+    """The OAuth options of the remote relays and ``auth``."""
+    group = parser.add_argument_group("OAuth (servers that answer HTTP 401)")
+    group.add_argument("--no-oauth", action="store_true", default=EnvDefault("NO_OAUTH", flag_value, False),
+                       help="do not run the MCP authorization flow on HTTP 401; the 401 goes to the client as "
+                            "an error (default %(default)s; on by default unless --header sets Authorization)")
+    group.add_argument("--oauth-client-id", metavar="ID",
+                       help="a pre-registered OAuth client id (default: dynamic client registration)")
+    group.add_argument("--oauth-client-secret", metavar="SECRET",
+                       help="its secret; write ${VAR} to keep it out of `ps` (default: none, a public client)")
+    group.add_argument("--oauth-client-file", metavar="FILE",
+                       help="a JSON file with client_id and client_secret, instead of the two options above "
+                            "(default: none)")
+    add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
+                   OAUTH_CALLBACK_PORT, metavar="PORT",
+                   help="the loopback port of the redirect URI http://127.0.0.1:PORT/callback; keep it stable, "
+                        "the authorization server compares it exactly (default %(default)s)")
+    add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
+                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most "
+                                       "%g s of it, then gets an error saying how to finish (default %%(default)s)"
+                                       % OAUTH_REQUEST_WAIT)
+    group.add_argument("--oauth-no-browser", action="store_true",
+                       default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
+                       help="never open a browser: print the login URL on stderr (default %(default)s; "
+                            "without BROWSER or a display this is what happens anyway)")
+    group.add_argument("--oauth-scope", metavar="SCOPES",
+                       help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
+
+
+def oauth_settings_from_args(args):
+    secret = args.oauth_client_secret
+    if secret is not None:
+        secret = expand_env_refs(secret)
+    if args.oauth_client_secret and not args.oauth_client_id:
+        raise UsageError("--oauth-client-secret needs --oauth-client-id")
+    if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
+        raise UsageError("--oauth-client-file %s: no such file" % args.oauth_client_file)
+    if not 1 <= args.oauth_callback_port <= 65535:
+        raise UsageError("--oauth-callback-port %d is not a port number" % args.oauth_callback_port)
+    return OAuthSettings(args.oauth_client_id, secret, args.oauth_client_file, args.oauth_callback_port,
+                         args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope)
+
+
+def attach_oauth(config, args):
+    """Give ``config`` an OAuthClient unless --no-oauth or the user sends their own Authorization."""
+    settings = oauth_settings_from_args(args)
+    if settings.client_secret:
+        config.secrets.append(settings.client_secret)
+    if args.no_oauth or any(name.lower() == "authorization" for name, _ in config.header_list):
+        return config
+    config.oauth = OAuthClient(config, settings)
+    return config
+
+
+def cmd_auth(args):
+    """``auth login|status|logout --url URL``: 0 done (status: tokens stored), 1 failed or nothing stored."""
+    config = remote_config_from_args(args)
+    oauth = OAuthClient(config, oauth_settings_from_args(args))
+    if args.action == "login":
+        try:
+            oauth.login()
+        except OSError as exc:
+            raise OAuthError(str(exc))
+        sys.stderr.write("ocx-proxy: logged in to %s\n" % config.display_url)
+        return 0
+    stored = oauth.stored()
+    if args.action == "logout":
+        for path, _ in stored:
+            os.unlink(path)
+        sys.stderr.write("ocx-proxy: %s\n" % ("removed the tokens for %s" % config.display_url if stored
+                                              else "no tokens stored for %s" % config.display_url))
+        return 0 if stored else 1
+    if not stored:
+        print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
+        return 1
+    for path, doc in stored:
+        expires = doc.get("expires_at")
+        when = (datetime.datetime.fromtimestamp(float(expires)).isoformat(" ", "seconds") if expires else "never")
+        print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\n"
+              "refresh token: %s\nfile: %s" % (
+                  config.display_url, doc.get("issuer"), doc.get("client_id"), doc.get("scope") or "(none)", when,
+                  " (expired)" if expires and float(expires) < time.time() else "",
+                  "yes" if doc.get("refresh_token") else "no", path))
+    return 0
+
+
+def add_auth_command(sub):
+    p = sub.add_parser("auth", help="log in to an OAuth-protected remote server, show or forget its tokens",
+                       description="Run the MCP authorization flow ahead of time (login), show what is stored "
+                                   "(status: issuer, client id, scopes, expiry; never the tokens) or forget it "
+                                   "(logout).  Exit status 0 on success, 1 when it failed or nothing is stored, "
+                                   "2 for usage errors.")
+    p.add_argument("action", choices=("login", "status", "logout"))
+    add_remote_server_options(p)
+    add_oauth_options(p)
+    p.set_defaults(handler=cmd_auth, max_message_bytes=MAX_MESSAGE_BYTES)
+
+
 def remote_upstream_factory(transport, config, made=None):
     """``make_upstream`` for a remote transport; ``made`` (a list) collects the upstreams built."""
     memory = {}   # auto: the transport found, kept across --restart
@@ -9702,7 +10505,7 @@ def remote_upstream_factory(transport, config, made=None):
 
 def cmd_remote(args):
     options = relay_options_from_args(args)
-    config = remote_config_from_args(args)
+    config = attach_oauth(remote_config_from_args(args), args)
     made = []
     via = ""
     if config.proxy is not None:
@@ -9745,6 +10548,7 @@ def add_remote_commands(sub):
     for name, summary, description in REMOTE_COMMANDS:
         p = sub.add_parser(name, help=summary, description=description)
         add_remote_server_options(p)
+        add_oauth_options(p)
         add_relay_options(p)
         p.set_defaults(handler=cmd_remote, transport=name)
 
@@ -10325,6 +11129,7 @@ COMMAND_GROUPS = (
     (("encode-tools", "decode"), add_protobuf_commands),
     (("capture",), add_capture_command),
     (("check",), add_check_command),
+    (("auth",), add_auth_command),
 )
 
 

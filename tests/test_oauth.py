@@ -1,0 +1,395 @@
+"""OAuth for the remote transports: a real relay subprocess against tests/fixtures/oauth_server.py,
+with tests/fixtures/oauth_browser.py standing in for the browser (webbrowser honours BROWSER)."""
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import FIXTURES, PROXY, RelayProcess, run_proxy
+
+SERVER = os.path.join(FIXTURES, "oauth_server.py")
+BROWSER = os.path.join(FIXTURES, "oauth_browser.py")
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AuthServer:
+    def __init__(self, tmp_path):
+        self.proc = subprocess.Popen([sys.executable, SERVER], stdout=subprocess.PIPE)
+        self.port = int(self.proc.stdout.readline())
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.url = self.base + "/mcp"
+        self.tmp = tmp_path
+        self.auth_dir = str(tmp_path / "auth")
+        self.browser_log = str(tmp_path / "browser.log")
+        self.callback_port = free_port()
+
+    def configure(self, **config):
+        OPENER.open(urllib.request.Request(self.base + "/_config", json.dumps(config).encode(), method="POST")).read()
+
+    def stats(self):
+        return json.loads(OPENER.open(self.base + "/_stats").read())
+
+    def visits(self):
+        try:
+            with open(self.browser_log) as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+
+    def env(self, browser=True, idle=False):
+        env = {k: v for k, v in os.environ.items()
+               if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "DISPLAY", "WAYLAND_DISPLAY",
+                                    "BROWSER")}
+        env.update(OCX_PROXY_AUTH_DIR=self.auth_dir, OAUTH_BROWSER_LOG=self.browser_log)
+        if browser:
+            env["BROWSER"] = "%s %s %%s" % (sys.executable, BROWSER)
+        if idle:
+            env["OAUTH_BROWSER_IDLE"] = "1"
+        return env
+
+    def args(self, *extra):
+        return ["--url", self.url, "--oauth-callback-port", str(self.callback_port)] + list(extra)
+
+    def relay(self, *extra, transport="streamable-http", **env):
+        return RelayProcess(command=[sys.executable, PROXY, transport] + self.args(*extra), env=self.env(**env))
+
+    def auth(self, action, *extra, **env):
+        return run_proxy("auth", action, *self.args(*extra), env=self.env(**env))
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = AuthServer(tmp_path)
+    yield s
+    s.stop()
+
+
+def session(server, *extra, **env):
+    relay = server.relay(*extra, **env)
+    reply = relay.initialize()
+    return relay, reply
+
+
+def token_files(server):
+    return [n for n in os.listdir(server.auth_dir) if n.startswith("tokens-")]
+
+
+def test_first_login_then_tools_work_and_tokens_are_private(server):
+    relay, reply = session(server)
+    try:
+        assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", reply
+        assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    stats = server.stats()
+    assert (stats["register"], stats["authorize"], stats["token"]) == (1, 1, 1)
+    assert len(server.visits()) == 1
+    with open(server.browser_log + ".stdio") as f:
+        assert f.read() == "devnull\n"   # the browser never had our stdin/stdout
+    if os.name == "posix":
+        assert stat.S_IMODE(os.stat(server.auth_dir).st_mode) == 0o700
+        for name in os.listdir(server.auth_dir):
+            assert stat.S_IMODE(os.stat(os.path.join(server.auth_dir, name)).st_mode) == 0o600
+    # the authorization request: PKCE S256, state, resource, the challenge's scope
+    visit = server.visits()[0]
+    for part in ("code_challenge_method=S256", "state=", "resource=", "scope=mcp", "redirect_uri=http%3A%2F%2F127.0.0.1%3A"
+                 + str(server.callback_port)):
+        assert part in visit
+
+
+def test_stored_tokens_are_reused_without_a_browser(server):
+    relay, _ = session(server)
+    relay.close()
+    relay, reply = session(server)
+    try:
+        assert "result" in reply
+    finally:
+        relay.close()
+    assert len(server.visits()) == 1
+    assert server.stats()["token"] == 1 and server.stats()["register"] == 1
+
+
+def test_expired_token_is_refreshed(server):
+    server.configure(expires_in=1)
+    relay, _ = session(server)
+    relay.close()
+    assert server.stats()["refresh"] == 0
+    time.sleep(1.1)
+    relay, reply = session(server)
+    try:
+        assert "result" in reply
+        assert "result" in relay.call("whoami")
+    finally:
+        relay.close()
+    assert server.stats()["refresh"] >= 1
+    assert len(server.visits()) == 1
+
+
+def test_revoked_token_with_refused_refresh_leads_to_a_new_login(server):
+    relay, _ = session(server)
+    relay.close()
+    server.configure(revoke=True, refresh=False)
+    relay, reply = session(server)
+    try:
+        assert "result" in reply, reply
+    finally:
+        relay.close()
+    assert len(server.visits()) == 2
+    assert server.stats()["token"] == 2
+
+
+def test_iss_mismatch_is_rejected(server):
+    server.configure(iss="wrong")
+    result = server.auth("login", "--oauth-timeout", "10")
+    assert result.returncode == 1
+    assert b"iss" in result.stderr and b"rejected" in result.stderr
+    assert server.stats()["token"] == 0
+
+
+def test_missing_iss_is_rejected_when_the_server_promises_it(server):
+    server.configure(iss="omit")
+    result = server.auth("login", "--oauth-timeout", "10")
+    assert result.returncode == 1 and b"RFC 9207" in result.stderr
+    assert server.stats()["token"] == 0
+
+
+def test_state_mismatch_is_rejected(server):
+    server.configure(state="wrong")
+    result = server.auth("login", "--oauth-timeout", "10")
+    assert result.returncode == 1 and b"state" in result.stderr
+    assert server.stats()["token"] == 0
+
+
+def test_auth_login_status_logout(server):
+    assert server.auth("status").returncode == 1
+    result = server.auth("login")
+    assert result.returncode == 0, result.stderr
+    status = server.auth("status")
+    assert status.returncode == 0
+    text = status.stdout.decode()
+    assert "issuer: %s/as" % server.base in text and "scopes: mcp" in text and "client id: client-" in text
+    assert "at-" not in text and "rt-" not in text  # never the tokens
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply and len(server.visits()) == 1
+    assert server.auth("logout").returncode == 0
+    assert server.auth("status").returncode == 1
+    assert server.auth("logout").returncode == 1
+
+
+def test_no_login_in_time_gives_a_jsonrpc_error_with_instructions(server):
+    relay = server.relay("--oauth-timeout", "1", browser=False)
+    try:
+        started = time.monotonic()
+        reply = relay.initialize()
+        assert time.monotonic() - started < 10
+        message = reply["error"]["message"]
+        assert "auth login --url %s" % server.url in message
+        assert "open this URL" in message and "/as/authorize?" in message
+        assert reply["error"]["data"]["httpStatus"] == 401
+    finally:
+        relay.close()
+    assert server.visits() == []
+    assert "open this URL in a browser" in relay.stderr
+
+
+def test_busy_callback_port_is_said_and_a_new_registration_made(server):
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", server.callback_port))
+    blocker.listen(1)
+    try:
+        result = server.auth("login")
+    finally:
+        blocker.close()
+    assert result.returncode == 0, result.stderr
+    assert b"callback port %d is busy" % server.callback_port in result.stderr
+    assert server.stats()["register"] == 1
+    assert "127.0.0.1%%3A%d" % server.callback_port not in server.visits()[0]
+
+
+def test_busy_callback_port_with_a_preregistered_client_fails_clearly(server):
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", server.callback_port))
+    blocker.listen(1)
+    try:
+        result = server.auth("login", "--oauth-client-id", "fixed")
+    finally:
+        blocker.close()
+    assert result.returncode == 1
+    assert b"busy" in result.stderr and b"--oauth-callback-port" in result.stderr
+
+
+def test_two_relays_at_once_share_one_login(server):
+    first, second = server.relay(), server.relay()
+    try:
+        for relay in (first, second):
+            relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        for relay in (first, second):
+            assert "result" in relay.recv(timeout=20)
+    finally:
+        first.close()
+        second.close()
+    assert len(server.visits()) == 1
+    assert server.stats()["token"] == 1
+
+
+def test_credentials_of_another_issuer_are_not_reused(server, tmp_path):
+    assert server.auth("login").returncode == 0
+    other = AuthServer(tmp_path)   # a new authorization server (another issuer), same token directory
+    try:
+        result = other.auth("login")
+        assert result.returncode == 0, result.stderr
+        assert other.stats()["register"] == 1   # registered anew, not the first server's client id
+    finally:
+        other.stop()
+    clients = [n for n in os.listdir(server.auth_dir) if n.startswith("client-")]
+    assert len(clients) == 2
+
+
+def test_step_up_on_insufficient_scope(server):
+    relay, _ = session(server)
+    try:
+        reply = relay.call("admin", timeout=20)
+        assert reply["result"]["content"][0]["text"] == "scopes: mcp admin", reply
+    finally:
+        relay.close()
+    assert len(server.visits()) == 2 and "scope=mcp+admin" in server.visits()[1]
+
+
+def test_secrets_never_logged(server):
+    relay, _ = session(server, "--log-level", "debug", "--trace", str(server.tmp / "trace.jsonl"))
+    try:
+        relay.call("whoami")
+    finally:
+        relay.close()
+    files = [os.path.join(server.auth_dir, n) for n in token_files(server)]
+    doc = json.load(open(files[0]))
+    text = relay.stderr
+    trace = (server.tmp / "trace.jsonl").read_text()
+    assert '"tools/call"' in trace
+    text += trace
+    for secret in (doc["access_token"], doc["refresh_token"]):
+        assert secret not in text
+    assert "code=" not in text or "code=[redacted]" in text
+
+
+def test_no_oauth_passes_the_401_on(server):
+    relay = server.relay("--no-oauth")
+    try:
+        reply = relay.initialize()
+        assert reply["error"]["data"]["httpStatus"] == 401
+    finally:
+        relay.close()
+    assert server.visits() == []
+
+
+@pytest.mark.parametrize("prm, as_meta, bare, asked_first", [
+    ("path", "rfc8414", True, "/.well-known/oauth-protected-resource/mcp"),       # no resource_metadata
+    ("root", "rfc8414", True, "/.well-known/oauth-protected-resource/mcp"),       # path-aware, then root
+    ("path", "oidc", False, "/.well-known/oauth-protected-resource/mcp"),         # OpenID, path inserted
+    ("none", "rfc8414", True, "/.well-known/oauth-protected-resource/mcp"),       # 2025-03-26: AS at the root
+    ("none", "none", True, "/.well-known/oauth-protected-resource/mcp"),          # no metadata: /authorize ...
+])
+def test_discovery_paths(server, prm, as_meta, bare, asked_first):
+    server.configure(prm=prm, as_meta=as_meta, bare_challenge=bare)
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply, (reply, relay.stderr)
+    paths = server.stats()["paths"]
+    assert paths[0] == asked_first
+    if prm == "path" and as_meta == "oidc":
+        assert "/.well-known/oauth-authorization-server/as" in paths   # RFC 8414 asked first
+        assert "/.well-known/openid-configuration/as" in paths
+    if prm == "none":
+        assert "/authorize" in server.visits()[0].split("?")[0]
+    assert "/.well-known/oauth-authorization-server" not in paths or prm == "none"   # never only the root
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_preregistered_client_with_secret(server, method, tmp_path):
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(auth_methods=[method], clients={"fixed": {"secret": "s3cr3t-value", "method": method,
+                                                                "redirect_uris": [redirect]}})
+    env = server.env()
+    env["MY_SECRET"] = "s3cr3t-value"
+    result = run_proxy("auth", "login", *server.args("--oauth-client-id", "fixed", "--oauth-client-secret",
+                                                      "${MY_SECRET}"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert server.stats()["register"] == 0 and server.stats()["token"] == 1
+    assert b"s3cr3t-value" not in result.stderr
+
+
+def test_client_file(server, tmp_path):
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(auth_methods=["client_secret_basic"], clients={"filed": {
+        "secret": "from-a-file", "method": "client_secret_basic", "redirect_uris": [redirect]}})
+    path = tmp_path / "client.json"
+    path.write_text(json.dumps({"client_id": "filed", "client_secret": "from-a-file"}))
+    result = server.auth("login", "--oauth-client-file", str(path))
+    assert result.returncode == 0, result.stderr
+    assert server.stats()["register"] == 0
+
+
+def test_a_stale_lock_of_a_dead_relay_is_taken_over(server):
+    import ocx_proxy
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.makedirs(server.auth_dir)
+    lock = os.path.join(server.auth_dir, "login-%s.lock" % ocx_proxy._key(server.base + "/as", server.url))
+    with open(lock, "w") as f:
+        f.write("%d %f" % (dead.pid, time.time()))
+    result = server.auth("login", "--oauth-timeout", "10")
+    assert result.returncode == 0, result.stderr
+    assert b"took over the stale login lock" in result.stderr
+    assert not os.path.exists(lock)
+
+
+def test_step_up_gives_up_after_three_attempts(server):
+    server.configure(admin_forbidden=True)
+    relay, _ = session(server)
+    try:
+        for attempt in range(3):
+            assert relay.call("admin", timeout=20)["error"]["data"]["httpStatus"] == 403
+        reply = relay.call("admin", timeout=20)
+        assert "after 3 step-up logins" in reply["error"]["message"], reply
+    finally:
+        relay.close()
+    assert len(server.visits()) == 4   # the first login and three step-ups, no more
+
+
+@pytest.mark.parametrize("transport", ["auto", "sse"])
+def test_auto_and_legacy_sse_log_in_too(server, transport):
+    if transport == "sse":
+        server.url = server.base + "/sse"
+    relay, reply = session(server, transport=transport)
+    try:
+        assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", (reply, relay.stderr)
+        assert relay.call("whoami", timeout=20)["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    assert len(server.visits()) == 1
+
+
+def test_header_values_never_go_to_the_authorization_server(server):
+    relay, reply = session(server, "--header", "X-Api-Key: for-the-mcp-server-only")
+    relay.close()
+    assert "result" in reply
+    assert server.stats()["oauth_headers_seen"] == []
