@@ -3768,6 +3768,19 @@ def parse_www_authenticate(value):
     return params
 
 
+def resource_covers(resource, url):
+    """True when protected-resource metadata naming ``resource`` may speak for ``url``.
+
+    RFC 9728 section 3.3: a client must not take a token for another resource.
+    The origin must be the server URL's; the path may differ (servers name
+    their root, or their Streamable HTTP endpoint while we talk to /sse).
+    """
+    from urllib.parse import urlsplit
+
+    ours, theirs = urlsplit(url), urlsplit(resource)
+    return (theirs.scheme.lower(), theirs.netloc.lower()) == (ours.scheme.lower(), ours.netloc.lower())
+
+
 def well_known_urls(url, suffix, path_aware_only=False):
     """RFC 8414 / 9728 well-known URLs for ``url``: the path inserted after the prefix first, then
     (for OpenID) the path with the suffix appended, then the root one."""
@@ -4116,6 +4129,9 @@ class OAuthClient:
         if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
             issuer = str(prm["authorization_servers"][0])
             if isinstance(prm.get("resource"), str):
+                if not resource_covers(prm["resource"], self.url):
+                    raise OAuthError("the protected-resource metadata is for %s, not %s: no login for another "
+                                     "resource (RFC 9728)" % (redact_url(prm["resource"]), self.config.display_url))
                 self.resource = prm["resource"]
             if not self.scope and isinstance(prm.get("scopes_supported"), list):
                 self.scope = " ".join(str(s) for s in prm["scopes_supported"])

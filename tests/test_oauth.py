@@ -13,6 +13,8 @@ import pytest
 
 from conftest import FIXTURES, PROXY, RelayProcess, run_proxy
 
+import ocx_proxy as op
+
 SERVER = os.path.join(FIXTURES, "oauth_server.py")
 BROWSER = os.path.join(FIXTURES, "oauth_browser.py")
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -288,6 +290,30 @@ def test_secrets_never_logged(server):
     for secret in (doc["access_token"], doc["refresh_token"]):
         assert secret not in text
     assert "code=" not in text or "code=[redacted]" in text
+
+
+def test_metadata_for_another_resource_is_refused(server):
+    server.configure(prm_resource="https://evil.example.com/mcp")
+    relay = server.relay()
+    try:
+        reply = relay.initialize()
+        assert reply["error"]["data"]["httpStatus"] == 401, reply
+    finally:
+        relay.close()
+    assert server.visits() == [] and "not %s" % server.base in relay.stderr, relay.stderr
+
+
+@pytest.mark.parametrize("resource, url, covered", [
+    ("https://a.example/mcp", "https://a.example/mcp", True),
+    ("https://A.example/", "https://a.example/mcp", True),          # a server may name its root
+    ("https://a.example/mcp", "https://a.example/sse", True),       # or the endpoint beside the one we use
+    ("https://b.example/mcp", "https://a.example/mcp", False),
+    ("https://a.example.evil/mcp", "https://a.example/mcp", False),
+    ("http://a.example/mcp", "https://a.example/mcp", False),
+    ("https://a.example:8443/mcp", "https://a.example/mcp", False),
+])
+def test_a_resource_covers_its_own_url_and_its_children_only(resource, url, covered):
+    assert op.resource_covers(resource, url) is covered
 
 
 def test_no_oauth_passes_the_401_on(server):
