@@ -38,6 +38,7 @@ Layout of this file (each section only uses the ones above it):
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
     HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
+    OAuth             discovery, client registration, login, tokens for remote servers
     remote transports Streamable HTTP, legacy HTTP+SSE and auto over the HTTP client
     relay             request tracking, timeouts, restarts, client profiles, the reader tool
     protobuf          Cursor McpTools encoder/decoder
