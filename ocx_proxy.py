@@ -3758,6 +3758,14 @@ class AuthorizationRequired(OSError):
 class OAuthError(OcxError):
     """A step of the OAuth flow failed (discovery, registration, the login, the token endpoint)."""
 
+    error = None  # the OAuth error code the endpoint answered with, if it gave one
+
+
+# Token endpoint answers meaning the authorization server no longer knows our
+# registration (it restarted, or purged it): register again instead of logging
+# in with a client id that can only fail in the browser.
+FORGOTTEN_CLIENT_ERRORS = ("invalid_client", "unauthorized_client")
+
 
 def parse_www_authenticate(value):
     """The parameters of a ``Bearer`` challenge (RFC 6750 / 9728) as a dict, names lowercased."""
@@ -4072,6 +4080,8 @@ class OAuthClient:
                 self.tokens = stored  # another relay refreshed first (servers rotate refresh tokens)
                 return True
             log.info("the token refresh was refused (%s); a new login is needed" % exc)
+            if exc.error in FORGOTTEN_CLIENT_ERRORS and self._configured_client() is None:
+                self.forget_client(doc["issuer"])
             doc = dict(doc, refresh_token=None, access_token=None)
             self.store.write(self.tokens_path, doc)
             self.tokens = doc
@@ -4218,6 +4228,14 @@ class OAuthClient:
         log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
         return client
 
+    def forget_client(self, issuer):
+        """Drop our stored registration with ``issuer``: the next login registers again."""
+        try:
+            os.unlink(self.store.path("client", issuer))
+            log.info("%s no longer knows ocx-proxy's client registration; the next login registers again" % issuer)
+        except OSError:
+            pass
+
     def _token_request(self, endpoint, fields, client):
         """POST to the token endpoint, authenticating as the client says: the answer (a dict with access_token)."""
         from urllib.parse import quote, urlencode
@@ -4234,7 +4252,9 @@ class OAuthClient:
         status, doc = self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
         if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("access_token"), str):
             error = doc.get("error") if isinstance(doc, dict) else None
-            raise OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % error if error else ""))
+            failure = OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % error if error else ""))
+            failure.error = error
+            raise failure
         return doc
 
     # -- the login ----------------------------------------------------------------
@@ -10471,8 +10491,10 @@ def cmd_auth(args):
         return 0
     stored = oauth.stored()
     if args.action == "logout":
-        for path, _ in stored:
+        for path, doc in stored:  # the registration too: a new login registers afresh
             os.unlink(path)
+            if isinstance(doc.get("issuer"), str):
+                oauth.forget_client(doc["issuer"])
         sys.stderr.write("ocx-proxy: %s\n" % ("removed the tokens for %s" % config.display_url if stored
                                               else "no tokens stored for %s" % config.display_url))
         return 0 if stored else 1

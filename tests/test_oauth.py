@@ -156,6 +156,28 @@ def test_revoked_token_with_refused_refresh_leads_to_a_new_login(server):
     assert server.stats()["token"] == 2
 
 
+def test_a_server_that_forgot_our_registration_gets_a_new_one(server):
+    # Its store was in memory and it restarted: the refresh answers invalid_client, and a login with
+    # the old client id could only fail in the browser.
+    relay, _ = session(server)
+    relay.close()
+    server.configure(forget_clients=True)
+    relay, reply = session(server)
+    try:
+        assert "result" in reply, (reply, relay.stderr)
+        assert "registers again" in relay.stderr
+    finally:
+        relay.close()
+    assert server.stats()["register"] == 2 and len(server.visits()) == 2
+
+
+def test_logout_forgets_the_registration_too(server):
+    relay, _ = session(server)
+    relay.close()
+    assert server.auth("logout").returncode == 0
+    assert not [n for n in os.listdir(server.auth_dir) if n.startswith("client-")]
+
+
 def test_iss_mismatch_is_rejected(server):
     server.configure(iss="wrong")
     result = server.auth("login", "--oauth-timeout", "10")
