@@ -9,7 +9,7 @@ client with its ``OAuthClientProvider`` against the same server: when a relay
 test fails and the same step also fails direct, the test xfails naming the
 direct failure instead of blaming the relay.  A restart of the SDK server (its
 store is in memory) plays an authorization server that forgot our registered
-client: the relay's strict xfails there name a bug in ocx_proxy.py.
+client: the relay must register again (it used to log in with the old client id).
 """
 import json
 import os
@@ -419,16 +419,8 @@ def test_direct_sdk_client_refresh(make_server):
 
 # -- the authorization server forgot our client (an in-memory AS restarted, a registration expired) --
 
-BUG_STALE_CLIENT = ("ocx_proxy bug: after the token endpoint refuses the stored DCR client (the SDK answers 401 "
-                    "unauthorized_client once its in-memory store is gone) the relay logs in again with the same "
-                    "client_id, authorize answers 400 'Client ID not found' in the browser, and the relay waits "
-                    "for --oauth-timeout; it never re-registers, and `auth logout` keeps client-*.json.  The SDK "
-                    "client direct, its storage kept, fails alike (test_direct_sdk_client_with_forgotten_client), "
-                    "but the relay keeps registrations across runs, so any AS restart or purge hits it")
-
-
 def stale_client_login(server, relay):
-    relay.oauth_timeout = "5"   # the failing login waits this long
+    relay.oauth_timeout = "5"   # a login with a forgotten client would wait this long, then fail
     run(lambda: _tools(relay))
     server.restart()
     run(lambda: _tools(relay), timeout=40)
@@ -436,7 +428,6 @@ def stale_client_login(server, relay):
     assert grants.count("register") == 1 and grants.count("grant authorization_code") == 1, grants
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_STALE_CLIENT)
 def test_forgotten_client_is_registered_again(server, relay):
     stale_client_login(server, relay)
 
@@ -453,7 +444,6 @@ def test_forgotten_client_recovers_once_its_file_is_removed(server, relay):
     assert grants.count("register") == 1 and grants.count("grant authorization_code") == 1, grants
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_STALE_CLIENT)
 def test_logout_then_login_after_client_forgotten(server, relay):
     run(lambda: _tools(relay))
     server.restart()
