@@ -3870,14 +3870,13 @@ class AuthStore:
         return doc if isinstance(doc, dict) else None
 
     def write(self, path, doc):
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        if os.name == "posix":
-            os.chmod(self.directory, 0o700)
-        temp = "%s.%d.tmp" % (path, os.getpid())
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        os.replace(temp, path)
+        """Store ``doc`` at ``path`` (one of ``self.path``'s) the way spill files are written:
+        the directory checked (ours, private), a new 0600 temporary file, renamed into place."""
+        where = open_spill_dir(self.directory)
+        with where:
+            if where.path != self.directory:  # shared or not ours: tokens must not go anywhere else
+                raise OSError("refusing token directory %s: not a private directory of ours" % self.directory)
+            where.write(os.path.basename(path), json.dumps(doc).encode("utf-8"))
 
     def tokens_for(self, resource):
         """Every stored token document for ``resource`` (or the server URL it was stored for), newest first."""
