@@ -3895,60 +3895,44 @@ class AuthStore:
 
 
 class LoginLock:
-    """An O_EXCL lock file holding our pid and the time, so that several relays for one server
-    run one login; a lock whose pid is gone or that is older than ``stale`` seconds is taken over."""
+    """An advisory lock on a file in the token directory, so that several relays for one server run
+    one login.  The operating system drops it when the holder exits, however it exits, so a crashed
+    relay leaves nothing to take over (flock on POSIX, a one-byte msvcrt lock on Windows).  The file
+    itself stays: unlinking it would let a third relay lock a new file while a second holds the old."""
 
-    def __init__(self, path, stale):
+    def __init__(self, path):
         self.path = path
-        self.stale = stale
-        self.held = False
+        self.fd = None
 
     def acquire(self):
-        """True when we hold the lock now; False when another live process does."""
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                if not self._stale():
-                    return False
-                log.info("took over the stale login lock %s (its relay is gone)" % self.path)
-                try:
-                    os.unlink(self.path)
-                except OSError:
-                    pass
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write("%d %f" % (os.getpid(), time.time()))
-            self.held = True
-            return True
-        return False
-
-    def _stale(self):
+        """True when we hold the lock now; False when another process does."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            with open(self.path) as f:
-                pid, started = f.read().split()
-            pid, started = int(pid), float(started)
-        except (OSError, ValueError):
-            return True
-        if time.time() - started > self.stale:
-            return True
-        if os.name != "posix":
+            _lock_nowait(fd)
+        except (BlockingIOError, PermissionError):
+            os.close(fd)
             return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
         except OSError:
-            return False
-        return False
+            os.close(fd)
+            raise
+        self.fd = fd
+        return True
 
     def release(self):
-        if self.held:
-            self.held = False
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)   # closing drops the lock
+
+
+def _lock_nowait(fd):
+    """Lock ``fd`` exclusively or raise BlockingIOError / PermissionError (held elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 class OAuthSettings:
@@ -4264,28 +4248,34 @@ class OAuthClient:
             return
         self.login_error = None
         self.login_url = None
-        self.login_thread = threading.Thread(target=self._login_thread, args=(params,), name="ocx-oauth-login",
-                                             daemon=True)
+        replacing = (self.tokens or {}).get("saved_at") or 0   # 0: we had none
+        self.login_thread = threading.Thread(target=self._login_thread, args=(params, replacing),
+                                             name="ocx-oauth-login", daemon=True)
         self.login_thread.start()
 
-    def _login_thread(self, params):
+    def _login_thread(self, params, replacing):
         try:
-            self.login(params)
+            self.login(params, replacing=replacing)
         except (OcxError, OSError) as exc:
             with self.lock:
                 self.login_error = self.config.scrub(str(exc))
             log.warning("login to %s failed: %s" % (self.config.display_url, self.login_error))
 
-    def login(self, params=None, deadline=None):
-        """Run the whole login (or wait for another relay's): returns when tokens are stored."""
+    def login(self, params=None, deadline=None, replacing=None):
+        """Run the whole login (or wait for another relay's): returns when tokens are stored.
+
+        ``replacing`` is the ``saved_at`` of the tokens this login replaces as the relay last saw
+        them (0: none).  Tokens stored under any other stamp come from another relay's login, even
+        one that finished before this call, and are taken instead of a second login.  None (``auth
+        login``) replaces whatever is stored when the call starts."""
         metadata = self.discover(params)
         issuer = metadata["issuer"]
         deadline = deadline or time.monotonic() + self.settings.timeout
-        lock = LoginLock(os.path.join(self.settings.auth_dir, "login-%s.lock" % _key(issuer, self.resource)),
-                         self.settings.timeout + 60)
         os.makedirs(self.settings.auth_dir, mode=0o700, exist_ok=True)
+        lock = LoginLock(os.path.join(self.settings.auth_dir, "login-%s.lock" % _key(issuer, self.resource)))
         path = self.store.path("tokens", issuer, self.resource)
-        before = (self.store.read(path) or {}).get("saved_at")
+        if replacing is None:
+            replacing = (self.store.read(path) or {}).get("saved_at") or 0
         announced = False
         while not lock.acquire():
             if not announced:
@@ -4294,20 +4284,22 @@ class OAuthClient:
             if time.monotonic() > deadline:
                 raise OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
             time.sleep(0.1)
-            doc = self.store.read(path)
-            if doc and doc.get("saved_at") != before and doc.get("access_token"):
-                with self.lock:
-                    self.tokens, self.tokens_path = doc, path
+            if self._take_newer(path, replacing):
                 return
         try:
-            doc = self.store.read(path)
-            if announced and doc and doc.get("saved_at") != before and doc.get("access_token"):
-                with self.lock:
-                    self.tokens, self.tokens_path = doc, path
-                return
-            self._login_locked(metadata, deadline)
+            if not self._take_newer(path, replacing):
+                self._login_locked(metadata, deadline)
         finally:
             lock.release()
+
+    def _take_newer(self, path, replacing):
+        """Adopt the tokens at ``path`` when another login stored them since ``replacing``."""
+        doc = self.store.read(path)
+        if not doc or not doc.get("access_token") or (doc.get("saved_at") or 0) == replacing:
+            return False
+        with self.lock:
+            self.tokens, self.tokens_path = doc, path
+        return True
 
     def _login_locked(self, metadata, deadline):
         import secrets

@@ -270,8 +270,20 @@ def test_two_relays_at_once_share_one_login(server):
     finally:
         first.close()
         second.close()
-    assert len(server.visits()) == 1
+    assert len(server.visits()) == 1, first.stderr + second.stderr
     assert server.stats()["token"] == 1
+
+
+def test_a_relay_that_saw_no_tokens_takes_a_login_that_finished_before_its_own_started(server):
+    # the late half of the race above, made certain: this relay's 401 came while it held no tokens;
+    # another relay's whole login ends before this one reaches the lock, so there is nothing to wait for
+    client = op.OAuthClient(op.RemoteConfig(server.url, environ={}), op.OAuthSettings(
+        callback_port=server.callback_port, auth_dir=server.auth_dir, browser=False, timeout=5))
+    assert client.tokens is None
+    assert server.auth("login").returncode == 0
+    client.login(replacing=0)
+    assert len(server.visits()) == 1 and server.stats()["token"] == 1
+    assert client.access_token() is not None
 
 
 def test_credentials_of_another_issuer_are_not_reused(server, tmp_path):
@@ -395,19 +407,33 @@ def test_client_file(server, tmp_path):
     assert server.stats()["register"] == 0
 
 
-def test_a_stale_lock_of_a_dead_relay_is_taken_over(server):
-    import ocx_proxy
+HOLD_LOCK = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import ocx_proxy
+assert ocx_proxy.LoginLock(sys.argv[2]).acquire()
+print("held", flush=True)
+time.sleep(60)
+"""
 
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
+
+def test_a_login_waits_for_a_live_lock_holder_and_proceeds_once_it_is_killed(server):
     os.makedirs(server.auth_dir)
-    lock = os.path.join(server.auth_dir, "login-%s.lock" % ocx_proxy._key(server.base + "/as", server.url))
-    with open(lock, "w") as f:
-        f.write("%d %f" % (dead.pid, time.time()))
+    lock = os.path.join(server.auth_dir, "login-%s.lock" % op._key(server.base + "/as", server.url))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, os.path.dirname(PROXY), lock], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        result = server.auth("login", "--oauth-timeout", "1")
+        assert result.returncode == 1
+        assert b"another ocx-proxy is logging in" in result.stderr
+        assert b"did not finish within 1 s" in result.stderr
+        assert server.visits() == []
+    finally:
+        holder.kill()   # no clean-up runs: the operating system drops the lock
+        holder.wait()
     result = server.auth("login", "--oauth-timeout", "10")
     assert result.returncode == 0, result.stderr
-    assert b"took over the stale login lock" in result.stderr
-    assert not os.path.exists(lock)
+    assert len(server.visits()) == 1
 
 
 def test_step_up_gives_up_after_three_attempts(server):
