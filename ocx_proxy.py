@@ -995,6 +995,8 @@ CLIENT_FACTS = {
 #   preview_chars                text kept in a preview
 #   strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
 #   shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+#   model_skips                  the tool result member the client never shows its model when the
+#                                result has both: it does not count (None: both reach the model)
 #   client_names                 clientInfo.name the client sends (initialize, or _meta on 2026-07-28 requests)
 # "Measured": by driving that CLI against a scripted model on 127.0.0.1.
 CLIENT_PROFILES = {
@@ -1003,34 +1005,40 @@ CLIENT_PROFILES = {
     # public servers record from its initialize (their client-name tables, which
     # also call it unverified).  A wrong name costs the generic profile, never more.
     "cursor": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-               "strip_output_schema": True, "shows_images": False, "client_names": ("cursor-vscode",)},
+               "strip_output_schema": True, "shows_images": False, "model_skips": None,
+               "client_names": ("cursor-vscode",)},
     # Claude Code 2.1.332 (measured): about 50,000 characters inline, and a saved file with no
     # preview over MAX_MCP_OUTPUT_TOKENS (25,000 tokens): the byte budget keeps CJK
     # text (about a token a character) under it.  Name: its initialize (2.1.332, measured).
     "claude-code": {"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
-                    "strip_output_schema": True, "shows_images": True, "client_names": ("claude-code",)},
+                    "strip_output_schema": True, "shows_images": True, "model_skips": None,
+                    "client_names": ("claude-code",)},
     # Codex 0.171 (measured) cuts UTF-8 bytes: about 12,000 for models it does not know, 48,000
     # for its catalog's.  The relay cannot see the model, so the smaller cut rules
     # (raise it with --max-response-bytes for a catalog model).  Codex does not
     # validate outputSchema but types results with it: keep it.  Images reach the
-    # model as input_image.  Name: its initialize (0.171.0, measured; openai/codex
-    # codex-rs builds Implementation {name: "codex-mcp-client", title: "Codex"}).
+    # model as input_image.  With structuredContent the model gets only that, as compact JSON
+    # (codex-rs protocol/src/models.rs), so the text beside it does not count.  Name: its
+    # initialize (0.171.0, measured; codex-rs builds Implementation {name: "codex-mcp-client"}).
     "codex": {"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
-              "strip_output_schema": False, "shows_images": True, "client_names": ("codex-mcp-client",)},
-    # Gemini CLI 0.61 (measured): 40,000 characters (truncateToolOutputThreshold).  Name: its
-    # initialize (0.61.0, measured; google-gemini/gemini-cli packages/core/src/tools/
-    # mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
+              "strip_output_schema": False, "shows_images": True, "model_skips": "content",
+              "client_names": ("codex-mcp-client",)},
+    # Gemini CLI 0.61 (measured): 40,000 characters (truncateToolOutputThreshold); it never
+    # passes structuredContent to the model.  Name: its initialize (0.61.0, measured;
+    # packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
     "gemini": {"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
-               "strip_output_schema": True, "shows_images": True, "client_names": ("gemini-cli-mcp-client",)},
+               "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
+               "client_names": ("gemini-cli-mcp-client",)},
     # Copilot CLI: about 20 KB, then a 500-character preview and its own file.  Name:
     # its initialize as servers record it ("github-copilot-developer").  VS Code
     # ("Visual Studio Code") has no measured limit: it stays generic.
     "copilot": {"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
-                "strip_output_schema": True, "shows_images": False, "client_names": ("github-copilot-developer",)},
+                "strip_output_schema": True, "shows_images": False, "model_skips": None,
+                "client_names": ("github-copilot-developer",)},
     # Any other client: the budget ocx-proxy always had, under every character cut above
     # (not Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).
     "generic": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-                "strip_output_schema": True, "shows_images": False, "client_names": ()},
+                "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()},
 }
 
 
@@ -5791,6 +5799,7 @@ class Relay:
         self.make_upstream = make_upstream
         self.spill = Spill(options.output_dir, retention_days=options.retention_days)
         self.images_free = 0             # base64 image characters a response may carry beyond the budget
+        self.model_skips = None          # the tool result member the client never shows (see CLIENT_PROFILES)
         self.check_above = 0             # lines of more bytes than this get the size check (0: none)
         self.keep_output_schema = options.keep_output_schema
         # Until the client says who it is (--client auto), the generic profile applies.
@@ -5938,6 +5947,7 @@ class Relay:
         images = options.max_image_bytes
         self.images_free = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
         self.keep_output_schema = options.keep_output_schema or not facts["strip_output_schema"]
+        self.model_skips = facts["model_skips"]
         self.profile = name
 
     def _choose_profile(self, msg):
@@ -6497,20 +6507,21 @@ class Relay:
 
         A response is over when it has more characters than ``spill.max_chars``
         or more UTF-8 bytes than ``spill.max_bytes`` (when set), not counting
-        the image data the client's profile lets through (``images_free``).
+        the image data the client's profile lets through (``images_free``) nor
+        the result member its model never sees (``model_skips``).
         """
         chars, size = char_count(line), len(line)
-        free = self._free_image_chars(line, msg)
-        if self._fits(chars - free, size - free):
+        free_chars, free_bytes = self._free_chars(line, msg)
+        if self._fits(chars - free_chars, size - free_bytes):
             return None, None
         # Re-serializing only helps a line that compacts under the limit: when
         # it cannot, skip the costly dumps (14 ms for 5 MB).  Compacting removes
         # ASCII only, as many bytes as characters.
-        floor = compact_floor(line, chars) - free
-        if self._fits(floor, floor + size - chars):
+        floor = compact_floor(line, chars)
+        if self._fits(floor - free_chars, floor + size - chars - free_bytes):
             compact = dumps(msg)
             compact_size = len(compact.encode("utf-8", "surrogatepass")) if self.spill.max_bytes else 0
-            if self._fits(len(compact) - free, compact_size - free):
+            if self._fits(len(compact) - free_chars, compact_size - free_bytes):
                 return compact, None
         method = pending.method if pending else None
         params = pending.params if pending else None
@@ -6525,17 +6536,24 @@ class Relay:
         spill = self.spill
         return chars <= spill.max_chars and (not spill.max_bytes or size <= spill.max_bytes)
 
-    def _free_image_chars(self, line, msg):
-        """Characters of image data in ``msg`` that do not count toward the budget.
+    def _free_chars(self, line, msg):
+        """(characters, UTF-8 bytes) of ``msg`` that do not count toward the budget.
 
-        All of it when the client shows images and it is within
-        --max-image-bytes in total, else none.  Only a line that names an
-        image is looked into.
+        The member of a tool result the client never shows its model
+        (``model_skips``), measured compact (a float may print a character or
+        two longer than it came: the budgets' margins absorb that); and image data, all of it when the client shows images and it is
+        within --max-image-bytes in total.  Only a line that names an image is
+        looked into for images.
         """
+        skipped = skipped_member(msg, self.model_skips)
+        free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
+        if self.model_skips == "content" and skipped:
+            return free   # the images are in the content the model never sees
         if not self.images_free or b'"image"' not in line:
-            return 0
+            return free
         total = image_data_chars(msg)
-        return total if total <= self.images_free else 0
+        total = total if total <= self.images_free else 0
+        return free[0] + total, free[1] + total
 
     def _version_of(self, pending):
         """The MCP version a spilled message is answered in: its request's, else the session's.
@@ -6675,6 +6693,25 @@ def reader_tool(name):
             "context": {"type": "integer", "minimum": 0, "description": "lines shown around each match"},
         }, "required": ["id"]},
     }
+
+
+def skipped_member(msg, member):
+    """The compact JSON of ``member`` of the tool result ``msg`` answers with, when the result
+    also has the other one (content / structuredContent) for the client to show; else None.
+
+    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
+    """
+    result = msg.get("result") if member else None
+    if not isinstance(result, dict):
+        return None
+    for holder in (result, result.get("result")):
+        if (isinstance(holder, dict) and isinstance(holder.get("content"), list)
+                and holder.get("structuredContent") is not None and member in holder):
+            try:
+                return dumps(holder[member])
+            except (ValueError, TypeError):   # NaN, a LongNumber: count it all
+                return None
+    return None
 
 
 def image_data_chars(msg):

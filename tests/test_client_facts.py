@@ -45,7 +45,8 @@ CLIENT_CUTS = {
 
 
 def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
-    keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "client_names"}
+    keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "model_skips",
+            "client_names"}
     assert set(op.CLIENT_PROFILES) == set(CLIENT_CUTS) | {"generic"}
     for name, profile in op.CLIENT_PROFILES.items():
         assert set(profile) == keys, name
@@ -57,6 +58,9 @@ def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     assert (generic["budget_chars"], generic["budget_bytes"]) == (op.MAX_RESPONSE_CHARS, 0) == (10000, 0)
     assert [n for n, p in op.CLIENT_PROFILES.items() if not p["strip_output_schema"]] == ["codex"]
     assert [n for n, p in op.CLIENT_PROFILES.items() if p["shows_images"]] == ["claude-code", "codex", "gemini"]
+    # clients.md section 2: Codex shows structuredContent alone, Gemini CLI content alone
+    assert {n: p["model_skips"] for n, p in op.CLIENT_PROFILES.items() if p["model_skips"]} == {
+        "codex": "content", "gemini": "structuredContent"}
 
 
 def test_client_names_pick_their_profile_and_anything_else_is_generic():

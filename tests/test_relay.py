@@ -1201,6 +1201,37 @@ def test_images_pass_whole_to_clients_that_show_them(relay_factory, client_name,
     relay.close()
 
 
+@pytest.mark.parametrize("client_name,n_whole,n_spilled", [
+    ("gemini-cli-mcp-client", 1500, 2500),   # 39,909 characters, 16,901 of them structuredContent (budget 32,000)
+    ("codex-mcp-client", 500, 1000)])        # 12,909 characters, 6,930 of them content (budget 10,000)
+def test_the_result_member_a_client_never_shows_does_not_count(relay_factory, client_name, n_whole, n_spilled):
+    relay = start_as(relay_factory, client_name)
+    reply = relay.call("structured", {"n": n_whole})
+    assert not is_spilled(reply)
+    assert len(reply["result"]["structuredContent"]["items"]) == n_whole
+    assert json.loads(reply["result"]["content"][0]["text"]) == reply["result"]["structuredContent"]
+    assert is_spilled(relay.call("structured", {"n": n_spilled}))   # what it shows still counts
+    relay.close()
+    import ocx_proxy as op
+    budget = op.CLIENT_PROFILES["gemini" if client_name.startswith("gemini") else "codex"]["budget_chars"]
+    relay = start_as(relay_factory, "some-other-client", ["--max-response-chars", str(budget)])
+    assert is_spilled(relay.call("structured", {"n": n_whole}))   # a client that shows both counts both
+    relay.close()
+
+
+def test_skipped_member_is_the_compact_json_of_a_member_beside_the_other():
+    import ocx_proxy as op
+    both = {"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"a": 1}}
+    assert op.skipped_member({"result": both}, "structuredContent") == '{"a":1}'
+    assert op.skipped_member({"result": both}, "content") == '[{"type":"text","text":"{\\"a\\": 1}"}]'
+    assert op.skipped_member({"result": both}, None) is None
+    assert op.skipped_member({"result": {"content": []}}, "content") is None   # nothing else to show
+    assert op.skipped_member({"result": dict(both, structuredContent=None)}, "content") is None
+    task = {"result": {"task": {"status": "completed"}, "result": both}}   # 2026-07-28 tasks/get
+    assert op.skipped_member(task, "structuredContent") == '{"a":1}'
+    assert op.skipped_member({"result": dict(both, structuredContent={"x": float("nan")})}, "structuredContent") is None
+
+
 def test_images_over_max_image_bytes_count_again(relay_factory):
     relay = start_as(relay_factory, "claude-code", ["--max-image-bytes", "50000"])
     assert is_spilled(relay.call("image", {"kb": 40}))
