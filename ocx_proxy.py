@@ -44,7 +44,8 @@ Layout of this file (each section only uses the ones above it):
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
     capture           capture-only MCP bridge
-    check             catalog rules with sources; connecting like a client
+    catalog rules     what in a catalog breaks which client, each rule with its source
+    check             connecting like a client, listing every page, the report
     client configs    check --config: every server in a client's configuration
     demo              embedded sample server and the demo driver
     CLI / main        argument parsing and the entry point
@@ -8234,7 +8235,7 @@ def serve_capture(session, stdin, stdout, line_limit):
 
 
 # ---------------------------------------------------------------------------
-# Check: what in a server's catalog breaks which client
+# Catalog rules: what in a tool catalog breaks which client, and who says so
 # ---------------------------------------------------------------------------
 
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
@@ -8243,7 +8244,6 @@ OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["fun
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
-MAX_LIST_PAGES = 200
 # Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
 SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
                        "propertyNames", "unevaluatedProperties", "unevaluatedItems")
@@ -8850,6 +8850,13 @@ def is_number(value):
 def type_name(value):
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
             type(None): "null"}.get(type(value), "a number")
+
+
+# ---------------------------------------------------------------------------
+# Check: talking to a server as a client would, and reporting on its catalog
+# ---------------------------------------------------------------------------
+
+MAX_LIST_PAGES = 200
 
 
 class McpClient:

@@ -26,6 +26,21 @@ STDIO_SERVER = os.path.join(FIXTURES, "stdio_server.py")
 sys.path.insert(0, ROOT)
 
 
+CATALOGS = os.path.join(FIXTURES, "catalogs")
+CATALOG_SERVER = os.path.join(FIXTURES, "catalog_server.py")
+
+
+def run_check(catalog, *extra, server_name="srv"):
+    """``check --json`` on tests/fixtures/catalogs/CATALOG.json served over stdio: (status, report, stderr)."""
+    args = [sys.executable, PROXY, "check", "--json"]
+    if server_name:
+        args += ["--server-name", server_name]
+    args += list(extra) + ["stdio", "--", sys.executable, CATALOG_SERVER, os.path.join(CATALOGS, catalog + ".json")]
+    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    report = json.loads(proc.stdout.decode("utf-8")) if proc.stdout.strip() else None
+    return proc.returncode, report, proc.stderr.decode("utf-8")
+
+
 def run_proxy(*args, stdin=b"", env=None, timeout=30):
     """Run ``ocx_proxy.py ARGS`` to completion; returns the CompletedProcess (bytes)."""
     return subprocess.run([sys.executable, PROXY] + list(args), input=stdin, env=env,

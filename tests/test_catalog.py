@@ -2,12 +2,10 @@
 import io
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import FIXTURES, PROXY, assert_one_line_error, run_proxy
+from conftest import FIXTURES, assert_one_line_error, run_proxy
 import ocx_proxy as ox
 
 H = bytes.fromhex

@@ -11,10 +11,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, PROXY, assert_one_line_error
-
-CATALOGS = os.path.join(FIXTURES, "catalogs")
-SERVER = os.path.join(FIXTURES, "catalog_server.py")
+from conftest import CATALOG_SERVER as SERVER, CATALOGS, PROXY, assert_one_line_error
 FULL = ["roots", "sampling", "elicitation"]
 
 

@@ -6,7 +6,6 @@ length, payload); the arithmetic is in the comments.  None of it comes from
 the encoder under test.
 """
 import json
-import math
 import subprocess
 import sys
 

@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -883,7 +882,7 @@ sys.exit(op.main())
 
 
 def test_any_fault_on_one_line_costs_only_that_line(tmp_path):
-    from conftest import ROOT, RelayProcess
+    from conftest import RelayProcess
 
     relay = RelayProcess(command=[sys.executable, "-c", INJECT_FAULTS, "stdio", "--output-dir", str(tmp_path),
                                   "--", sys.executable, STDIO_SERVER])

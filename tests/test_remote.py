@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PROXY, PROXY_SCRIPT, RelayProcess, raw_session
+from conftest import FIXTURES, PROXY, RelayProcess, raw_session
 
 sys.path.insert(0, FIXTURES)
 import http_servers  # noqa: E402

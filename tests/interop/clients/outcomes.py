@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 

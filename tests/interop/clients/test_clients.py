@@ -9,7 +9,6 @@ Each run records what the scripted model received back as the tool output
   preview whose file or reader call returns all of it, never something the
   client silently cut after us.
 """
-import json
 import os
 
 import pytest
