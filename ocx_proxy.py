@@ -1010,9 +1010,10 @@ CLIENT_PROFILES = {
                "client_names": ("cursor-vscode",)},
     # Claude Code 2.1.332 (measured): about 50,000 characters inline, and a saved file with no
     # preview over MAX_MCP_OUTPUT_TOKENS (25,000 tokens): the byte budget keeps CJK
-    # text (about a token a character) under it.  Name: its initialize (2.1.332, measured).
+    # text (about a token a character) under it.  With structuredContent its model gets that
+    # alone, as compact JSON, like Codex (2.1.332, measured).  Name: its initialize (measured).
     "claude-code": {"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
-                    "strip_output_schema": True, "shows_images": True, "model_skips": None,
+                    "strip_output_schema": True, "shows_images": True, "model_skips": "content",
                     "client_names": ("claude-code",)},
     # Codex 0.171 (measured) cuts UTF-8 bytes: about 12,000 for models it does not know, 48,000
     # for its catalog's.  The relay cannot see the model, so the smaller cut rules
@@ -4047,14 +4048,17 @@ class OAuthClient:
         """Store a token endpoint answer; a refresh that brings no new refresh token keeps the old one."""
         old = self.tokens if self.tokens and self.tokens.get("issuer") == issuer else {}
         doc = {"issuer": issuer, "resource": self.resource, "url": self.url, "client_id": client["client_id"],
-               "token_endpoint": metadata["token_endpoint"], "saved_at": time.time(),
-               "access_token": answer["access_token"],
+               "client_auth": client.get("token_endpoint_auth_method") or "none",
+               "token_endpoint": metadata["token_endpoint"],
+               "revocation_endpoint": metadata.get("revocation_endpoint") or old.get("revocation_endpoint"),
+               "saved_at": time.time(), "access_token": answer["access_token"],
                "refresh_token": answer.get("refresh_token") or old.get("refresh_token"),
                "scope": answer.get("scope") or self.scope or old.get("scope")}
         if isinstance(answer.get("expires_in"), (int, float)):
             doc["expires_at"] = time.time() + answer["expires_in"]
             doc["lifetime"] = answer["expires_in"]
-        self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"]) if s)
+        self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"])
+                                   if s and s not in self.config.secrets)
         self.tokens_path = self.store.path("tokens", issuer, self.resource)
         self.store.write(self.tokens_path, doc)
         self.tokens = doc
@@ -4062,7 +4066,7 @@ class OAuthClient:
     def _refresh(self):
         """Use the refresh token; True on success.  A refused one is forgotten (a login follows)."""
         doc = self.tokens
-        client = self._stored_client(doc["issuer"]) or {"client_id": doc.get("client_id")}
+        client = self._client_of(doc)
         fields = {"grant_type": "refresh_token", "refresh_token": doc["refresh_token"], "resource": self.resource}
         try:
             answer = self._token_request(doc["token_endpoint"], fields, client)
@@ -4078,7 +4082,7 @@ class OAuthClient:
             self.store.write(self.tokens_path, doc)
             self.tokens = doc
             return False
-        self._save_tokens(answer, doc["issuer"], {"token_endpoint": doc["token_endpoint"]}, client)
+        self._save_tokens(answer, doc["issuer"], doc, client)
         log.info("refreshed the access token for %s" % self.config.display_url)
         return True
 
@@ -4158,6 +4162,20 @@ class OAuthClient:
 
     # -- client identity ---------------------------------------------------------
 
+    def _client_of(self, doc):
+        """The client that holds the tokens ``doc``, with the credentials and the way of sending
+        them (``client_auth``) it logged in with: a configured one (--oauth-client-id/-file), else
+        the one registered at the issuer."""
+        configured = self._configured_client()
+        if configured is not None and configured["client_id"] == doc.get("client_id"):
+            secret = configured.get("client_secret")
+            if secret and secret not in self.config.secrets:
+                self.config.secrets.append(secret)
+            configured["token_endpoint_auth_method"] = doc.get("client_auth") or (
+                "client_secret_basic" if secret else "none")
+            return configured
+        return self._stored_client(doc["issuer"]) or {"client_id": doc.get("client_id")}
+
     def _stored_client(self, issuer):
         doc = self.store.read(self.store.path("client", issuer))
         return doc if doc and doc.get("issuer") == issuer else None
@@ -4228,8 +4246,8 @@ class OAuthClient:
         except OSError:
             pass
 
-    def _token_request(self, endpoint, fields, client):
-        """POST to the token endpoint, authenticating as the client says: the answer (a dict with access_token)."""
+    def _client_post(self, endpoint, fields, client):
+        """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
         from urllib.parse import quote, urlencode
 
         fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
@@ -4241,7 +4259,11 @@ class OAuthClient:
             headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
         elif secret:
             fields["client_secret"] = secret
-        status, doc = self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
+        return self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
+
+    def _token_request(self, endpoint, fields, client):
+        """POST to the token endpoint: the answer (a dict with access_token), else OAuthError."""
+        status, doc = self._client_post(endpoint, fields, client)
         if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("access_token"), str):
             error = doc.get("error") if isinstance(doc, dict) else None
             failure = OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % error if error else ""))
@@ -4391,6 +4413,26 @@ class OAuthClient:
     def stored(self):
         """Every stored token document for this server (for auth status / logout): [(path, doc)]."""
         return self.store.tokens_for(self.url)
+
+    def revoke(self, doc):
+        """Revoke the tokens ``doc`` holds at the authorization server (RFC 7009), refresh token
+        first (servers may drop its access tokens with it).  Returns None when the server offers no
+        revocation endpoint, else the reason it failed or "" when it succeeded."""
+        endpoint = doc.get("revocation_endpoint")
+        if not isinstance(endpoint, str):
+            return None
+        client = self._client_of(doc)
+        for hint in ("refresh_token", "access_token"):
+            token = doc.get(hint)
+            if not isinstance(token, str):
+                continue
+            try:
+                status, _ = self._client_post(endpoint, {"token": token, "token_type_hint": hint}, client)
+            except (OcxError, OSError) as exc:
+                return self.config.scrub(str(exc))
+            if status != 200:   # RFC 7009: 200 even for a token the server no longer knows
+                return "the revocation endpoint answered HTTP %d" % status
+        return ""
 
 
 class CallbackListener:
@@ -10527,6 +10569,12 @@ def cmd_auth(args):
     stored = oauth.stored()
     if args.action == "logout":
         for path, doc in stored:  # the registration too: a new login registers afresh
+            failed = oauth.revoke(doc)
+            if failed:
+                log.warning("could not revoke the tokens at %s (%s); removing them here all the same"
+                            % (doc.get("issuer"), failed))
+            elif failed == "":
+                log.info("revoked the tokens at %s" % doc.get("issuer"))
             os.unlink(path)
             if isinstance(doc.get("issuer"), str):
                 oauth.forget_client(doc["issuer"])

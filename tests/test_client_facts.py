@@ -58,9 +58,10 @@ def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     assert (generic["budget_chars"], generic["budget_bytes"]) == (op.MAX_RESPONSE_CHARS, 0) == (10000, 0)
     assert [n for n, p in op.CLIENT_PROFILES.items() if not p["strip_output_schema"]] == ["codex"]
     assert [n for n, p in op.CLIENT_PROFILES.items() if p["shows_images"]] == ["claude-code", "codex", "gemini"]
-    # clients.md section 2: Codex shows structuredContent alone, Gemini CLI content alone
+    # clients.md section 2: Codex shows structuredContent alone, Gemini CLI content alone; Claude Code
+    # 2.1.332 as Codex (measured in the real-client tier)
     assert {n: p["model_skips"] for n, p in op.CLIENT_PROFILES.items() if p["model_skips"]} == {
-        "codex": "content", "gemini": "structuredContent"}
+        "claude-code": "content", "codex": "content", "gemini": "structuredContent"}
 
 
 def test_client_names_pick_their_profile_and_anything_else_is_generic():

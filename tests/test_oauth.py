@@ -212,9 +212,25 @@ def test_auth_login_status_logout(server):
     relay, reply = session(server)
     relay.close()
     assert "result" in reply and len(server.visits()) == 1
-    assert server.auth("logout").returncode == 0
+    logout = server.auth("logout")
+    assert logout.returncode == 0 and b"revoked the tokens at" in logout.stderr
+    assert server.stats()["revoke"] == 2   # RFC 7009: the refresh token, then the access token
     assert server.auth("status").returncode == 1
     assert server.auth("logout").returncode == 1
+
+
+@pytest.mark.parametrize("why", ["no endpoint", "refused"])
+def test_logout_removes_the_tokens_here_when_the_server_cannot_revoke_them(server, why):
+    if why == "no endpoint":
+        server.configure(revocation=False)   # the metadata names none
+    assert server.auth("login").returncode == 0
+    if why == "refused":
+        server.configure(forget_clients=True)   # the revocation endpoint answers 401 invalid_client
+    logout = server.auth("logout")
+    assert logout.returncode == 0, logout.stderr
+    assert (b"could not revoke the tokens" in logout.stderr) == (why == "refused")
+    assert b"HTTP 401" in logout.stderr if why == "refused" else b"revoked" not in logout.stderr
+    assert server.stats()["revoke"] == 0 and server.auth("status").returncode == 1
 
 
 def test_no_login_in_time_gives_a_jsonrpc_error_with_instructions(server):
@@ -394,6 +410,25 @@ def test_preregistered_client_with_secret(server, method, tmp_path):
     assert result.returncode == 0, result.stderr
     assert server.stats()["register"] == 0 and server.stats()["token"] == 1
     assert b"s3cr3t-value" not in result.stderr
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_a_preregistered_confidential_client_refreshes_with_its_secret(server, method):
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(expires_in=1, auth_methods=[method], clients={"fixed": {
+        "secret": "s3cr3t-value", "method": method, "redirect_uris": [redirect]}})
+    client = ("--oauth-client-id", "fixed", "--oauth-client-secret", "s3cr3t-value")
+    assert server.auth("login", *client).returncode == 0
+    time.sleep(1.1)
+    relay, reply = session(server, *client)
+    try:
+        assert "result" in reply, reply
+    finally:
+        relay.close()
+    assert server.stats()["refresh"] == 1 and len(server.visits()) == 1, relay.stderr
+    logout = server.auth("logout", *client)
+    assert logout.returncode == 0 and server.stats()["revoke"] == 2, logout.stderr
+    assert b"s3cr3t-value" not in logout.stderr
 
 
 def test_client_file(server, tmp_path):

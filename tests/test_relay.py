@@ -1202,7 +1202,8 @@ def test_images_pass_whole_to_clients_that_show_them(relay_factory, client_name,
 
 @pytest.mark.parametrize("client_name,n_whole,n_spilled", [
     ("gemini-cli-mcp-client", 1500, 2500),   # 39,909 characters, 16,901 of them structuredContent (budget 32,000)
-    ("codex-mcp-client", 500, 1000)])        # 12,909 characters, 6,930 of them content (budget 10,000)
+    ("codex-mcp-client", 500, 1000),         # 12,909 characters, 6,930 of them content (budget 10,000)
+    ("claude-code", 2500, 3500)])            # 67,909 characters, 36,430 of them content (budget 40,000)
 def test_the_result_member_a_client_never_shows_does_not_count(relay_factory, client_name, n_whole, n_spilled):
     relay = start_as(relay_factory, client_name)
     reply = relay.call("structured", {"n": n_whole})
@@ -1212,7 +1213,7 @@ def test_the_result_member_a_client_never_shows_does_not_count(relay_factory, cl
     assert is_spilled(relay.call("structured", {"n": n_spilled}))   # what it shows still counts
     relay.close()
     import ocx_proxy as op
-    budget = op.CLIENT_PROFILES["gemini" if client_name.startswith("gemini") else "codex"]["budget_chars"]
+    budget = op.CLIENT_PROFILES[op.client_profile_for(client_name)]["budget_chars"]
     relay = start_as(relay_factory, "some-other-client", ["--max-response-chars", str(budget)])
     assert is_spilled(relay.call("structured", {"n": n_whole}))   # a client that shows both counts both
     relay.close()

@@ -150,7 +150,9 @@ def outcome(client, case, via_relay):
         run = harness.run_client(client, case, via_relay, workdir)
         seconds = time.monotonic() - started
         info = run.client_info[0] if run.client_info else None
-        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe-spill"), info) if run.received is not None else []
+        # "probe" is as long as the run's "spill": a byte-bound preview (CJK under Codex's byte
+        # budget) keeps fewer characters when the path it names is longer
+        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe"), info) if run.received is not None else []
         RUNS[key] = (run, Outcome(run, sent, via_relay) if run.received is not None else None, seconds)
     return RUNS[key]
 
