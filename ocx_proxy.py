@@ -6102,10 +6102,12 @@ class Relay:
         if self.spill.reader_name is not None and any(self._is_reader_call(msg) for msg in msgs):
             # Calls of the reader tool are ours to answer; a batch's other members go on.
             batch = line.lstrip()[:1] == b"["
-            for msg in msgs:
+            kept = []
+            for msg, raw in zip(msgs, raws):
                 if self._is_reader_call(msg):
                     self._answer_reader(msg)
-            kept = [(msg, raw) for msg, raw in zip(msgs, raws) if not self._is_reader_call(msg)]
+                else:
+                    kept.append((msg, raw))
             if not kept:
                 return
             msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
@@ -6584,9 +6586,10 @@ class Relay:
 
         The member of a tool result the client never shows its model
         (``model_skips``), measured compact (a float may print a character or
-        two longer than it came: the budgets' margins absorb that); and image data, all of it when the client shows images and it is
-        within --max-image-bytes in total.  Only a line that names an image is
-        looked into for images.
+        two longer than it came: the budgets' margins absorb that); and image
+        data, all of it when the client shows images and it is within
+        --max-image-bytes in total.  Only a line that names an image is looked
+        into for images.
         """
         skipped = skipped_member(msg, self.model_skips)
         free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
@@ -10290,11 +10293,18 @@ def non_negative_float(text):
     return value
 
 
-def max_chars_value(text):
-    value = int(text)
-    if value != 0 and value < 500:
-        raise ValueError("must be 0 (never spill) or at least 500")
-    return value
+def budget_value(zero_means):
+    """Converter for a spill budget option: 0 (``zero_means``) or at least 500."""
+    def convert(text):
+        value = int(text)
+        if value != 0 and value < 500:
+            raise ValueError("must be 0 (%s) or at least 500" % zero_means)
+        return value
+    return convert
+
+
+max_chars_value = budget_value("never spill")
+max_bytes_value = budget_value("no byte limit")
 
 
 def flag_value(text):
@@ -10303,13 +10313,6 @@ def flag_value(text):
     if value not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
         raise ValueError("expected 1/true/yes/on or 0/false/no/off")
     return value in ("1", "true", "yes", "on")
-
-
-def max_bytes_value(text):
-    value = int(text)
-    if value != 0 and value < 500:
-        raise ValueError("must be 0 (no byte limit) or at least 500")
-    return value
 
 
 def typed(convert, what):

@@ -26,10 +26,12 @@ import anyio
 import pytest
 
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.auth import OAuthClientMetadata
+
+from sdk_oauth import AutoConsentBrowser, MemoryStorage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # as in conftest.py: OCX_INTEROP_PROXY points the tier at another copy of ocx_proxy.py
@@ -192,52 +194,6 @@ async def use_tools(session):
 
 # -- the direct control: the SDK's own OAuth client ----------------------------------------------
 
-class MemoryStorage(TokenStorage):
-    def __init__(self):
-        self.tokens = self.client_info = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client_info
-
-    async def set_client_info(self, client_info):
-        self.client_info = client_info
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-class DirectBrowser:
-    """GET the authorize URL and keep code and state from its redirect (auto-consent)."""
-
-    def __init__(self):
-        self.code = self.state = None
-        self.visits = 0
-
-    async def open(self, url):
-        self.visits += 1
-        try:
-            urllib.request.build_opener(NoRedirect).open(url, timeout=10)
-            raise RuntimeError("the authorization endpoint did not redirect")
-        except urllib.error.HTTPError as exc:
-            if exc.code // 100 != 3:
-                raise RuntimeError("authorize answered HTTP %d %s" % (exc.code, exc.read()[:200].decode()))
-            location = exc.headers.get("Location", "")
-        query = urllib.parse.parse_qs(urllib.parse.urlparse(location).query)
-        self.code = query["code"][0]
-        self.state = query.get("state", [None])[0]
-
-    async def callback(self):
-        return self.code, self.state
-
-
 def direct_provider(url, storage, browser):
     metadata = OAuthClientMetadata(client_name="sdk-direct", redirect_uris=["http://127.0.0.1:9/callback"],
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"])
@@ -292,7 +248,7 @@ def test_first_login_then_tools(server, relay):
         for secret in relay.stored_secrets():
             assert secret not in relay.stderr()
 
-    relay_or_xfail(body, lambda: direct_session_tools(server.url, MemoryStorage(), DirectBrowser()))
+    relay_or_xfail(body, lambda: direct_session_tools(server.url, MemoryStorage(), AutoConsentBrowser()))
 
 
 async def _tools(relay):
@@ -312,7 +268,7 @@ def test_second_relay_reuses_tokens_without_browser(server, relay):
 
     async def direct_twice():
         storage = MemoryStorage()
-        browser = DirectBrowser()
+        browser = AutoConsentBrowser()
         await direct_session_tools(server.url, storage, browser)
         await direct_session_tools(server.url, storage, browser)
         assert browser.visits == 1, browser.visits
@@ -367,7 +323,7 @@ def test_two_relays_at_once_share_one_login(server, relay):
     async def direct_both():
         async with anyio.create_task_group() as group:
             for _ in range(2):
-                group.start_soon(direct_session_tools, server.url, MemoryStorage(), DirectBrowser())
+                group.start_soon(direct_session_tools, server.url, MemoryStorage(), AutoConsentBrowser())
     relay_or_xfail(body, direct_both)
 
 
@@ -396,7 +352,7 @@ def test_expired_token_is_refreshed(make_server, tmp_path, where):
         assert "grant refresh_token" in grants, grants
 
     async def direct():
-        await direct_session_tools(server.url, MemoryStorage(), DirectBrowser(), pause=4)
+        await direct_session_tools(server.url, MemoryStorage(), AutoConsentBrowser(), pause=4)
         assert "grant refresh_token" in server.grants(), server.grants()
     relay_or_xfail(body, direct)
 
@@ -404,7 +360,7 @@ def test_expired_token_is_refreshed(make_server, tmp_path, where):
 # -- the direct control on its own (so its result is reported, not only used) -------------------
 
 def test_direct_sdk_client_login_and_tools(server):
-    browser = DirectBrowser()
+    browser = AutoConsentBrowser()
     run(lambda: direct_session_tools(server.url, MemoryStorage(), browser))
     assert browser.visits == 1
     assert server.grants().count("grant authorization_code") == 1, server.grants()
@@ -412,7 +368,7 @@ def test_direct_sdk_client_login_and_tools(server):
 
 def test_direct_sdk_client_refresh(make_server):
     server = make_server(token_ttl=3)
-    run(lambda: direct_session_tools(server.url, MemoryStorage(), DirectBrowser(), pause=4))
+    run(lambda: direct_session_tools(server.url, MemoryStorage(), AutoConsentBrowser(), pause=4))
     grants = server.grants()
     assert grants.count("grant authorization_code") == 1 and "grant refresh_token" in grants, grants
 
@@ -456,9 +412,9 @@ def test_logout_then_login_after_client_forgotten(server, relay):
 def test_direct_sdk_client_with_forgotten_client(server):
     """The direct control for the case above, with the SDK client's storage kept across the restart."""
     storage = MemoryStorage()
-    run(lambda: direct_session_tools(server.url, storage, DirectBrowser()))
+    run(lambda: direct_session_tools(server.url, storage, AutoConsentBrowser()))
     server.restart()
-    failure = direct_failure(lambda: direct_session_tools(server.url, storage, DirectBrowser()))
+    failure = direct_failure(lambda: direct_session_tools(server.url, storage, AutoConsentBrowser()))
     grants = server.grants()
     if failure:
         pytest.xfail("the SDK client direct also keeps the forgotten client: %s (grants %s)" % (failure, grants))

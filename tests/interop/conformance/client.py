@@ -23,20 +23,13 @@ import tempfile
 import threading
 import time
 
+from scenarios import tool_to_call
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py")
 BUDGET = float(os.environ.get("OCX_CONFORMANCE_BUDGET", "15"))   # the suite kills us at 20 s
 PROTOCOL_VERSION = "2025-11-25"
-
-# The tool each non-auth scenario's server expects to be called (from the suite's scenario sources);
-# the auth scenarios' server has one tool, test-tool.
-TOOL_CALLS = {
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}),
-    "sse-retry": ("test_reconnection", {}),
-    "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
-}
-
 
 def log(message):
     sys.stderr.write("conformance-client: %s\n" % message)
@@ -141,12 +134,10 @@ def session(relay, scenario, deadline):
     relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     names = [tool.get("name") for tool in relay.request("tools/list", {}, deadline).get("tools", [])]
     log("tools: %s" % names)
-    if scenario in TOOL_CALLS:
-        name, arguments = TOOL_CALLS[scenario]
-    elif "test-tool" in names:
-        name, arguments = "test-tool", {}
-    else:
+    call = tool_to_call(scenario, names)
+    if call is None:
         return
+    name, arguments = call
     result = relay.request("tools/call", {"name": name, "arguments": arguments}, deadline)
     log("tools/call %s -> %s" % (name, json.dumps(result)[:300]))
 

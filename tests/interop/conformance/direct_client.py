@@ -12,70 +12,20 @@ import asyncio
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 
 from mcp import ClientSession, types
-from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider, SignedJWTParameters)
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
+from scenarios import tool_to_call
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # tests/interop
+from sdk_oauth import AutoConsentBrowser, MemoryStorage  # noqa: E402
+
 REDIRECT_URI = "http://127.0.0.1:3000/callback"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"   # the suite's client metadata URL
-TOOL_CALLS = {
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}),
-    "sse-retry": ("test_reconnection", {}),
-    "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
-}
-
-
-class MemoryStorage(TokenStorage):
-    def __init__(self):
-        self.tokens = None
-        self.client_info = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client_info
-
-    async def set_client_info(self, client_info):
-        self.client_info = client_info
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-class Browser:
-    """GET the authorize URL, keep code and state from the redirect's Location."""
-
-    def __init__(self):
-        self.code = self.state = None
-
-    async def open(self, url):
-        opener = urllib.request.build_opener(NoRedirect)
-        try:
-            opener.open(url, timeout=10)
-            raise RuntimeError("the authorization endpoint did not redirect")
-        except urllib.error.HTTPError as exc:
-            location = exc.headers.get("Location", "")
-        query = urllib.parse.parse_qs(urllib.parse.urlparse(location).query)
-        if "code" not in query:
-            raise RuntimeError("no code in the redirect: %s" % location)
-        self.code = query["code"][0]
-        self.state = query.get("state", [None])[0]
-
-    async def callback(self):
-        return self.code, self.state
 
 
 async def accept_defaults(context, params):
@@ -99,7 +49,7 @@ def auth_for(scenario, url, context):
         storage.client_info = OAuthClientInformationFull(
             client_id=context["client_id"], client_secret=secret, redirect_uris=[REDIRECT_URI],
             token_endpoint_auth_method="client_secret_basic" if secret else "none")
-    browser = Browser()
+    browser = AutoConsentBrowser()
     metadata = OAuthClientMetadata(client_name="ocx-conformance-direct", redirect_uris=[REDIRECT_URI],
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"])
     return OAuthClientProvider(url, metadata, storage, redirect_handler=browser.open,
@@ -112,12 +62,10 @@ async def run(url, scenario, context):
         async with ClientSession(read, write, elicitation_callback=accept_defaults) as session:
             await session.initialize()
             names = [tool.name for tool in (await session.list_tools()).tools]
-            if scenario in TOOL_CALLS:
-                name, arguments = TOOL_CALLS[scenario]
-            elif "test-tool" in names:
-                name, arguments = "test-tool", {}
-            else:
+            call = tool_to_call(scenario, names)
+            if call is None:
                 return
+            name, arguments = call
             result = await session.call_tool(name, arguments)
             sys.stderr.write("direct-client: tools/call %s -> %s\n" % (name, result.model_dump_json()[:300]))
 
