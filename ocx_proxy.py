@@ -3861,45 +3861,138 @@ def _key(*parts):
 
 
 class AuthStore:
-    """JSON files in a 0700 directory, each written 0600 and replaced atomically:
-    ``client-<issuer>.json`` (our registration with that issuer, exact string) and
-    ``tokens-<issuer+resource>.json``."""
+    """The token directory: JSON files, each written 0600 and replaced atomically (as spill files
+    are), in a directory checked before every read and write: ours, and nobody else may write to
+    it.  Another user's or a shared directory is refused whole; a file in it that is a symbolic
+    link, or not a regular file of ours, is not read.
+
+    ``client-<issuer>.json``: our registration with that issuer (exact string);
+    ``tokens-<issuer+resource>.json``: the tokens for that resource;
+    ``server-<url>.json``: the issuer and resource whose tokens a server URL last stored (the
+    configured URL, and the resource its metadata named), so that finding a server's tokens is
+    one open, however many servers the directory holds."""
 
     def __init__(self, directory):
         self.directory = directory
+        self.refused_files = set()   # said once each
 
     def path(self, kind, *key):
         return os.path.join(self.directory, "%s-%s.json" % (kind, _key(*key)))
 
-    def read(self, path):
-        try:
-            with open(path, "r", encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
+    def open(self, create=False):
+        """The directory, checked, as a SpillDir (made 0700 when missing and ``create``); None when
+        it is missing.  OSError with a one-line reason when it is refused."""
+        if not hasattr(os, "geteuid"):   # Windows: no owners and modes to check
+            if create:
+                os.makedirs(self.directory, exist_ok=True)
+            return SpillDir(self.directory) if os.path.isdir(self.directory) else None
+        uid = os.geteuid()
+        parent = os.path.dirname(self.directory)
+        if create and parent:
+            os.makedirs(parent, exist_ok=True)
+        fd, made = _open_dir(self.directory, create)
+        if fd is None:
             return None
+        if _is_ours(fd, uid, made, 0o022):
+            return SpillDir(self.directory, fd)
+        info = os.fstat(fd)
+        os.close(fd)
+        why = ("it belongs to uid %d, not to us (uid %d)" % (info.st_uid, uid) if info.st_uid != uid
+               else "others may write to it (mode %03o)" % stat.S_IMODE(info.st_mode))
+        raise OSError("refusing token directory %s: %s; nothing in it is used (make it a directory of yours "
+                      "with mode 0700, or set OCX_PROXY_AUTH_DIR)" % (self.directory, why))
+
+    def _load(self, where, name):
+        """The JSON object in file ``name`` of the checked directory ``where``; None when missing, not
+        an object, or refused (O_NOFOLLOW, O_NONBLOCK: a link or a FIFO put there is not waited on)."""
+        flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_BINARY", 0))
+        try:
+            fd = os.open(where.at(name), flags, dir_fd=where.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._refuse(name, "a symbolic link" if exc.errno in (errno.ELOOP, errno.EMLINK)
+                                else exc.strerror)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(fd)
+            ours = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
+            if not stat.S_ISREG(info.st_mode) or not ours:
+                return self._refuse(name, "not a regular file of ours")
+            try:
+                doc = json.loads(f.read().decode("utf-8"))
+            except (OSError, ValueError):
+                return None
         return doc if isinstance(doc, dict) else None
 
-    def write(self, path, doc):
-        """Store ``doc`` at ``path`` (one of ``self.path``'s) the way spill files are written:
-        the directory checked (ours, private), a new 0600 temporary file, renamed into place."""
-        where = open_spill_dir(self.directory)
+    def _refuse(self, name, why):
+        if name not in self.refused_files:
+            self.refused_files.add(name)
+            log.warning("refusing token file %s: %s; it is not read" % (os.path.join(self.directory, name), why))
+        return None
+
+    def read(self, path):
+        """The JSON object stored at ``path`` (one of ``self.path``'s), else None; OSError when the
+        directory is refused."""
+        where = self.open()
+        if where is None:
+            return None
         with where:
-            if where.path != self.directory:  # shared or not ours: tokens must not go anywhere else
-                raise OSError("refusing token directory %s: not a private directory of ours" % self.directory)
+            return self._load(where, os.path.basename(path))
+
+    def write(self, path, doc):
+        """Store ``doc`` at ``path`` (one of ``self.path``'s): a new 0600 temporary file, renamed into place."""
+        with self.open(create=True) as where:
             where.write(os.path.basename(path), json.dumps(doc).encode("utf-8"))
 
-    def tokens_for(self, resource):
-        """Every stored token document for ``resource`` (or the server URL it was stored for), newest first."""
+    def remove(self, path):
+        """Remove ``path`` (one of ``self.path``'s): True when it was there."""
+        where = self.open()
+        if where is None:
+            return False
+        with where:
+            try:
+                where.remove(os.path.basename(path))
+            except FileNotFoundError:
+                return False
+        return True
+
+    def lookup(self, url):
+        """(path, document) of the tokens last stored for ``url`` (a server URL, or a resource), else
+        (None, None): its server file, then the tokens it names."""
+        where = self.open()
+        if where is None:
+            return None, None
+        with where:
+            pointer = self._load(where, os.path.basename(self.path("server", url))) or {}
+            issuer, resource = pointer.get("issuer"), pointer.get("resource")
+            if pointer.get("url") != url or not isinstance(issuer, str) or not isinstance(resource, str):
+                return None, None
+            path = self.path("tokens", issuer, resource)
+            doc = self._load(where, os.path.basename(path))
+        if doc is None or (doc.get("issuer"), doc.get("resource")) != (issuer, resource):
+            return None, None
+        return path, doc
+
+    def point(self, urls, issuer, resource):
+        """Let each of ``urls`` find the tokens of ``issuer`` for ``resource`` (see ``lookup``)."""
+        for url in urls:
+            self.write(self.path("server", url), {"url": url, "issuer": issuer, "resource": resource})
+
+    def tokens_for(self, url):
+        """Every token document stored for ``url`` (its resource or the server URL it was stored
+        for), newest first: a scan of the directory, for auth status and logout (it finds what
+        earlier versions stored, and other issuers' tokens, too)."""
         found = []
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
+        where = self.open()
+        if where is None:
             return found
-        for name in names:
-            if name.startswith("tokens-") and name.endswith(".json"):
-                doc = self.read(os.path.join(self.directory, name))
-                if doc and resource in (doc.get("resource"), doc.get("url")):
-                    found.append((os.path.join(self.directory, name), doc))
+        with where:
+            for name in where.names():
+                if name.startswith("tokens-") and name.endswith(".json"):
+                    doc = self._load(where, name)
+                    if doc and url in (doc.get("resource"), doc.get("url")):
+                        found.append((os.path.join(self.directory, name), doc))
         found.sort(key=lambda item: -float(item[1].get("saved_at") or 0))
         return found
 
@@ -3979,8 +4072,9 @@ class OAuthClient:
         self.login_url = None
         self.login_error = None
         self.step_ups = 0
-        for path, doc in self.store.tokens_for(self.url)[:1]:
-            self.tokens, self.tokens_path = doc, path
+        self.refusal = None        # why the token directory cannot be used, if it cannot
+        self.refusal_said = None
+        self._reload()
 
     # -- what requests see -------------------------------------------------
 
@@ -4004,6 +4098,11 @@ class OAuthClient:
         params = parse_www_authenticate(challenge)
         with self.lock:
             self._reload()
+            if self.refusal is not None:   # no login: its tokens could not be kept
+                if self.refusal != self.refusal_said:   # said once, not at every request
+                    log.warning(self.refusal)
+                    self.refusal_said = self.refusal
+                raise AuthorizationRequired("authorization failed: %s" % self.refusal)
             current = self.tokens.get("access_token") if self.tokens else None
             if current and current != used:
                 return  # a refresh or another relay's login since that request
@@ -4037,12 +4136,21 @@ class OAuthClient:
     # -- tokens --------------------------------------------------------------
 
     def _reload(self):
-        if self.tokens_path is not None:
-            doc = self.store.read(self.tokens_path)
-            self.tokens = doc if doc and self.resource in (doc.get("resource"), doc.get("url")) else None
-        elif self.tokens is None:
-            for path, doc in self.store.tokens_for(self.resource)[:1]:
-                self.tokens, self.tokens_path = doc, path
+        """The tokens as stored now (another relay may have refreshed or replaced them); none at all
+        from a refused directory (``authorize`` says why)."""
+        try:
+            if self.tokens_path is not None:
+                self.tokens = self.store.read(self.tokens_path)
+            else:
+                self.tokens_path, self.tokens = self.store.lookup(self.resource)
+            self.refusal = None
+        except OSError as exc:
+            self.tokens, self.refusal = None, str(exc)
+
+    def _hold(self, path, doc):
+        """Make the tokens ``doc`` stored at ``path`` ours, and findable from our URL and resource."""
+        self.tokens, self.tokens_path = doc, path
+        self.store.point(sorted({self.url, self.resource}), doc.get("issuer"), doc.get("resource"))
 
     def _save_tokens(self, answer, issuer, metadata, client):
         """Store a token endpoint answer; a refresh that brings no new refresh token keeps the old one."""
@@ -4059,9 +4167,9 @@ class OAuthClient:
             doc["lifetime"] = answer["expires_in"]
         self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"])
                                    if s and s not in self.config.secrets)
-        self.tokens_path = self.store.path("tokens", issuer, self.resource)
-        self.store.write(self.tokens_path, doc)
-        self.tokens = doc
+        path = self.store.path("tokens", issuer, self.resource)
+        self.store.write(path, doc)
+        self._hold(path, doc)
 
     def _refresh(self):
         """Use the refresh token; True on success.  A refused one is forgotten (a login follows)."""
@@ -4241,8 +4349,9 @@ class OAuthClient:
     def forget_client(self, issuer):
         """Drop our stored registration with ``issuer``: the next login registers again."""
         try:
-            os.unlink(self.store.path("client", issuer))
-            log.info("%s no longer knows ocx-proxy's client registration; the next login registers again" % issuer)
+            if self.store.remove(self.store.path("client", issuer)):
+                log.info("%s no longer knows ocx-proxy's client registration; the next login registers again"
+                         % issuer)
         except OSError:
             pass
 
@@ -4299,10 +4408,10 @@ class OAuthClient:
         them (0: none).  Tokens stored under any other stamp come from another relay's login, even
         one that finished before this call, and are taken instead of a second login.  None (``auth
         login``) replaces whatever is stored when the call starts."""
+        self.store.open(create=True).close()   # a refused directory: no login, nothing sent anywhere
         metadata = self.discover(params)
         issuer = metadata["issuer"]
         deadline = deadline or time.monotonic() + self.settings.timeout
-        os.makedirs(self.settings.auth_dir, mode=0o700, exist_ok=True)
         lock = LoginLock(os.path.join(self.settings.auth_dir, "login-%s.lock" % _key(issuer, self.resource)))
         path = self.store.path("tokens", issuer, self.resource)
         if replacing is None:
@@ -4329,7 +4438,7 @@ class OAuthClient:
         if not doc or not doc.get("access_token") or (doc.get("saved_at") or 0) == replacing:
             return False
         with self.lock:
-            self.tokens, self.tokens_path = doc, path
+            self._hold(path, doc)
         return True
 
     def _login_locked(self, metadata, deadline):
@@ -4411,8 +4520,22 @@ class OAuthClient:
     # -- commands ---------------------------------------------------------------
 
     def stored(self):
-        """Every stored token document for this server (for auth status / logout): [(path, doc)]."""
-        return self.store.tokens_for(self.url)
+        """Every stored token document for this server (for auth status / logout): [(path, doc)],
+        those a relay takes first."""
+        found = self.store.tokens_for(self.url)
+        path, doc = self.store.lookup(self.url)
+        if doc is not None and path not in [p for p, _ in found]:
+            found.insert(0, (path, doc))
+        return found
+
+    def forget(self, path, doc):
+        """Remove the tokens ``doc`` stored at ``path``, what points to them, and the registration
+        that holds them (a new login registers afresh)."""
+        self.store.remove(path)
+        for url in {url for url in (self.url, doc.get("url"), doc.get("resource")) if isinstance(url, str)}:
+            self.store.remove(self.store.path("server", url))
+        if isinstance(doc.get("issuer"), str):
+            self.forget_client(doc["issuer"])
 
     def revoke(self, doc):
         """Revoke the tokens ``doc`` holds at the authorization server (RFC 7009), refresh token
@@ -10569,18 +10692,19 @@ def cmd_auth(args):
             raise OAuthError(str(exc))
         sys.stderr.write("ocx-proxy: logged in to %s\n" % config.display_url)
         return 0
-    stored = oauth.stored()
+    try:
+        stored = oauth.stored()
+    except OSError as exc:   # a refused token directory
+        raise OAuthError(str(exc))
     if args.action == "logout":
-        for path, doc in stored:  # the registration too: a new login registers afresh
+        for path, doc in stored:
             failed = oauth.revoke(doc)
             if failed:
                 log.warning("could not revoke the tokens at %s (%s); removing them here all the same"
                             % (doc.get("issuer"), failed))
             elif failed == "":
                 log.info("revoked the tokens at %s" % doc.get("issuer"))
-            os.unlink(path)
-            if isinstance(doc.get("issuer"), str):
-                oauth.forget_client(doc["issuer"])
+            oauth.forget(path, doc)
         sys.stderr.write("ocx-proxy: %s\n" % ("removed the tokens for %s" % config.display_url if stored
                                               else "no tokens stored for %s" % config.display_url))
         return 0 if stored else 1

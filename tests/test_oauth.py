@@ -217,6 +217,7 @@ def test_auth_login_status_logout(server):
     assert server.stats()["revoke"] == 2   # RFC 7009: the refresh token, then the access token
     assert server.auth("status").returncode == 1
     assert server.auth("logout").returncode == 1
+    assert not [n for n in os.listdir(server.auth_dir) if n.startswith(("tokens-", "server-", "client-"))]
 
 
 @pytest.mark.parametrize("why", ["no endpoint", "refused"])
@@ -502,3 +503,146 @@ def test_header_values_never_go_to_the_authorization_server(server):
     relay.close()
     assert "result" in reply
     assert server.stats()["oauth_headers_seen"] == []
+
+
+# -- the token store: checked before it is read, one lookup per request ------------------------------
+
+PLANTED = {"access_token": "planted-at", "refresh_token": "planted-rt"}
+
+
+def plant(path, **fields):
+    """Put ``fields`` into the token document at ``path``, as someone able to write there would."""
+    with open(path) as f:
+        doc = json.load(f)
+    doc.update(fields)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return doc
+
+
+def received_since(server, count):
+    """What the fixture server received after its first ``count`` requests (paths, Authorization, bodies)."""
+    return server.stats()["requests"][count:]
+
+
+@pytest.mark.parametrize("how, planted", [("others may write to it", "access token"),
+                                          ("others may write to it", "refresh token"),
+                                          ("it belongs to uid", "access token")])
+def test_a_token_directory_that_is_not_privately_ours_is_refused_and_nothing_in_it_is_sent(server, how, planted):
+    # Another user made the directory (0777, or theirs) and put tokens in it: sent, the user would work in
+    # the attacker's account; refreshed, the client secret and the planted refresh token would go to the
+    # planted token endpoint.
+    if how.startswith("it belongs") and os.geteuid() != 0:
+        pytest.skip("needs root: only root can give a directory to another user")
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(auth_methods=["client_secret_basic"], clients={"fixed": {
+        "secret": "s3cr3t-value", "method": "client_secret_basic", "redirect_uris": [redirect]}})
+    client = ("--oauth-client-id", "fixed", "--oauth-client-secret", "s3cr3t-value")
+    assert server.auth("login", *client).returncode == 0
+    fields = dict(PLANTED)
+    if planted == "refresh token":
+        fields.update(expires_at=time.time() - 100, token_endpoint=server.base + "/planted/token")
+    for name in token_files(server):
+        plant(os.path.join(server.auth_dir, name), **fields)
+    if how.startswith("it belongs"):
+        for name in [""] + os.listdir(server.auth_dir):
+            os.chown(os.path.join(server.auth_dir, name), 4321, 4321)
+    else:
+        os.chmod(server.auth_dir, 0o777)
+    count = len(server.stats()["requests"])
+    relay, reply = session(server, *client)
+    relay.close()
+    received = received_since(server, count)
+    assert "planted" not in json.dumps(received) and "token" not in " ".join(r["path"] for r in received)
+    assert {r["authorization"] for r in received if r["path"] == "/mcp"} == {None}, received
+    assert "refusing token directory %s: %s" % (server.auth_dir, how) in reply["error"]["message"], reply
+    said = [line for line in relay.stderr.splitlines() if line.startswith("ocx-proxy: warning: refusing token")]
+    assert len(said) == 1, relay.stderr   # once, though both messages the client sent were refused
+    status = server.auth("status")
+    assert status.returncode == 1 and b"refusing token directory" in status.stderr
+    assert b"planted" not in status.stdout + status.stderr
+
+
+@pytest.mark.parametrize("how", ["a symbolic link", "not a regular file of ours"])
+def test_a_token_file_that_is_a_link_or_not_ours_is_not_read(server, how):
+    if how.startswith("not") and os.geteuid() != 0:
+        pytest.skip("needs root: only root can give a file to another user")
+    assert server.auth("login").returncode == 0
+    [name] = token_files(server)
+    path, planted = os.path.join(server.auth_dir, name), str(server.tmp / "planted.json")
+    os.rename(path, planted)
+    doc = plant(planted, **PLANTED)
+    if how.startswith("not"):
+        os.chown(planted, 4321, 4321)
+        os.rename(planted, path)
+    else:
+        os.symlink(planted, path)
+    count = len(server.stats()["requests"])
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply, reply   # a new login, its tokens in a file of ours where the other one was
+    assert "planted" not in json.dumps(received_since(server, count))
+    assert len(server.visits()) == 2 and not os.path.islink(path) and os.stat(path).st_uid == os.geteuid()
+    if how.endswith("link"):
+        with open(planted) as f:
+            assert json.load(f) == doc   # not written through the link either
+    said = [line for line in relay.stderr.splitlines() if "refusing token file" in line]
+    assert len(said) == 1 and how in said[0], relay.stderr
+
+
+def store_tokens(auth_dir, url, issuer):
+    """Tokens for ``url`` from ``issuer`` in ``auth_dir``, stored the way a login stores them."""
+    client = op.OAuthClient(op.RemoteConfig(url, environ={}), op.OAuthSettings(auth_dir=auth_dir))
+    client._save_tokens({"access_token": "at-" + url, "refresh_token": "rt-" + url, "expires_in": 3600},
+                        issuer, {"token_endpoint": issuer + "/token"}, {"client_id": "c"})
+
+
+OPENED = []
+
+
+def audit(event, args):
+    if OPENED and event in ("open", "os.listdir", "os.scandir"):
+        OPENED.append((event, str(args[0])))
+
+
+sys.addaudithook(audit)   # for good (a hook cannot be removed): it records only while OPENED is not empty
+
+
+def test_finding_a_servers_tokens_reads_no_other_servers_file(tmp_path):
+    auth_dir = str(tmp_path / "auth")
+    for n in range(50):
+        store_tokens(auth_dir, "https://mcp%d.example/mcp" % n, "https://auth%d.example" % n)
+    others = set(os.listdir(auth_dir))
+    for stored in (False, True):
+        if stored:
+            store_tokens(auth_dir, "https://ours.example/mcp", "https://auth.example")
+        OPENED[:] = [("start", "")]
+        try:
+            client = op.OAuthClient(op.RemoteConfig("https://ours.example/mcp", environ={}),
+                                    op.OAuthSettings(auth_dir=auth_dir))
+            token = client.access_token()
+        finally:
+            events, OPENED[:] = OPENED[1:], []
+        assert token == ("at-https://ours.example/mcp" if stored else None)
+        assert [e for e in events if e[0] != "open"] == []   # the directory is not listed
+        assert not [path for _, path in events if os.path.basename(path) in others], events
+
+
+def test_tokens_of_the_previous_version_are_taken_without_a_login_and_found_by_url_and_resource(server):
+    server.url = server.base + "/sse"   # its metadata names the resource /mcp
+    relay, reply = session(server, transport="sse")
+    relay.close()
+    assert "result" in reply
+    for name in os.listdir(server.auth_dir):   # the previous version stored no server files
+        if name.startswith("server-"):
+            os.unlink(os.path.join(server.auth_dir, name))
+    relay, reply = session(server, transport="sse")
+    relay.close()
+    assert "result" in reply and len(server.visits()) == 1, relay.stderr
+    assert len([n for n in os.listdir(server.auth_dir) if n.startswith("server-")]) == 2
+    unauthorized = server.stats()["mcp_401"]
+    server.url = server.base + "/mcp"
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply and len(server.visits()) == 1
+    assert server.stats()["mcp_401"] == unauthorized   # the tokens went with the first request

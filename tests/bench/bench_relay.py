@@ -8,12 +8,14 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py            # about a minute on 2 cores
     python tests/bench/bench_relay.py --quick    # fewer repetitions (a smoke check)
     python tests/bench/bench_relay.py --profile DIR   # also write cProfile stats of the relay
+    python tests/bench/bench_relay.py --only-store    # only the token-store rows
 
 Standard library only.  Not part of the pass/fail test run.
 """
 import argparse
 import compileall
 import http.client
+import importlib.util
 import json
 import os
 import shutil
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from urllib.parse import urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -32,17 +35,18 @@ PY = sys.executable
 BIG_BYTES = 5000000
 HUGE_BYTES = 100000000  # the memory rows: peak RSS must stay under 2x the line + 30 MB
 
-TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40}
+TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40, "store": 0.25}
+STORE_SERVERS = 500  # other servers' tokens in the full token directory
 
 
 class Session:
     """One client connection over pipes: to the server directly or through the relay."""
 
-    def __init__(self, argv, stderr_path=None):
+    def __init__(self, argv, stderr_path=None, env=None):
         self.started = time.perf_counter()
         self.stderr = open(stderr_path or os.devnull, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, bufsize=1 << 20)
+                                     stderr=self.stderr, bufsize=1 << 20, env=env)
         self.fd = self.proc.stdin.fileno()
         self.out = self.proc.stdout
         self.next_id = 0
@@ -115,6 +119,9 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="ocx-bench-")
         self.spill_dir = os.path.join(self.tmp, "spill")
         self.profile_count = 0
+        # remote relays look for tokens on every request: in an empty directory of ours, never the user's
+        self.auth_dir = os.path.join(self.tmp, "auth-empty")
+        os.environ["OCX_PROXY_AUTH_DIR"] = self.auth_dir
 
     # -- argv --------------------------------------------------------------
 
@@ -170,8 +177,8 @@ class Bench:
         finally:
             session.close()
 
-    def round_trips(self, argv, count):
-        session = Session(argv)
+    def round_trips(self, argv, count, env=None):
+        session = Session(argv, env=env)
         try:
             session.initialize()
             params = {"name": "small", "arguments": {"text": "hello"}}
@@ -225,25 +232,78 @@ class Bench:
             return False
         return proc.returncode == 0
 
-    def http_round_trips(self, runs, count):
+    def http_server(self):
+        """The bench HTTP server, started: (process, its /mcp URL)."""
         server = subprocess.Popen([PY, HTTP_SERVER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return server, "http://127.0.0.1:%d/mcp" % int(server.stdout.readline().split()[1])
+
+    def http_relay_argv(self, url):
+        return self.relay_prefix("streamable-http", "--url", url, "--output-dir", self.spill_dir,
+                                 "--log-level", "warning")
+
+    def http_round_trips(self, runs, count):
+        server, url = self.http_server()
         try:
-            port = int(server.stdout.readline().split()[1])
-            url = "http://127.0.0.1:%d/mcp" % port
             direct, relay = [], []
             for _ in range(runs):
-                direct.append(self._http_direct(port, count))
-                argv = self.relay_prefix("streamable-http", "--url", url, "--output-dir", self.spill_dir,
-                                         "--log-level", "warning")
-                relay.append(self.round_trips(argv, count)[:2])
+                direct.append(self._http_direct(url, count))
+                relay.append(self.round_trips(self.http_relay_argv(url), count)[:2])
             return direct, relay
         finally:
-            server.kill()
-            server.wait()
-            server.stdout.close()
+            stop(server)
 
-    def _http_direct(self, port, count):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    # -- the token store -----------------------------------------------------
+
+    def token_store(self, proxy, path, servers):
+        """A token directory holding the tokens of ``servers`` other servers, each stored by the
+        relay's own code (``proxy``: the ocx_proxy module measured, so its own file layout)."""
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        for n in range(servers):
+            url, issuer = "https://mcp%d.example/mcp" % n, "https://auth%d.example" % n
+            client = proxy.OAuthClient(proxy.RemoteConfig(url, environ={}), proxy.OAuthSettings(auth_dir=path))
+            client._save_tokens({"access_token": "at-%d" % n, "refresh_token": "rt-%d" % n, "expires_in": 3600},
+                                issuer, {"token_endpoint": issuer + "/token"}, {"client_id": "client-%d" % n})
+        return path
+
+    def lookup_us(self, proxy, store, url, seconds=0.3):
+        """Median cost of ``OAuthClient.access_token()`` (what a remote relay asks before every
+        request) for ``url``, which holds no tokens, in ``store``: microseconds."""
+        client = proxy.OAuthClient(proxy.RemoteConfig(url, environ={}), proxy.OAuthSettings(auth_dir=store))
+        samples, clock = [], time.perf_counter
+        end = clock() + seconds
+        while clock() < end or len(samples) < 20:
+            t0 = clock()
+            assert client.access_token() is None
+            samples.append(clock() - t0)
+        return statistics.median(samples) * 1e6
+
+    def store_rows(self, rows, runs, count):
+        """Round trips to a server that needs no login, the token directory empty, then holding
+        other servers' tokens: finding a server's tokens must cost the same either way."""
+        spec = importlib.util.spec_from_file_location("ocx_proxy_measured", PROXY)
+        proxy = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(proxy)
+        empty = self.token_store(proxy, self.auth_dir, 0)
+        full = self.token_store(proxy, os.path.join(self.tmp, "auth-full"), STORE_SERVERS)
+        server, url = self.http_server()
+        try:
+            empty_ms, full_ms, empty_us, full_us = [], [], [], []
+            for _ in range(runs):
+                for store, out in ((empty, empty_ms), (full, full_ms)):
+                    env = dict(os.environ, OCX_PROXY_AUTH_DIR=store)
+                    out.append(self.round_trips(self.http_relay_argv(url), count, env)[0])
+                empty_us.append(self.lookup_us(proxy, empty, url))
+                full_us.append(self.lookup_us(proxy, full, url))
+        finally:
+            stop(server)
+        e, f = statistics.median(empty_ms), statistics.median(full_ms)
+        rows.append(("HTTP round trip p50, token store: empty | %d servers" % STORE_SERVERS, "ms", e, f, f - e,
+                     TARGETS["store"]))
+        rows.append(("  info: token lookup per request: empty | %d servers" % STORE_SERVERS, "us",
+                     statistics.median(empty_us), statistics.median(full_us), None, None))
+
+    def _http_direct(self, url, count):
+        conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=10)
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         counter = [0]
 
@@ -306,8 +366,13 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
-        if a.only_huge:
-            self.huge_rows(rows, progress)
+        if a.only_huge or a.only_store:
+            if a.only_huge:
+                self.huge_rows(rows, progress)
+            else:
+                progress("token store: %d runs x %d calls" % (a.runs, a.calls))
+                self.store_rows(rows, a.runs, a.calls)
+            shutil.rmtree(self.tmp, ignore_errors=True)
             return rows, time.perf_counter() - t_start
         progress("start-up x%d" % a.startup_runs)
         s_direct, s_relay, s_installed = [], [], []
@@ -383,12 +448,20 @@ class Bench:
                 d = statistics.median([x[i] for x in direct])
                 r = statistics.median([x[i] for x in relay])
                 rows.append(("Streamable HTTP round trip %s" % label, "ms", d, r, r - d, TARGETS["http_rtt"]))
+            progress("token store: %d runs x %d calls" % (a.runs, a.calls))
+            self.store_rows(rows, a.runs, a.calls)
         else:
             rows.append(("Streamable HTTP round trip", "n/a (remote transports not merged yet)"))
 
         progress("done")
         shutil.rmtree(self.tmp, ignore_errors=True)
         return rows, time.perf_counter() - t_start
+
+
+def stop(server):
+    server.kill()
+    server.wait()
+    server.stdout.close()
 
 
 def fmt(value, unit):
@@ -448,6 +521,7 @@ def main(argv=None):
     parser.add_argument("--no-huge", dest="huge", action="store_false",
                         help="skip the 100 MB memory rows (about 30 s)")
     parser.add_argument("--only-huge", action="store_true", help="run only the 100 MB memory rows")
+    parser.add_argument("--only-store", action="store_true", help="run only the token-store rows")
     args = parser.parse_args(argv)
     if args.quick:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3
