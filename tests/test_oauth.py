@@ -611,19 +611,19 @@ sys.addaudithook(audit)   # for good (a hook cannot be removed): it records only
 def test_finding_a_servers_tokens_reads_no_other_servers_file(tmp_path):
     auth_dir = str(tmp_path / "auth")
     for n in range(50):
-        store_tokens(auth_dir, "https://mcp%d.example/mcp" % n, "https://auth%d.example" % n)
+        store_tokens(auth_dir, "http://mcp%d.example/mcp" % n, "http://auth%d.example" % n)
     others = set(os.listdir(auth_dir))
     for stored in (False, True):
         if stored:
-            store_tokens(auth_dir, "https://ours.example/mcp", "https://auth.example")
+            store_tokens(auth_dir, "http://ours.example/mcp", "http://auth.example")
         OPENED[:] = [("start", "")]
         try:
-            client = op.OAuthClient(op.RemoteConfig("https://ours.example/mcp", environ={}),
+            client = op.OAuthClient(op.RemoteConfig("http://ours.example/mcp", environ={}),
                                     op.OAuthSettings(auth_dir=auth_dir))
             token = client.access_token()
         finally:
             events, OPENED[:] = OPENED[1:], []
-        assert token == ("at-https://ours.example/mcp" if stored else None)
+        assert token == ("at-http://ours.example/mcp" if stored else None)
         assert [e for e in events if e[0] != "open"] == []   # the directory is not listed
         assert not [path for _, path in events if os.path.basename(path) in others], events
 

@@ -259,7 +259,7 @@ class Bench:
         relay's own code (``proxy``: the ocx_proxy module measured, so its own file layout)."""
         os.makedirs(path, mode=0o700, exist_ok=True)
         for n in range(servers):
-            url, issuer = "https://mcp%d.example/mcp" % n, "https://auth%d.example" % n
+            url, issuer = "http://mcp%d.example/mcp" % n, "http://auth%d.example" % n
             client = proxy.OAuthClient(proxy.RemoteConfig(url, environ={}), proxy.OAuthSettings(auth_dir=path))
             client._save_tokens({"access_token": "at-%d" % n, "refresh_token": "rt-%d" % n, "expires_in": 3600},
                                 issuer, {"token_endpoint": issuer + "/token"}, {"client_id": "client-%d" % n})
