@@ -129,44 +129,67 @@ class Client:
         self.proc.wait()
 
 
-def search_rows(proxy, repeats):
-    spill_dir = tempfile.mkdtemp()
-    client = Client(proxy, spill_dir)
-    try:
+class Spilled:
+    """A relay with two spills: one line of a million "a" and a "b", and 20,000 short lines."""
+
+    def __init__(self, proxy):
+        self.spill_dir = tempfile.mkdtemp()
+        self.client = Client(proxy, self.spill_dir)
         line = '{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"%s"}]}}' % (
             "a" * 1000000 + "b")
-        preview = client.request("tools/call", {"name": "raw", "arguments": {"line": line}})
-        spill_id = os.path.basename(preview["result"]["_meta"]["ocx-proxy/spill"]["txt"])[:-4]
-        lines = client.request("tools/call", {"name": "lines", "arguments": {"n": 20000}})
-        lines_id = os.path.basename(lines["result"]["_meta"]["ocx-proxy/spill"]["txt"])[:-4]
+        self.long_id = self.spill_id(self.client.request("tools/call", {"name": "raw", "arguments": {"line": line}}))
+        self.lines_id = self.spill_id(self.client.request("tools/call", {"name": "lines", "arguments": {"n": 20000}}))
 
-        def reader(arguments):
-            return client.timed("tools/call", {"name": "read_spilled_output", "arguments": arguments})[0]
+    @staticmethod
+    def spill_id(answer):
+        return os.path.basename(answer["result"]["_meta"]["ocx-proxy/spill"]["txt"])[:-4]
 
-        rows = {
-            "page of 20,000 lines (ms)": statistics.median(reader({"id": lines_id, "line": 15000})
-                                                          for _ in range(repeats)),
-            "search of 20,000 lines (ms)": statistics.median(reader({"id": lines_id, "pattern": r"^line 1999\d "})
-                                                            for _ in range(repeats)),
-            "search of the 1 MB line (ms)": statistics.median(reader({"id": spill_id, "pattern": "ab$"})
-                                                             for _ in range(repeats)),
-        }
+    def read(self, **arguments):
+        """Milliseconds of one reader call."""
+        return self.client.timed("tools/call", {"name": "read_spilled_output", "arguments": arguments})[0]
+
+    def catastrophic(self):
+        """(slowest of 5 pings while (a+)+$ runs, seconds until the search is answered); inf: no answer."""
         started = time.perf_counter()
-        evil = client.start("tools/call", {"name": "read_spilled_output",
-                                           "arguments": {"id": spill_id, "pattern": "(a+)+$"}})
+        evil = self.client.start("tools/call", {"name": "read_spilled_output",
+                                                "arguments": {"id": self.long_id, "pattern": "(a+)+$"}})
         pings = []
         for _ in range(5):
-            took, answer = client.timed("ping", timeout=10)
+            took, answer = self.client.timed("ping", timeout=10)
             pings.append(took if answer is not None else float("inf"))
             if answer is None:
                 break
-        rows["ping during (a+)+$ (ms, max of 5)"] = max(pings)
-        answer = client.wait(evil, timeout=20)
-        rows["(a+)+$ answered after (s)"] = (time.perf_counter() - started) if answer is not None else float("inf")
+        answer = self.client.wait(evil, timeout=20)
+        return max(pings), (time.perf_counter() - started) if answer is not None else float("inf")
+
+    def close(self):
+        self.client.close()
+        shutil.rmtree(self.spill_dir, ignore_errors=True)
+
+
+def search_rows(copies, repeats):
+    """Rows of reader calls through a relay, the copies interleaved call by call."""
+    relays = {name: Spilled(proxy) for name, proxy in copies.items()}
+    try:
+        calls = {
+            "page of 20,000 lines (ms)": lambda relay: relay.read(id=relay.lines_id, line=15000),
+            "search of 20,000 lines (ms)": lambda relay: relay.read(id=relay.lines_id, pattern=r"^line 1999\d "),
+            "search of the 1 MB line (ms)": lambda relay: relay.read(id=relay.long_id, pattern="ab$"),
+        }
+        rows = {}
+        for row, call in calls.items():
+            times = {name: [] for name in relays}
+            for _ in range(repeats):
+                for name, relay in relays.items():
+                    times[name].append(call(relay))
+            rows[row] = ["%.1f" % statistics.median(times[name]) for name in relays]
+        stopped = {name: relay.catastrophic() for name, relay in relays.items()}
+        rows["ping during (a+)+$ (ms, max of 5)"] = ["%.1f" % stopped[name][0] for name in relays]
+        rows["(a+)+$ answered after (s)"] = ["%.1f" % stopped[name][1] for name in relays]
         return rows
     finally:
-        client.close()
-        shutil.rmtree(spill_dir, ignore_errors=True)
+        for relay in relays.values():
+            relay.close()
 
 
 def show(title, copies, rows):
@@ -201,9 +224,7 @@ def main():
                                                          for name in copies]
     show("One line of %d MB, pages of %d characters:" % (args.mb, PAGE_CHARS), copies, rows)
     print()
-    searches = {name: search_rows(proxy, repeats) for name, proxy in copies.items()}
-    rows = {row: ["%.1f" % searches[name][row] for name in copies] for row in searches["new"]}
-    show("Through a relay (inf: no answer within the bench's wait):", copies, rows)
+    show("Through a relay (inf: no answer within the bench's wait):", copies, search_rows(copies, repeats))
 
 
 if __name__ == "__main__":
