@@ -1802,6 +1802,7 @@ class Spill:
         reader_number("column", column)
         if lines is not None:
             reader_number("lines", lines)
+        page = ReadPage(budget_chars, budget_bytes)
         index = self._index(spill_id)
         with os.fdopen(self._open_text(spill_id, index), "rb") as handle:
             handle.seek(index.locate(handle, line, column))
@@ -1811,8 +1812,7 @@ class Spill:
             data = handle.read(want)
         window = codecs.getincrementaldecoder("utf-8")("replace").decode(data, len(data) < want)
         complete = len(data) < want and len(window) <= budget_chars
-        text, where = ReadPage(budget_chars, budget_bytes).range(window[:budget_chars + 1], complete, line, column,
-                                                                 lines)
+        text, where = page.range(window[:budget_chars + 1], complete, line, column, lines)
         return text, self.read_hint(spill_id, where, lines, None, 0)
 
     def search(self, spill_id, pattern, line=1, context=0, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
@@ -1837,6 +1837,7 @@ class Spill:
             raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
         if not sys.executable:
             raise ValueError("pattern search needs a Python interpreter to start, and sys.executable is empty")
+        page = ReadPage(budget_chars, budget_bytes)
         index = self._index(spill_id)
         fd = self._open_text(spill_id, index)
         try:
@@ -1848,7 +1849,7 @@ class Spill:
         spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars,
                 "seconds": SEARCH_SECONDS / 2, "cpu": SEARCH_SECONDS + 2}
         argv = [sys.executable, "-I", "-S", "-c", SEARCH_PROGRAM, json.dumps(spec)]
-        return SpillSearch(self, spill_id, pattern, context, ReadPage(budget_chars, budget_bytes), argv, fd)
+        return SpillSearch(self, spill_id, pattern, context, page, argv, fd)
 
     def read_hint(self, spill_id, where, lines, pattern, context):
         if where is None:
@@ -1953,6 +1954,8 @@ class ReadPage:
     """One page of ``Spill.read`` or ``Spill.search``, filled up to a budget of characters and bytes (as JSON)."""
 
     def __init__(self, budget_chars, budget_bytes):
+        if budget_chars < 1 or budget_bytes < 0:
+            raise ValueError("the page budget is too small for one character")
         self.budget_chars = budget_chars
         self.budget_bytes = budget_bytes or float("inf")
         self.chars = 0
@@ -1970,10 +1973,11 @@ class ReadPage:
         return True
 
     def range(self, window, complete, line, column, lines):
-        """The page of ``window``, the text from ``line``/``column`` on: ``(text, (line, column) of the next page or None)``.
+        """A page of ``window``: ``(text, (line, column) of the next page or None)``.
 
-        ``window`` is the whole rest of the text when ``complete``; else it is
-        longer than the budget, so that the page is full before its end.
+        ``window`` is the text from ``line``/``column`` on: all the rest when
+        ``complete``, else more characters than the budget, so that the page
+        is full before the window ends.
         """
         pos, taken = 0, 0
         while True:
@@ -2007,7 +2011,7 @@ class ReadPage:
         return low
 
     def pack(self, shown, end):
-        """The lines a search shows (``[number, text]`` each) as a page: ``(text, (line, 1) of the next page or end)``."""
+        """The lines a search shows (``[number, text]`` each) as a page: ``(text, (line, 1) of the next, or end)``."""
         for number, text in shown:
             if not self.add(text):
                 if self.parts:
@@ -7010,14 +7014,17 @@ def reader_tool(name):
             "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
             "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
             "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each. Each page says how to get the next."),
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). Each page says "
+            "how to get the next." % SEARCH_SECONDS),
         "inputSchema": {"type": "object", "properties": {
             "id": {"type": "string", "description": "spill id from the note"},
             "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
             "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
             "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1)"},
-            "pattern": {"type": "string", "description": "regular expression to search for"},
-            "context": {"type": "integer", "minimum": 0, "description": "lines shown around each match"},
+            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                        "description": "regular expression to search for"},
+            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
+                        "description": "lines shown around each match"},
         }, "required": ["id"]},
     }
 

@@ -675,11 +675,13 @@ def test_read_opens_only_what_this_spill_wrote(tmp_path):
     for kwargs, message in (({"line": 0}, "line must be"), ({"lines": 0}, "lines must be"),
                             ({"line": True}, "line must be"), ({"line": 3002}, "past the end"),
                             ({"line": 10 ** 12}, "past the end"), ({"column": 9}, "has only 6 characters"),
-                            ({"line": 3001, "column": 2}, "has only 0 characters")):
+                            ({"line": 3001, "column": 2}, "has only 0 characters"),
+                            ({"budget_chars": 0}, "too small")):
         with pytest.raises(ValueError, match=message):
             spill.read(stem, **kwargs)
     for kwargs, message in (({"pattern": "(?P<"}, "bad pattern"), ({"pattern": "x", "context": -1}, "context must be"),
-                            ({"pattern": "x", "line": 3002}, "past the end")):
+                            ({"pattern": "x", "line": 3002}, "past the end"),
+                            ({"pattern": "x", "budget_chars": -5}, "too small")):
         with pytest.raises(ValueError, match=message):
             spill.search(stem, **kwargs)
     assert spill.read(stem, line=3001) == ("", "[end of the text]")  # the empty line after the last newline
