@@ -1900,8 +1900,8 @@ class Spill:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size != index.size:
             os.close(fd)
-            raise ValueError("spill %s was changed on disk (%s); it can no longer be read"
-                             % (spill_id, "not a regular file" if not stat.S_ISREG(info.st_mode) else "size"))
+            raise ValueError("spill %s was changed on disk (%s); it can no longer be read" % (
+                spill_id, "its size changed" if stat.S_ISREG(info.st_mode) else "not a regular file any more"))
         return fd
 
     # -- rewriting ---------------------------------------------------------
@@ -6372,7 +6372,7 @@ class Relay:
         params = msg["params"]
         args = params.get("arguments", {})
         if isinstance(args, dict) and args.get("pattern") is not None and len(self.searches) >= SEARCHES_AT_ONCE:
-            self.search_queue.append(msg)  # its turn comes in _search_done
+            self.search_queue.append(msg)  # its turn comes when a search ends (_search)
             return
         result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
         if is_modern(request_version(params)):
