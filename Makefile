@@ -33,6 +33,8 @@ bench: $(BENCH_PY)
 	$(BENCH_PY) tests/bench/bench_protobuf.py
 	@echo
 	$(BENCH_PY) tests/bench/bench_inputs.py
+	@echo
+	$(BENCH_PY) tests/bench/bench_reader.py
 
 # Python 3.8-3.13 matrix: tests/smoke.py (stdlib) and the suite in .venv-compat/3.X
 # for every interpreter pyenv (or PATH) has; a missing version is skipped.

@@ -54,6 +54,7 @@ Layout of this file (each section only uses the ones above it):
 import argparse
 import array
 import base64
+import bisect
 import codecs
 import collections
 import datetime
@@ -1069,8 +1070,18 @@ NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/s
 # 2025-11-25's tasks/result answers with the tool's own CallToolResult.
 SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
-# The tool the relay adds to tools/list to read spilled text (Spill.read).
+# The tool the relay adds to tools/list to read spilled text (Spill.read, Spill.search).
 READER_TOOL_NAME = "read_spilled_output"
+# Bounds of its arguments: numbers beyond any text we hold, a few lines of
+# context, and a pattern that fits any command line (see Spill.search).
+READER_MAX_NUMBER = 10 ** 12
+READER_MAX_CONTEXT = 100
+READER_MAX_PATTERN = 1000
+# A pattern search is killed after this many seconds (wall clock); by half of
+# it, the search answers what it found so far and where to go on.
+SEARCH_SECONDS = 5
+# Where lines and characters are in a .txt is noted every this many bytes (TextIndex).
+TEXT_INDEX_STEP = 1 << 16
 # JSON texts longer than this go to the .txt as they are: pretty-printing
 # parses them whole, which costs memory and time out of proportion.
 PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
@@ -1254,12 +1265,21 @@ class ReadableText:
         return "\n\n".join(self.parts)
 
     def encoded(self, step=1 << 20):
-        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole."""
+        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.
+
+        A lone surrogate (JSON can carry one, UTF-8 cannot) becomes U+FFFD, one
+        character of 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid
+        UTF-8 for any tool, and for the reader.
+        """
         for n, part in enumerate(self.parts):
             if n:
                 yield b"\n\n"
             for start in range(0, len(part), step):
-                yield part[start:start + step].encode("utf-8", "surrogatepass")
+                piece = part[start:start + step]
+                try:
+                    yield piece.encode("utf-8")
+                except UnicodeEncodeError:
+                    yield _LONE_SURROGATE_RE.sub("\ufffd", piece).encode("utf-8")
 
 
 def readable_text(msg, method):
@@ -1469,6 +1489,163 @@ def _open_private_dir(path, fd, uid, create):
     return SpillDir(private, sub_fd)
 
 
+class TextIndex:
+    """Where lines and characters are in the ``.txt`` of a spill, noted as it is written.
+
+    A mark is noted at the first character that starts at or after each
+    multiple of TEXT_INDEX_STEP bytes: its line, column and byte offset.
+    ``locate`` finds any line and column with a binary search and one read
+    of at most a step, so a page costs what it holds, on one long line as
+    on many.  The text is UTF-8: a character starts at every byte that is
+    not a continuation byte.
+    """
+
+    def __init__(self):
+        self.step = TEXT_INDEX_STEP
+        self.marks = [(1, 1, 0)]  # (line, column, byte offset), in order
+        self.size = 0
+        self.line = self.column = 1  # where the text noted so far ends
+        self.mark_due = False        # a step ended: the next character gets a mark
+
+    def watch(self, chunks):
+        """``chunks`` (the text's bytes, in order) unchanged, noted on their way to the file."""
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                piece = bytes(view[:self.step - self.size % self.step])
+                view = view[len(piece):]
+                self._note(piece)
+            yield chunk
+
+    def _note(self, piece):
+        """Note ``piece``, which never crosses a multiple of the step."""
+        if self.mark_due:
+            lead = len(piece) - len(piece.lstrip(_NOT_LEAD_BYTES))
+            if lead < len(piece):
+                self.marks.append((self.line, self.column, self.size + lead))
+                self.mark_due = False
+        self.size += len(piece)
+        self.mark_due = self.mark_due or self.size % self.step == 0
+        newline = piece.rfind(b"\n")
+        if newline >= 0:
+            self.line += piece.count(b"\n")
+            self.column = 1
+            piece = piece[newline + 1:]
+        self.column += len(piece) if piece.isascii() else len(piece.translate(None, _NOT_LEAD_BYTES))
+
+    def lines(self):
+        """Lines of the text; a line break at its very end does not start another one."""
+        return self.line - (self.column == 1)
+
+    def locate(self, handle, line, column):
+        """Byte offset in ``handle`` (the file noted) of ``column`` of ``line``, both 1-based.
+
+        The column after a line's last character is where its line break (or
+        the text) ends.  ValueError when the text has no such place.
+        """
+        k = bisect.bisect_right(self.marks, (line, column, self.size)) - 1
+        first_line, first_column, offset = self.marks[k]
+        handle.seek(offset)
+        end = self.marks[k + 1][2] if k + 1 < len(self.marks) else self.size
+        text = handle.read(end - offset).decode("utf-8", "replace")
+        start = 0
+        for _ in range(line - first_line):
+            start = text.find("\n", start) + 1
+            if not start:
+                raise ValueError("line %d is past the end of the text (%d lines)" % (line, self.lines()))
+        before = first_column - 1 if line == first_line else 0  # characters of the line before ``start``
+        stop = text.find("\n", start)
+        length = before + (stop if stop >= 0 else len(text)) - start  # a line cut by the next mark: enough of it
+        if column > length + 1:
+            raise ValueError("line %d has only %d characters" % (line, length))
+        return offset + utf8_len(text[:start + column - 1 - before])
+
+
+# The pattern search, run as ``python -I -S -c SEARCH_PROGRAM SPEC`` with the
+# .txt as its stdin (see Spill.search).  It prints one JSON object: the lines
+# to show, grep style ("12:" a match, "11-" a context line, "--" between
+# groups), and the line to go on from when it stopped early (budget or time).
+# ASCII only: it travels on a command line.
+SEARCH_PROGRAM = """\
+# ocx-proxy pattern search
+import collections, json, os, re, sys, time
+spec = json.loads(sys.argv[1])
+deadline = time.monotonic() + spec["seconds"]
+try:  # the kernel ends a runaway search even when the relay is gone
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
+except (ImportError, ValueError, OSError):
+    pass
+regex, context, first = re.compile(spec["pattern"]), spec["context"], spec["line"]
+WIDTH = 400  # what is shown of a long line, around the match
+
+def show(number, text, match):
+    start = 0
+    if len(text) > WIDTH:
+        start = max(0, match.start() - 100) if match else 0
+        text = "%s%s\\u2026(line of %d chars; read it with column=%d)" % (
+            "\\u2026" if start else "", text[start:start + WIDTH], len(text), start + 1)
+    return "%d%s%s\\n" % (number, ":" if match else "-", text)
+
+os.lseek(0, spec["offset"], os.SEEK_SET)
+before = collections.deque(maxlen=context)
+shown, size, after, last, resume = [], 0, 0, 0, None
+for number, raw in enumerate(os.fdopen(0, "rb"), first):
+    if size > spec["budget"] or (number > first and time.monotonic() > deadline):
+        resume = number
+        break
+    text = raw.decode("utf-8", "replace")
+    text = text[:-1] if text.endswith("\\n") else text
+    match = regex.search(text)
+    if not match and not after:
+        if context:
+            before.append((number, show(number, text, None)))
+        continue
+    after = context if match else after - 1
+    group = list(before) + [(number, show(number, text, match))]
+    before.clear()
+    for n, line in group:
+        line = ("--\\n" if context and last and n > last + 1 else "") + line
+        shown.append([n, line])
+        size, last = size + len(line), n
+sys.stdout.write(json.dumps({"shown": shown, "next": resume}))
+"""
+
+
+class SpillSearch:
+    """A pattern search of one spill, ready to run (see ``Spill.search``).
+
+    Start ``argv`` with ``stdin`` (a descriptor of the opened ``.txt``, which
+    the caller closes once it started), give what it printed to ``answer``.
+    """
+
+    def __init__(self, spill, spill_id, pattern, context, page, argv, stdin):
+        self.spill = spill
+        self.spill_id = spill_id
+        self.pattern = pattern
+        self.context = context
+        self.page = page
+        self.argv = argv
+        self.stdin = stdin
+
+    def answer(self, output):
+        """``(text, hint)`` from the search program's output; ValueError when it has none."""
+        try:
+            result = json.loads(output)
+            shown, resume = result["shown"], result["next"]
+        except (ValueError, TypeError, KeyError):
+            raise ValueError("the pattern search ended without an answer")
+        text, where = self.page.pack(shown, (resume, 1) if resume else None)
+        return text, self.spill.read_hint(self.spill_id, where, None, self.pattern, self.context)
+
+
+def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
+    """``value`` when it is an integer from ``least`` to ``most``, else ValueError naming argument ``name``."""
+    if type(value) is not int or not least <= value <= most:
+        raise ValueError("%s must be an integer from %d to %d, not %.40r" % (name, least, most, value))
+    return value
+
+
 class Spill:
     """Saves oversized messages to disk and builds the preview that replaces them.
 
@@ -1489,7 +1666,7 @@ class Spill:
         self.retention_days = retention_days
         self.directory = None  # where files last went: output_dir or its private subdirectory
         self.reader_name = None  # the reader tool the previews name (set by the relay); None: no tool
-        self.spilled = {}  # spill id (file stem) -> its .txt path: all that read() may open
+        self.spilled = {}  # spill id (file stem) -> (its .txt path, TextIndex): all that read() may open
 
     # -- files -------------------------------------------------------------
 
@@ -1596,58 +1773,83 @@ class Spill:
                     path = where.write("%s.%d%s" % (stem, n, ext), raw)
                     blob_paths.append(path)
                     text.parts[note] = text.parts[note].replace(": saved as file %d]" % n, ": saved as %s]" % path)
-                txt_path = where.write(stem + ".txt", text.encoded())
+                index = TextIndex()
+                txt_path = where.write(stem + ".txt", index.watch(text.encoded()))
             except BaseException:
                 where.discard(where.written)  # no half spill is left behind
                 raise
-        self.spilled[stem] = txt_path
+        self.spilled[stem] = (txt_path, index)
         return SpillFiles(json_path, txt_path, blob_paths), text.text()
 
     # -- reading -----------------------------------------------------------
 
-    def read(self, spill_id, line=1, lines=None, pattern=None, context=0, budget_chars=MAX_RESPONSE_CHARS,
-             budget_bytes=0, column=1):
+    def read(self, spill_id, line=1, lines=None, column=1, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
         """One page of the ``.txt`` of spill ``spill_id``: ``(text, hint)``.
 
-        Lines are 1-based and end with "\\n" alone.  Without ``pattern`` the
-        page is the text itself from ``line`` (and ``column``, 1-based, inside
-        a line longer than a page): at most ``lines`` lines, and never more
-        than ``budget_chars`` characters nor ``budget_bytes`` UTF-8 bytes (0:
-        no byte limit) as it will be written in JSON; a line too long for one
-        page is cut by characters.  Pages put end to end give the text back
-        exactly.  With ``pattern`` (a Python regular expression, searched in
-        each line from ``line`` on) the page lists the matching lines, grep
-        style ("12:" a match, "11-" a context line, "--" between groups),
-        with ``context`` lines around each.  ``hint`` says how to get the next
-        page, or that the text ends.  Only the spills of this object can be
-        read, by id (the stem of their files, never a path): an unknown id, a
-        bad range or a bad pattern raises ValueError saying so.
+        Lines are 1-based and end with "\\n" alone.  The page is the text from
+        ``line`` (and ``column``, 1-based, inside a line longer than a page):
+        at most ``lines`` lines, and never more than ``budget_chars``
+        characters nor ``budget_bytes`` UTF-8 bytes (0: no byte limit) as it
+        will be written in JSON; a line too long for one page is cut by
+        characters.  Pages put end to end give the text back exactly, and a
+        page costs what it holds (``TextIndex``).  ``hint`` says how to get
+        the next page, or that the text ends.  Only the spills of this object
+        can be read, by id (the stem of their files, never a path): an
+        unknown id, a bad argument or a place the text does not have raises
+        ValueError saying so.
         """
-        if not isinstance(spill_id, str) or not spill_id or re.search(r"[/\\\x00]", spill_id) or ".." in spill_id:
-            raise ValueError("invalid spill id %.80r: give the id a preview names, not a path" % (spill_id,))
-        if spill_id not in self.spilled:
-            raise ValueError("unknown spill id %.80r: only what this ocx-proxy session spilled can be read"
-                             % spill_id)
-        for name, value, least in (("line", line, 1), ("column", column, 1), ("context", context, 0)):
-            if type(value) is not int or value < least:
-                raise ValueError("%s must be an integer >= %d, not %.40r" % (name, least, value))
-        if lines is not None and (type(lines) is not int or lines < 1):
-            raise ValueError("lines must be an integer >= 1, not %.40r" % (lines,))
-        regex = None
-        if pattern is not None:
-            if not isinstance(pattern, str):
-                raise ValueError("pattern must be a string")
-            try:
-                regex = re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as exc:
-                raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
+        reader_number("line", line)
+        reader_number("column", column)
+        if lines is not None:
+            reader_number("lines", lines)
         page = ReadPage(budget_chars, budget_bytes)
-        with self._open_text(spill_id) as handle:
-            if regex is None:
-                text, where = page.range(handle, line, column, lines)
-            else:
-                text, where = page.search(handle, regex, line, context)
-        return text, self.read_hint(spill_id, where, lines, pattern, context)
+        index = self._index(spill_id)
+        with os.fdopen(self._open_text(spill_id, index), "rb") as handle:
+            handle.seek(index.locate(handle, line, column))
+            # A page holds at most budget_chars characters, of 4 bytes at most:
+            # one more character tells the window from the end of the text.
+            want = 4 * (budget_chars + 1)
+            data = handle.read(want)
+        window = codecs.getincrementaldecoder("utf-8")("replace").decode(data, len(data) < want)
+        complete = len(data) < want and len(window) <= budget_chars
+        text, where = page.range(window[:budget_chars + 1], complete, line, column, lines)
+        return text, self.read_hint(spill_id, where, lines, None, 0)
+
+    def search(self, spill_id, pattern, line=1, context=0, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
+        """A search of the ``.txt`` of spill ``spill_id`` for ``pattern``, ready to run: a ``SpillSearch``.
+
+        ``pattern`` (a Python regular expression) is searched in each line
+        from ``line`` on; the page lists the matching lines, grep style, with
+        ``context`` lines around each (``SEARCH_PROGRAM``).  The search runs
+        in a child interpreter that can be killed: ``re`` holds the GIL while
+        it matches, and a pattern such as ``(a+)+b`` can take years on one
+        line.  Bad arguments raise ValueError, as for ``read``.
+        """
+        reader_number("line", line)
+        reader_number("context", context, 0, READER_MAX_CONTEXT)
+        if not isinstance(pattern, str):
+            raise ValueError("pattern must be a string, not %.40r" % (pattern,))
+        if len(pattern) > READER_MAX_PATTERN:
+            raise ValueError("pattern must be at most %d characters" % READER_MAX_PATTERN)
+        try:
+            re.compile(pattern)
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
+        if not sys.executable:
+            raise ValueError("pattern search needs a Python interpreter to start, and sys.executable is empty")
+        page = ReadPage(budget_chars, budget_bytes)
+        index = self._index(spill_id)
+        fd = self._open_text(spill_id, index)
+        try:
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                offset = index.locate(handle, line, 1)
+        except BaseException:
+            os.close(fd)
+            raise
+        spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars,
+                "seconds": SEARCH_SECONDS / 2, "cpu": SEARCH_SECONDS + 2}
+        argv = [sys.executable, "-I", "-S", "-c", SEARCH_PROGRAM, json.dumps(spec)]
+        return SpillSearch(self, spill_id, pattern, context, page, argv, fd)
 
     def read_hint(self, spill_id, where, lines, pattern, context):
         if where is None:
@@ -1664,13 +1866,24 @@ class Spill:
                 call += ", context=%d" % context
         return "[next: %s)]" % call
 
-    def _open_text(self, spill_id):
-        """The ``.txt`` of a spill of ours, opened for reading inside the checked spill directory.
+    def _index(self, spill_id):
+        """The ``TextIndex`` of spill ``spill_id``; ValueError for anything but the id of a spill of ours."""
+        if not isinstance(spill_id, str) or not spill_id or re.search(r"[/\\\x00]", spill_id) or ".." in spill_id:
+            raise ValueError("invalid spill id %.80r: give the id a preview names, not a path" % (spill_id,))
+        if spill_id not in self.spilled:
+            raise ValueError("unknown spill id %.80r: only what this ocx-proxy session spilled can be read"
+                             % spill_id)
+        return self.spilled[spill_id][1]
 
-        O_NOFOLLOW and the regular-file check: a link or anything else put
-        in its place since is refused, not read.
+    def _open_text(self, spill_id, index):
+        """A descriptor of the ``.txt`` of a spill of ours, opened for reading inside the checked spill directory.
+
+        Nothing but the regular file we wrote is read: O_NOFOLLOW refuses a
+        link put in its place, O_NONBLOCK keeps a FIFO from holding up the
+        open (it changes nothing for a file), and a file of another size was
+        changed since: the index would not match it.
         """
-        path = self.spilled[spill_id]
+        path = self.spilled[spill_id][0]
         gone = ValueError("spill %s is no longer on disk" % spill_id)
         where = open_spill_dir(self.output_dir, create=False)
         if where is None:
@@ -1678,15 +1891,18 @@ class Spill:
         with where:
             if where.path != os.path.dirname(path):
                 raise gone
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_BINARY", 0))
             try:
                 fd = os.open(where.at(spill_id + ".txt"), flags, dir_fd=where.fd)
             except OSError:
                 raise gone
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != index.size:
             os.close(fd)
-            raise gone
-        return os.fdopen(fd, "rb")
+            raise ValueError("spill %s was changed on disk (%s); it can no longer be read" % (
+                spill_id, "its size changed" if stat.S_ISREG(info.st_mode) else "not a regular file any more"))
+        return fd
 
     # -- rewriting ---------------------------------------------------------
 
@@ -1735,11 +1951,11 @@ def _json_size(text):
 
 
 class ReadPage:
-    """One page of ``Spill.read``, filled up to a budget of characters and bytes (as JSON)."""
-
-    SEARCH_LINE_CHARS = 400  # what a search shows of a long line, around the match
+    """One page of ``Spill.read`` or ``Spill.search``, filled up to a budget of characters and bytes (as JSON)."""
 
     def __init__(self, budget_chars, budget_bytes):
+        if budget_chars < 1 or budget_bytes < 0:
+            raise ValueError("the page budget is too small for one character")
         self.budget_chars = budget_chars
         self.budget_bytes = budget_bytes or float("inf")
         self.chars = 0
@@ -1756,29 +1972,28 @@ class ReadPage:
         self.bytes += size
         return True
 
-    def range(self, handle, line, column, lines):
-        """The text from ``line``/``column``: ``(text, (line, column) of the next page or None)``."""
-        taken = number = 0
-        for number, raw in enumerate(handle, 1):
-            if number < line:
-                continue
-            text = raw.decode("utf-8", "replace")
-            start = column if number == line else 1
-            if start > 1:
-                if start > len(text.rstrip("\n")) + 1:
-                    raise ValueError("line %d has only %d characters" % (number, len(text.rstrip("\n"))))
-                text = text[start - 1:]
-            if not self.add(text):
+    def range(self, window, complete, line, column, lines):
+        """A page of ``window``: ``(text, (line, column) of the next page or None)``.
+
+        ``window`` is the text from ``line``/``column`` on: all the rest when
+        ``complete``, else more characters than the budget, so that the page
+        is full before the window ends.
+        """
+        pos, taken = 0, 0
+        while True:
+            newline = window.find("\n", pos)
+            end = newline + 1 if newline >= 0 else len(window)
+            piece = window[pos:end]
+            if not self.add(piece):
                 if self.parts:
-                    return self.text(), (number, start)
-                cut = self.fill(text)  # a line longer than a page: cut by characters
-                return self.text(), (number, start + cut)
-            taken += 1
+                    return self.text(), (line, column)
+                cut = self.fill(piece)  # a line longer than a page: cut by characters
+                return self.text(), (line, column + cut)
+            if newline < 0:  # the window ends and the page is not full: the text ends
+                return self.text(), None
+            pos, line, column, taken = end, line + 1, 1, taken + 1
             if lines is not None and taken >= lines:
-                return self.text(), (number + 1, 1) if handle.peek(1) else None
-        if not taken and line > number + 1:  # number + 1: the empty line after a final newline
-            raise ValueError("line %d is past the end of the text (%d lines)" % (line, number))
-        return self.text(), None
+                return self.text(), (line, 1) if pos < len(window) or not complete else None
 
     def fill(self, text):
         """Add as much of the start of ``text`` as fits (at least one character); returns how much."""
@@ -1795,41 +2010,14 @@ class ReadPage:
         self.add(text[:low])
         return low
 
-    def search(self, handle, regex, line, context):
-        """Matching lines from ``line`` on, grep style: ``(text, (line, 1) of the next page or None)``."""
-        before = collections.deque(maxlen=context)
-        after = 0  # context lines still owed to the last match
-        last = 0   # the last line shown
-        for number, raw in enumerate(handle, 1):
-            if number < line:
-                continue
-            text = raw.decode("utf-8", "replace").rstrip("\n")
-            match = regex.search(text)
-            if not match and not after:
-                before.append((number, text))
-                continue
-            group = list(before) + [(number, text)]
-            before.clear()
-            after = context if match else after - 1
-            for n, t in group:
-                shown = self.show(n, t, match if n == number else None, last if context else 0)
-                if not self.add(shown):
-                    if self.parts:
-                        return self.text(), (n, 1)
-                    self.fill(shown)
-                last = n
-        return self.text(), None
-
-    def show(self, number, text, match, last_shown):
-        """One line of a search page; "--" first when lines were skipped since ``last_shown`` (0: never)."""
-        start = 0
-        if len(text) > self.SEARCH_LINE_CHARS:
-            start = max(0, match.start() - 100) if match else 0
-            cut = text[start:start + self.SEARCH_LINE_CHARS]
-            text = "%s%s…(line of %d chars; read it with column=%d)" % ("…" if start else "", cut, len(text),
-                                                                        start + 1)
-        gap = "--\n" if last_shown and number > last_shown + 1 else ""
-        return "%s%d%s%s\n" % (gap, number, ":" if match else "-", text)
+    def pack(self, shown, end):
+        """The lines a search shows (``[number, text]`` each) as a page: ``(text, (line, 1) of the next, or end)``."""
+        for number, text in shown:
+            if not self.add(text):
+                if self.parts:
+                    return self.text(), (number, 1)
+                self.fill(text)
+        return self.text(), end
 
     def text(self):
         return "".join(self.parts)
@@ -2502,6 +2690,52 @@ def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limi
     if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return SelectPipeWriter(loop, fd, on_error, close_fd, limit)
     return ThreadPipeWriter(loop, fd, on_error, close_fd, limit)
+
+
+class BoundedRun:
+    """A helper program beside the loop: its stdout is read through ``loop``, and it is killed after ``seconds``.
+
+    ``on_done(output)`` is called once, on the loop thread: with all the
+    program wrote on stdout once it closed it, or with None when it was
+    killed (the time bound, ``stop()``).  Its stdin is ``stdin`` (a file
+    descriptor, which the caller still owns) and its stderr is discarded.
+    Popen raises OSError when it cannot start.
+    """
+
+    def __init__(self, loop, argv, stdin, seconds, on_done, use_threads=False):
+        self.on_done = on_done
+        self.chunks = []
+        self.killed = self.finished = False
+        self.process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        bufsize=0)
+        self.timer = loop.call_later(seconds, self._kill)
+        self.reader = pipe_reader(loop, self.process.stdout.fileno(), self._data, use_threads)
+
+    def _kill(self):
+        self.killed = True
+        self.process.kill()  # its stdout closes: _data hears EOF
+
+    def _data(self, data):
+        if data:
+            self.chunks.append(data)
+            return
+        self.process.kill()  # it closed stdout: it is exiting (or would only hang on)
+        self.process.wait()
+        self.process.stdout.close()
+        self._finish(None if self.killed else b"".join(self.chunks))
+
+    def _finish(self, output):
+        if not self.finished:
+            self.finished = True
+            self.timer.cancel()
+            self.reader.stop()
+            self.on_done(output)
+
+    def stop(self):
+        """Kill it now and call ``on_done(None)`` (shutdown: the loop may not turn again)."""
+        self.process.kill()
+        self.process.wait()
+        self._finish(None)
 
 
 # ---------------------------------------------------------------------------
@@ -5850,6 +6084,7 @@ UPSTREAM_UP = "up"                  # client lines go to it as they come
 UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Relay.held for the next one
 UPSTREAM_DEAD = "dead"              # for good: requests are answered with Relay.dead_reason
 ABANDONED_LIMIT = 4096
+SHUTTING_DOWN = "ocx-proxy is shutting down"
 # Upstream lines longer than this are routed on their envelope first, and only
 # parsed when they may be rewritten (smaller ones: parsing is the fast path).
 PEEK_LINE_BYTES = 64 * 1024
@@ -5972,9 +6207,12 @@ class Relay:
         self.profile = None
         self.use_profile("generic" if options.client == "auto" else options.client)
         self.profile_known = options.client != "auto"
-        if options.reader_tool and (self.spill.max_chars > 0 or self.spill.max_bytes > 0):
-            self.spill.reader_name = READER_TOOL_NAME  # until tools/list shows whether it is taken
+        # The reader tool is offered in tools/list; only once advertised is its name ours
+        # (spill.reader_name): until then a call of that name is the server's.
+        self.offer_reader = options.reader_tool and (self.spill.max_chars > 0 or self.spill.max_bytes > 0)
         self.server_tools = set()        # tool names the server listed: the reader tool must not take one
+        self.searches = []               # pattern searches running (BoundedRun), SEARCHES_AT_ONCE at most
+        self.search_queue = collections.deque()  # reader calls with a pattern, waiting for a turn
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -6068,7 +6306,8 @@ class Relay:
         else:
             self.loop.call_later(0.5, self._finish)
 
-    def _finish(self, reason="ocx-proxy is shutting down"):
+    def _finish(self, reason=SHUTTING_DOWN):
+        self._stop_searches()
         if self.upstream is not None:
             self.upstream.kill_tree()  # whatever the child left in its group
             self.upstream.reap()
@@ -6251,9 +6490,13 @@ class Relay:
 
         The page is sized so that the whole answer fits --max-response-chars
         (and the byte limit, when there is one): it is never spilled itself.
+        A call with a pattern is answered when its search ends (``_search``).
         """
         params = msg["params"]
         args = params.get("arguments", {})
+        if isinstance(args, dict) and args.get("pattern") is not None and len(self.searches) >= SEARCHES_AT_ONCE:
+            self.search_queue.append(msg)  # its turn comes when a search ends (_search)
+            return
         result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
         if is_modern(request_version(params)):
             result["resultType"] = "complete"
@@ -6263,22 +6506,63 @@ class Relay:
             unknown = sorted(set(args) - set(READER_ARGUMENTS))
             if unknown or "id" not in args:
                 raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
-            pattern = args.get("pattern") if isinstance(args.get("pattern"), str) else None
+            args = {name: value for name, value in args.items() if value is not None}  # null: not given
+            pattern = args.get("pattern")
             # The longest hint this call can get: the page is sized with it reserved.
-            bound = self.spill.read_hint(str(args["id"])[:200], (10 ** 12, 10 ** 12),
-                                         10 ** 12 if "lines" in args else None, pattern, 10 ** 12)
+            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
+                                         READER_MAX_NUMBER if "lines" in args else None,
+                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT)
             envelope = dumps(result_response(msg["id"], result)) + dumps(bound)
             max_chars = self.spill.max_chars or MAX_RESPONSE_CHARS
             max_bytes = self.spill.max_bytes
-            text, hint = self.spill.read(
-                args["id"], line=args.get("line", 1), lines=args.get("lines"), pattern=args.get("pattern"),
-                context=args.get("context", 0), column=args.get("column", 1),
-                budget_chars=max_chars - len(envelope), budget_bytes=max_bytes and max_bytes - utf8_len(envelope))
+            budget = {"budget_chars": max_chars - len(envelope),
+                      "budget_bytes": max_bytes and max_bytes - utf8_len(envelope)}
+            if pattern is not None:
+                self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
+                                                            context=args.get("context", 0), **budget))
+                return
+            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
+                                         column=args.get("column", 1), **budget)
             result["content"][0]["text"], result["content"][1]["text"] = text, hint
         except (ValueError, TypeError) as exc:
-            result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
-            result["isError"] = True
+            self._reader_error(result, exc)
         self._answer(result_response(msg["id"], result))
+
+    def _reader_error(self, result, exc):
+        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
+        result["isError"] = True
+
+    def _search(self, msg, result, search):
+        """Run ``search`` (a ``SpillSearch``) beside the loop; its answer goes out when it ends."""
+        def done(output):
+            self.searches.remove(run)
+            try:
+                if output is None:
+                    raise ValueError(SHUTTING_DOWN if self.closing else (
+                        "the pattern search took longer than %d s and was stopped; simplify the pattern (nested "
+                        "repeats such as (a+)+ can take forever)" % SEARCH_SECONDS))
+                result["content"][0]["text"], result["content"][1]["text"] = search.answer(output)
+            except (ValueError, TypeError) as exc:
+                self._reader_error(result, exc)
+            self._answer(result_response(msg["id"], result))
+            if self.search_queue and not self.closing:
+                self._answer_reader(self.search_queue.popleft())
+
+        try:
+            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.options.use_threads)
+        except OSError as exc:
+            raise ValueError("could not start the pattern search: %s" % exc)
+        finally:
+            os.close(search.stdin)
+        self.searches.append(run)
+
+    def _stop_searches(self):
+        """Shutdown: running searches are killed; they and the calls waiting for a turn are answered so."""
+        waiting, self.search_queue = self.search_queue, collections.deque()
+        for run in list(self.searches):
+            run.stop()
+        for msg in waiting:
+            self._answer_error(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN)
 
     def _refuse_client_line(self, line, code, message):
         """Answer a client message we cannot relay: with its own id when its envelope shows one."""
@@ -6528,7 +6812,7 @@ class Relay:
 
     def _may_rewrite(self, line, kind, method):
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
-        if method == "tools/list" and self.spill.reader_name is not None:
+        if method == "tools/list" and self.offer_reader:
             return True
         if method == "tools/list" and not self.keep_output_schema and b'"outputSchema"' in line:
             return True
@@ -6616,7 +6900,7 @@ class Relay:
             line = strip_output_schemas(msg, line)
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
-        if self.spill.reader_name is None or not isinstance(tools, list):
+        if not self.offer_reader or not isinstance(tools, list):
             return line
         self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
                                  and isinstance(tool.get("name"), str))
@@ -6842,6 +7126,7 @@ def compact_floor(line, chars):
 
 
 READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context")
+SEARCHES_AT_ONCE = 2  # pattern searches running together; more wait their turn
 
 
 def reader_tool(name):
@@ -6852,14 +7137,17 @@ def reader_tool(name):
             "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
             "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
             "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each. Each page says how to get the next."),
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). Each page says "
+            "how to get the next." % SEARCH_SECONDS),
         "inputSchema": {"type": "object", "properties": {
             "id": {"type": "string", "description": "spill id from the note"},
             "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
             "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
             "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1)"},
-            "pattern": {"type": "string", "description": "regular expression to search for"},
-            "context": {"type": "integer", "minimum": 0, "description": "lines shown around each match"},
+            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                        "description": "regular expression to search for"},
+            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
+                        "description": "lines shown around each match"},
         }, "required": ["id"]},
     }
 

@@ -1,5 +1,6 @@
 """The event loop section: pipe readers and writers (select and thread) and backpressure over real pipes."""
 import os
+import sys
 import threading
 import time
 
@@ -175,3 +176,26 @@ def test_factories_use_select_for_pipes_and_threads_for_files(loop, pipe, tmp_pa
         assert path.read_bytes() == b"in a file, and more"
     finally:
         os.close(fd)
+
+
+# -- BoundedRun ---------------------------------------------------------------
+
+def test_a_bounded_run_gives_its_output_or_is_killed_at_its_bound_while_the_loop_turns(loop, threads, tmp_path):
+    source = tmp_path / "input.txt"
+    source.write_bytes(b"abc" * 50000)
+    outputs, ticks = [], []
+    with open(str(source), "rb") as handle:
+        op.BoundedRun(loop, [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read()[::-1])"],
+                      handle.fileno(), 10, outputs.append, use_threads=threads)
+    op.BoundedRun(loop, [sys.executable, "-c", "while True: pass"], None, 0.5, outputs.append, use_threads=threads)
+
+    def tick():
+        ticks.append(time.monotonic())
+        loop.call_later(0.05, tick)
+
+    tick()
+    started = time.monotonic()
+    assert run_until(loop, lambda: len(outputs) == 2, timeout=10)
+    assert outputs == [b"cba" * 50000, None]  # the endless one: killed at its bound, no output
+    assert 0.5 <= time.monotonic() - started < 5
+    assert len(ticks) >= 8  # the loop kept turning meanwhile

@@ -1055,6 +1055,7 @@ def test_reader_calls_are_answered_by_the_relay_page_by_page(relay_factory, tmp_
     record = tmp_path / "received.ndjson"
     relay = relay_factory(["--max-response-chars", "3000"], ["--record", str(record)])
     relay.initialize()
+    relay.request("tools/list")  # the reader tool is ours once advertised
     text = relay.call("lines", {"n": 2000, "pad": "数据 é\t\"q\" " * 3})["result"]["content"][0]["text"]
     meta_txt = re.search(r"saved to (\S+\.txt) \(2000 lines\)", text).group(1)
     spill_id = spill_id_of(text)
@@ -1086,6 +1087,7 @@ def test_a_reader_call_in_a_batch_is_answered_and_the_rest_forwarded(relay_facto
     record = tmp_path / "received.ndjson"
     relay = relay_factory([], ["--record", str(record)])
     relay.initialize("2025-03-26")
+    relay.request("tools/list")  # the reader tool is ours once advertised
     text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
     relay.send([{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
                     "name": "read_spilled_output", "arguments": {"id": spill_id_of(text), "lines": 2}}},
@@ -1100,11 +1102,12 @@ def test_a_reader_call_in_a_batch_is_answered_and_the_rest_forwarded(relay_facto
 def test_reader_errors_are_tool_errors_and_modern_answers_say_result_type(relay_factory):
     relay = relay_factory()
     relay.initialize()
+    relay.request("tools/list")  # the reader tool is ours once advertised
     text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
     spill_id = spill_id_of(text)
     for arguments, message in (({"id": "../../etc/passwd"}, "invalid spill id"),
                                ({"id": "20990101T000000Z_x"}, "unknown spill id"),
-                               ({"id": spill_id, "line": 0}, "line must be an integer >= 1"),
+                               ({"id": spill_id, "line": 0}, "line must be an integer from 1 to"),
                                ({"id": spill_id, "line": 9999}, "past the end"),
                                ({"id": spill_id, "pattern": "("}, "bad pattern"),
                                ({"id": spill_id, "lines": "2"}, "lines must be an integer"),
@@ -1115,6 +1118,148 @@ def test_reader_errors_are_tool_errors_and_modern_answers_say_result_type(relay_
                                           "_meta": MODERN_META})[0]["result"]
     assert modern["resultType"] == "complete" and modern["content"][0]["text"] == "line 0 \n"
     assert relay.close() == 0
+
+
+def spilled_for_reader(relay, arguments):
+    """List the tools (the reader is ours from then on), then spill a call; (spill id, .txt path)."""
+    relay.request("tools/list")
+    text = relay.call("big", arguments)["result"]["content"][0]["text"]
+    return spill_id_of(text), re.search(r"saved to (\S+\.txt) ", text).group(1)
+
+
+def search_children(relay):
+    """Pids of the relay's children that run the pattern search program (Linux /proc)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % name, "rb") as handle:
+                command = handle.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == relay.proc.pid and b"ocx-proxy pattern search" in command:
+            found.append(int(name))
+    return found
+
+
+def test_a_catastrophic_pattern_is_stopped_and_the_relay_answers_meanwhile(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    spill_id, _ = spilled_for_reader(relay, {"unit": "a", "n": 100000})  # one line of 100,000 "a"
+    started = time.monotonic()
+    relay.send({"jsonrpc": "2.0", "id": "evil", "method": "tools/call", "params": {
+        "name": "read_spilled_output", "arguments": {"id": spill_id, "pattern": "(a+)+b"}}})
+    for _ in range(3):  # the search runs meanwhile: others are answered at once
+        assert relay.request("ping", timeout=3)[0]["result"] == {}
+        page = relay.call("read_spilled_output", {"id": spill_id, "lines": 1}, timeout=3)["result"]
+        assert page["content"][0]["text"] == "a" * len(page["content"][0]["text"]) and "isError" not in page
+        assert relay.call("echo", {"text": "hi"}, timeout=3)["result"]["content"][0]["text"] == "hi"
+    if os.path.isdir("/proc"):
+        assert len(search_children(relay)) == 1
+    assert not [m for m in relay.backlog if m.get("id") == "evil"]
+    answer = relay.wait_for("evil", timeout=30)[0]["result"]
+    assert time.monotonic() - started < 15
+    assert answer["isError"] is True
+    assert "took longer than 5 s" in answer["content"][0]["text"] and "simplify" in answer["content"][0]["text"]
+    if os.path.isdir("/proc"):
+        assert search_children(relay) == []  # killed and reaped
+    found = relay.call("read_spilled_output", {"id": spill_id, "pattern": "a{3}$"}, timeout=10)["result"]
+    assert found["content"][0]["text"] == "1:…%s…(line of 100000 chars; read it with column=99898)\n" % ("a" * 103)
+    assert relay.close() == 0
+    assert "internal error" not in relay.stderr
+
+
+def test_pattern_searches_beyond_two_at_once_wait_their_turn(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    spill_id, _ = spilled_for_reader(relay, {"unit": "ab\n", "n": 20000})
+    for n in range(6):
+        relay.send({"jsonrpc": "2.0", "id": "s%d" % n, "method": "tools/call", "params": {
+            "name": "read_spilled_output", "arguments": {"id": spill_id, "pattern": "^ab$", "line": n + 1}}})
+    for n in range(6):
+        text = relay.wait_for("s%d" % n, timeout=30)[0]["result"]["content"][0]["text"]
+        assert text.startswith("%d:ab\n%d:ab\n" % (n + 1, n + 2))
+    assert relay.close() == 0
+
+
+def test_a_fifo_in_place_of_the_text_is_refused_without_waiting(relay_factory, io_mode):
+    relay = relay_factory(["--io", io_mode])
+    relay.initialize()
+    spill_id, txt = spilled_for_reader(relay, {"n": 30000})
+    os.unlink(txt)
+    os.mkfifo(txt, 0o600)
+    for arguments in ({"id": spill_id}, {"id": spill_id, "pattern": "x"}):
+        result = relay.call("read_spilled_output", arguments, timeout=5)["result"]
+        assert result["isError"] is True and "not a regular file" in result["content"][0]["text"], result
+    assert relay.request("ping", timeout=5)[0]["result"] == {}
+    assert relay.close() == 0
+
+
+BAD_READER_ARGUMENTS = [
+    ({"context": 10 ** 20, "pattern": "x"}, "context must be an integer from 0 to 100"),
+    ({"context": 2 ** 63, "pattern": "x"}, "context must be an integer from 0 to 100"),
+    ({"context": 101, "pattern": "x"}, "context must be an integer from 0 to 100"),
+    ({"context": 1.5, "pattern": "x"}, "context must be an integer"),
+    ({"context": "1", "pattern": "x"}, "context must be an integer"),
+    ({"line": 10 ** 20}, "line must be an integer from 1 to"),
+    ({"line": 2 ** 63, "pattern": "x"}, "line must be an integer from 1 to"),
+    ({"column": 2 ** 63}, "column must be an integer from 1 to"),
+    ({"lines": 10 ** 20}, "lines must be an integer from 1 to"),
+    ({"lines": True}, "lines must be an integer"),
+    ({"line": -1}, "line must be an integer from 1"),
+    ({"pattern": 5}, "pattern must be a string"),
+    ({"pattern": ["x"]}, "pattern must be a string"),
+    ({"pattern": "x" * 1001}, "pattern must be at most 1000 characters"),
+    ({"pattern": "(" * 200 + ")" * 200}, None),  # deep nesting compiles, or is refused cleanly
+    ({"pattern": "a{99999999999}"}, "bad pattern"),
+]
+
+
+def test_every_bad_reader_argument_is_a_clean_tool_error(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    spill_id, _ = spilled_for_reader(relay, {"n": 30000})
+    for arguments, message in BAD_READER_ARGUMENTS + [({"id": 5}, "invalid spill id"),
+                                                       ({"id": None}, "invalid spill id"),
+                                                       ({"id": ["x"]}, "invalid spill id")]:
+        reply = relay.call("read_spilled_output", dict({"id": spill_id}, **arguments), timeout=10)
+        assert "error" not in reply, (arguments, reply)
+        text = reply["result"]["content"][0]["text"]
+        if message is not None:
+            assert reply["result"].get("isError") is True and message in text, (arguments, text)
+    for raw_value in (b"1e400", b"-0.0", b"1E2"):  # not integers, however JSON spells them
+        relay.send_raw(b'{"jsonrpc":"2.0","id":"raw","method":"tools/call","params":{"name":"read_spilled_output",'
+                       b'"arguments":{"id":"' + spill_id.encode() + b'","line":' + raw_value + b'}}}\n')
+        result = relay.wait_for("raw")[0]["result"]
+        assert result["isError"] is True and "line must be an integer" in result["content"][0]["text"]
+    defaults = {"line": None, "lines": None, "column": None, "context": None, "pattern": None}  # null: not given
+    page = relay.call("read_spilled_output", dict(defaults, id=spill_id))["result"]
+    assert page["content"][0]["text"].startswith("x" * 100) and "isError" not in page
+    assert relay.close() == 0
+    assert "internal error" not in relay.stderr
+
+
+@pytest.mark.parametrize("server_has_one", [True, False])
+def test_the_reader_is_ours_only_once_tools_list_advertised_it(relay_factory, tmp_path, server_has_one):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory([], (["--extra-tool", "read_spilled_output"] if server_has_one else [])
+                          + ["--record", str(record)])
+    relay.initialize()
+    text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
+    assert "read_spilled_output" not in text  # nothing advertised yet: the preview names no tool
+    spill_id = re.search(r"saved to \S+/(\S+)\.txt ", text).group(1)
+    theirs = relay.call("read_spilled_output", {"id": spill_id})  # a client with a cached catalog
+    assert theirs["error"]["message"] == "Unknown tool: read_spilled_output"  # the server answered
+    names = [t["name"] for t in relay.request("tools/list")[0]["result"]["tools"]]
+    ours = "read_spilled_output_2" if server_has_one else "read_spilled_output"
+    assert names[-1] == ours
+    page = relay.call(ours, {"id": spill_id, "lines": 1})["result"]
+    assert page["content"][0]["text"] == "line 0 \n"
+    assert relay.close() == 0
+    called = [json.loads(line)["params"]["name"] for line in record.read_text().splitlines()
+              if '"tools/call"' in line]
+    assert called == ["lines", "read_spilled_output"]
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])

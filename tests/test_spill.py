@@ -561,7 +561,7 @@ def test_the_marker_opens_and_closes_the_preview(tmp_path):
     for part in (text[:len(text) // 2], text[len(text) // 2:]):
         assert files.txt_path in part and files.json_path in part and call in part
         assert "9001 lines" in part and "(%d bytes)" % len(spill_line(msg)) in part
-    assert spill.spilled == {stem: files.txt_path}
+    assert list(spill.spilled) == [stem] and spill.spilled[stem][0] == files.txt_path
     spill.reader_name = None  # no reader tool: the marker does not name one
     out, _ = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
     assert "read_spilled_output" not in out and "read it with" not in out
@@ -618,15 +618,50 @@ def test_pages_of_any_budget_give_the_text_back_exactly(tmp_path, budget_bytes):
     assert "".join(pages) == text
 
 
+def saved(tmp_path, text, spill=None):
+    """``text`` written as the ``.txt`` of a new spill, as it is (no preview, no pretty-printing)."""
+    spill = spill or op.Spill(str(tmp_path / "out"), 2000, 500)
+    readable = op.ReadableText()
+    readable.parts.append(text)
+    files, _ = spill.save_text(spill.save_line(os.urandom(16).hex().encode(), "tools/call", 1), readable)
+    return spill, os.path.basename(files.txt_path)[:-4], files
+
+
+def search(spill, stem, **kwargs):
+    """``Spill.search`` run to its end as the relay runs it, without the loop: ``(text, hint)``."""
+    job = spill.search(stem, **kwargs)
+    try:
+        done = subprocess.run(job.argv, stdin=job.stdin, stdout=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(job.stdin)
+    return job.answer(done.stdout)
+
+
 def test_read_searches_with_a_regular_expression_and_context(tmp_path):
     spill, stem, _ = spilled(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
-    text, hint = spill.read(stem, pattern=r"^row (5|9)$", context=1)
+    text, hint = search(spill, stem, pattern=r"^row (5|9)$", context=1)
     assert text == "4-row 4\n5:row 5\n6-row 6\n--\n8-row 8\n9:row 9\n10-row 10\n"
     assert hint == "[no more matches]"
-    text, hint = spill.read(stem, pattern=r"row \d+0$", budget_chars=40)
+    text, hint = search(spill, stem, pattern=r"row \d+0$", budget_chars=40)
     assert text == "10:row 10\n20:row 20\n30:row 30\n"
     assert hint == '[next: read_spilled_output(id="%s", line=40, pattern="row \\\\d+0$")]' % stem
-    assert spill.read(stem, line=40, pattern=r"row \d+0$", budget_chars=40)[0].startswith("40:row 40\n")
+    assert search(spill, stem, line=40, pattern=r"row \d+0$", budget_chars=40)[0].startswith("40:row 40\n")
+
+
+def test_a_search_shows_long_lines_around_the_match_and_non_ascii_exactly(tmp_path):
+    spill, stem, _ = saved(tmp_path, "数" * 1000 + "needle" + "é" * 1000 + "\nshort 🙂 needle\n\"q\"\\")
+    text, hint = search(spill, stem, pattern="needle", context=1)
+    assert text == ("1:…%s…(line of 2006 chars; read it with column=901)\n2:short 🙂 needle\n3-\"q\"\\\n"
+                    % ("数" * 100 + "needle" + "é" * 294))
+    assert hint == "[no more matches]"
+
+
+def test_a_search_out_of_time_answers_what_it_found_and_where_to_go_on(tmp_path, monkeypatch):
+    spill, stem, _ = saved(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
+    monkeypatch.setattr(op, "SEARCH_SECONDS", 0)  # every line is past the soft deadline: one line a call
+    assert search(spill, stem, pattern="row") == (
+        "1:row 1\n", '[next: read_spilled_output(id="%s", line=2, pattern="row")]' % stem)
+    assert search(spill, stem, pattern="row", line=100) == ("100:row 100\n", "[no more matches]")
 
 
 def test_read_opens_only_what_this_spill_wrote(tmp_path):
@@ -638,14 +673,78 @@ def test_read_opens_only_what_this_spill_wrote(tmp_path):
         with pytest.raises(ValueError, match="invalid spill id|unknown spill id"):
             spill.read(bad)
     for kwargs, message in (({"line": 0}, "line must be"), ({"lines": 0}, "lines must be"),
-                            ({"context": -1}, "context must be"), ({"line": True}, "line must be"),
-                            ({"pattern": "(?P<"}, "bad pattern"), ({"line": 3002}, "past the end"),
-                            ({"column": 9}, "has only 6 characters")):
+                            ({"line": True}, "line must be"), ({"line": 3002}, "past the end"),
+                            ({"line": 10 ** 12}, "past the end"), ({"column": 9}, "has only 6 characters"),
+                            ({"line": 3001, "column": 2}, "has only 0 characters"),
+                            ({"budget_chars": 0}, "too small")):
         with pytest.raises(ValueError, match=message):
             spill.read(stem, **kwargs)
+    for kwargs, message in (({"pattern": "(?P<"}, "bad pattern"), ({"pattern": "x", "context": -1}, "context must be"),
+                            ({"pattern": "x", "line": 3002}, "past the end"),
+                            ({"pattern": "x", "budget_chars": -5}, "too small")):
+        with pytest.raises(ValueError, match=message):
+            spill.search(stem, **kwargs)
+    assert spill.read(stem, line=3001) == ("", "[end of the text]")  # the empty line after the last newline
+    with open(files.txt_path, "ab") as handle:
+        handle.write(b"more")
+    with pytest.raises(ValueError, match="changed on disk"):
+        spill.read(stem)
     outside = tmp_path / "outside.txt"
     outside.write_text("not a spill")
     os.unlink(files.txt_path)
     os.symlink(str(outside), files.txt_path)  # a link put in its place is not followed
     with pytest.raises(ValueError, match="no longer on disk"):
         spill.read(stem)
+
+
+def test_a_page_of_one_long_line_costs_a_page(tmp_path):
+    import tracemalloc
+
+    line = "é" * 10000000 + "数"  # one line of 20 MB
+    spill, stem, _ = saved(tmp_path, line + "\nend")
+    tracemalloc.start()
+    try:
+        text, hint = spill.read(stem, column=5000001, budget_chars=5000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text == line[5000000:5005000]
+    assert hint == '[next: read_spilled_output(id="%s", line=1, column=5005001)]' % stem
+    assert peak < 1000000, peak  # the page and the index's step, not the line (old: the whole line, 3 times)
+    assert spill.read(stem, column=10000001) == ("数\nend", "[end of the text]")
+
+
+PAGE_TEXT = st.text(st.sampled_from(["a", "b", "\n", "é", "数", "🙂", '"', "\\", "\t", "\u0301"]), max_size=300)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=PAGE_TEXT, step=st.integers(1, 40), budget=st.integers(20, 120), budget_bytes=st.sampled_from([0, 60]),
+       place=st.integers(0, 10 ** 6))
+def test_pages_from_any_place_are_the_text_from_there(tmp_path, text, step, budget, budget_bytes, place):
+    old_step = op.TEXT_INDEX_STEP
+    op.TEXT_INDEX_STEP = step  # marks every few bytes: pages start and end around them
+    try:
+        spill, stem, files = saved(tmp_path, text)
+    finally:
+        op.TEXT_INDEX_STEP = old_step
+    lines = text.split("\n")
+    line = place % len(lines) + 1
+    column = place // len(lines) % (len(lines[line - 1]) + 1) + 1
+    start = sum(len(row) + 1 for row in lines[:line - 1]) + column - 1
+    pages, where = [], (line, column)
+    while where:
+        page, hint = spill.read(stem, line=where[0], column=where[1], budget_chars=budget, budget_bytes=budget_bytes)
+        assert page and len(json.dumps(page, ensure_ascii=False)) - 2 <= budget or text[start:] == ""
+        pages.append(page)
+        found = re.search(r"line=(\d+)(?:, column=(\d+))?", hint)
+        where = (int(found.group(1)), int(found.group(2) or 1)) if found else None
+    assert "".join(pages) == text[start:]
+    with open(files.txt_path, "rb") as handle:
+        assert handle.read() == text.encode("utf-8")
+
+
+def test_a_lone_surrogate_is_written_as_u_fffd_and_read_as_one_character(tmp_path):
+    spill, stem, files = saved(tmp_path, "a\ud800b\n\udfffc")
+    with open(files.txt_path, "rb") as handle:
+        assert handle.read() == "a\ufffdb\n\ufffdc".encode("utf-8")  # valid UTF-8 for every file tool
+    assert spill.read(stem, line=1, column=3) == ("b\n\ufffdc", "[end of the text]")
