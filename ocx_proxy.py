@@ -96,8 +96,21 @@ class UsageError(OcxError):
     """Bad command line or configuration: the CLI exits with status 2."""
 
 
+# What text from a server must not bring to a terminal: C0 and C1 controls but tab, DEL, the Unicode
+# line and paragraph separators and the bidirectional overrides.  They move the cursor, recolour,
+# ring, retitle the window, start a forged line or reorder what is shown.
+CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text):
+    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``): printed,
+    it stays on one line and drives nothing."""
+    return CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 class Logger:
-    """One-line log records on stderr; stdout belongs to the MCP channel."""
+    """One-line log records on stderr; stdout belongs to the MCP channel.  A message is one line
+    whatever it quotes (``one_line``)."""
 
     def __init__(self, level="info", stream=None):
         self.level = LOG_LEVELS[level]
@@ -111,7 +124,7 @@ class Logger:
         if LOG_LEVELS[level] < self.level:
             return
         stream = self.stream or sys.stderr
-        line = "ocx-proxy: %s%s\n" % ("" if level == "info" else level + ": ", message)
+        line = "ocx-proxy: %s%s\n" % ("" if level == "info" else level + ": ", one_line(message))
         with self.lock:
             try:
                 stream.write(line)
@@ -2293,7 +2306,8 @@ class Loop:
                 if log.enabled("debug"):
                     import traceback
 
-                    log.debug(traceback.format_exc())
+                    for line in traceback.format_exc().rstrip().splitlines():   # a record is one line
+                        log.debug(line)
 
     def _spin(self):
         # Hot loop: everything it touches is bound to a local once (the
@@ -3432,7 +3446,7 @@ class RemoteConfig:
 
     def __init__(self, url, headers=(), timeout=120.0, sse_read_timeout=300.0, cacert=None,
                  insecure=False, environ=None, max_message_bytes=MAX_MESSAGE_BYTES):
-        from urllib.parse import unquote, urlsplit
+        from urllib.parse import unquote, unquote_plus, urlsplit
 
         self.environ = os.environ if environ is None else environ
         self.secrets = []
@@ -3446,6 +3460,12 @@ class RemoteConfig:
             raise UsageError("--url %s is not a valid URL (%s)" % (redact_url(url), exc))
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise UsageError("--url must be an http:// or https:// URL, got %s" % redact_url(url, self.secrets))
+        for pair in parts.query.split("&"):
+            # ?api_key=...: an error page quoting the request path must not show it (as written, or decoded);
+            # shorter values are left alone, they would mask common words everywhere
+            name, _, value = pair.partition("=")
+            if SECRET_NAME_RE.search(unquote_plus(name)):
+                self.secrets.extend(v for v in dict.fromkeys((value, unquote_plus(value))) if len(v) >= 8)
         self.header_list = []
         for text in headers:
             name, value, secret = parse_header_option(text, self.environ)
@@ -3989,6 +4009,9 @@ OAUTH_REQUEST_WAIT = 20.0
 # Refresh this long before the access token expires.
 OAUTH_EXPIRY_MARGIN = 60.0
 OAUTH_STEP_UPS = 3
+# A longer expires_in is taken as this: the token is refreshed at least once a year, and every time
+# computed from it stays far inside what the platform's clock functions accept.
+OAUTH_MAX_LIFETIME = 365 * 86400.0
 OAUTH_MAX_BODY = 1024 * 1024
 OAUTH_LANDING_PAGE = (b"<!doctype html><meta charset=utf-8><title>ocx-proxy</title>"
                       b"<p>%s</p><p>You can close this tab.</p>")
@@ -4032,6 +4055,77 @@ def resource_covers(resource, url):
 
     ours, theirs = urlsplit(url), urlsplit(resource)
     return (theirs.scheme.lower(), theirs.netloc.lower()) == (ours.scheme.lower(), ours.netloc.lower())
+
+
+def default_resource(url):
+    """The resource indicator (RFC 8707) for ``url`` when no protected-resource metadata names one:
+    ``url`` without the query parameters whose names look like credentials (``?api_key=...`` must
+    reach no authorization server, and no login URL we print)."""
+    from urllib.parse import unquote_plus, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    kept = [pair for pair in parts.query.split("&")
+            if pair and not SECRET_NAME_RE.search(unquote_plus(pair.partition("=")[0]))]
+    return urlunsplit(parts._replace(query="&".join(kept)))
+
+
+def endpoint_problem(url):
+    """Why ``url`` may not be an authorization server or one of its endpoints; None when it may.
+
+    Only https, or http to this machine (localhost, 127.0.0.0/8, ::1: tests, the conformance suite,
+    local servers), gets a code, a PKCE verifier, a client secret or a refresh token, or is opened
+    in a browser: never javascript:, file:, data:, an option such as ``-a`` to a real browser, or
+    plain http across a network."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str) or CONTROL_RE.search(url) or re.search(r"\s", url):
+        return "not a URL"
+    try:
+        parts = urlsplit(url)
+        parts.port
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "not a web page"
+    if parts.scheme.lower() == "https" or parts.hostname == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(parts.hostname).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return "plain http to another machine"
+
+
+def quoted(value):
+    """Something a server sent (any JSON value), fit for one of our messages: one line
+    (``one_line``), at most EXCERPT_CHARS characters."""
+    text = one_line(value if isinstance(value, str) else json.dumps(value))
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+
+
+def error_said(doc):
+    """The ``error`` and ``error_description`` of an OAuth error answer (RFC 6749 4.1.2.1, 5.2),
+    quoted; "" when it has neither."""
+    if not isinstance(doc, dict):
+        return ""
+    return ": ".join(quoted(doc[name]) for name in ("error", "error_description") if doc.get(name))
+
+
+def string_member(doc, name):
+    """``doc[name]`` when it is a string, else None: a server's 5 or [] is no token, scope or secret."""
+    value = doc.get(name)
+    return value if isinstance(value, str) else None
+
+
+def token_lifetime(value):
+    """``expires_in`` as seconds to compute with: a positive JSON number, at most
+    OAUTH_MAX_LIFETIME (1e400 and 400-digit integers too); None for anything else (NaN, 0, -5,
+    "3600"), as if the token endpoint had not said."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return float(min(value, OAUTH_MAX_LIFETIME))
 
 
 def well_known_urls(url, suffix, path_aware_only=False):
@@ -4296,7 +4390,7 @@ class OAuthClient:
         self.settings = settings
         self.store = AuthStore(settings.auth_dir)
         self.url = config.parts._replace(fragment="").geturl()
-        self.resource = self.url   # until the protected-resource metadata names another
+        self.resource = default_resource(self.url)   # until the protected-resource metadata names another
         self.lock = threading.Lock()
         self.tokens = None       # the stored document: issuer, resource, metadata, client id, tokens
         self.tokens_path = None
@@ -4394,11 +4488,15 @@ class OAuthClient:
                "token_endpoint": metadata["token_endpoint"],
                "revocation_endpoint": metadata.get("revocation_endpoint") or old.get("revocation_endpoint"),
                "saved_at": time.time(), "access_token": answer["access_token"],
-               "refresh_token": answer.get("refresh_token") or old.get("refresh_token"),
-               "scope": answer.get("scope") or self.scope or old.get("scope")}
-        if isinstance(answer.get("expires_in"), (int, float)):
-            doc["expires_at"] = time.time() + answer["expires_in"]
-            doc["lifetime"] = answer["expires_in"]
+               "refresh_token": string_member(answer, "refresh_token") or old.get("refresh_token"),
+               "scope": string_member(answer, "scope") or self.scope or old.get("scope")}
+        lifetime = token_lifetime(answer.get("expires_in"))
+        if lifetime is not None:
+            doc["expires_at"] = time.time() + lifetime
+            doc["lifetime"] = lifetime
+        elif "expires_in" in answer:
+            log.warning("the token endpoint's expires_in %s is no lifetime; the token is used until the server "
+                        "refuses it" % quoted(answer["expires_in"]))
         self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"])
                                    if s and s not in self.config.secrets)
         path = self.store.path("tokens", issuer, self.resource)
@@ -4449,7 +4547,7 @@ class OAuthClient:
             raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
         try:
             doc = json.loads(data.decode("utf-8")) if data.strip() else None
-        except ValueError:
+        except (ValueError, RecursionError):
             doc = None
         return resp.status, doc
 
@@ -4466,8 +4564,10 @@ class OAuthClient:
     def discover(self, params=None):
         """The authorization server's metadata (issuer, endpoints), from the challenge's
         resource_metadata, else the path-aware then root PRM; without PRM (2025-03-26) the
-        server's root is the authorization server, with /authorize, /token, /register as defaults."""
-        from urllib.parse import urljoin
+        server's root is the authorization server, with /authorize, /token, /register as defaults.
+        Metadata for another issuer, or naming an endpoint that is not https (``endpoint_problem``),
+        is refused here, before anything is registered or opened."""
+        from urllib.parse import urljoin, urlsplit
 
         params = params or {}
         if self.metadata is not None:
@@ -4476,7 +4576,8 @@ class OAuthClient:
         _, prm = self._get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
         root = "%s://%s" % (self.config.parts.scheme, self.config.parts.netloc)
         if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
-            issuer = str(prm["authorization_servers"][0])
+            issuer = prm["authorization_servers"][0]
+            self._check_endpoint("the authorization server", issuer)
             if isinstance(prm.get("resource"), str):
                 if not resource_covers(prm["resource"], self.url):
                     raise OAuthError("the protected-resource metadata is for %s, not %s: no login for another "
@@ -4484,23 +4585,46 @@ class OAuthClient:
                 self.resource = prm["resource"]
             if not self.scope and isinstance(prm.get("scopes_supported"), list):
                 self.scope = " ".join(str(s) for s in prm["scopes_supported"])
-            _, metadata = self._get_json(auth_metadata_urls(issuer))
+            where, metadata = self._get_json(auth_metadata_urls(issuer))
             if metadata is None:
                 raise OAuthError("the authorization server %s publishes no metadata" % issuer)
         else:
-            _, metadata = self._get_json(auth_metadata_urls(root))
+            issuer = None   # 2025-03-26: the server's origin is the authorization server
+            where, metadata = self._get_json(auth_metadata_urls(root))
             if metadata is None:
-                metadata = {"issuer": root, "authorization_endpoint": urljoin(root, "/authorize"),
+                metadata = {"authorization_endpoint": urljoin(root, "/authorize"),
                             "token_endpoint": urljoin(root, "/token"),
                             "registration_endpoint": urljoin(root, "/register")}
-        for name in ("authorization_endpoint", "token_endpoint"):
-            if not isinstance(metadata.get(name), str):
+            metadata.setdefault("issuer", root)
+        for name in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint",
+                     "revocation_endpoint"):
+            if metadata.get(name) is not None:
+                self._check_endpoint("the %s of the authorization server %s" % (name, quoted(metadata["issuer"])),
+                                     metadata[name])
+            elif name in ("issuer", "authorization_endpoint", "token_endpoint"):
                 raise OAuthError("the authorization server metadata has no %s" % name)
-        metadata.setdefault("issuer", root)
+        claimed = metadata["issuer"]
+        if issuer is None:
+            # the issuer may have a path (the conformance suite's is <origin>/oauth), another origin not
+            trusted, expected = origin_of(urlsplit(claimed)) == origin_of(self.config.parts), "one at " + root
+        else:
+            # RFC 8414 3.3, OpenID Discovery 4.3: the issuer the metadata was fetched for, or nothing
+            # (a missing or extra "/" at the end aside: the two documents are often written by different code)
+            trusted, expected = claimed.rstrip("/") == issuer.rstrip("/"), issuer
+        if not trusted:
+            raise OAuthError("the metadata at %s claims the issuer %s, not %s: refused (%s)" % (
+                redact_url(where), quoted(claimed), expected,
+                "OpenID Discovery 4.3" if "openid-configuration" in where else "RFC 8414 3.3"))
         if not self.scope and isinstance(metadata.get("scopes_supported"), list) and not prm:
             self.scope = " ".join(str(s) for s in metadata["scopes_supported"])
         self.metadata = metadata
         return metadata
+
+    def _check_endpoint(self, what, url):
+        problem = endpoint_problem(url)
+        if problem:
+            raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
+                             % (what, self.config.display_url, quoted(url), problem))
 
     # -- client identity ---------------------------------------------------------
 
@@ -4571,9 +4695,9 @@ class OAuthClient:
                                  [("Content-Type", "application/json")])
         if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
             raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
-        client = {"issuer": issuer, "client_id": doc["client_id"], "client_secret": doc.get("client_secret"),
-                  "redirect_uri": redirect_uri,
-                  "token_endpoint_auth_method": doc.get("token_endpoint_auth_method") or "none"}
+        client = {"issuer": issuer, "client_id": doc["client_id"],
+                  "client_secret": string_member(doc, "client_secret"), "redirect_uri": redirect_uri,
+                  "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
         if client["client_secret"]:
             self.config.secrets.append(client["client_secret"])
         self.store.write(self.store.path("client", issuer), client)
@@ -4608,9 +4732,9 @@ class OAuthClient:
         """POST to the token endpoint: the answer (a dict with access_token), else OAuthError."""
         status, doc = self._client_post(endpoint, fields, client)
         if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("access_token"), str):
-            error = doc.get("error") if isinstance(doc, dict) else None
-            failure = OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % error if error else ""))
-            failure.error = error
+            said = error_said(doc)
+            failure = OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % said if said else ""))
+            failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
             raise failure
         return doc
 
@@ -4632,7 +4756,7 @@ class OAuthClient:
             self.login(params, replacing=replacing)
         except (OcxError, OSError) as exc:
             with self.lock:
-                self.login_error = self.config.scrub(str(exc))
+                self.login_error = one_line(self.config.scrub(str(exc)))
             log.warning("login to %s failed: %s" % (self.config.display_url, self.login_error))
 
     def login(self, params=None, deadline=None, replacing=None):
@@ -4703,11 +4827,10 @@ class OAuthClient:
             raise OAuthError("the authorization response's state does not match ours (rejected)")
         if "iss" in answer or metadata.get("authorization_response_iss_parameter_supported"):
             if answer.get("iss") != metadata["issuer"]:
-                raise OAuthError("the authorization response's iss %r is not the issuer %r (RFC 9207; rejected)"
-                                 % (answer.get("iss"), metadata["issuer"]))
+                raise OAuthError("the authorization response's iss %s is not the issuer %s (RFC 9207; rejected)"
+                                 % (quoted(answer.get("iss")), metadata["issuer"]))
         if answer.get("error"):
-            raise OAuthError("the authorization server refused: %s %s" % (
-                answer["error"], answer.get("error_description", "")))
+            raise OAuthError("the authorization server refused: %s" % error_said(answer))
         if not answer.get("code"):
             raise OAuthError("the authorization response has no code")
         fields = {"grant_type": "authorization_code", "code": answer["code"], "code_verifier": verifier,
@@ -5773,7 +5896,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             elif resp.status == 404 and session_used is not None:
                 log.debug("GET stream: session expired; it reopens after re-initializing")
             else:
-                log.debug("GET stream: " + http_error_text(resp.status, resp.reason, body))
+                self.note("debug", "GET stream: " + http_error_text(resp.status, resp.reason, body))
                 if not permanent_error(resp.status):
                     return STREAM_FAILED
             return STREAM_STOP  # the server does not want one: no retries, no noise
@@ -5843,7 +5966,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         if resp.status == 405:
             log.debug("the server does not let clients end sessions (HTTP 405)")
         elif not 200 <= resp.status < 300 and resp.status != 404:
-            log.debug("DELETE of the session: " + http_error_text(resp.status, resp.reason, body))
+            self.note("debug", "DELETE of the session: " + http_error_text(resp.status, resp.reason, body))
 
 
 class SseUpstream(RemoteUpstream):
@@ -11002,9 +11125,12 @@ def cmd_auth(args):
     for path, doc in stored:
         expires = doc.get("expires_at")
         when = (datetime.datetime.fromtimestamp(float(expires)).isoformat(" ", "seconds") if expires else "never")
+        # what the servers said, escaped: a client id or scope may hold anything
+        issuer, client_id, scope = (one_line(str(doc.get(name) or "(none)"))
+                                    for name in ("issuer", "client_id", "scope"))
         print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\n"
               "refresh token: %s\nfile: %s" % (
-                  config.display_url, doc.get("issuer"), doc.get("client_id"), doc.get("scope") or "(none)", when,
+                  config.display_url, issuer, client_id, scope, when,
                   " (expired)" if expires and float(expires) < time.time() else "",
                   "yes" if doc.get("refresh_token") else "no", path))
     return 0
@@ -11696,7 +11822,7 @@ def main(argv=None):
         resolve_env_defaults(args)
         return args.handler(args) or 0
     except OcxError as exc:
-        sys.stderr.write("ocx-proxy: error: %s\n" % exc)
+        sys.stderr.write("ocx-proxy: error: %s\n" % one_line(str(exc)))
         return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         return 130
@@ -11707,7 +11833,7 @@ def main(argv=None):
             pass
         return 1
     except Exception as exc:  # never a traceback for the user: one line, and how to see more
-        sys.stderr.write("ocx-proxy: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        sys.stderr.write("ocx-proxy: internal error: %s: %s\n" % (type(exc).__name__, one_line(str(exc))))
         return 1
 
 

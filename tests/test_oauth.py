@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from conftest import FIXTURES, PROXY, RelayProcess, run_proxy
+from conftest import FIXTURES, PROXY, RelayProcess, assert_one_line_error, run_proxy
 
 import ocx_proxy as op
 
@@ -646,3 +646,155 @@ def test_tokens_of_the_previous_version_are_taken_without_a_login_and_found_by_u
     relay.close()
     assert "result" in reply and len(server.visits()) == 1
     assert server.stats()["mcp_401"] == unauthorized   # the tokens went with the first request
+# ---------------------------------------------------------------------------
+# Hostile authorization servers: what is opened, where secrets go, whose metadata, what is printed
+# ---------------------------------------------------------------------------
+
+def refused_before_anything(server, result, *needles):
+    """``auth login`` stopped with one line naming the server and ``needles``, having registered
+    nothing and opened no browser."""
+    text = assert_one_line_error(result)
+    assert "refused" in text and server.base in text, text
+    for needle in needles:
+        assert needle in text, text
+    assert server.visits() == [] and server.stats()["register"] == 0
+    return text
+
+
+@pytest.mark.parametrize("endpoint", ["javascript:alert(document.cookie)", "file:///etc/passwd",
+                                      "data:text/html,<script>alert(1)</script>", "-remote-debugging-port=9222",
+                                      "https:///no-host", "http://192.0.2.1/authorize"])
+def test_only_web_pages_are_opened(server, endpoint):
+    server.configure(meta={"authorization_endpoint": endpoint})
+    refused_before_anything(server, server.auth("login"), "authorization_endpoint")
+
+
+@pytest.mark.parametrize("name", ["token_endpoint", "registration_endpoint", "revocation_endpoint"])
+def test_no_secret_goes_to_a_cleartext_endpoint(server, name):
+    # 192.0.2.1 (TEST-NET-1) is never contacted: the metadata is refused first
+    server.configure(meta={name: "http://192.0.2.1/" + name})
+    refused_before_anything(server, server.auth("login"), name, "http://192.0.2.1/" + name, "https")
+
+
+def test_a_cleartext_authorization_server_is_refused_before_its_metadata_is_asked_for(server):
+    server.configure(prm_as="http://192.0.2.1/as")
+    refused_before_anything(server, server.auth("login"), "http://192.0.2.1/as", "https")
+
+
+@pytest.mark.parametrize("url, allowed", [
+    ("https://as.example/authorize", True),
+    ("HTTPS://as.example:8443/a?x=1", True),
+    ("http://localhost:8080/authorize", True),
+    ("http://127.0.0.1/authorize", True),
+    ("http://127.5.6.7/authorize", True),
+    ("http://[::1]:9000/authorize", True),
+    ("http://as.example/authorize", False),
+    ("http://localhost.as.example/authorize", False),
+    ("http://10.0.0.1/authorize", False),
+    ("https:///authorize", False),
+    ("javascript:alert(1)", False),
+    ("file:///etc/passwd", False),
+    ("-a", False),
+    (" https://as.example/", False),
+    (None, False),
+])
+def test_endpoint_rule(url, allowed):
+    assert (op.endpoint_problem(url) is None) is allowed
+
+
+@pytest.mark.parametrize("as_meta", ["rfc8414", "oidc"])
+def test_metadata_claiming_another_issuer_is_refused_before_registering(server, as_meta):
+    server.configure(as_meta=as_meta, meta={"issuer": server.base + "/other"})
+    refused_before_anything(server, server.auth("login"), "issuer", server.base + "/other")
+
+
+def test_2025_03_26_metadata_at_the_root_speaks_for_that_origin(server):
+    # As the conformance suite's back-compat scenario serves it: the metadata at
+    # <origin>/.well-known/oauth-authorization-server names an issuer under that origin.
+    server.configure(prm="none", meta={"issuer": server.base + "/oauth"})
+    result = server.auth("login")
+    assert result.returncode == 0, result.stderr
+    assert len(server.visits()) == 1
+
+
+def test_2025_03_26_metadata_naming_another_origin_is_refused(server):
+    other = "http://localhost:%d" % server.port   # the same server under another name: another origin
+    server.configure(prm="none", meta={"issuer": other})
+    refused_before_anything(server, server.auth("login"), "issuer", other)
+
+
+@pytest.mark.parametrize("raw", ["1" * 400, "1e400", "NaN", "-Infinity", "-5", "true", '"soon"'])
+def test_hostile_expires_in_never_breaks_login_status_or_the_relay(server, raw):
+    server.configure(expires_in_raw=raw)
+    login = server.auth("login")
+    assert login.returncode == 0, login.stderr
+    assert b"Traceback" not in login.stderr and b"internal error" not in login.stderr
+    status = server.auth("status")
+    assert status.returncode == 0, status.stderr
+    assert b"Traceback" not in status.stderr and b"internal error" not in status.stderr
+    expiry = [line for line in status.stdout.decode().splitlines() if line.startswith("access token expires:")]
+    assert len(expiry) == 1 and "(expired)" not in expiry[0], status.stdout
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply, (reply, relay.stderr)
+    assert len(server.visits()) == 1
+
+
+FORGED = "denied\x1b[2J\x1b]0;pwned\x07\r\nocx-proxy: info: logged in to https://bank.example"
+
+
+def assert_printed_safely(stderr):
+    """Server text reached stderr escaped: no control character, no forged line."""
+    assert not any(ch in stderr for ch in "\x1b\x07\r"), stderr
+    assert all(not line.startswith("ocx-proxy: info: logged in") for line in stderr.splitlines()), stderr
+    assert "\\x1b[2J" in stderr and "\\n" in stderr
+
+
+@pytest.mark.parametrize("where", ["authorization response", "token endpoint"])
+def test_server_error_text_is_printed_escaped_on_one_line(server, where):
+    refusal = {"error": "access_denied", "error_description": FORGED}
+    server.configure(**{"authorize_error" if where == "authorization response" else "token_error": refusal})
+    result = server.auth("login")
+    assert result.returncode == 1
+    text = result.stderr.decode()
+    assert_printed_safely(text)
+    assert text.splitlines()[-1].startswith("ocx-proxy: error: ") and "access_denied" in text.splitlines()[-1]
+
+
+def test_server_error_text_reaches_the_relay_log_and_the_client_escaped(server):
+    server.configure(authorize_error={"error": "access_denied", "error_description": FORGED})
+    relay = server.relay()
+    try:
+        reply = relay.initialize()
+    finally:
+        relay.close()
+    message = reply["error"]["message"]
+    assert "access_denied" in message and not any(ch in message for ch in "\x1b\x07\r\n"), message
+    assert "login to" in relay.stderr and "failed" in relay.stderr
+    assert_printed_safely(relay.stderr)
+
+
+def test_a_hostile_client_id_is_printed_escaped(server):
+    server.configure(client_id_prefix="c\x1b[31m\nocx-proxy: info: logged in ")
+    login = server.auth("login")
+    assert login.returncode == 0, login.stderr
+    status = server.auth("status")
+    assert status.returncode == 0
+    for out in (login.stderr.decode(), status.stdout.decode()):
+        assert "\x1b" not in out and "\\x1b[31m" in out
+        assert all(not line.startswith("ocx-proxy: info: logged in ") for line in out.splitlines()), out
+
+
+def test_a_credential_in_the_url_query_goes_to_no_authorization_server_and_no_log(server):
+    # 2025-03-26 (no protected-resource metadata): the resource is the configured URL, minus its credentials
+    server.configure(prm="none", resource=server.url + "?tenant=blue")
+    server.url += "?api_key=sk-live-0123456789abcdef&tenant=blue"
+    relay, reply = session(server, "--oauth-timeout", "1", "--log-level", "debug", browser=False)
+    relay.close()
+    assert "open this URL" in reply["error"]["message"]
+    assert "sk-live-0123456789abcdef" not in relay.stderr + reply["error"]["message"]
+    assert "tenant%3Dblue" in reply["error"]["message"]   # the rest of the query stays in the resource
+    result = server.auth("login")
+    assert result.returncode == 0, result.stderr
+    assert b"sk-live-0123456789abcdef" not in result.stderr
+    assert "sk-live-0123456789abcdef" not in server.visits()[0]

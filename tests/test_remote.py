@@ -225,6 +225,20 @@ def test_http_500_becomes_a_jsonrpc_error_and_the_relay_keeps_going(server, remo
     relay.close()
 
 
+def test_a_credential_in_the_url_query_stays_out_of_logs_and_trace(server, remote, tmp_path):
+    srv = server(reply="json")
+    key = "sk-live-0123456789abcdef"
+    relay = remote("streamable-http", srv.url + "?api_key=%s&page=2" % key, "--log-level", "debug",
+                   "--trace", str(tmp_path / "trace.jsonl"))
+    relay.initialize()
+    reply = relay.call("quote_path")
+    relay.close()
+    assert "No route for POST /mcp?api_key=[redacted]&page=2" in reply["error"]["message"], reply
+    trace = (tmp_path / "trace.jsonl").read_text()
+    assert "No route" in relay.stderr and '"tool":"quote_path"' in trace
+    assert key not in trace + relay.stderr + json.dumps(reply)
+
+
 def test_dropped_stream_with_event_ids_is_resumed(server, remote):
     srv = server(reply="sse", event_ids=True, retry_ms=100)
     relay = remote("streamable-http", srv.url)

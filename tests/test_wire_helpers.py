@@ -43,3 +43,12 @@ def test_anchored_patterns_refuse_a_trailing_newline():
                  "TOML_BARE_KEY_RE"):
         pattern = getattr(op, name)
         assert not pattern.match("abc\n") and not pattern.match("20261130T000000Z_x\n"), name
+
+
+def test_a_log_record_is_one_line_whatever_it_quotes():
+    import io
+
+    stream = io.StringIO()
+    op.Logger(stream=stream).warning("server said: \x1b[31mred\x07\r\nocx-proxy: forged\u2028\u202eevil\x85 tab\tok é")
+    assert stream.getvalue() == ("ocx-proxy: warning: server said: \\x1b[31mred\\x07\\r\\nocx-proxy: forged"
+                                 "\\u2028\\u202eevil\\x85 tab\tok é\n")
