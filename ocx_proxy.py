@@ -4444,7 +4444,8 @@ class OAuthClient:
             return listener, client
         wanted = [fixed] if fixed else callback_ports(metadata["issuer"])
         listener = CallbackListener.on_first_free(wanted) or CallbackListener(0)
-        busy = ports + [port for port in wanted if port not in ports and port != listener.port]
+        tried = wanted[:wanted.index(listener.port)] if listener.port in wanted else wanted
+        busy = ports + [port for port in tried if port not in ports]
         if busy:
             log.warning("the callback port%s busy (another login?); registering with port %d" % (
                 " %d is" % busy[0] if len(busy) == 1 else "s %s are" % ", ".join(map(str, busy)), listener.port))

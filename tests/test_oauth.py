@@ -6,6 +6,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from urllib.parse import parse_qs, urlsplit
@@ -271,6 +272,26 @@ def test_busy_callback_port_is_said_and_a_new_registration_made(server):
     assert "127.0.0.1%%3A%d" % server.callback_port not in server.visits()[0]
 
 
+def test_a_busy_derived_port_gives_way_to_the_next_of_the_issuer(server):
+    ports = op.callback_ports(server.base + "/as")
+    blocker = socket.socket()
+    try:
+        blocker.bind(("127.0.0.1", ports[0]))
+        blocker.listen(1)
+    except OSError:
+        pass   # busy already
+    server.callback_port = None
+    try:
+        result = server.auth("login")
+    finally:
+        blocker.close()
+    assert result.returncode == 0, result.stderr
+    used = urlsplit(server.redirect_uris()[0]).port
+    busy = ports[:ports.index(used)]   # one, unless this machine had the next one busy too
+    said = "callback port %d is" % busy[0] if len(busy) == 1 else "callback ports %s are" % ", ".join(map(str, busy))
+    assert ("%s busy (another login?); registering with port %d" % (said, used)).encode() in result.stderr
+
+
 def test_busy_callback_port_with_a_preregistered_client_fails_clearly_at_the_timeout(server):
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", server.callback_port))
@@ -301,12 +322,20 @@ def connect_when_listening(port, timeout=10):
         time.sleep(0.05)
 
 
-def initialize_together(relays):
-    """Send initialize to every relay, then collect the answers (their logins run side by side)."""
-    for relay in relays:
-        relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-    return [relay.recv(timeout=30) for relay in relays]
+def log_in_together(servers, *extra, **env):
+    """A relay for each of ``servers`` (one may come twice), initialized all at once so that their
+    logins run side by side; returns them, closed, once every initialize had its result."""
+    relays = [s.relay(*extra, **env) for s in servers]
+    try:
+        for relay in relays:
+            relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        replies = [relay.recv(timeout=30) for relay in relays]
+    finally:
+        for relay in relays:
+            relay.close()
+    assert all("result" in reply for reply in replies), [relay.stderr for relay in relays]
+    return relays
 
 
 def another_server(tmp_path, callback_port=None):
@@ -345,6 +374,38 @@ def test_the_timeout_holds_while_connections_stay_open(server):
     assert time.monotonic() - started < 5
 
 
+def test_the_listener_bounds_slow_connections_and_floods(monkeypatch):
+    monkeypatch.setattr(op, "OAUTH_CALLBACK_READ_TIMEOUT", 3)
+    monkeypatch.setattr(op, "OAUTH_CALLBACK_MAX_CONNECTIONS", 2)
+    listener = op.CallbackListener(0)
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.append(listener.wait("ours", time.monotonic() + 20)))
+    waiter.start()
+    socks = []
+
+    def connect():
+        socks.append(socket.create_connection(("127.0.0.1", listener.port), timeout=5))
+        time.sleep(0.2)
+        return socks[-1]
+
+    try:
+        started = time.monotonic()
+        oldest, slow = connect(), connect()
+        slow.sendall(b"GET /callback?code=")   # the rest never comes
+        connect()   # a third: the oldest goes at once, not the newest
+        assert oldest.recv(1) == b"" and time.monotonic() - started < 2
+        assert slow.recv(1) == b"" and time.monotonic() - started > 3   # no whole head within the read timeout
+        real = connect()
+        real.sendall(b"GET /callback?code=c&state=ours HTTP/1.1\r\n\r\n")
+        assert real.recv(100).startswith(b"HTTP/1.1 200 OK")
+        waiter.join(5)
+        assert answers == [{"code": "c", "state": "ours"}]
+    finally:
+        listener.close()
+        for sock in socks:
+            sock.close()
+
+
 def test_stray_requests_to_the_callback_get_an_error_page_and_the_login_goes_on(server):
     # an old tab's answer, a favicon, no code, a POST, not HTTP, a head too large, the old tab again
     relay, reply = session(server, stray=1)
@@ -363,13 +424,7 @@ def test_logins_to_two_servers_at_once_keep_each_its_redirect_uri(server, tmp_pa
     servers = (server, other)
     try:
         for _ in range(2):   # the first logins, then new ones (the tokens revoked, refreshes refused)
-            relays = [s.relay(delay=1) for s in servers]   # each login holds its port a while
-            try:
-                replies = initialize_together(relays)
-            finally:
-                for relay in relays:
-                    relay.close()
-            assert all("result" in reply for reply in replies), [relay.stderr for relay in relays]
+            log_in_together(servers, delay=1)   # each login holds its port a while
             for s in servers:
                 s.configure(revoke=True, refresh=False)
         for s in servers:
@@ -388,13 +443,7 @@ def test_preregistered_clients_of_two_servers_on_one_port_log_in_one_after_the_o
     try:
         for s in servers:
             s.configure(clients={"fixed": {"redirect_uris": ["http://127.0.0.1:%d/callback" % server.callback_port]}})
-        relays = [s.relay("--oauth-client-id", "fixed", delay=1) for s in servers]
-        try:
-            replies = initialize_together(relays)
-        finally:
-            for relay in relays:
-                relay.close()
-        assert all("result" in reply for reply in replies), [relay.stderr for relay in relays]
+        relays = log_in_together(servers, "--oauth-client-id", "fixed", delay=1)
         assert sum("is busy" in relay.stderr and "waiting for it" in relay.stderr for relay in relays) == 1
         assert [s.stats()["token"] for s in servers] == [1, 1]
     finally:
@@ -418,16 +467,7 @@ def test_a_registration_stored_with_one_redirect_uri_keeps_it(server):
 
 
 def test_two_relays_at_once_share_one_login(server):
-    first, second = server.relay(), server.relay()
-    try:
-        for relay in (first, second):
-            relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        for relay in (first, second):
-            assert "result" in relay.recv(timeout=20)
-    finally:
-        first.close()
-        second.close()
+    first, second = log_in_together((server, server))
     assert len(server.visits()) == 1, first.stderr + second.stderr
     assert server.stats()["token"] == 1
 
