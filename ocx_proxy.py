@@ -3999,9 +3999,19 @@ WORKERS = WorkerThreads()
 # STABLE port (the registered redirect URI keeps it), and keep the tokens on
 # disk so the next relay, and the next client window, need no new login.
 
-# The loopback port of the redirect URI: fixed, because authorization servers
-# compare redirect URIs exactly and a registered client must keep its port.
+# The loopback ports of redirect URIs.  Authorization servers compare redirect
+# URIs exactly, so a registration keeps its ports: a pre-registered client uses
+# OAUTH_CALLBACK_PORT (or --oauth-callback-port); our own registrations list a
+# few ports derived from the issuer above it, so that logins to different
+# servers at the same time each have their own.
 OAUTH_CALLBACK_PORT = 33418
+OAUTH_CALLBACK_RANGE = 1000
+OAUTH_CALLBACK_CHOICES = 3
+# The callback listener's bounds: the time a connection has to send its request
+# head, the size of that head, the connections kept at once (the oldest goes).
+OAUTH_CALLBACK_READ_TIMEOUT = 10.0
+OAUTH_CALLBACK_MAX_REQUEST = 64 * 1024
+OAUTH_CALLBACK_MAX_CONNECTIONS = 32
 OAUTH_TIMEOUT = 300.0
 # How long one request waits for a pending login: agent clients give initialize
 # some tens of seconds, and the login goes on in the background after that.
@@ -4155,6 +4165,37 @@ def auth_metadata_urls(issuer):
     return [root + "/.well-known/oauth-authorization-server" + path,
             root + "/.well-known/openid-configuration" + path,
             root + path + "/.well-known/openid-configuration"]
+
+
+def callback_uri(port):
+    return "http://127.0.0.1:%d/callback" % port
+
+
+def callback_port_of(uri):
+    """The port of ``uri`` when it is one of our loopback redirect URIs, else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return port if (parts.scheme, parts.hostname, parts.path) == ("http", "127.0.0.1", "/callback") else None
+
+
+def callback_ports(issuer):
+    """The ports a new registration with ``issuer`` lists (without --oauth-callback-port): derived
+    from the issuer, so that logins to different servers do not meet on one port and a renewed
+    registration gets the same ones; several, so that servers sharing an issuer log in side by side."""
+    import hashlib
+
+    digest = hashlib.sha256(issuer.encode("utf-8")).digest()
+    ports = []
+    for i in range(OAUTH_CALLBACK_CHOICES):
+        port = OAUTH_CALLBACK_PORT + 1 + int.from_bytes(digest[2 * i:2 * i + 2], "big") % OAUTH_CALLBACK_RANGE
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def pkce_pair():
@@ -4369,12 +4410,12 @@ def _lock_nowait(fd):
 class OAuthSettings:
     """What the command line says about OAuth (see add_oauth_options)."""
 
-    def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=OAUTH_CALLBACK_PORT,
+    def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=None,
                  timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None):
         self.client_id = client_id
         self.client_secret = client_secret
         self.client_file = client_file
-        self.callback_port = callback_port
+        self.callback_port = callback_port   # None: see _listen
         self.timeout = timeout
         self.browser = browser
         self.auth_dir = auth_dir or default_auth_dir()
@@ -4640,7 +4681,11 @@ class OAuthClient:
             configured["token_endpoint_auth_method"] = doc.get("client_auth") or (
                 "client_secret_basic" if secret else "none")
             return configured
-        return self._stored_client(doc["issuer"]) or {"client_id": doc.get("client_id")}
+        stored = self._stored_client(doc["issuer"])
+        if stored and stored.get("client_id") == doc.get("client_id"):
+            return stored
+        # registered anew since (another login found our ports busy): these tokens are the old client's
+        return {"client_id": doc.get("client_id"), "token_endpoint_auth_method": doc.get("client_auth") or "none"}
 
     def _stored_client(self, issuer):
         doc = self.store.read(self.store.path("client", issuer))
@@ -4661,10 +4706,8 @@ class OAuthClient:
             return {"client_id": settings.client_id, "client_secret": settings.client_secret}
         return None
 
-    def client_for(self, metadata, redirect_uri, reregister=False):
-        """Our client at this issuer: configured, else registered before (same issuer, same
-        redirect URI), else a new Dynamic Client Registration."""
-        issuer = metadata["issuer"]
+    def client_for(self, metadata):
+        """The configured client (--oauth-client-id/-file) with the way it authenticates, or None."""
         configured = self._configured_client()
         if configured is not None:
             if configured.get("client_secret"):
@@ -4676,17 +4719,29 @@ class OAuthClient:
                 configured["token_endpoint_auth_method"] = (
                     "client_secret_post" if "client_secret_basic" not in methods and "client_secret_post" in methods
                     else "client_secret_basic")
-            return configured
+        return configured
+
+    def _registered(self, issuer, fixed):
+        """Our registration with ``issuer`` and the ports of its redirect URIs we may use (only
+        ``fixed`` when it is given), or (None, [])."""
         client = self._stored_client(issuer)
-        if client and client.get("redirect_uri") == redirect_uri and not reregister:
-            if client.get("client_secret"):
-                self.config.secrets.append(client["client_secret"])
-            return client
+        if not client:
+            return None, []
+        # "redirect_uri": one port, as registrations were stored before they listed several
+        registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
+        ports = [port for port in registered if port and fixed in (None, port)]
+        if ports and client.get("client_secret"):
+            self.config.secrets.append(client["client_secret"])
+        return (client, ports) if ports else (None, [])
+
+    def register(self, metadata, redirect_uris):
+        """Dynamic Client Registration with ``redirect_uris``; the client is stored for the issuer."""
+        issuer = metadata["issuer"]
         endpoint = metadata.get("registration_endpoint")
         if not endpoint:
             raise OAuthError("the authorization server %s offers no dynamic client registration; give "
                              "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
-        request = {"client_name": "ocx-proxy", "redirect_uris": [redirect_uri], "application_type": "native",
+        request = {"client_name": "ocx-proxy", "redirect_uris": redirect_uris, "application_type": "native",
                    "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
                    "token_endpoint_auth_method": "none"}
         if self.scope:
@@ -4695,8 +4750,11 @@ class OAuthClient:
                                  [("Content-Type", "application/json")])
         if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
             raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
+        granted = doc.get("redirect_uris")   # a server may keep fewer than we asked for
+        if not isinstance(granted, list) or not all(isinstance(uri, str) for uri in granted):
+            granted = redirect_uris
         client = {"issuer": issuer, "client_id": doc["client_id"],
-                  "client_secret": string_member(doc, "client_secret"), "redirect_uri": redirect_uri,
+                  "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
                   "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
         if client["client_secret"]:
             self.config.secrets.append(client["client_secret"])
@@ -4803,12 +4861,11 @@ class OAuthClient:
         import secrets
         from urllib.parse import urlencode
 
-        listener, client = self._listen(metadata)
+        listener, client = self._listen(metadata, deadline)
         try:
             verifier, challenge = pkce_pair()
             state = secrets.token_urlsafe(24)
-            query = {"response_type": "code", "client_id": client["client_id"],
-                     "redirect_uri": client.get("redirect_uri") or listener.redirect_uri,
+            query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": listener.redirect_uri,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
                      "resource": self.resource}
             if self.scope:
@@ -4818,44 +4875,71 @@ class OAuthClient:
             with self.lock:
                 self.login_url = url
             self._open_browser(url)
-            answer = listener.wait(deadline)
+            answer = listener.wait(state, deadline)
         finally:
             listener.close()
         if answer is None:
             raise OAuthError("no login within %g s (--oauth-timeout)" % self.settings.timeout)
-        if answer.get("state") != state:
-            raise OAuthError("the authorization response's state does not match ours (rejected)")
         if "iss" in answer or metadata.get("authorization_response_iss_parameter_supported"):
             if answer.get("iss") != metadata["issuer"]:
                 raise OAuthError("the authorization response's iss %s is not the issuer %s (RFC 9207; rejected)"
                                  % (quoted(answer.get("iss")), metadata["issuer"]))
         if answer.get("error"):
             raise OAuthError("the authorization server refused: %s" % error_said(answer))
-        if not answer.get("code"):
-            raise OAuthError("the authorization response has no code")
         fields = {"grant_type": "authorization_code", "code": answer["code"], "code_verifier": verifier,
-                  "redirect_uri": query["redirect_uri"], "resource": self.resource}
+                  "redirect_uri": listener.redirect_uri, "resource": self.resource}
         tokens = self._token_request(metadata["token_endpoint"], fields, client)
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
 
-    def _listen(self, metadata):
-        """The loopback listener on our stable port and the client that goes with it.  A busy port
-        is said out loud; a registered client then registers anew with another port."""
-        port = self.settings.callback_port
+    def _listen(self, metadata, deadline):
+        """The loopback listener and the client whose redirect URI it serves.
+
+        A pre-registered client has one port (--oauth-callback-port, default OAUTH_CALLBACK_PORT):
+        while it is busy, most likely with another login, we wait for it until ``deadline``.  Our
+        registration lists several ports and the first free one serves; when all are busy, or we
+        have none, we register anew, listing the ports derived from the issuer (or the one given)."""
+        fixed = self.settings.callback_port
+        configured = self.client_for(metadata)
+        if configured is not None:
+            return self._listen_waiting(fixed or OAUTH_CALLBACK_PORT, deadline), configured
+        client, ports = self._registered(metadata["issuer"], fixed)
+        listener = CallbackListener.on_first_free(ports)
+        if listener is not None:
+            return listener, client
+        wanted = [fixed] if fixed else callback_ports(metadata["issuer"])
+        listener = CallbackListener.on_first_free(wanted) or CallbackListener(0)
+        tried = wanted[:wanted.index(listener.port)] if listener.port in wanted else wanted
+        busy = ports + [port for port in tried if port not in ports]
+        if busy:
+            log.warning("the callback port%s busy (another login?); registering with port %d" % (
+                " %d is" % busy[0] if len(busy) == 1 else "s %s are" % ", ".join(map(str, busy)), listener.port))
+        uris = [listener.redirect_uri] + [callback_uri(port) for port in wanted if port != listener.port]
         try:
-            listener = CallbackListener(port)
-        except OSError as exc:
-            if self._configured_client() is not None:
-                raise OAuthError("the callback port %d is busy (%s); the pre-registered redirect URI needs it "
-                                 "(free it, or register another port and give --oauth-callback-port)"
-                                 % (port, exc.strerror or exc))
-            listener = CallbackListener(0)
-            log.warning("the callback port %d is busy (%s); registering again with port %d"
-                        % (port, exc.strerror or exc, listener.port))
-            return listener, self.client_for(metadata, listener.redirect_uri, reregister=True)
-        return listener, self.client_for(metadata, listener.redirect_uri)
+            return listener, self.register(metadata, uris)
+        except BaseException:
+            listener.close()
+            raise
+
+    def _listen_waiting(self, port, deadline):
+        """A listener on ``port``, waiting while it is busy (a pre-registered redirect URI needs it)."""
+        announced = False
+        while True:
+            try:
+                return CallbackListener(port)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+            if time.monotonic() >= deadline:
+                raise OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
+                                 "redirect URI needs it: free it, or register http://127.0.0.1:PORT/callback with "
+                                 "another PORT for this client and give --oauth-callback-port PORT" % (port, reason))
+            if not announced:
+                announced = True
+                log.warning("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting "
+                            "for it (another login?) up to --oauth-timeout; or register http://127.0.0.1:PORT/callback "
+                            "with another PORT for this client and give --oauth-callback-port PORT" % (port, reason))
+            time.sleep(0.2)
 
     def _open_browser(self, url):
         """Open ``url`` in a browser run detached from our stdio (the MCP channel), when there is a
@@ -4916,53 +5000,146 @@ class OAuthClient:
 
 
 class CallbackListener:
-    """A one-shot HTTP listener on 127.0.0.1 for the authorization response."""
+    """The loopback listener for the authorization response: ``http://127.0.0.1:PORT/callback``.
+
+    One thread (the login's), non-blocking sockets: a connection that sends no complete request
+    head within OAUTH_CALLBACK_READ_TIMEOUT is dropped, so an idle one (browsers open spare
+    connections) or a slow one never delays another, and the deadline holds whatever is open."""
 
     def __init__(self, port):
-        import http.server
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            if os.name == "posix":   # on Windows SO_REUSEADDR would let a second listener share the port
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.sock.bind(("127.0.0.1", port))
+            self.sock.listen(16)
+            self.sock.setblocking(False)
+        except OSError:
+            self.sock.close()
+            raise
+        self.port = self.sock.getsockname()[1]
+        self.redirect_uri = callback_uri(self.port)
 
-        owner = self
+    def wait(self, state, deadline):
+        """The parameters of the first ``GET /callback`` that carries ``state`` and a code or an
+        error, or None at ``deadline``.  Every request gets a page at once; anything else (another
+        path, another state: a stale tab or any local page, no code, not HTTP) gets an error page
+        and the wait goes on."""
+        selector = selectors.DefaultSelector()
+        selector.register(self.sock, selectors.EVENT_READ)
+        pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
+        try:
+            while True:
+                now = time.monotonic()
+                for conn in [c for c, (_, expires) in pending.items() if expires <= now]:
+                    self._drop(selector, pending, conn)
+                if now >= deadline:
+                    return None
+                wake = min([deadline] + [expires for _, expires in pending.values()])
+                for key, _ in selector.select(wake - now):
+                    if key.fileobj is self.sock:
+                        self._accept(selector, pending, now)
+                        continue
+                    answer = self._read(key.fileobj, pending[key.fileobj], state)
+                    if answer is not False:
+                        self._drop(selector, pending, key.fileobj)
+                    if answer:
+                        return answer
+        finally:
+            for conn in list(pending):
+                self._drop(selector, pending, conn)
+            selector.close()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                from urllib.parse import parse_qsl, urlsplit
+    def _accept(self, selector, pending, now):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:   # out of descriptors, or the connection was reset: the others go on
+                return
+            conn.setblocking(False)
+            if len(pending) >= OAUTH_CALLBACK_MAX_CONNECTIONS:   # a flood: the oldest goes, not the newest
+                self._drop(selector, pending, next(iter(pending)))
+            pending[conn] = [b"", now + OAUTH_CALLBACK_READ_TIMEOUT]
+            selector.register(conn, selectors.EVENT_READ)
 
-                parts = urlsplit(self.path)
-                if parts.path != "/callback":
-                    self.send_error(404)
-                    return
-                params = dict(parse_qsl(parts.query, keep_blank_values=True))
-                text = b"Login failed: " + params.get("error", "").encode("ascii", "replace") if params.get(
-                    "error") else b"ocx-proxy received the authorization."
-                body = OAUTH_LANDING_PAGE % text.replace(b"<", b"&lt;")
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                if owner.answer is None:
-                    owner.answer = params
-                    owner.done.set()
+    @staticmethod
+    def _drop(selector, pending, conn):
+        pending.pop(conn, None)
+        selector.unregister(conn)
+        conn.close()
 
-            def log_message(self, *args):
-                pass  # the query holds the code: never on our stderr
+    def _read(self, conn, entry, state):
+        """Read what ``conn`` has: False while its request head is incomplete, else (the page sent)
+        the authorization response's parameters when it is ours, None when it is not."""
+        try:
+            data = conn.recv(8192)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return None
+        entry[0] += data
+        head = entry[0]
+        if data and b"\r\n\r\n" not in head and b"\n\n" not in head:
+            if len(head) <= OAUTH_CALLBACK_MAX_REQUEST:
+                return False
+            return self._page(conn, 431, "The request is too large.")
+        line = head.split(b"\n", 1)[0].decode("latin-1").split()
+        if len(line) != 3 or not line[2].startswith("HTTP/"):
+            return self._page(conn, 400, "Not an HTTP request.")
+        if line[0] != "GET":
+            return self._page(conn, 405, "Only GET is answered here.")
+        return self._callback(conn, line[1], state)
 
-        self.answer = None
-        self.done = threading.Event()
-        self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
-        self.port = self.server.server_address[1]
-        self.redirect_uri = "http://127.0.0.1:%d/callback" % self.port
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
-                                       name="ocx-oauth-callback", daemon=True)
-        self.thread.start()
+    def _callback(self, conn, target, state):
+        from urllib.parse import parse_qsl, urlsplit
 
-    def wait(self, deadline):
-        self.done.wait(max(0.0, deadline - time.monotonic()))
-        return self.answer
+        parts = urlsplit(target)
+        if parts.path != "/callback":
+            return self._page(conn, 404, "Not found.")
+        params = dict(parse_qsl(parts.query, keep_blank_values=True))
+        if params.get("state") != state:
+            log.warning("ignored a request to the login callback whose state is not this login's (an old tab, "
+                        "or another page); still waiting for the login")
+            return self._page(conn, 400, "This is not the login ocx-proxy is waiting for (an old tab?). "
+                                         "Finish the login in the newest tab.")
+        if params.get("error"):
+            self._page(conn, 200, "Login failed: " + params["error"])
+            return params
+        if not params.get("code"):
+            log.warning("ignored a request to the login callback without a code; still waiting for the login")
+            return self._page(conn, 400, "The authorization response carries no code.")
+        self._page(conn, 200, "ocx-proxy received the authorization.")
+        return params
+
+    @staticmethod
+    def _page(conn, status, text):
+        """Send a small HTML page (best effort: it fits the socket buffer) and end the exchange."""
+        import html
+        from http.client import responses
+
+        body = OAUTH_LANDING_PAGE % html.escape(text).encode("utf-8")
+        head = ("HTTP/1.1 %d %s\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n"
+                "Cache-Control: no-store\r\nConnection: close\r\n\r\n" % (status, responses.get(status, ""), len(body)))
+        try:
+            conn.send(head.encode("ascii") + body)
+        except OSError:
+            pass
+        return None
+
+    @classmethod
+    def on_first_free(cls, ports):
+        """A listener on the first of ``ports`` that is free, else None."""
+        for port in ports:
+            try:
+                return cls(port)
+            except OSError:
+                pass
+        return None
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.sock.close()
 
 
 # ---------------------------------------------------------------------------
@@ -11052,9 +11229,11 @@ def add_oauth_options(parser):
                        help="a JSON file with client_id and client_secret, instead of the two options above "
                             "(default: none)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
-                   OAUTH_CALLBACK_PORT, metavar="PORT",
+                   None, metavar="PORT",
                    help="the loopback port of the redirect URI http://127.0.0.1:PORT/callback; keep it stable, "
-                        "the authorization server compares it exactly (default %(default)s)")
+                        "the authorization server compares it exactly (default: %d for a pre-registered client; "
+                        "for ocx-proxy's own registration, ports derived from the authorization server, so that "
+                        "logins to several servers at once do not meet)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
                    OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most "
                                        "%g s of it, then gets an error saying how to finish (default %%(default)s)"
@@ -11075,7 +11254,7 @@ def oauth_settings_from_args(args):
         raise UsageError("--oauth-client-secret needs --oauth-client-id")
     if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
         raise UsageError("--oauth-client-file %s: no such file" % args.oauth_client_file)
-    if not 1 <= args.oauth_callback_port <= 65535:
+    if args.oauth_callback_port is not None and not 1 <= args.oauth_callback_port <= 65535:
         raise UsageError("--oauth-callback-port %d is not a port number" % args.oauth_callback_port)
     return OAuthSettings(args.oauth_client_id, secret, args.oauth_client_file, args.oauth_callback_port,
                          args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope)

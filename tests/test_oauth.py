@@ -6,8 +6,10 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -50,19 +52,25 @@ class AuthServer:
         except OSError:
             return []
 
-    def env(self, browser=True, idle=False):
+    def env(self, browser=True, **variant):
+        """The relay's environment; ``variant`` sets the scripted browser's OAUTH_BROWSER_<NAME>."""
         env = {k: v for k, v in os.environ.items()
                if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "DISPLAY", "WAYLAND_DISPLAY",
-                                    "BROWSER")}
+                                    "BROWSER", "OCX_PROXY_OAUTH_CALLBACK_PORT")}
         env.update(OCX_PROXY_AUTH_DIR=self.auth_dir, OAUTH_BROWSER_LOG=self.browser_log)
         if browser:
             env["BROWSER"] = "%s %s %%s" % (sys.executable, BROWSER)
-        if idle:
-            env["OAUTH_BROWSER_IDLE"] = "1"
+        env.update(("OAUTH_BROWSER_" + name.upper(), str(value)) for name, value in variant.items())
         return env
 
     def args(self, *extra):
-        return ["--url", self.url, "--oauth-callback-port", str(self.callback_port)] + list(extra)
+        """``--url`` and, unless callback_port is None (the relay's own choice), ``--oauth-callback-port``."""
+        port = ["--oauth-callback-port", str(self.callback_port)] if self.callback_port else []
+        return ["--url", self.url] + port + list(extra)
+
+    def redirect_uris(self):
+        """The redirect_uri of each browser visit."""
+        return [parse_qs(urlsplit(visit).query)["redirect_uri"][0] for visit in self.visits()]
 
     def relay(self, *extra, transport="streamable-http", **env):
         return RelayProcess(command=[sys.executable, PROXY, transport] + self.args(*extra), env=self.env(**env))
@@ -193,10 +201,11 @@ def test_missing_iss_is_rejected_when_the_server_promises_it(server):
     assert server.stats()["token"] == 0
 
 
-def test_state_mismatch_is_rejected(server):
+def test_a_forged_state_is_ignored_until_the_timeout(server):
     server.configure(state="wrong")
-    result = server.auth("login", "--oauth-timeout", "10")
-    assert result.returncode == 1 and b"state" in result.stderr
+    result = server.auth("login", "--oauth-timeout", "2")
+    assert result.returncode == 1
+    assert b"state is not this login's" in result.stderr and b"no login within 2 s" in result.stderr
     assert server.stats()["token"] == 0
 
 
@@ -264,29 +273,202 @@ def test_busy_callback_port_is_said_and_a_new_registration_made(server):
     assert "127.0.0.1%%3A%d" % server.callback_port not in server.visits()[0]
 
 
-def test_busy_callback_port_with_a_preregistered_client_fails_clearly(server):
+def test_a_busy_derived_port_gives_way_to_the_next_of_the_issuer(server):
+    ports = op.callback_ports(server.base + "/as")
+    blocker = socket.socket()
+    try:
+        blocker.bind(("127.0.0.1", ports[0]))
+        blocker.listen(1)
+    except OSError:
+        pass   # busy already
+    server.callback_port = None
+    try:
+        result = server.auth("login")
+    finally:
+        blocker.close()
+    assert result.returncode == 0, result.stderr
+    used = urlsplit(server.redirect_uris()[0]).port
+    busy = ports[:ports.index(used)]   # one, unless this machine had the next one busy too
+    said = "callback port %d is" % busy[0] if len(busy) == 1 else "callback ports %s are" % ", ".join(map(str, busy))
+    assert ("%s busy (another login?); registering with port %d" % (said, used)).encode() in result.stderr
+
+
+def test_busy_callback_port_with_a_preregistered_client_fails_clearly_at_the_timeout(server):
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", server.callback_port))
     blocker.listen(1)
     try:
-        result = server.auth("login", "--oauth-client-id", "fixed")
+        result = server.auth("login", "--oauth-client-id", "fixed", "--oauth-timeout", "1")
     finally:
         blocker.close()
     assert result.returncode == 1
-    assert b"busy" in result.stderr and b"--oauth-callback-port" in result.stderr
+    assert b"waiting for it" in result.stderr and b"stayed busy" in result.stderr
+    assert b"give --oauth-callback-port PORT" in result.stderr
+
+
+# -- the callback listener: stray, idle and slow connections; logins to several servers at once ---
+
+def connect_when_listening(port, timeout=10):
+    """A socket connected to 127.0.0.1:PORT as soon as something listens there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=1)
+            if sock.getsockname() != sock.getpeername():   # a TCP self-connect would take the port itself
+                return sock
+            sock.close()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
+
+
+def log_in_together(servers, *extra, **env):
+    """A relay for each of ``servers`` (one may come twice), initialized all at once so that their
+    logins run side by side; returns them, closed, once every initialize had its result."""
+    relays = [s.relay(*extra, **env) for s in servers]
+    try:
+        for relay in relays:
+            relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        replies = [relay.recv(timeout=30) for relay in relays]
+    finally:
+        for relay in relays:
+            relay.close()
+    assert all("result" in reply for reply in replies), [relay.stderr for relay in relays]
+    return relays
+
+
+def another_server(tmp_path, callback_port=None):
+    """A second fixture server (another issuer) sharing the token directory, with its own browser log."""
+    other = AuthServer(tmp_path)
+    other.browser_log = str(tmp_path / "other-browser.log")
+    other.callback_port = callback_port
+    return other
+
+
+def test_an_idle_connection_to_the_callback_port_does_not_hold_up_the_login(server):
+    # browsers open spare connections they may never use; one used to stall the listener
+    started = time.monotonic()
+    result = server.auth("login", "--oauth-timeout", "8", preconnect=1)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 8 and server.stats()["token"] == 1
+
+
+def test_the_timeout_holds_while_connections_stay_open(server):
+    proc = subprocess.Popen([sys.executable, PROXY, "auth", "login"] + server.args("--oauth-timeout", "2"),
+                            env=server.env(idle=1), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    idle = slow = None
+    try:
+        idle = connect_when_listening(server.callback_port)
+        slow = connect_when_listening(server.callback_port)
+        slow.sendall(b"GET /callback?code=")   # never finished
+        started = time.monotonic()
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+        proc.wait()
+        for sock in (idle, slow):
+            if sock is not None:
+                sock.close()
+    assert proc.returncode == 1 and b"no login within 2 s" in err, err
+    assert time.monotonic() - started < 5
+
+
+def test_the_listener_bounds_slow_connections_and_floods(monkeypatch):
+    monkeypatch.setattr(op, "OAUTH_CALLBACK_READ_TIMEOUT", 3)
+    monkeypatch.setattr(op, "OAUTH_CALLBACK_MAX_CONNECTIONS", 2)
+    listener = op.CallbackListener(0)
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.append(listener.wait("ours", time.monotonic() + 20)))
+    waiter.start()
+    socks = []
+
+    def connect():
+        socks.append(socket.create_connection(("127.0.0.1", listener.port), timeout=5))
+        time.sleep(0.2)
+        return socks[-1]
+
+    try:
+        started = time.monotonic()
+        oldest, slow = connect(), connect()
+        slow.sendall(b"GET /callback?code=")   # the rest never comes
+        connect()   # a third: the oldest goes at once, not the newest
+        assert oldest.recv(1) == b"" and time.monotonic() - started < 2
+        assert slow.recv(1) == b"" and time.monotonic() - started > 3   # no whole head within the read timeout
+        real = connect()
+        real.sendall(b"GET /callback?code=c&state=ours HTTP/1.1\r\n\r\n")
+        assert real.recv(100).startswith(b"HTTP/1.1 200 OK")
+        waiter.join(5)
+        assert answers == [{"code": "c", "state": "ours"}]
+    finally:
+        listener.close()
+        for sock in socks:
+            sock.close()
+
+
+def test_stray_requests_to_the_callback_get_an_error_page_and_the_login_goes_on(server):
+    # an old tab's answer, a favicon, no code, a POST, not HTTP, a head too large, the old tab again
+    relay, reply = session(server, stray=1)
+    relay.close()
+    assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", (reply, relay.stderr)
+    with open(server.browser_log + ".stray") as f:
+        assert f.read().split() == ["400", "404", "400", "405", "400", "431", "400"]
+    assert relay.stderr.count("whose state is not this login's") == 2
+    assert relay.stderr.count("without a code") == 1
+    assert server.stats()["token"] == 1 and len(server.visits()) == 1
+
+
+def test_logins_to_two_servers_at_once_keep_each_its_redirect_uri(server, tmp_path):
+    server.callback_port = None   # the relay's choice: ports derived from the issuer
+    other = another_server(tmp_path)
+    servers = (server, other)
+    try:
+        for _ in range(2):   # the first logins, then new ones (the tokens revoked, refreshes refused)
+            log_in_together(servers, delay=1)   # each login holds its port a while
+            for s in servers:
+                s.configure(revoke=True, refresh=False)
+        for s in servers:
+            uris = s.redirect_uris()
+            assert s.stats()["register"] == 1 and s.stats()["token"] == 2
+            assert len(uris) == 2 and uris[0] == uris[1], uris
+        assert server.redirect_uris()[0] != other.redirect_uris()[0]
+    finally:
+        other.stop()
+
+
+def test_preregistered_clients_of_two_servers_on_one_port_log_in_one_after_the_other(server, tmp_path):
+    # both registered the same redirect URI (the default port, say): the second login waits for the port
+    other = another_server(tmp_path, server.callback_port)
+    servers = (server, other)
+    try:
+        for s in servers:
+            s.configure(clients={"fixed": {"redirect_uris": ["http://127.0.0.1:%d/callback" % server.callback_port]}})
+        relays = log_in_together(servers, "--oauth-client-id", "fixed", delay=1)
+        assert sum("is busy" in relay.stderr and "waiting for it" in relay.stderr for relay in relays) == 1
+        assert [s.stats()["token"] for s in servers] == [1, 1]
+    finally:
+        other.stop()
+
+
+def test_a_registration_stored_with_one_redirect_uri_keeps_it(server):
+    # stored before registrations listed several ports; logins without --oauth-callback-port use it
+    assert server.auth("login").returncode == 0
+    [path] = [os.path.join(server.auth_dir, n) for n in os.listdir(server.auth_dir) if n.startswith("client-")]
+    with open(path) as f:
+        doc = json.load(f)
+    doc["redirect_uri"] = doc.pop("redirect_uris")[0]
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    server.callback_port = None
+    result = server.auth("login")
+    assert result.returncode == 0, result.stderr
+    uris = server.redirect_uris()
+    assert server.stats()["register"] == 1 and uris == [doc["redirect_uri"]] * 2
 
 
 def test_two_relays_at_once_share_one_login(server):
-    first, second = server.relay(), server.relay()
-    try:
-        for relay in (first, second):
-            relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        for relay in (first, second):
-            assert "result" in relay.recv(timeout=20)
-    finally:
-        first.close()
-        second.close()
+    first, second = log_in_together((server, server))
     assert len(server.visits()) == 1, first.stderr + second.stderr
     assert server.stats()["token"] == 1
 

@@ -6,7 +6,7 @@ a table shows each scenario's checks via the relay and with the Python SDK direc
 """
 import pytest
 
-from suite import OUTCOMES, available, client_scenarios
+from suite import BATCHES, OUTCOMES, available, client_scenarios
 
 
 def pytest_generate_tests(metafunc):
@@ -28,4 +28,6 @@ def pytest_terminal_summary(terminalreporter):
         write("%-*s %-16s %-16s" % (width, scenario, runs["relay"].cell() if "relay" in runs else "-",
                                     runs["direct"].cell() if "direct" in runs else "-"))
     seconds = sum(o.seconds for runs in OUTCOMES.values() for o in runs.values())
-    write("(%d scenario runs, %.0f s)" % (sum(len(r) for r in OUTCOMES.values()), seconds))
+    write("(%d scenario runs, %.0f s in all)" % (sum(len(r) for r in OUTCOMES.values()), seconds))
+    for batch in BATCHES:
+        write("(%s)" % batch)

@@ -6,6 +6,8 @@ say where).  ``client --command CMD --scenario S -o DIR`` starts the scenario's
 servers, runs ``CMD <server url>`` and writes ``DIR/<scenario>-<time>/checks.json``:
 a list of checks, each with a ``status`` of SUCCESS, FAILURE, WARNING, INFO or SKIPPED.
 """
+import concurrent.futures
+import functools
 import glob
 import json
 import os
@@ -21,6 +23,8 @@ PREFIX = os.environ.get("OCX_CONFORMANCE_PREFIX", "")
 SUITE = os.path.join(PREFIX, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 SCENARIO_TIMEOUT_MS = 20000   # the suite kills the client then; the clients give up at 15 s on their own
 OUTCOMES = {}   # scenario -> {"relay": Outcome, "direct": Outcome}, for the closing table
+BATCHES = []    # what each side-by-side batch was and how long it took, for the closing table
+AUTH_WORKERS = 4   # auth/* scenarios run this many at a time: logins side by side must not collide
 RELAY_CLIENT = [sys.executable, os.path.join(HERE, "client.py")]
 DIRECT_CLIENT = [sys.executable, os.path.join(HERE, "direct_client.py")]
 
@@ -29,6 +33,7 @@ def available():
     return bool(NODE) and os.path.exists(SUITE)
 
 
+@functools.lru_cache(maxsize=None)
 def client_scenarios():
     """The client scenarios `list` prints (section "Client scenarios"), in its order."""
     out = subprocess.run([NODE, SUITE, "list"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -41,7 +46,7 @@ def client_scenarios():
             in_client = False
         elif in_client and line.strip().startswith("- "):
             scenarios.append(line.strip()[2:].split()[0])
-    return scenarios
+    return tuple(scenarios)
 
 
 class Outcome:
@@ -93,3 +98,9 @@ def run(scenario, client, env=None):
                 with open(stderr_path, errors="replace") as f:
                     stderr = f.read()
     return Outcome(scenario, checks, status, time.monotonic() - started, stderr)
+
+
+def run_side_by_side(scenarios, client, workers=AUTH_WORKERS):
+    """Run every one of SCENARIOS with CLIENT, WORKERS at a time: {scenario: Outcome}."""
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return dict(zip(scenarios, pool.map(lambda scenario: run(scenario, client), scenarios)))

@@ -5,10 +5,16 @@ must pass every scenario the Python SDK's own client passes direct
 (direct_client.py); a scenario that also fails direct is an xfail naming the
 direct failure.  The client-credentials extensions are machine-to-machine
 grants that issue 15 does not add to the relay: xfail, shown in the table.
+
+The auth/* scenarios run four at a time (suite.AUTH_WORKERS), as a client
+starts its relays: several first logins at once, each against its own server,
+must not get in each other's way (callback ports, registrations).
 """
+import time
+
 import pytest
 
-from suite import DIRECT_CLIENT, OUTCOMES, RELAY_CLIENT, run
+from suite import AUTH_WORKERS, BATCHES, DIRECT_CLIENT, OUTCOMES, RELAY_CLIENT, client_scenarios, run, run_side_by_side
 
 NOT_IN_SCOPE = {
     "auth/client-credentials-jwt": "client_credentials grant (extension), not part of the relay's OAuth",
@@ -17,9 +23,25 @@ NOT_IN_SCOPE = {
 }
 
 
-def test_scenario_via_relay(scenario):
-    direct = run(scenario, DIRECT_CLIENT)
-    relay = run(scenario, RELAY_CLIENT)
+@pytest.fixture(scope="session")
+def auth_runs():
+    """Every auth/* scenario via the relay, then direct, AUTH_WORKERS at a time: {"relay": {...}, "direct": {...}}."""
+    scenarios = [s for s in client_scenarios() if s.startswith("auth/")]
+    runs = {}
+    for name, client in (("relay", RELAY_CLIENT), ("direct", DIRECT_CLIENT)):
+        started = time.monotonic()
+        runs[name] = run_side_by_side(scenarios, client)
+        BATCHES.append("%d auth/* scenarios %s, %d at a time: %.0f s" % (
+            len(scenarios), "via the relay" if name == "relay" else "direct", AUTH_WORKERS, time.monotonic() - started))
+    return runs
+
+
+def test_scenario_via_relay(scenario, request):
+    if scenario.startswith("auth/"):
+        runs = request.getfixturevalue("auth_runs")
+        direct, relay = runs["direct"][scenario], runs["relay"][scenario]
+    else:
+        direct, relay = run(scenario, DIRECT_CLIENT), run(scenario, RELAY_CLIENT)
     OUTCOMES[scenario] = {"relay": relay, "direct": direct}
     if relay.ok:
         return
