@@ -331,14 +331,33 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-def dumps(obj):
-    """Compact JSON as we write it: no spaces, real unicode characters.
+# json cannot write raw text: dumps writes a LongNumber as a string holding this
+# tag, then puts its digits in place of that string.  The tag is random, so no
+# string a peer sends can pass for it.
+_LONG_TAG = "\x00%sL" % os.urandom(8).hex()
+_LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
-    NaN and infinities raise ValueError (JSON has no such numbers, and a
-    client's parser would refuse the whole line), and so does a ``LongNumber``
-    (TypeError): callers that rewrite a message fall back on its original text.
+
+def dumps(obj, indent=None):
+    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).
+
+    A ``LongNumber`` is written as the digits it was read from.  NaN and
+    infinities raise ValueError: JSON has no such numbers, and a client's
+    parser would refuse the whole line.
     """
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    digits = []
+
+    def long_number(value):
+        if not isinstance(value, LongNumber):
+            raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+        digits.append(value.text)
+        return "%s%d" % (_LONG_TAG, len(digits) - 1)
+
+    text = json.dumps(obj, separators=(",", ":") if indent is None else (",", ": "), indent=indent,
+                      ensure_ascii=False, allow_nan=False, default=long_number)
+    if digits:
+        text = _LONG_TAG_RE.sub(lambda match: digits[int(match.group(1))], text)
+    return text
 
 
 def encode_message(obj):
@@ -363,14 +382,22 @@ class LongNumber:
     """An integer too long for ``int()`` (4,300 digits and more: Python 3.11, and 3.8+ since 2022).
 
     ``parse_message(..., long_numbers=True)`` leaves one in place of such an
-    integer: the message can still be routed and relayed byte-exact, while
-    ``dumps`` refuses to write it back (TypeError) rather than change it.
+    integer, its digits as they came: ``dumps`` writes them back unchanged,
+    and as a request id it is a key like any other (equal to the same digits).
+    Nothing converts it to an int: that is the quadratic work the limit exists
+    to prevent.
     """
 
     __slots__ = ("text",)
 
     def __init__(self, text):
         self.text = text
+
+    def __eq__(self, other):
+        return isinstance(other, LongNumber) and other.text == self.text
+
+    def __hash__(self):
+        return hash(self.text)
 
     def __repr__(self):
         return "LongNumber(%d digits)" % len(self.text)
@@ -414,8 +441,8 @@ def parse_text(text, long_numbers=False):
 
 
 def valid_id(msg_id):
-    """True for a JSON-RPC id: a string, a finite number (not a boolean) or null."""
-    if msg_id is None or isinstance(msg_id, str):
+    """True for a JSON-RPC id: a string, a finite number (not a boolean; a ``LongNumber`` too) or null."""
+    if msg_id is None or isinstance(msg_id, (str, LongNumber)):
         return True
     if isinstance(msg_id, bool):
         return False
@@ -436,10 +463,12 @@ def id_key(msg_id):
 
 
 def message_kind(msg):
-    """'request', 'notification', 'response' or None for anything else (an invalid id too)."""
+    """'request', 'notification', 'response' or None for anything else (an invalid id or method too)."""
     if not isinstance(msg, dict):
         return None
     if "method" in msg:
+        if not isinstance(msg["method"], str):
+            return None
         if "id" not in msg:
             return "notification"
         return "request" if valid_id(msg["id"]) else None
@@ -478,6 +507,8 @@ class Envelope:
     def kind(self):
         """Like ``message_kind``: 'request', 'notification', 'response' or None."""
         if self.has_method:
+            if self.method is None:
+                return None
             if not self.has_id:
                 return "notification"
             return "request" if self.has_valid_id else None
@@ -540,7 +571,7 @@ def _note_key(envelope, key, raw):
         envelope.id, envelope.has_valid_id = None, False  # a repeated key counts as JSON counts it: the last
         if raw[:1] not in (b"{", b"[", b"t", b"f"):
             try:
-                value = parse_message(raw)
+                value = parse_message(raw, long_numbers=True)
             except ValueError:
                 return
             if valid_id(value):
@@ -1924,7 +1955,8 @@ class PreviewBuilder:
         elif self.method == "tools/call":
             new = self.build_tool_result(result, preview, level)
         elif self.method == "resources/read":
-            uri = self.request_params.get("uri") or file_uri(self.files.txt_path)
+            uri = self.request_params.get("uri")
+            uri = uri if isinstance(uri, str) and uri else file_uri(self.files.txt_path)
             new = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": preview}]}
         elif self.method == "prompts/get":
             new = {"messages": [{"role": "user", "content": {"type": "text", "text": preview}}]}
@@ -4520,6 +4552,10 @@ STREAM_WORKED = "worked"            # a GET stream ran, then ended
 STREAM_FATAL = "fatal"              # the legacy endpoint event is unusable
 
 
+class InvalidParams(ValueError):
+    """A client request whose params break its method's schema: answered with -32602, never sent."""
+
+
 def param_headers(tool):
     """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
     (a list of (name, path of property names), None), or (None, why the annotations are invalid).
@@ -4620,7 +4656,7 @@ class RemoteExchange:
 
 def progress_key(token):
     """Dictionary key for a progress token (a string or an integer, like an id), else None."""
-    if isinstance(token, (str, int)) and not isinstance(token, bool):
+    if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool):
         return id_key(token)
     return None
 
@@ -4803,8 +4839,8 @@ class RemoteUpstream(Upstream):
             self.stderr_tail.append(message)
         log.log(level, message)
 
-    def fail_exchange(self, exchange, reason, status=None):
-        """The one place where an HTTP failure becomes JSON-RPC errors for the waiting requests."""
+    def fail_exchange(self, exchange, reason, status=None, code=UPSTREAM_ERROR):
+        """The one place where an HTTP failure becomes JSON-RPC errors (``code``) for the waiting requests."""
         reason = self.config.scrub(reason)
         with self.lock:
             ids = list(exchange.outstanding.values())
@@ -4825,7 +4861,7 @@ class RemoteUpstream(Upstream):
         self.note("warning", "%s failed: %s" % (exchange.method, reason))
         data = {"httpStatus": status} if status else None
         for msg_id in ids:
-            self.loop.post(self._deliver, encode_message(error_response(msg_id, UPSTREAM_ERROR, reason, data))[:-1])
+            self.loop.post(self._deliver, encode_message(error_response(msg_id, code, reason, data))[:-1])
 
     def fail_status(self, exchange, resp, body):
         """A non-2xx answer whose ``body`` we read.  Errors are answers: the JSON-RPC error it holds
@@ -5114,14 +5150,18 @@ class StreamableHttpUpstream(RemoteUpstream):
     def modern_headers(self, exchange):
         """What a 2026-07-28 request mirrors in headers: its version and method, and for
         NAMED_METHODS the name, for tools/call the arguments the tool's x-mcp-header
-        annotations name.  ValueError for a version or method no header can carry."""
+        annotations name.  ValueError for a version or method no header can carry,
+        InvalidParams for a name that is not a string (the header is required)."""
         for value in (exchange.version, exchange.method):
             if not isinstance(value, str) or not PLAIN_HEADER_VALUE_RE.match(value):
                 raise ValueError("%r cannot be sent in an HTTP header" % (value,))
         params = exchange.msg["params"]
         extra = [("MCP-Protocol-Version", exchange.version), ("Mcp-Method", exchange.method)]
-        name = params.get(NAMED_METHODS.get(exchange.method, ""))
-        if isinstance(name, str):
+        key = NAMED_METHODS.get(exchange.method)
+        name = params.get(key) if key else None
+        if key and not isinstance(name, str):
+            raise InvalidParams("%s needs params.%s, a string" % (exchange.method, key))
+        if key:
             extra.append(("Mcp-Name", header_value(name)))
         arguments = params.get("arguments")
         if exchange.method == "tools/call" and isinstance(arguments, dict):
@@ -5171,6 +5211,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         try:
             headers = self.request_headers(session=session, more=self.modern_headers(exchange) if exchange.modern
                                            else ())
+        except InvalidParams as exc:
+            self.fail_exchange(exchange, "Invalid params: %s" % exc, code=INVALID_PARAMS)
+            return None
         except ValueError as exc:
             self.fail_exchange(exchange, "not sent: %s" % exc)
             return None
@@ -8132,7 +8175,7 @@ class CaptureSession:
         cursor = params.get("cursor") if isinstance(params, dict) else None
         start = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.isdigit() \
+            if not isinstance(cursor, str) or not re.match(r"[0-9]{1,9}\Z", cursor) \
                     or int(cursor) > len(self.listing):
                 return error_response(msg_id, INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
