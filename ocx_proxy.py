@@ -54,6 +54,7 @@ Layout of this file (each section only uses the ones above it):
 import argparse
 import array
 import base64
+import binascii
 import codecs
 import collections
 import datetime
@@ -1279,7 +1280,7 @@ class ReadableText:
         self.parts.append("[%s %s: saved as file %d]" % (label, mime or "", len(self.blobs)))
 
     def add_json(self, value):
-        self.parts.append(json.dumps(value, indent=2, ensure_ascii=False))
+        self.parts.append(dumps(value, indent=2))
 
     def text(self):
         return "\n\n".join(self.parts)
@@ -1338,6 +1339,43 @@ def readable_text(msg, method):
 TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
+# host (a hash of its name: a home directory may be shared by several machines)
+# of the writing relay tell, at the next start, a temporary file left by one
+# that was killed while writing from one being written now.  Older versions
+# wrote ".<name>.<random>.tmp".
+TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\.(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
+HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
+# A temporary file untouched this long is stale whoever wrote it: writing one
+# takes seconds, and every write updates its time.
+STALE_TEMP_SECONDS = 3600
+
+
+def temp_name(name, pid=None):
+    """The temporary name ``name`` is written under (see TEMP_NAME_RE), by process ``pid`` (default: us)."""
+    return ".%s.%d-%s-%s.tmp" % (name, os.getpid() if pid is None else pid, HOST_TAG, os.urandom(8).hex())
+
+
+def stale_temp(match, mtime, now):
+    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is
+    no one's: untouched for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
+    if mtime < now - STALE_TEMP_SECONDS:
+        return True
+    pid, host = match.group(1), match.group(2)
+    return host == HOST_TAG and not IS_WINDOWS and not process_exists(int(pid))
+
+
+def process_exists(pid):
+    """Whether process ``pid`` exists (POSIX; signal 0 only asks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True   # another user's
+    except (OverflowError, OSError):
+        return False  # no such process id can exist
+    return True
 
 
 class SpillDir:
@@ -1389,14 +1427,14 @@ class SpillDir:
     def write(self, name, data):
         """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
 
-        The bytes go to a new temporary file, created 0600 with O_EXCL and
+        The bytes go to a new temporary file (``temp_name``), created 0600 with O_EXCL and
         O_NOFOLLOW under a name with 64 random bits, so no planted link is
         ever opened; then it is renamed to ``name``.  rename() replaces the
         directory entry, a symbolic link included, and never writes through
         it.  On any failure (disk full, I/O error...) the temporary file is
         removed and the error raised: a full disk is left no fuller.
         """
-        temp = ".%s.%s.tmp" % (name, os.urandom(8).hex())
+        temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
             try:
@@ -1540,25 +1578,27 @@ class Spill:
         return where
 
     def remove_expired(self, now=None):
-        """Delete this tool's own spill files older than ``retention_days``.
+        """Delete this tool's own spill files older than ``retention_days`` (0: none), and the
+        temporary files of relays killed while writing one (``stale_temp``); returns how many.
 
         Only regular files named like ours, in the directory spills go to; a
         link is never followed nor removed.
         """
-        if self.retention_days <= 0:
-            return 0
         where = self.open_dir(create=False)
         if where is None:
             return 0
-        cutoff = (now or time.time()) - self.retention_days * 86400
+        now = now or time.time()
+        cutoff = now - self.retention_days * 86400 if self.retention_days > 0 else None
         removed = 0
         with where:
             for name in where.names():
-                if not SPILL_NAME_RE.match(name):
+                temp = TEMP_NAME_RE.match(name)
+                if not temp and not (cutoff and SPILL_NAME_RE.match(name)):
                     continue
                 try:
                     info = where.lstat(name)
-                    if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                    if stat.S_ISREG(info.st_mode) and (stale_temp(temp, info.st_mtime, now) if temp
+                                                       else info.st_mtime < cutoff):
                         where.remove(name)
                         removed += 1
                 except OSError as exc:
@@ -5926,7 +5966,8 @@ class Relay:
         try:
             removed = self.spill.remove_expired()
             if removed:
-                log.info("removed %d spill files older than %d days" % (removed, self.spill.retention_days))
+                log.info("removed %d spill files older than %d days or left unfinished by a stopped relay"
+                         % (removed, self.spill.retention_days))
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
         if self.profile_known:
