@@ -156,6 +156,34 @@ def redact(obj):
     return obj
 
 
+# What a terminal or a log reader may take for something else than text: C0 and C1
+# controls (escape sequences, carriage returns), DEL, and the Unicode line and
+# paragraph separators (a line break in some viewers).
+_UNPRINTABLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNPRINTABLE_IN_JSON_RE = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text):
+    """``text`` safe to print as (part of) one line: unprintable characters become ``\\xNN`` or ``\\uNNNN``."""
+    return _UNPRINTABLE_RE.sub(_escaped_char, text)
+
+
+def _escaped_char(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
+def shorten(text, limit):
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else "%s... (%d characters)" % (text[:limit], len(text))
+
+
+def printable_json(text):
+    """JSON text from ``json.dumps`` with what ``printable`` escapes, and JSON leaves raw, as ``\\uNNNN``:
+    the same value, safe on a terminal (json.dumps already escapes C0 controls in strings)."""
+    return _UNPRINTABLE_IN_JSON_RE.sub(lambda match: "\\u%04x" % ord(match.group()), text)
+
+
 ENV_REF_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -9413,14 +9441,35 @@ def check_report_text(report):
     lines.append("%d errors, %d warnings, %d notes%s" % (
         summary["error"], summary["warning"], summary["info"],
         "; Cursor McpTools %d bytes" % size if size is not None else ""))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None):
     """Check a snapshot and print the report; returns 1 when errors were found, else 0."""
     report = catalog_report(snapshot, timings, problems, server_name, client, protocol)
-    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
+    out.write(report_output(report, as_json, check_report_text))
     return 1 if report["summary"]["error"] else 0
+
+
+# One string in a printed report (a message quoting a command, a tool name) is cut past this.
+MAX_REPORT_CHARS = 2000
+
+
+def report_output(report, as_json, text, secrets=()):
+    """What check prints: the report as JSON (``as_json``) or ``text(report)``, with every string
+    of ``secrets`` masked, strings over MAX_REPORT_CHARS cut, and nothing a terminal would obey."""
+    report = _report_strings(report, sorted(set(secrets), key=len, reverse=True))
+    return printable_json(json.dumps(report, indent=2, ensure_ascii=False)) + "\n" if as_json else text(report)
+
+
+def _report_strings(value, secrets):
+    if isinstance(value, dict):
+        return {key: _report_strings(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_report_strings(item, secrets) for item in value]
+    if not isinstance(value, str):
+        return value
+    return shorten(scrub_secrets(value, secrets), MAX_REPORT_CHARS)
 
 
 def catalog_report(snapshot, timings, problems, server_name, client, protocol=None):
@@ -9460,6 +9509,9 @@ CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179:
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
 CONFIG_PARALLEL = 4
+# Linux passes no longer argument or environment string to a program (MAX_ARG_STRLEN);
+# other systems allow less.  A server entry with a longer one is not started.
+MAX_ARG_CHARS = 128 * 1024
 
 
 def claude_code_tool_name(server, tool):
@@ -9481,7 +9533,8 @@ class ConfigServer:
     says why it cannot be checked (it is reported, not started) and
     ``skipped`` why the client itself would not load it.  ``pointer`` is
     where it sits in the file; ``scope`` the Claude Code project it belongs
-    to (None: loaded everywhere).
+    to (None: loaded everywhere).  ``secrets``: what its entry took from the
+    environment, and its env and header values: never printed.
     """
 
     def __init__(self, name, pointer, scope=None):
@@ -9491,6 +9544,7 @@ class ConfigServer:
         self.url, self.headers = None, []
         self.include, self.exclude = None, ()
         self.problem = self.skipped = None
+        self.secrets = []
 
 
 class TomlReader:
@@ -9726,16 +9780,25 @@ class TomlReader:
             self.expect(",")
 
 
-def load_toml(text):
-    """A TOML document as a dict: tomllib where Python has it, else TomlReader; OcxError when invalid."""
+def load_toml(text, what):
+    """A TOML document as a dict: tomllib where Python has it, else TomlReader.
+
+    OcxError starting with ``what`` when it is invalid or nested deeper than
+    MAX_JSON_DEPTH, as ``load_json_strict`` says it of JSON.
+    """
     try:
         import tomllib
     except ImportError:
-        return TomlReader(text).parse()
+        tomllib = None
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise OcxError(str(exc))
+        document = tomllib.loads(text) if tomllib else TomlReader(text).parse()
+    except RecursionError:
+        document = None
+    except (OcxError, ValueError) as exc:  # TOMLDecodeError, and int() refusing 4,300 digits
+        raise OcxError("%s is not valid TOML: %s" % (what, exc))
+    if document is None or _json_tree_problem(document, False):
+        raise OcxError("%s is nested too deeply: more than %d levels" % (what, MAX_JSON_DEPTH))
+    return document
 
 
 def config_format(path, document_text):
@@ -9754,22 +9817,19 @@ def load_client_config(path, fmt=None, limit=MAX_INPUT_BYTES, environ=None):
     OcxError when the file cannot be read or parsed or holds no servers;
     a problem with one server is set on it instead.
     """
-    data = read_input_bytes(path, limit)
+    environ = os.environ if environ is None else environ
     try:
-        text = data.decode("utf-8-sig")
+        text = read_input_bytes(path, limit).decode("utf-8-sig")   # the bytes go at once: a copy less
     except UnicodeDecodeError as exc:
         raise OcxError("%s is not UTF-8 text (%s)" % (path, exc))
     fmt = fmt or config_format(path, text)
     if fmt == "codex":
-        try:
-            document = load_toml(text)
-        except OcxError as exc:
-            raise OcxError("%s is not valid TOML: %s" % (path, exc))
+        document = load_toml(text, path)
         tables = document.get("mcp_servers")
         if not isinstance(tables, dict):
             raise OcxError("%s has no [mcp_servers.NAME] tables" % path)
         return fmt, [codex_server(name, spec, environ) for name, spec in tables.items()]
-    document = load_json_strict(data, path)
+    document = load_json_strict(text, path)
     if not isinstance(document, dict):
         raise OcxError("%s is not a JSON object" % path)
     servers = []
@@ -9804,6 +9864,11 @@ def _string_map(value, what):
     return dict(value)
 
 
+def env_ref_values(text, environ):
+    """The values ``environ`` has for the ``${VAR}`` references in ``text``."""
+    return [environ[name] for name in ENV_REF_RE.findall(text) if name in environ]
+
+
 def read_json_server(server, spec, fmt, environ):
     """Fill ``server`` from an mcpServers entry; ${VAR} expands as these clients do."""
     try:
@@ -9812,25 +9877,32 @@ def read_json_server(server, spec, fmt, environ):
         if spec.get("disabled") is True:
             server.skipped = "disabled: true"
             return
+
         def expand(text):
+            server.secrets.extend(env_ref_values(text, environ))
             return expand_env_refs(text, environ)   # an unset variable: UsageError, this server's problem
 
         if isinstance(spec.get("command"), str):
             server.transport = "stdio"
             server.command = [expand(part) for part in [spec["command"]] + _strings(spec.get("args", []), "args")]
             server.env = {k: expand(v) for k, v in _string_map(spec.get("env", {}), "env").items()}
+            server.secrets.extend(server.env.values())
             server.cwd = expand(spec["cwd"]) if isinstance(spec.get("cwd"), str) else None
         else:
             url_key = "httpUrl" if fmt == "gemini" and "httpUrl" in spec else "url"
             if not isinstance(spec.get(url_key), str):
                 raise OcxError("the entry has neither a command nor a url")
-            server.url = spec[url_key]
+            server.url = spec[url_key]   # RemoteConfig expands it, and the headers
             if fmt == "gemini":
                 server.transport = "streamable-http" if url_key == "httpUrl" else "sse"
             else:
                 kind = spec.get("type", spec.get("transport"))
                 server.transport = JSON_URL_TYPES.get(kind, "auto")
-            server.headers = ["%s: %s" % item for item in _string_map(spec.get("headers", {}), "headers").items()]
+            headers = _string_map(spec.get("headers", {}), "headers")
+            server.headers = ["%s: %s" % item for item in headers.items()]
+            for text in [server.url] + list(headers.values()):
+                server.secrets.extend(env_ref_values(text, environ))
+            server.secrets.extend(headers.values())
         if fmt == "gemini":
             server.include = _strings(spec["includeTools"], "includeTools") if "includeTools" in spec else None
             server.exclude = _strings(spec.get("excludeTools", []), "excludeTools")
@@ -9853,6 +9925,7 @@ def codex_server(name, spec, environ=None):
             server.command = [spec["command"]] + _strings(spec.get("args", []), "args")
             server.env = {k: environ[k] for k in _strings(spec.get("env_vars", []), "env_vars") if k in environ}
             server.env.update(_string_map(spec.get("env", {}), "env"))
+            server.secrets.extend(server.env.values())
             server.cwd = spec.get("cwd") if isinstance(spec.get("cwd"), str) else None
         elif isinstance(spec.get("url"), str):
             server.transport, server.url = "streamable-http", spec["url"]
@@ -9865,7 +9938,7 @@ def codex_server(name, spec, environ=None):
                 if variable not in environ:
                     raise OcxError("bearer_token_env_var names %s, which is not set" % variable)
                 headers["Authorization"] = "Bearer " + environ[variable]
-            # Values from the environment are secrets; RemoteConfig masks ${VAR} values only.
+            server.secrets.extend(headers.values())
             server.headers = ["%s: %s" % item for item in headers.items()]
         else:
             raise OcxError("the table has neither command nor url")
@@ -9890,6 +9963,10 @@ def check_config_server(server, timeout, client):
         if server.problem:
             raise OcxError(server.problem)
         if server.transport == "stdio":
+            size = max(len(text) for text in server.command + list(server.env.values()) + [server.cwd or ""])
+            if size > MAX_ARG_CHARS:
+                raise OcxError("its command, args, env or cwd has a value of %d characters: no system starts a "
+                               "program with one of more than %d" % (size, MAX_ARG_CHARS))
             env = child_environment()
             env.update(server.env)
 
@@ -9897,8 +9974,7 @@ def check_config_server(server, timeout, client):
                 return StdioUpstream(loop, server.command, env, server.cwd, False, on_line, on_exit)
         else:
             config = RemoteConfig(server.url, server.headers, timeout)
-            for header in server.headers:   # every configured header value stays out of reports
-                config.secrets.append(header.partition(": ")[2])
+            config.secrets.extend(server.secrets)   # out of its log lines too
             make_upstream = remote_upstream_factory(server.transport, config)
         mcp = McpClient(make_upstream, timeout, "ocx-proxy check")
         mcp.start()
@@ -10005,7 +10081,8 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
     summary["error"] += sum(1 for r in reports if "error" in r)
     report = {"version": 1, "config": path, "format": fmt, "client": client, "servers": reports,
               "combined": combined, "summary": summary}
-    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else config_report_text(report))
+    secrets = [secret for server in servers for secret in server.secrets]
+    out.write(report_output(report, as_json, config_report_text, secrets))
     return 1 if summary["error"] else 0
 
 
@@ -10033,7 +10110,7 @@ def config_report_text(report):
     summary = report["summary"]
     lines.append("")
     lines.append("%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -11284,8 +11361,8 @@ def cmd_check(args):
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
-        sys.stderr.write("ocx-proxy check: could not %s: %s\n"
-                         % ("read the configuration" if args.config else "get the catalog", exc))
+        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (
+            "read the configuration" if args.config else "get the catalog", printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
