@@ -218,7 +218,7 @@ def test_server_names_are_printed_escaped(tmp_path):
     ("config.toml", "[mcp_servers.x]\ncommand = \"a\"\nargs = " + "[" * 300 + "]" * 300 + "\n"),
     ("config.toml", "[" + ".".join(["t"] * 300) + "]\n[mcp_servers.x]\ncommand = \"a\"\n"),
     ("mcp.json", '{"mcpServers": {"x": {"command": "a", "args": ' + "[" * 100000 + "]" * 100000 + "}}}"),
-])
+], ids=["toml-arrays", "toml-inline-tables", "toml-300-arrays", "toml-300-dotted-keys", "json-arrays"])
 def test_deep_nesting_is_a_clear_exit_2(tmp_path, name, content):
     path = tmp_path / name
     path.write_text(content)
