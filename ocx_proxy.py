@@ -173,15 +173,18 @@ def _escaped_char(match):
     return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
 
 
-def shorten(text, limit):
-    """``text`` cut to ``limit`` characters, saying how long it was."""
-    return text if len(text) <= limit else "%s... (%d characters)" % (text[:limit], len(text))
-
-
 def printable_json(text):
     """JSON text from ``json.dumps`` with what ``printable`` escapes, and JSON leaves raw, as ``\\uNNNN``:
     the same value, safe on a terminal (json.dumps already escapes C0 controls in strings)."""
     return _UNPRINTABLE_IN_JSON_RE.sub(lambda match: "\\u%04x" % ord(match.group()), text)
+
+
+def shorten(text, limit):
+    """``text``, or when it is longer than ``limit`` characters its start and how long it was, in ``limit``."""
+    if len(text) <= limit:
+        return text
+    tail = "... (%d characters)" % len(text)
+    return text[:max(0, limit - len(tail))] + tail
 
 
 ENV_REF_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -1621,7 +1624,7 @@ class Spill:
         with where:
             for name in where.names():
                 temp = TEMP_NAME_RE.match(name)
-                if not temp and not (cutoff and SPILL_NAME_RE.match(name)):
+                if not temp and not (cutoff is not None and SPILL_NAME_RE.match(name)):
                     continue
                 try:
                     info = where.lstat(name)
@@ -9455,18 +9458,20 @@ def run_check(snapshot, timings, problems, server_name, client, as_json, out, pr
 MAX_REPORT_CHARS = 2000
 
 
-def report_output(report, as_json, text, secrets=()):
-    """What check prints: the report as JSON (``as_json``) or ``text(report)``, with every string
-    of ``secrets`` masked, strings over MAX_REPORT_CHARS cut, and nothing a terminal would obey."""
-    report = _report_strings(report, sorted(set(secrets), key=len, reverse=True))
+def report_output(report, as_json, text):
+    """What check prints: the report as JSON (``as_json``) or ``text(report)``, its strings
+    cut (``report_strings``) and nothing in it a terminal would obey."""
+    report = report_strings(report)
     return printable_json(json.dumps(report, indent=2, ensure_ascii=False)) + "\n" if as_json else text(report)
 
 
-def _report_strings(value, secrets):
+def report_strings(value, secrets=()):
+    """``value`` (a report or part of one) with every string of ``secrets`` masked in its strings,
+    then those over MAX_REPORT_CHARS cut."""
     if isinstance(value, dict):
-        return {key: _report_strings(item, secrets) for key, item in value.items()}
+        return {key: report_strings(item, secrets) for key, item in value.items()}
     if isinstance(value, list):
-        return [_report_strings(item, secrets) for item in value]
+        return [report_strings(item, secrets) for item in value]
     if not isinstance(value, str):
         return value
     return shorten(scrub_secrets(value, secrets), MAX_REPORT_CHARS)
@@ -9534,7 +9539,7 @@ class ConfigServer:
     ``skipped`` why the client itself would not load it.  ``pointer`` is
     where it sits in the file; ``scope`` the Claude Code project it belongs
     to (None: loaded everywhere).  ``secrets``: what its entry took from the
-    environment, and its env and header values: never printed.
+    environment, never printed.
     """
 
     def __init__(self, name, pointer, scope=None):
@@ -9886,7 +9891,6 @@ def read_json_server(server, spec, fmt, environ):
             server.transport = "stdio"
             server.command = [expand(part) for part in [spec["command"]] + _strings(spec.get("args", []), "args")]
             server.env = {k: expand(v) for k, v in _string_map(spec.get("env", {}), "env").items()}
-            server.secrets.extend(server.env.values())
             server.cwd = expand(spec["cwd"]) if isinstance(spec.get("cwd"), str) else None
         else:
             url_key = "httpUrl" if fmt == "gemini" and "httpUrl" in spec else "url"
@@ -9902,7 +9906,6 @@ def read_json_server(server, spec, fmt, environ):
             server.headers = ["%s: %s" % item for item in headers.items()]
             for text in [server.url] + list(headers.values()):
                 server.secrets.extend(env_ref_values(text, environ))
-            server.secrets.extend(headers.values())
         if fmt == "gemini":
             server.include = _strings(spec["includeTools"], "includeTools") if "includeTools" in spec else None
             server.exclude = _strings(spec.get("excludeTools", []), "excludeTools")
@@ -9924,8 +9927,8 @@ def codex_server(name, spec, environ=None):
             server.transport = "stdio"
             server.command = [spec["command"]] + _strings(spec.get("args", []), "args")
             server.env = {k: environ[k] for k in _strings(spec.get("env_vars", []), "env_vars") if k in environ}
-            server.env.update(_string_map(spec.get("env", {}), "env"))
             server.secrets.extend(server.env.values())
+            server.env.update(_string_map(spec.get("env", {}), "env"))
             server.cwd = spec.get("cwd") if isinstance(spec.get("cwd"), str) else None
         elif isinstance(spec.get("url"), str):
             server.transport, server.url = "streamable-http", spec["url"]
@@ -9933,12 +9936,13 @@ def codex_server(name, spec, environ=None):
             for header, variable in _string_map(spec.get("env_http_headers", {}), "env_http_headers").items():
                 if variable in environ:
                     headers[header] = environ[variable]
+                    server.secrets.append(environ[variable])
             variable = spec.get("bearer_token_env_var")
             if isinstance(variable, str):
                 if variable not in environ:
                     raise OcxError("bearer_token_env_var names %s, which is not set" % variable)
                 headers["Authorization"] = "Bearer " + environ[variable]
-            server.secrets.extend(headers.values())
+                server.secrets.append(environ[variable])
             server.headers = ["%s: %s" % item for item in headers.items()]
         else:
             raise OcxError("the table has neither command nor url")
@@ -9974,7 +9978,8 @@ def check_config_server(server, timeout, client):
                 return StdioUpstream(loop, server.command, env, server.cwd, False, on_line, on_exit)
         else:
             config = RemoteConfig(server.url, server.headers, timeout)
-            config.secrets.extend(server.secrets)   # out of its log lines too
+            for header in server.headers:   # every configured header value stays out of reports
+                config.secrets.append(header.partition(": ")[2])
             make_upstream = remote_upstream_factory(server.transport, config)
         mcp = McpClient(make_upstream, timeout, "ocx-proxy check")
         mcp.start()
@@ -10074,15 +10079,18 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
         combined.append({"scope": scope, "servers": [servers[i].name for i in members], "tools": count,
                          "cursorMcpToolsBytes": size,
                          "findings": [f.to_json() for f in findings if f.affects(client)]})
-    reports = [result for result, _ in results]
+    # What the servers' entries took from the environment is masked wherever it shows (a message
+    # quoting a command or a server's stderr); longest first, so that no part of one is left.
+    secrets = sorted(set(secret for server in servers for secret in server.secrets), key=len, reverse=True)
+    reports = report_strings([result for result, _ in results], secrets)
+    combined = report_strings(combined, secrets)
     summary = {severity: sum(r["report"]["summary"][severity] for r in reports if "report" in r) +
                sum(1 for group in combined for f in group["findings"] if f["severity"] == severity)
                for severity in Finding.SEVERITIES}
     summary["error"] += sum(1 for r in reports if "error" in r)
     report = {"version": 1, "config": path, "format": fmt, "client": client, "servers": reports,
               "combined": combined, "summary": summary}
-    secrets = [secret for server in servers for secret in server.secrets]
-    out.write(report_output(report, as_json, config_report_text, secrets))
+    out.write(report_output(report, as_json, config_report_text))
     return 1 if summary["error"] else 0
 
 

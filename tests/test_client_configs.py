@@ -169,7 +169,7 @@ def test_config_with_another_source_is_a_usage_error(extra):
 
 # -- a configuration from a cloned repository: what it makes us print (issue 19, item 18) --------
 
-TELL = ("import os, sys, time; sys.stderr.write('env: ' + os.environ.get('T', '') + ' cwd: ' + os.getcwd()); "
+TELL = ("import os, sys, time; e = os.environ; sys.stderr.write('env: %s %s' % (e.get('T'), e.get('CATALOG_TOKEN'))); "
         "sys.stderr.flush(); time.sleep(0.3); sys.exit(3)")
 
 
@@ -189,10 +189,10 @@ def test_nothing_expanded_from_the_environment_is_printed(tmp_path):
         (name, True) for name in config["mcpServers"]]
     codex = tmp_path / "config.toml"
     codex.write_text('[mcp_servers.env]\ncommand = %s\nargs = ["-c", %s]\nenv_vars = ["CATALOG_TOKEN"]\n'
-                     'env = { T = "literal-env-value" }\n' % (json.dumps(sys.executable), json.dumps(TELL)))
+                     'env = { T = "from-the-file" }\n' % (json.dumps(sys.executable), json.dumps(TELL)))
     status, report, _ = check_config(str(codex))
-    error = report["servers"][0]["error"]
-    assert "exited with code 3" in error and "literal-env-value" not in error and "env: [redacted]" in error
+    assert "exited with code 3" in report["servers"][0]["error"]
+    assert "env: from-the-file [redacted]" in report["servers"][0]["error"]
 
 
 NAMES = ["esc\x1b[31mred\x1b[0m", "forged\nerror   /mcpServers/x", "c1\x9b31m", "del\x7f", "sep\u2028line", "cr\rx"]
