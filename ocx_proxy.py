@@ -1375,7 +1375,8 @@ PRIVATE_DIR_PREFIX = "ocx-proxy-"
 # of the writing relay tell, at the next start, a temporary file left by one
 # that was killed while writing from one being written now.  Older versions
 # wrote ".<name>.<random>.tmp".
-TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\.(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
+TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
+                          r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
 HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
 # A temporary file untouched this long is stale whoever wrote it: writing one
 # takes seconds, and every write updates its time.
@@ -11369,8 +11370,9 @@ def cmd_check(args):
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
-        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (
-            "read the configuration" if args.config else "get the catalog", printable(shorten(str(exc), MAX_REPORT_CHARS))))
+        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % ("read the configuration" if args.config
+                                                                 else "get the catalog",
+                                                                 printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
