@@ -54,6 +54,7 @@ Layout of this file (each section only uses the ones above it):
 import argparse
 import array
 import base64
+import binascii
 import bisect
 import codecs
 import collections
@@ -102,7 +103,7 @@ class UsageError(OcxError):
 CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def one_line(text):
+def printable(text):
     """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``): printed,
     it stays on one line and drives nothing."""
     return CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
@@ -110,7 +111,7 @@ def one_line(text):
 
 class Logger:
     """One-line log records on stderr; stdout belongs to the MCP channel.  A message is one line
-    whatever it quotes (``one_line``)."""
+    whatever it quotes (``printable``)."""
 
     def __init__(self, level="info", stream=None):
         self.level = LOG_LEVELS[level]
@@ -124,7 +125,7 @@ class Logger:
         if LOG_LEVELS[level] < self.level:
             return
         stream = self.stream or sys.stderr
-        line = "ocx-proxy: %s%s\n" % ("" if level == "info" else level + ": ", one_line(message))
+        line = "ocx-proxy: %s%s\n" % ("" if level == "info" else level + ": ", printable(message))
         with self.lock:
             try:
                 stream.write(line)
@@ -167,6 +168,24 @@ def redact(obj):
     if isinstance(obj, str):
         return SECRET_VALUE_RE.sub(lambda m: m.group(1) + " " + REDACTED, obj)
     return obj
+
+
+# What of CONTROL_RE json.dumps leaves raw in a string (it escapes C0 controls itself).
+JSON_RAW_CONTROL_RE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable_json(text):
+    """JSON text from ``json.dumps`` with what ``printable`` escapes and JSON leaves raw, as ``\\uNNNN``:
+    the same value, safe on a terminal."""
+    return JSON_RAW_CONTROL_RE.sub(lambda match: "\\u%04x" % ord(match.group()), text)
+
+
+def shorten(text, limit):
+    """``text``, or when it is longer than ``limit`` characters its start and how long it was, in ``limit``."""
+    if len(text) <= limit:
+        return text
+    tail = "... (%d characters)" % len(text)
+    return text[:max(0, limit - len(tail))] + tail
 
 
 ENV_REF_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -345,14 +364,33 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-def dumps(obj):
-    """Compact JSON as we write it: no spaces, real unicode characters.
+# json cannot write raw text: dumps writes a LongNumber as a string holding this
+# tag, then puts its digits in place of that string.  The tag is random, so no
+# string a peer sends can pass for it.
+_LONG_TAG = "\x00%sL" % os.urandom(8).hex()
+_LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
-    NaN and infinities raise ValueError (JSON has no such numbers, and a
-    client's parser would refuse the whole line), and so does a ``LongNumber``
-    (TypeError): callers that rewrite a message fall back on its original text.
+
+def dumps(obj, indent=None):
+    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).
+
+    A ``LongNumber`` is written as the digits it was read from.  NaN and
+    infinities raise ValueError: JSON has no such numbers, and a client's
+    parser would refuse the whole line.
     """
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    digits = []
+
+    def long_number(value):
+        if not isinstance(value, LongNumber):
+            raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+        digits.append(value.text)
+        return "%s%d" % (_LONG_TAG, len(digits) - 1)
+
+    text = json.dumps(obj, separators=(",", ":") if indent is None else (",", ": "), indent=indent,
+                      ensure_ascii=False, allow_nan=False, default=long_number)
+    if digits:
+        text = _LONG_TAG_RE.sub(lambda match: digits[int(match.group(1))], text)
+    return text
 
 
 def encode_message(obj):
@@ -377,14 +415,22 @@ class LongNumber:
     """An integer too long for ``int()`` (4,300 digits and more: Python 3.11, and 3.8+ since 2022).
 
     ``parse_message(..., long_numbers=True)`` leaves one in place of such an
-    integer: the message can still be routed and relayed byte-exact, while
-    ``dumps`` refuses to write it back (TypeError) rather than change it.
+    integer, its digits as they came: ``dumps`` writes them back unchanged,
+    and as a request id it is a key like any other (equal to the same digits).
+    Nothing converts it to an int: that is the quadratic work the limit exists
+    to prevent.
     """
 
     __slots__ = ("text",)
 
     def __init__(self, text):
         self.text = text
+
+    def __eq__(self, other):
+        return isinstance(other, LongNumber) and other.text == self.text
+
+    def __hash__(self):
+        return hash(self.text)
 
     def __repr__(self):
         return "LongNumber(%d digits)" % len(self.text)
@@ -428,8 +474,8 @@ def parse_text(text, long_numbers=False):
 
 
 def valid_id(msg_id):
-    """True for a JSON-RPC id: a string, a finite number (not a boolean) or null."""
-    if msg_id is None or isinstance(msg_id, str):
+    """True for a JSON-RPC id: a string, a finite number (not a boolean; a ``LongNumber`` too) or null."""
+    if msg_id is None or isinstance(msg_id, (str, LongNumber)):
         return True
     if isinstance(msg_id, bool):
         return False
@@ -450,10 +496,12 @@ def id_key(msg_id):
 
 
 def message_kind(msg):
-    """'request', 'notification', 'response' or None for anything else (an invalid id too)."""
+    """'request', 'notification', 'response' or None for anything else (an invalid id or method too)."""
     if not isinstance(msg, dict):
         return None
     if "method" in msg:
+        if not isinstance(msg["method"], str):
+            return None
         if "id" not in msg:
             return "notification"
         return "request" if valid_id(msg["id"]) else None
@@ -492,6 +540,8 @@ class Envelope:
     def kind(self):
         """Like ``message_kind``: 'request', 'notification', 'response' or None."""
         if self.has_method:
+            if self.method is None:
+                return None
             if not self.has_id:
                 return "notification"
             return "request" if self.has_valid_id else None
@@ -554,7 +604,7 @@ def _note_key(envelope, key, raw):
         envelope.id, envelope.has_valid_id = None, False  # a repeated key counts as JSON counts it: the last
         if raw[:1] not in (b"{", b"[", b"t", b"f"):
             try:
-                value = parse_message(raw)
+                value = parse_message(raw, long_numbers=True)
             except ValueError:
                 return
             if valid_id(value):
@@ -1272,7 +1322,7 @@ class ReadableText:
         self.parts.append("[%s %s: saved as file %d]" % (label, mime or "", len(self.blobs)))
 
     def add_json(self, value):
-        self.parts.append(json.dumps(value, indent=2, ensure_ascii=False))
+        self.parts.append(dumps(value, indent=2))
 
     def text(self):
         return "\n\n".join(self.parts)
@@ -1340,6 +1390,44 @@ def readable_text(msg, method):
 TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
+# host (a hash of its name: a home directory may be shared by several machines)
+# of the writing relay tell, at the next start, a temporary file left by one
+# that was killed while writing from one being written now.  Older versions
+# wrote ".<name>.<random>.tmp".
+TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
+                          r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
+HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
+# A temporary file untouched this long is stale whoever wrote it: writing one
+# takes seconds, and every write updates its time.
+STALE_TEMP_SECONDS = 3600
+
+
+def temp_name(name, pid=None):
+    """The temporary name ``name`` is written under (see TEMP_NAME_RE), by process ``pid`` (default: us)."""
+    return ".%s.%d-%s-%s.tmp" % (name, os.getpid() if pid is None else pid, HOST_TAG, os.urandom(8).hex())
+
+
+def stale_temp(match, mtime, now):
+    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is
+    no one's: untouched for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
+    if mtime < now - STALE_TEMP_SECONDS:
+        return True
+    pid, host = match.group(1), match.group(2)
+    return host == HOST_TAG and not IS_WINDOWS and not process_exists(int(pid))
+
+
+def process_exists(pid):
+    """Whether process ``pid`` exists (POSIX; signal 0 only asks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True   # another user's
+    except (OverflowError, OSError):
+        return False  # no such process id can exist
+    return True
 
 
 class SpillDir:
@@ -1391,14 +1479,14 @@ class SpillDir:
     def write(self, name, data):
         """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
 
-        The bytes go to a new temporary file, created 0600 with O_EXCL and
+        The bytes go to a new temporary file (``temp_name``), created 0600 with O_EXCL and
         O_NOFOLLOW under a name with 64 random bits, so no planted link is
         ever opened; then it is renamed to ``name``.  rename() replaces the
         directory entry, a symbolic link included, and never writes through
         it.  On any failure (disk full, I/O error...) the temporary file is
         removed and the error raised: a full disk is left no fuller.
         """
-        temp = ".%s.%s.tmp" % (name, os.urandom(8).hex())
+        temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
             try:
@@ -1699,25 +1787,27 @@ class Spill:
         return where
 
     def remove_expired(self, now=None):
-        """Delete this tool's own spill files older than ``retention_days``.
+        """Delete this tool's own spill files older than ``retention_days`` (0: none), and the
+        temporary files of relays killed while writing one (``stale_temp``); returns how many.
 
         Only regular files named like ours, in the directory spills go to; a
         link is never followed nor removed.
         """
-        if self.retention_days <= 0:
-            return 0
         where = self.open_dir(create=False)
         if where is None:
             return 0
-        cutoff = (now or time.time()) - self.retention_days * 86400
+        now = now or time.time()
+        cutoff = now - self.retention_days * 86400 if self.retention_days > 0 else None
         removed = 0
         with where:
             for name in where.names():
-                if not SPILL_NAME_RE.match(name):
+                temp = TEMP_NAME_RE.match(name)
+                if not temp and not (cutoff is not None and SPILL_NAME_RE.match(name)):
                     continue
                 try:
                     info = where.lstat(name)
-                    if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                    if stat.S_ISREG(info.st_mode) and (stale_temp(temp, info.st_mtime, now) if temp
+                                                       else info.st_mtime < cutoff):
                         where.remove(name)
                         removed += 1
                 except OSError as exc:
@@ -2125,7 +2215,8 @@ class PreviewBuilder:
         elif self.method == "tools/call":
             new = self.build_tool_result(result, preview, level)
         elif self.method == "resources/read":
-            uri = self.request_params.get("uri") or file_uri(self.files.txt_path)
+            uri = self.request_params.get("uri")
+            uri = uri if isinstance(uri, str) and uri else file_uri(self.files.txt_path)
             new = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": preview}]}
         elif self.method == "prompts/get":
             new = {"messages": [{"role": "user", "content": {"type": "text", "text": preview}}]}
@@ -4110,8 +4201,8 @@ def endpoint_problem(url):
 
 def quoted(value):
     """Something a server sent (any JSON value), fit for one of our messages: one line
-    (``one_line``), at most EXCERPT_CHARS characters."""
-    text = one_line(value if isinstance(value, str) else json.dumps(value))
+    (``printable``), at most EXCERPT_CHARS characters."""
+    text = printable(value if isinstance(value, str) else json.dumps(value))
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
 
@@ -4814,7 +4905,7 @@ class OAuthClient:
             self.login(params, replacing=replacing)
         except (OcxError, OSError) as exc:
             with self.lock:
-                self.login_error = one_line(self.config.scrub(str(exc)))
+                self.login_error = printable(self.config.scrub(str(exc)))
             log.warning("login to %s failed: %s" % (self.config.display_url, self.login_error))
 
     def login(self, params=None, deadline=None, replacing=None):
@@ -5177,6 +5268,10 @@ STREAM_WORKED = "worked"            # a GET stream ran, then ended
 STREAM_FATAL = "fatal"              # the legacy endpoint event is unusable
 
 
+class InvalidParams(ValueError):
+    """A client request whose params break its method's schema: answered with -32602, never sent."""
+
+
 def param_headers(tool):
     """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
     (a list of (name, path of property names), None), or (None, why the annotations are invalid).
@@ -5277,7 +5372,7 @@ class RemoteExchange:
 
 def progress_key(token):
     """Dictionary key for a progress token (a string or an integer, like an id), else None."""
-    if isinstance(token, (str, int)) and not isinstance(token, bool):
+    if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool):
         return id_key(token)
     return None
 
@@ -5460,8 +5555,8 @@ class RemoteUpstream(Upstream):
             self.stderr_tail.append(message)
         log.log(level, message)
 
-    def fail_exchange(self, exchange, reason, status=None):
-        """The one place where an HTTP failure becomes JSON-RPC errors for the waiting requests."""
+    def fail_exchange(self, exchange, reason, status=None, code=UPSTREAM_ERROR):
+        """The one place where an HTTP failure becomes JSON-RPC errors (``code``) for the waiting requests."""
         reason = self.config.scrub(reason)
         with self.lock:
             ids = list(exchange.outstanding.values())
@@ -5482,7 +5577,7 @@ class RemoteUpstream(Upstream):
         self.note("warning", "%s failed: %s" % (exchange.method, reason))
         data = {"httpStatus": status} if status else None
         for msg_id in ids:
-            self.loop.post(self._deliver, encode_message(error_response(msg_id, UPSTREAM_ERROR, reason, data))[:-1])
+            self.loop.post(self._deliver, encode_message(error_response(msg_id, code, reason, data))[:-1])
 
     def fail_status(self, exchange, resp, body):
         """A non-2xx answer whose ``body`` we read.  Errors are answers: the JSON-RPC error it holds
@@ -5771,14 +5866,18 @@ class StreamableHttpUpstream(RemoteUpstream):
     def modern_headers(self, exchange):
         """What a 2026-07-28 request mirrors in headers: its version and method, and for
         NAMED_METHODS the name, for tools/call the arguments the tool's x-mcp-header
-        annotations name.  ValueError for a version or method no header can carry."""
+        annotations name.  ValueError for a version or method no header can carry,
+        InvalidParams for a name that is not a string (the header is required)."""
         for value in (exchange.version, exchange.method):
             if not isinstance(value, str) or not PLAIN_HEADER_VALUE_RE.match(value):
                 raise ValueError("%r cannot be sent in an HTTP header" % (value,))
         params = exchange.msg["params"]
         extra = [("MCP-Protocol-Version", exchange.version), ("Mcp-Method", exchange.method)]
-        name = params.get(NAMED_METHODS.get(exchange.method, ""))
-        if isinstance(name, str):
+        key = NAMED_METHODS.get(exchange.method)
+        name = params.get(key) if key else None
+        if key and not isinstance(name, str):
+            raise InvalidParams("%s needs params.%s, a string" % (exchange.method, key))
+        if key:
             extra.append(("Mcp-Name", header_value(name)))
         arguments = params.get("arguments")
         if exchange.method == "tools/call" and isinstance(arguments, dict):
@@ -5828,6 +5927,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         try:
             headers = self.request_headers(session=session, more=self.modern_headers(exchange) if exchange.modern
                                            else ())
+        except InvalidParams as exc:
+            self.fail_exchange(exchange, "Invalid params: %s" % exc, code=INVALID_PARAMS)
+            return None
         except ValueError as exc:
             self.fail_exchange(exchange, "not sent: %s" % exc)
             return None
@@ -6544,7 +6646,8 @@ class Relay:
         try:
             removed = self.spill.remove_expired()
             if removed:
-                log.info("removed %d spill files older than %d days" % (removed, self.spill.retention_days))
+                log.info("removed %d spill files older than %d days or left unfinished by a stopped relay"
+                         % (removed, self.spill.retention_days))
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
         if self.profile_known:
@@ -8843,7 +8946,7 @@ class CaptureSession:
         cursor = params.get("cursor") if isinstance(params, dict) else None
         start = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.isdigit() \
+            if not isinstance(cursor, str) or not re.match(r"[0-9]{1,9}\Z", cursor) \
                     or int(cursor) > len(self.listing):
                 return error_response(msg_id, INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
@@ -10040,14 +10143,37 @@ def check_report_text(report):
     lines.append("%d errors, %d warnings, %d notes%s" % (
         summary["error"], summary["warning"], summary["info"],
         "; Cursor McpTools %d bytes" % size if size is not None else ""))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None):
     """Check a snapshot and print the report; returns 1 when errors were found, else 0."""
     report = catalog_report(snapshot, timings, problems, server_name, client, protocol)
-    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else check_report_text(report))
+    out.write(report_output(report, as_json, check_report_text))
     return 1 if report["summary"]["error"] else 0
+
+
+# One string in a printed report (a message quoting a command, a tool name) is cut past this.
+MAX_REPORT_CHARS = 2000
+
+
+def report_output(report, as_json, text):
+    """What check prints: the report as JSON (``as_json``) or ``text(report)``, its strings
+    cut (``report_strings``) and nothing in it a terminal would obey."""
+    report = report_strings(report)
+    return printable_json(json.dumps(report, indent=2, ensure_ascii=False)) + "\n" if as_json else text(report)
+
+
+def report_strings(value, secrets=()):
+    """``value`` (a report or part of one) with every string of ``secrets`` masked in its strings,
+    then those over MAX_REPORT_CHARS cut."""
+    if isinstance(value, dict):
+        return {key: report_strings(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [report_strings(item, secrets) for item in value]
+    if not isinstance(value, str):
+        return value
+    return shorten(scrub_secrets(value, secrets), MAX_REPORT_CHARS)
 
 
 def catalog_report(snapshot, timings, problems, server_name, client, protocol=None):
@@ -10087,6 +10213,9 @@ CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179:
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
 CONFIG_PARALLEL = 4
+# Linux passes no longer argument or environment string to a program (MAX_ARG_STRLEN);
+# other systems allow less.  A server entry with a longer one is not started.
+MAX_ARG_CHARS = 128 * 1024
 
 
 def claude_code_tool_name(server, tool):
@@ -10108,7 +10237,8 @@ class ConfigServer:
     says why it cannot be checked (it is reported, not started) and
     ``skipped`` why the client itself would not load it.  ``pointer`` is
     where it sits in the file; ``scope`` the Claude Code project it belongs
-    to (None: loaded everywhere).
+    to (None: loaded everywhere).  ``secrets``: what its entry took from the
+    environment, never printed.
     """
 
     def __init__(self, name, pointer, scope=None):
@@ -10118,6 +10248,7 @@ class ConfigServer:
         self.url, self.headers = None, []
         self.include, self.exclude = None, ()
         self.problem = self.skipped = None
+        self.secrets = []
 
 
 class TomlReader:
@@ -10353,16 +10484,25 @@ class TomlReader:
             self.expect(",")
 
 
-def load_toml(text):
-    """A TOML document as a dict: tomllib where Python has it, else TomlReader; OcxError when invalid."""
+def load_toml(text, what):
+    """A TOML document as a dict: tomllib where Python has it, else TomlReader.
+
+    OcxError starting with ``what`` when it is invalid or nested deeper than
+    MAX_JSON_DEPTH, as ``load_json_strict`` says it of JSON.
+    """
     try:
         import tomllib
     except ImportError:
-        return TomlReader(text).parse()
+        tomllib = None
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise OcxError(str(exc))
+        document = tomllib.loads(text) if tomllib else TomlReader(text).parse()
+    except RecursionError:
+        document = None
+    except (OcxError, ValueError) as exc:  # TOMLDecodeError, and int() refusing 4,300 digits
+        raise OcxError("%s is not valid TOML: %s" % (what, exc))
+    if document is None or _json_tree_problem(document, False):
+        raise OcxError("%s is nested too deeply: more than %d levels" % (what, MAX_JSON_DEPTH))
+    return document
 
 
 def config_format(path, document_text):
@@ -10381,22 +10521,19 @@ def load_client_config(path, fmt=None, limit=MAX_INPUT_BYTES, environ=None):
     OcxError when the file cannot be read or parsed or holds no servers;
     a problem with one server is set on it instead.
     """
-    data = read_input_bytes(path, limit)
+    environ = os.environ if environ is None else environ
     try:
-        text = data.decode("utf-8-sig")
+        text = read_input_bytes(path, limit).decode("utf-8-sig")   # the bytes go at once: a copy less
     except UnicodeDecodeError as exc:
         raise OcxError("%s is not UTF-8 text (%s)" % (path, exc))
     fmt = fmt or config_format(path, text)
     if fmt == "codex":
-        try:
-            document = load_toml(text)
-        except OcxError as exc:
-            raise OcxError("%s is not valid TOML: %s" % (path, exc))
+        document = load_toml(text, path)
         tables = document.get("mcp_servers")
         if not isinstance(tables, dict):
             raise OcxError("%s has no [mcp_servers.NAME] tables" % path)
         return fmt, [codex_server(name, spec, environ) for name, spec in tables.items()]
-    document = load_json_strict(data, path)
+    document = load_json_strict(text, path)
     if not isinstance(document, dict):
         raise OcxError("%s is not a JSON object" % path)
     servers = []
@@ -10431,6 +10568,11 @@ def _string_map(value, what):
     return dict(value)
 
 
+def env_ref_values(text, environ):
+    """The values ``environ`` has for the ``${VAR}`` references in ``text``."""
+    return [environ[name] for name in ENV_REF_RE.findall(text) if name in environ]
+
+
 def read_json_server(server, spec, fmt, environ):
     """Fill ``server`` from an mcpServers entry; ${VAR} expands as these clients do."""
     try:
@@ -10439,7 +10581,9 @@ def read_json_server(server, spec, fmt, environ):
         if spec.get("disabled") is True:
             server.skipped = "disabled: true"
             return
+
         def expand(text):
+            server.secrets.extend(env_ref_values(text, environ))
             return expand_env_refs(text, environ)   # an unset variable: UsageError, this server's problem
 
         if isinstance(spec.get("command"), str):
@@ -10451,13 +10595,16 @@ def read_json_server(server, spec, fmt, environ):
             url_key = "httpUrl" if fmt == "gemini" and "httpUrl" in spec else "url"
             if not isinstance(spec.get(url_key), str):
                 raise OcxError("the entry has neither a command nor a url")
-            server.url = spec[url_key]
+            server.url = spec[url_key]   # RemoteConfig expands it, and the headers
             if fmt == "gemini":
                 server.transport = "streamable-http" if url_key == "httpUrl" else "sse"
             else:
                 kind = spec.get("type", spec.get("transport"))
                 server.transport = JSON_URL_TYPES.get(kind, "auto")
-            server.headers = ["%s: %s" % item for item in _string_map(spec.get("headers", {}), "headers").items()]
+            headers = _string_map(spec.get("headers", {}), "headers")
+            server.headers = ["%s: %s" % item for item in headers.items()]
+            for text in [server.url] + list(headers.values()):
+                server.secrets.extend(env_ref_values(text, environ))
         if fmt == "gemini":
             server.include = _strings(spec["includeTools"], "includeTools") if "includeTools" in spec else None
             server.exclude = _strings(spec.get("excludeTools", []), "excludeTools")
@@ -10479,6 +10626,7 @@ def codex_server(name, spec, environ=None):
             server.transport = "stdio"
             server.command = [spec["command"]] + _strings(spec.get("args", []), "args")
             server.env = {k: environ[k] for k in _strings(spec.get("env_vars", []), "env_vars") if k in environ}
+            server.secrets.extend(server.env.values())
             server.env.update(_string_map(spec.get("env", {}), "env"))
             server.cwd = spec.get("cwd") if isinstance(spec.get("cwd"), str) else None
         elif isinstance(spec.get("url"), str):
@@ -10487,12 +10635,13 @@ def codex_server(name, spec, environ=None):
             for header, variable in _string_map(spec.get("env_http_headers", {}), "env_http_headers").items():
                 if variable in environ:
                     headers[header] = environ[variable]
+                    server.secrets.append(environ[variable])
             variable = spec.get("bearer_token_env_var")
             if isinstance(variable, str):
                 if variable not in environ:
                     raise OcxError("bearer_token_env_var names %s, which is not set" % variable)
                 headers["Authorization"] = "Bearer " + environ[variable]
-            # Values from the environment are secrets; RemoteConfig masks ${VAR} values only.
+                server.secrets.append(environ[variable])
             server.headers = ["%s: %s" % item for item in headers.items()]
         else:
             raise OcxError("the table has neither command nor url")
@@ -10517,6 +10666,10 @@ def check_config_server(server, timeout, client):
         if server.problem:
             raise OcxError(server.problem)
         if server.transport == "stdio":
+            size = max(len(text) for text in server.command + list(server.env.values()) + [server.cwd or ""])
+            if size > MAX_ARG_CHARS:
+                raise OcxError("its command, args, env or cwd has a value of %d characters: no system starts a "
+                               "program with one of more than %d" % (size, MAX_ARG_CHARS))
             env = child_environment()
             env.update(server.env)
 
@@ -10625,14 +10778,18 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
         combined.append({"scope": scope, "servers": [servers[i].name for i in members], "tools": count,
                          "cursorMcpToolsBytes": size,
                          "findings": [f.to_json() for f in findings if f.affects(client)]})
-    reports = [result for result, _ in results]
+    # What the servers' entries took from the environment is masked wherever it shows (a message
+    # quoting a command or a server's stderr); longest first, so that no part of one is left.
+    secrets = sorted(set(secret for server in servers for secret in server.secrets), key=len, reverse=True)
+    reports = report_strings([result for result, _ in results], secrets)
+    combined = report_strings(combined, secrets)
     summary = {severity: sum(r["report"]["summary"][severity] for r in reports if "report" in r) +
                sum(1 for group in combined for f in group["findings"] if f["severity"] == severity)
                for severity in Finding.SEVERITIES}
     summary["error"] += sum(1 for r in reports if "error" in r)
     report = {"version": 1, "config": path, "format": fmt, "client": client, "servers": reports,
               "combined": combined, "summary": summary}
-    out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else config_report_text(report))
+    out.write(report_output(report, as_json, config_report_text))
     return 1 if summary["error"] else 0
 
 
@@ -10660,7 +10817,7 @@ def config_report_text(report):
     summary = report["summary"]
     lines.append("")
     lines.append("%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -11305,7 +11462,7 @@ def cmd_auth(args):
         expires = doc.get("expires_at")
         when = (datetime.datetime.fromtimestamp(float(expires)).isoformat(" ", "seconds") if expires else "never")
         # what the servers said, escaped: a client id or scope may hold anything
-        issuer, client_id, scope = (one_line(str(doc.get(name) or "(none)"))
+        issuer, client_id, scope = (printable(str(doc.get(name) or "(none)"))
                                     for name in ("issuer", "client_id", "scope"))
         print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\n"
               "refresh token: %s\nfile: %s" % (
@@ -11917,8 +12074,9 @@ def cmd_check(args):
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
-        sys.stderr.write("ocx-proxy check: could not %s: %s\n"
-                         % ("read the configuration" if args.config else "get the catalog", exc))
+        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % ("read the configuration" if args.config
+                                                                 else "get the catalog",
+                                                                 printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
@@ -12001,7 +12159,7 @@ def main(argv=None):
         resolve_env_defaults(args)
         return args.handler(args) or 0
     except OcxError as exc:
-        sys.stderr.write("ocx-proxy: error: %s\n" % one_line(str(exc)))
+        sys.stderr.write("ocx-proxy: error: %s\n" % printable(str(exc)))
         return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         return 130
@@ -12012,7 +12170,7 @@ def main(argv=None):
             pass
         return 1
     except Exception as exc:  # never a traceback for the user: one line, and how to see more
-        sys.stderr.write("ocx-proxy: internal error: %s: %s\n" % (type(exc).__name__, one_line(str(exc))))
+        sys.stderr.write("ocx-proxy: internal error: %s: %s\n" % (type(exc).__name__, printable(str(exc))))
         return 1
 
 

@@ -327,6 +327,8 @@ def test_pagination(client_factory, tmp_path):
     assert seen == ["t%03d" % index for index in range(120)]
     assert client.request("tools/list", {"cursor": "bogus"})["error"]["code"] == ox.INVALID_PARAMS
     assert client.request("tools/list", {"cursor": "999"})["error"]["code"] == ox.INVALID_PARAMS
+    for bad in ("²", "9" * 5000, ["50"], 50):  # digits int() refuses, and values that are no cursor
+        assert client.request("tools/list", {"cursor": bad})["error"]["code"] == ox.INVALID_PARAMS
     assert client.close() == 0
 
 

@@ -1,6 +1,7 @@
 """The check section: fetching a catalog as a client would (eras, transports, pages, files) and the report."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -44,6 +45,22 @@ def test_human_report_groups_by_tool():
     text = proc.stdout.decode("utf-8")
     assert proc.returncode == 1
     assert 'tool "a"' in text and "/tools/0/inputSchema/required/1" in text and "1 errors" in text
+
+
+def test_reports_print_what_a_server_names_escaped_and_cut(tmp_path):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"initialize": {"serverInfo": {"name": "srv\x1b]0;pwned\x07", "version": "1\u2028x"}},
+                                   "tools": [{"name": "t\x9b2J\nerror   /forged", "inputSchema": {"type": "object"}},
+                                             {"name": "n" * 100000, "inputSchema": {"type": "object"}}]}))
+    args = [sys.executable, PROXY, "check", "stdio", "--", sys.executable, SERVER, str(catalog)]
+    text = subprocess.run(args, stdout=subprocess.PIPE, timeout=60).stdout.decode("utf-8")
+    assert "ocx-proxy check: srv\\x1b]0;pwned\\x07 1\\u2028x" in text and 'tool "t\\x9b2J\\nerror   /forged"' in text
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]", text)
+    assert not [line for line in text.splitlines() if line.startswith("error")]
+    assert max(len(line) for line in text.splitlines()) < 2100 and "(100000 characters)" in text
+    printed = subprocess.run(args[:3] + ["--json"] + args[3:], stdout=subprocess.PIPE, timeout=60).stdout.decode("utf-8")
+    assert not re.search("[\x7f-\x9f\u2028\u2029]", printed)
+    assert json.loads(printed)["server"]["version"] == "1\u2028x"
 
 
 def test_file_mode(tmp_path):

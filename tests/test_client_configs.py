@@ -1,6 +1,7 @@
 """check --config: one configuration per client format, each server checked, the combined rules, the TOML reader."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -164,6 +165,87 @@ def test_config_with_another_source_is_a_usage_error(extra):
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err and "unrecognized" not in err
     assert "not --config and " in err or "not --file and --config" in err or "does not go with --config" in err, err
+
+
+# -- a configuration from a cloned repository: what it makes us print (issue 19, item 18) --------
+
+TELL = ("import os, sys, time; e = os.environ; sys.stderr.write('env: %s %s' % (e.get('T'), e.get('CATALOG_TOKEN'))); "
+        "sys.stderr.flush(); time.sleep(0.3); sys.exit(3)")
+
+
+def test_nothing_expanded_from_the_environment_is_printed(tmp_path):
+    config = {"mcpServers": {
+        "command": {"command": "${FIXTURES}/no-such-dir-${CATALOG_TOKEN}/server"},
+        "cwd": {"command": "${PYTHON}", "args": ["-c", "pass"], "cwd": "${FIXTURES}/no-such-dir-${CATALOG_TOKEN}"},
+        "args": {"command": "${PYTHON}", "args": ["${FIXTURES}/no-such-${CATALOG_TOKEN}.py"]},
+        "env": {"command": "${PYTHON}", "args": ["-c", TELL], "env": {"T": "x${CATALOG_TOKEN}x"}},
+        "url": {"url": "http://127.0.0.1:9/${CATALOG_TOKEN}", "type": "http"}}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    for as_json in (False, True):   # check_config asserts the secret is on neither stdout nor stderr
+        status, report, _ = check_config(str(path), "--timeout", "5", as_json=as_json)
+        assert status == 1
+    assert [(s["name"], s["error"].count("[redacted]") >= 1) for s in report["servers"]] == [
+        (name, True) for name in config["mcpServers"]]
+    codex = tmp_path / "config.toml"
+    codex.write_text('[mcp_servers.env]\ncommand = %s\nargs = ["-c", %s]\nenv_vars = ["CATALOG_TOKEN"]\n'
+                     'env = { T = "from-the-file" }\n' % (json.dumps(sys.executable), json.dumps(TELL)))
+    status, report, _ = check_config(str(codex))
+    assert "exited with code 3" in report["servers"][0]["error"]
+    assert "env: from-the-file [redacted]" in report["servers"][0]["error"]
+
+
+NAMES = ["esc\x1b[31mred\x1b[0m", "forged\nerror   /mcpServers/x", "c1\x9b31m", "del\x7f", "sep\u2028line", "cr\rx"]
+
+
+def test_server_names_are_printed_escaped(tmp_path):
+    config = {"mcpServers": {name: {"command": "/no/such/ocx-test-server"} for name in NAMES}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    status, text, _ = check_config(str(path), as_json=False)
+    assert status == 1 and not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]", text), text
+    assert len(text.splitlines()) == len(text.split("\n")) - 1   # no character some viewer breaks a line at
+    assert not [line for line in text.splitlines() if line.startswith("error")]
+    assert "\\x9b31m" in text and "\\u2028" in text and "\\x7f" in text
+    status, printed, _ = check_config(str(path), "--json", as_json=False)   # the text as printed
+    assert not re.search("[\x7f-\x9f\u2028\u2029]", printed) and "\\u009b" in printed
+    assert [s["name"] for s in json.loads(printed)["servers"]] == NAMES   # the same values
+
+
+@pytest.mark.parametrize("name,content", [
+    ("config.toml", "[mcp_servers.x]\ncommand = \"a\"\nargs = " + "[" * 100000 + "]" * 100000 + "\n"),
+    ("config.toml", "[mcp_servers.x]\ncommand = \"a\"\nenv = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n"),
+    ("config.toml", "[mcp_servers.x]\ncommand = \"a\"\nargs = " + "[" * 300 + "]" * 300 + "\n"),
+    ("config.toml", "[" + ".".join(["t"] * 300) + "]\n[mcp_servers.x]\ncommand = \"a\"\n"),
+    ("mcp.json", '{"mcpServers": {"x": {"command": "a", "args": ' + "[" * 100000 + "]" * 100000 + "}}}"),
+], ids=["toml-arrays", "toml-inline-tables", "toml-300-arrays", "toml-300-dotted-keys", "json-arrays"])
+def test_deep_nesting_is_a_clear_exit_2(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content)
+    status, out, err = check_config(str(path), as_json=False)
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "is nested too deeply: more than 200 levels" in err, err
+
+
+def test_an_integer_int_refuses_is_a_clear_exit_2(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("[mcp_servers.x]\ncommand = \"a\"\nn = %s\n" % ("9" * 5000))
+    status, out, err = check_config(str(path), as_json=False)
+    assert status == 2 and out == "" and err.count("\n") == 1 and "is not valid TOML" in err, err
+
+
+def test_long_values_are_cut_in_reports(tmp_path):
+    config = {"mcpServers": {
+        "n" * 30000: {"command": "/no/such/dir/" + "c" * 20000},    # fails to start: the message quotes it
+        "huge": {"command": "/no/such/dir/x", "args": ["a" * 3000000]}}}   # no system starts it
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    status, text, _ = check_config(str(path), as_json=False)
+    assert status == 1 and len(text) < 12000 and max(len(line) for line in text.splitlines()) < 4200  # a name and a message
+    assert "(30000 characters)" in text and "3000014 characters" not in text and "3000000 characters" in text
+    status, report, _ = check_config(str(path))
+    strings = [s["name"] for s in report["servers"]] + [s["error"] for s in report["servers"]]
+    assert max(len(value) for value in strings) < 2100 and len(json.dumps(report)) < 15000
 
 
 def test_format_is_guessed_from_name_and_content():

@@ -134,6 +134,10 @@ def test_resources_read_and_prompts_get_previews(relay_factory):
     contents = reply["result"]["contents"]
     assert len(contents) == 1 and contents[0]["uri"] == "test://thing"
     assert preview_body(contents[0]["text"]).startswith("RRR") and "ocx-proxy" in contents[0]["text"]
+    # the preview names the request's uri only when it is one: a string
+    reply, _ = relay.request("resources/read", {"uri": ["test://thing"], "n": 50000})
+    uri = reply["result"]["contents"][0]["uri"]
+    assert isinstance(uri, str) and uri.startswith("file://") and uri.endswith(".txt")
     reply, _ = relay.request("prompts/get", {"name": "p"})
     assert reply["result"]["description"] == "a prompt"
     message = reply["result"]["messages"][0]
@@ -734,6 +738,20 @@ def test_object_array_and_boolean_ids_from_the_client_get_invalid_request(relay_
     relay.close()
 
 
+def test_a_method_that_is_not_a_string_gets_invalid_request(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--request-timeout", "5"], ["--record", str(record)])
+    relay.initialize()
+    for n, method in enumerate((["tools/call"], {"a": 1}, 5, None, True)):
+        relay.send({"jsonrpc": "2.0", "id": n, "method": method, "params": {"name": "echo"}})
+        reply, _ = recv_id(relay, n)
+        assert reply["error"] == {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}
+    assert relay.request("ping")[0]["result"] == {}
+    relay.close()
+    assert len(record.read_text().splitlines()) == 3  # initialize, initialized, ping
+    assert "internal error" not in relay.stderr
+
+
 def test_deep_nesting_from_the_client_answers_its_id(relay_factory):
     relay = relay_factory()
     relay.initialize()
@@ -774,6 +792,37 @@ def test_huge_integers_are_relayed_byte_exact_both_ways(relay_factory, tmp_path)
     _, raw = recv_id(relay, 12)
     assert raw == line.replace("__ID__", "12").encode() + b"\n"
     relay.close()
+
+
+def test_an_integer_id_of_any_length_is_relayed_and_answered(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--request-timeout", "2"], server_args=["--record", str(record)])
+    relay.initialize()
+    digits = "9" * 5000  # past int()'s limit: the id stays the text it came as, both ways
+    small = '{"jsonrpc":"2.0","id":-%s,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}' % digits
+    relay.send_raw(small.encode() + b"\n")
+    reply, raw = recv_id(relay, "-" + digits)
+    assert reply["result"]["content"][0]["text"] == "hi" and raw.startswith(b'{"jsonrpc":"2.0","id":-999')
+    assert small in record.read_text().splitlines()
+    # a big answer (read on its envelope, then spilled): the preview carries the id as it came
+    relay.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"big","arguments":{"n":70000}}}\n'
+                   % digits.encode())
+    reply, raw = recv_id(relay, digits)
+    assert spill_meta(reply) and raw.startswith(b'{"jsonrpc":"2.0","id":' + digits.encode() + b",")
+    assert open(spill_meta(reply)["json"], "rb").read().startswith(b'{"jsonrpc":"2.0","id":' + digits.encode())
+    # our own answers carry it too: a timeout, and a batch member
+    relay.send_raw(b'[{"jsonrpc":"2.0","id":1%s,"method":"tools/call","params":{"name":"never"}}]\n' % digits.encode())
+    reply, raw = recv_id(relay, "1" + digits, timeout=5)
+    assert reply["error"]["code"] == -32001 and raw.startswith(b'{"jsonrpc":"2.0","id":1' + digits.encode() + b",")
+    # a server request with such an id reaches the client, and the client's answer the server
+    answer_raw(relay, '{"jsonrpc":"2.0","id":%s,"method":"roots/list"}' % digits, 7)
+    request = strict_json(relay.recv_raw(timeout=3))
+    assert request["id"] == digits and request["method"] == "roots/list"
+    answer = '{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}' % digits
+    relay.send_raw(answer.encode() + b"\n")
+    relay.close()
+    assert answer in record.read_text().splitlines()
+    assert "Invalid Request" not in relay.stderr and "not a JSON-RPC message" not in relay.stderr
 
 
 def test_nan_and_infinity_never_reach_the_client(relay_factory):

@@ -505,6 +505,22 @@ def test_modern_requests_mirror_their_body_in_headers_without_a_session(server, 
     assert not srv.seen("GET") and not srv.seen("DELETE")
 
 
+def test_a_modern_request_whose_name_is_not_a_string_gets_invalid_params(server, remote):
+    srv = server(era="modern", reply="json")
+    relay = remote("streamable-http", srv.url)
+    cases = [("tools/call", {"name": name, "arguments": {}}) for name in (["a"], {"a": 1}, 5, None, True)]
+    cases += [("tools/call", {"arguments": {}}), ("resources/read", {"uri": ["file:///x"]}), ("prompts/get", {"name": {}})]
+    for n, (method, params) in enumerate(cases):
+        reply = modern(relay, method, params, msg_id="bad-%d" % n)[0]
+        assert reply["error"]["code"] == -32602, reply
+        key = "uri" if method == "resources/read" else "name"
+        assert reply["error"]["message"] == "Invalid params: %s needs params.%s, a string" % (method, key)
+    assert not modern_posts(srv, "tools/call") and not modern_posts(srv, "resources/read")
+    assert text_of(modern(relay, "tools/call", {"name": "echo", "arguments": {"text": "still"}})[0]) == "still"
+    assert relay.close() == 0
+    assert "internal error" not in relay.stderr and "Traceback" not in relay.stderr
+
+
 def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_left_out(server, remote):
     srv = server(era="modern", reply="json")
     relay = remote("streamable-http", srv.url)

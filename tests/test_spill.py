@@ -286,6 +286,62 @@ def test_remove_expired_only_touches_own_old_files(tmp_path):
     assert op.Spill(str(tmp_path), 1000, 100, retention_days=0).remove_expired() == 0
 
 
+def killed_while_spilling(spill_dir, tries=3):
+    """SIGKILL a relay while it writes a 10 MB spill; the temporary files it left."""
+    for _ in range(tries):
+        relay = RelayProcess(["--output-dir", str(spill_dir)])
+        relay.initialize()
+        relay.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "big", "arguments": {"n": 10 ** 7}}})
+        deadline = time.monotonic() + 30
+        left = []
+        while not left and time.monotonic() < deadline and relay.proc.poll() is None:
+            left = [name for name in os.listdir(str(spill_dir)) if name.endswith(".tmp")]
+            time.sleep(0.001)
+        relay.proc.kill()
+        relay.proc.wait()
+        relay.close()
+        if left:
+            return left
+    pytest.skip("the spill was always written before it could be seen")
+
+
+def test_temporary_files_of_a_relay_killed_while_spilling_are_removed_at_the_next_start(tmp_path):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir(mode=0o700)
+    assert killed_while_spilling(spill_dir)
+    relay = RelayProcess(["--output-dir", str(spill_dir), "--retention-days", "0"])
+    relay.initialize()
+    relay.close()
+    assert not [name for name in os.listdir(str(spill_dir)) if name.endswith(".tmp")]
+    assert "left unfinished by a stopped relay" in relay.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="whether a process lives is asked on POSIX only")
+def test_only_provably_stale_temporary_files_are_removed(tmp_path):
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir(mode=0o700)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stem = "20990101T000000.000000Z_tools-call_id-1_abcdef0123.json"
+    other_host = "%08x" % (int(op.HOST_TAG, 16) ^ 1)
+    files = {
+        "killed": (op.temp_name(stem, pid=gone.pid), 0, False),            # its writer is gone
+        "untouched": (op.temp_name(stem), 2 * 3600, False),                # nothing written for two hours
+        "writing": (op.temp_name(stem), 0, True),                          # its writer lives (this test)
+        "other machine": (op.temp_name(stem, pid=gone.pid).replace(op.HOST_TAG, other_host), 0, True),
+        "older version": (".%s.%s.tmp" % (stem, os.urandom(8).hex()), 0, True),  # no pid in the name
+    }
+    for name, age, _ in files.values():
+        path = spill_dir / name
+        path.write_bytes(b"x" * 1000)
+        os.utime(str(path), (time.time() - age, time.time() - age))
+    relay = RelayProcess(["--output-dir", str(spill_dir), "--retention-days", "0"])
+    relay.initialize()
+    relay.close()
+    assert {what: (spill_dir / name).exists() for what, (name, _, _) in files.items()} == {
+        what: kept for what, (_, _, kept) in files.items()}
+
+
 # -- hostile directories, planted links, full disks (issue 10, items 1, 2, 10) --
 
 posix_only = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="owners and modes are POSIX")
