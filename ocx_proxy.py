@@ -4229,6 +4229,15 @@ def token_lifetime(value):
     return float(min(value, OAUTH_MAX_LIFETIME))
 
 
+def stored_expiry(doc):
+    """When the stored tokens ``doc`` expire (seconds since the epoch), or None: a value an
+    earlier version stored as it came (NaN, 1e400, a string) means "unknown", as no expires_in did."""
+    expires = doc.get("expires_at")
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)) or not 0 < expires < 1e11:
+        return None
+    return float(expires)
+
+
 def well_known_urls(url, suffix, path_aware_only=False):
     """RFC 8414 / 9728 well-known URLs for ``url``: the path inserted after the prefix first, then
     (for OpenID) the path with the suffix appended, then the root one."""
@@ -4544,10 +4553,10 @@ class OAuthClient:
             self._reload()
             if self.tokens is None:
                 return None
-            expires = self.tokens.get("expires_at")
+            expires = stored_expiry(self.tokens)
             # a short-lived token is refreshed in its last tenth, not on every request
-            margin = min(OAUTH_EXPIRY_MARGIN, float(self.tokens.get("lifetime") or 0) / 10)
-            if expires and time.time() > float(expires) - margin and self.tokens.get("refresh_token"):
+            margin = min(OAUTH_EXPIRY_MARGIN, (token_lifetime(self.tokens.get("lifetime")) or 0) / 10)
+            if expires and time.time() > expires - margin and self.tokens.get("refresh_token"):
                 self._refresh()
             return self.tokens.get("access_token") if self.tokens else None
 
@@ -4603,6 +4612,8 @@ class OAuthClient:
                 self.tokens = self.store.read(self.tokens_path)
             else:
                 self.tokens_path, self.tokens = self.store.lookup(self.resource)
+                if self.tokens is not None and isinstance(self.tokens.get("resource"), str):
+                    self.resource = self.tokens["resource"]   # what the metadata named: refreshes ask for it
             self.refusal = None
         except OSError as exc:
             self.tokens, self.refusal = None, str(exc)
@@ -4649,7 +4660,8 @@ class OAuthClient:
                 return True
             log.info("the token refresh was refused (%s); a new login is needed" % exc)
             if exc.error in FORGOTTEN_CLIENT_ERRORS and self._configured_client() is None:
-                self.forget_client(doc["issuer"])
+                self.forget_client(doc["issuer"], doc.get("client_id"),
+                                   "no longer knows ocx-proxy's client registration")
             doc = dict(doc, refresh_token=None, access_token=None)
             self.store.write(self.tokens_path, doc)
             self.tokens = doc
@@ -4853,12 +4865,14 @@ class OAuthClient:
         log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
         return client
 
-    def forget_client(self, issuer):
-        """Drop our stored registration with ``issuer``: the next login registers again."""
+    def forget_client(self, issuer, client_id, reason=None):
+        """Drop our stored registration with ``issuer`` when it is ``client_id`` (another relay may
+        have registered anew meanwhile): the next login registers again.  ``reason`` is said."""
         try:
-            if self.store.remove(self.store.path("client", issuer)):
-                log.info("%s no longer knows ocx-proxy's client registration; the next login registers again"
-                         % issuer)
+            stored = self._stored_client(issuer)
+            if stored is not None and stored.get("client_id") == client_id:
+                if self.store.remove(self.store.path("client", issuer)) and reason:
+                    log.info("%s %s; the next login registers again" % (issuer, reason))
         except OSError:
             pass
 
@@ -4866,6 +4880,8 @@ class OAuthClient:
         """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
         from urllib.parse import quote, urlencode
 
+        # tokens stored by an earlier version may name any endpoint: checked at the last moment too
+        self._check_endpoint("the token or revocation endpoint", endpoint)
         fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
         headers = [("Content-Type", "application/x-www-form-urlencoded")]
         method = client.get("token_endpoint_auth_method") or "none"
@@ -5067,7 +5083,7 @@ class OAuthClient:
         for url in {url for url in (self.url, doc.get("url"), doc.get("resource")) if isinstance(url, str)}:
             self.store.remove(self.store.path("server", url))
         if isinstance(doc.get("issuer"), str):
-            self.forget_client(doc["issuer"])
+            self.forget_client(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
         """Revoke the tokens ``doc`` holds at the authorization server (RFC 7009), refresh token
@@ -11459,15 +11475,15 @@ def cmd_auth(args):
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
         return 1
     for path, doc in stored:
-        expires = doc.get("expires_at")
-        when = (datetime.datetime.fromtimestamp(float(expires)).isoformat(" ", "seconds") if expires else "never")
+        expires = stored_expiry(doc)
+        when = (datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never")
         # what the servers said, escaped: a client id or scope may hold anything
         issuer, client_id, scope = (printable(str(doc.get(name) or "(none)"))
                                     for name in ("issuer", "client_id", "scope"))
         print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\n"
               "refresh token: %s\nfile: %s" % (
                   config.display_url, issuer, client_id, scope, when,
-                  " (expired)" if expires and float(expires) < time.time() else "",
+                  " (expired)" if expires and expires < time.time() else "",
                   "yes" if doc.get("refresh_token") else "no", path))
     return 0
 

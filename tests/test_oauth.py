@@ -980,3 +980,75 @@ def test_a_credential_in_the_url_query_goes_to_no_authorization_server_and_no_lo
     assert result.returncode == 0, result.stderr
     assert b"sk-live-0123456789abcdef" not in result.stderr
     assert "sk-live-0123456789abcdef" not in server.visits()[0]
+
+
+@pytest.mark.parametrize("expires_at", [float("nan"), float("inf"), "soon", True, 10 ** 400],
+                         ids=["nan", "inf", "string", "bool", "400-digits"])
+def test_tokens_an_earlier_version_stored_with_hostile_values_are_used_safely(server, expires_at):
+    # Earlier versions stored expires_in as it came, and any token endpoint: a token file of ours may
+    # hold NaN or Infinity, and an http:// endpoint across a network.  Neither may break `auth status`
+    # nor take the refresh token and client secret there in clear.
+    assert server.auth("login").returncode == 0
+    [name] = token_files(server)
+    path = os.path.join(server.auth_dir, name)
+    with open(path) as f:
+        doc = json.load(f)
+    doc.update(expires_at=expires_at, lifetime=expires_at)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    status = server.auth("status")
+    assert status.returncode == 0 and b"Traceback" not in status.stderr, status.stderr
+    assert b"access token expires: never" in status.stdout
+    # expired, with its endpoint at 0.0.0.0 (this machine, but not loopback by the https rule)
+    doc.update(expires_at=time.time() - 100, lifetime=3600,
+               token_endpoint=doc["token_endpoint"].replace("127.0.0.1", "0.0.0.0"))
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    refreshes = server.stats()["refresh"]
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply, (reply, relay.stderr)
+    assert server.stats()["refresh"] == refreshes   # no refresh token went out in clear
+    assert "plain http to another machine" in relay.stderr and len(server.visits()) == 2
+
+
+def test_a_relay_that_found_tokens_by_its_url_refreshes_them_for_their_resource(server):
+    # Logged in through /sse, whose metadata names the resource /mcp: an expired token is refreshed
+    # for /mcp (the fixture refuses a refresh for another resource) without a new login.
+    server.url = server.base + "/sse"
+    relay, reply = session(server, transport="sse")
+    relay.close()
+    assert "result" in reply
+    [name] = token_files(server)
+    plant(os.path.join(server.auth_dir, name), expires_at=time.time() - 100)
+    relay, reply = session(server, transport="sse")
+    relay.close()
+    assert "result" in reply, relay.stderr
+    assert server.stats()["refresh"] == 1 and len(server.visits()) == 1, relay.stderr
+    assert token_files(server) == [name]
+
+
+def test_a_refused_refresh_keeps_a_registration_newer_than_its_client(server):
+    # Another relay found the registration forgotten and registered anew; this relay's refresh, still
+    # with the old client, is refused invalid_client: the newer registration stays and is used.
+    relay, _ = session(server)
+    relay.close()
+    server.configure(forget_clients=True)
+    [client_file] = [n for n in os.listdir(server.auth_dir) if n.startswith("client-")]
+    path = os.path.join(server.auth_dir, client_file)
+    with open(path) as f:
+        client = json.load(f)
+    answer = json.loads(OPENER.open(urllib.request.Request(
+        server.base + "/as/register", json.dumps({"redirect_uris": client["redirect_uris"]}).encode(),
+        {"Content-Type": "application/json"})).read())
+    client["client_id"] = answer["client_id"]
+    with open(path, "w") as f:
+        json.dump(client, f)
+    [name] = token_files(server)
+    plant(os.path.join(server.auth_dir, name), expires_at=time.time() - 100)
+    relay, reply = session(server)
+    relay.close()
+    assert "result" in reply, (reply, relay.stderr)
+    assert server.stats()["register"] == 2 and "registers again" not in relay.stderr, relay.stderr
+    with open(path) as f:
+        assert json.load(f)["client_id"] == answer["client_id"]
