@@ -34,9 +34,9 @@ def module_scope_names(node):
         return [node]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         args = node.args
-        parts = args.defaults + [d for d in args.kw_defaults if d is not None]
+        parts = args.defaults + args.kw_defaults   # None for a keyword-only argument without one
         if not isinstance(node, ast.Lambda):
-            every = getattr(args, "posonlyargs", []) + args.args + args.kwonlyargs + [args.vararg, args.kwarg]
+            every = args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]
             parts += node.decorator_list + [node.returns] + [a.annotation for a in every if a is not None]
     elif isinstance(node, ast.ClassDef):
         parts = node.decorator_list + node.bases + [k.value for k in node.keywords]
