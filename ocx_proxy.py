@@ -1018,6 +1018,15 @@ def request_version(params):
     return version if isinstance(version, str) else None
 
 
+def server_info(result):
+    """The serverInfo of an initialize result, or of a modern result's ``_meta``; None if it has none."""
+    if not isinstance(result, dict):
+        return None
+    meta = result.get("_meta")
+    info = result.get("serverInfo", meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None)
+    return info if isinstance(info, dict) else None
+
+
 def version_since(feature):
     """The first revision with ``feature``, for text that names it."""
     return next(v for v in PROTOCOL_VERSIONS if feature in PROTOCOL_VERSIONS[v])
@@ -3252,6 +3261,17 @@ class StdioUpstream(Upstream):
                     pass
         if self.watchdog is not None:
             self.watchdog.release()
+
+
+def stdio_upstream_factory(command, env, *, cwd=None, use_threads=False, max_message_bytes=MAX_MESSAGE_BYTES,
+                           max_buffer_bytes=MAX_BUFFER_BYTES):
+    """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream``."""
+    def make_upstream(loop, on_line, on_exit):
+        return StdioUpstream(loop, command, env, cwd=cwd, use_threads=use_threads, on_line=on_line,
+                             on_exit=on_exit, max_message_bytes=max_message_bytes,
+                             max_buffer_bytes=max_buffer_bytes)
+
+    return make_upstream
 
 
 # ---------------------------------------------------------------------------
@@ -6490,6 +6510,25 @@ class AutoUpstream(Upstream):
             self.inner.send(line + b"\n")
         if closing:
             self.inner.close_input()
+
+
+def remote_upstream_factory(transport, config, made=None):
+    """``make_upstream(loop, on_line, on_exit)`` for ``transport`` (streamable-http, sse or auto) to the
+    server of ``config``; ``made`` (a list) collects the upstreams built."""
+    memory = {}   # auto: the transport found, kept across --restart
+
+    def make_upstream(loop, on_line, on_exit):
+        if transport == "streamable-http":
+            upstream = StreamableHttpUpstream(loop, config, on_line, on_exit)
+        elif transport == "sse":
+            upstream = SseUpstream(loop, config, on_line, on_exit)
+        else:
+            upstream = AutoUpstream(loop, config, on_line, on_exit, memory)
+        if made is not None:
+            made.append(upstream)
+        return upstream
+
+    return make_upstream
 
 
 # ---------------------------------------------------------------------------
@@ -10085,15 +10124,6 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
     raise OcxError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
 
 
-def server_info(result):
-    """The serverInfo of an initialize result, or of a modern result's ``_meta``; None if it has none."""
-    if not isinstance(result, dict):
-        return None
-    meta = result.get("_meta")
-    info = result.get("serverInfo", meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None)
-    return info if isinstance(info, dict) else None
-
-
 def check_report_json(snapshot, findings, checker, timings, client, protocol=None):
     """The --json report; ``protocol`` as fetch_catalog returns it (None for a file)."""
     shown = [f for f in findings if f.affects(client)]
@@ -10209,7 +10239,7 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 
 
 # ---------------------------------------------------------------------------
-# Client configurations: check --config, every server a client loads
+# Client configs: check --config, every server a client loads
 # ---------------------------------------------------------------------------
 #
 # A client loads every server of its configuration together, so some limits
@@ -10688,9 +10718,7 @@ def check_config_server(server, timeout, client):
                                "program with one of more than %d" % (size, MAX_ARG_CHARS))
             env = child_environment()
             env.update(server.env)
-
-            def make_upstream(loop, on_line, on_exit):
-                return StdioUpstream(loop, server.command, env, server.cwd, False, on_line, on_exit)
+            make_upstream = stdio_upstream_factory(server.command, env, cwd=server.cwd)
         else:
             config = RemoteConfig(server.url, server.headers, timeout)
             for header in server.headers:   # every configured header value stays out of reports
@@ -10993,12 +11021,7 @@ def run_demo(output_dir, max_chars, out):
     write = out.write
     write("ocx-proxy demo: relay in front of the built-in demo-server\n")
     write("  relay command: %s\n  spill directory: %s\n\n" % (" ".join(command[1:]), output_dir))
-    environ = dict(os.environ)
-
-    def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, command, environ, None, False, on_line, on_exit)
-
-    client = McpClient(make_upstream, 20.0, "ocx-proxy demo")
+    client = McpClient(stdio_upstream_factory(command, dict(os.environ)), 20.0, "ocx-proxy demo")
     client.start()
     started = time.monotonic()
     try:
@@ -11356,12 +11379,9 @@ def cmd_stdio(args):
     env = child_environment(args.env or (), args.pass_environment)
     if args.cwd and not os.path.isdir(args.cwd):
         raise UsageError("--cwd %s is not a directory" % args.cwd)
-
-    def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, command, env, args.cwd, options.use_threads, on_line, on_exit,
-                             options.max_message_bytes, options.max_buffer_bytes)
-
-    return run_relay(options, make_upstream)
+    return run_relay(options, stdio_upstream_factory(
+        command, env, cwd=args.cwd, use_threads=options.use_threads,
+        max_message_bytes=options.max_message_bytes, max_buffer_bytes=options.max_buffer_bytes))
 
 
 REMOTE_COMMANDS = (
@@ -11498,24 +11518,6 @@ def add_auth_command(sub):
     add_remote_server_options(p)
     add_oauth_options(p)
     p.set_defaults(handler=cmd_auth, max_message_bytes=MAX_MESSAGE_BYTES)
-
-
-def remote_upstream_factory(transport, config, made=None):
-    """``make_upstream`` for a remote transport; ``made`` (a list) collects the upstreams built."""
-    memory = {}   # auto: the transport found, kept across --restart
-
-    def make_upstream(loop, on_line, on_exit):
-        if transport == "streamable-http":
-            upstream = StreamableHttpUpstream(loop, config, on_line, on_exit)
-        elif transport == "sse":
-            upstream = SseUpstream(loop, config, on_line, on_exit)
-        else:
-            upstream = AutoUpstream(loop, config, on_line, on_exit, memory)
-        if made is not None:
-            made.append(upstream)
-        return upstream
-
-    return make_upstream
 
 
 def cmd_remote(args):
@@ -12044,11 +12046,7 @@ def check_stdio_upstream(args):
         raise UsageError("check stdio needs the server command, e.g. check stdio npx -y my-server "
                          "(a -- before it is optional)")
     env = child_environment(args.env or (), args.pass_environment)
-
-    def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, args.upstream_command, env, args.cwd, False, on_line, on_exit)
-
-    return make_upstream
+    return stdio_upstream_factory(args.upstream_command, env, cwd=args.cwd)
 
 
 def check_remote_upstream(args):
