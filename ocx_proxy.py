@@ -1813,14 +1813,12 @@ def image_data_chars(msg):
 class Budget:
     """What one message may be as the client gets it, and what in it does not count.
 
-    A message fits when it has at most ``max_chars`` characters and at most
-    ``max_bytes`` UTF-8 bytes (0: no byte limit), not counting what the
-    client gets for free (``free``); with neither limit (``check_above``
-    0) nothing is spilled.  A preview keeps at most ``preview_chars``
-    characters of the text it stands for.  The
-    ``Spill`` it is handed to, its previews and the reader tool all read
-    the one Budget in ``Spill.budget``; the relay replaces it there when
-    the client's profile becomes known (``for_client``).
+    A message fits in ``max_chars`` characters and ``max_bytes`` UTF-8 bytes
+    (0: no byte limit), not counting what it gets for free (``free``); with
+    neither limit (``check_above`` 0) nothing is spilled.  A preview keeps
+    ``preview_chars`` characters at most.  The ``Spill`` it is handed to, its
+    previews and the reader tool read the one Budget in ``Spill.budget``; the
+    relay replaces it there when it learns the client's profile (``for_client``).
     """
 
     def __init__(self, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, max_bytes=0, images_free=0,
@@ -6733,7 +6731,7 @@ class RelayOptions:
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
                  max_image_bytes=None):
-        # None: the client profile's value (see Relay.use_profile); a number given wins.
+        # None: the client profile's value (see Budget.for_client); a number given wins.
         self.client = client
         self.max_response_chars = max_response_chars
         self.max_response_bytes = max_response_bytes
@@ -6838,15 +6836,15 @@ def reader_tool(name):
 class Reader:
     """The reader tool (``reader_tool``): the relay's own tool, paging through what ``spill`` saved.
 
-    Three hooks for the relay.  ``advertise`` adds the tool to the last page
-    of tools/list, under a name no tool of the server has taken; only from
-    then on are calls of that name ours (``spill.reader_name``, which the
-    previews name too).  ``claim`` takes the calls of it out of what the
-    client sends and answers them: a page (``Spill.read``) at once, a pattern
-    search (``Spill.search``) when it ends, SEARCHES_AT_ONCE at most running
-    beside the loop.  ``stop`` ends the searches at shutdown.  Every answer
-    goes out through ``send(msg)`` and fits ``spill.budget``: it is never
-    spilled itself.  ``closing()`` tells whether the relay is shutting down.
+    The relay calls three hooks.  ``advertise`` adds the tool to the last page
+    of tools/list under a name no server tool has taken; only from then on are
+    calls of that name ours (``spill.reader_name``, named by previews too).
+    ``claim`` takes those calls out of what the client sends and answers them:
+    a page (``Spill.read``) at once, a pattern search (``Spill.search``) when it
+    ends, SEARCHES_AT_ONCE at most running beside the loop.  ``stop`` ends the
+    searches at shutdown.  Answers go out through ``send(msg)`` and fit
+    ``spill.budget``: never spilled themselves.  ``closing()``: the relay is
+    shutting down.
     """
 
     def __init__(self, spill, loop, send, closing, offered, use_threads=False):

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -59,6 +60,54 @@ def test_preview_parts_are_slices_of_the_text(text, budget):
     assert len(head) + len(tail) + omitted == len(text)
     if omitted:
         assert len(head) + len(tail) <= budget
+
+
+# -- Budget: what a message may be as the client gets it ------------------------
+
+def options(**given):
+    """The command line's budget options: None is not given."""
+    values = dict(max_response_chars=None, max_response_bytes=None, preview_chars=None, max_image_bytes=None)
+    values.update(given)
+    return types.SimpleNamespace(**values)
+
+
+def numbers(budget):
+    return budget.max_chars, budget.max_bytes, budget.preview_chars, budget.images_free, budget.check_above
+
+
+def test_a_budget_is_the_client_profile_with_each_option_given_winning():
+    codex, generic = op.CLIENT_PROFILES["codex"], op.CLIENT_PROFILES["generic"]
+    assert numbers(op.Budget.for_client(codex, options())) == (10000, 10000, 3000, op.MAX_IMAGE_BYTES, 10000)
+    assert op.Budget.for_client(codex, options()).model_skips == "content"
+    given = options(max_response_chars=500, preview_chars=100, max_image_bytes=0)
+    assert numbers(op.Budget.for_client(codex, given)) == (500, 10000, 100, 0, 500)
+    # --max-response-chars 0 never spills: the profile's byte budget goes with it.
+    assert numbers(op.Budget.for_client(codex, options(max_response_chars=0)))[:2] == (0, 0)
+    assert op.Budget.for_client(codex, options(max_response_chars=0)).check_above == 0
+    # A byte budget alone gives previews a character bound as large.
+    bytes_only = op.Budget.for_client(generic, options(max_response_chars=0, max_response_bytes=3000))
+    assert numbers(bytes_only) == (3000, 3000, 4000, 0, 3000)
+
+
+def test_a_budget_fits_a_line_as_it_is_compacted_or_not_at_all():
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "x" * 50}]}}
+    line, spaced = spill_line(msg), json.dumps(msg, indent=2).encode()
+    assert op.Budget(len(line)).fit(line, msg, len(line)) == (True, None)
+    assert op.Budget(len(line)).fit(spaced, msg, len(spaced)) == (True, compact(msg))
+    assert op.Budget(len(line) - 1).fit(spaced, msg, len(spaced)) == (False, None)
+    assert op.Budget(len(line), max_bytes=len(line) - 1).fit(line, msg, len(line)) == (False, None)
+    # Image data a client shows is free up to images_free, and only then.
+    shot = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "image", "data": "A" * 1000,
+                                                                 "mimeType": "image/png"}]}}
+    line = spill_line(shot)
+    assert op.Budget(200, images_free=1000).fit(line, shot, len(line)) == (True, None)
+    assert op.Budget(200, images_free=999).fit(line, shot, len(line)) == (False, None)
+
+
+def test_a_reader_page_leaves_room_for_the_rest_of_its_answer():
+    assert op.Budget(1000, max_bytes=600).page("é" * 100) == (900, 400)
+    assert op.Budget(1000).page("x" * 100) == (900, 0)
+    assert op.Budget(0).page("x") == (op.MAX_RESPONSE_CHARS - 1, 0)   # never spilling: the default page
 
 
 # -- the fit invariant --------------------------------------------------------
