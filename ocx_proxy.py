@@ -1134,6 +1134,10 @@ def client_profile_for(name):
 MAX_RESPONSE_CHARS = CLIENT_PROFILES["generic"]["budget_chars"]
 PREVIEW_CHARS = CLIENT_PROFILES["generic"]["preview_chars"]
 RETENTION_DAYS = 7
+# Default of --max-image-bytes for clients that show images: base64 characters of
+# image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
+# screenshot and far below what the model APIs accept in one image.
+MAX_IMAGE_BYTES = 1 << 20
 # Responses to these methods keep a session alive or describe it: rewriting them
 # would break the client, so an oversized one is forwarded with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel", "server/discover",
@@ -1756,26 +1760,189 @@ def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
     return value
 
 
+# Bytes that may disappear when a line is re-serialized compactly (see Budget.fit).
+COMPACT_SHRINKABLE = b" \t\r\n/0123456789"
+
+
+def compact_floor(line, chars):
+    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly.
+
+    Compact JSON can only lose whitespace, escapes (\\uXXXX, \\/) and number
+    digits; duplicate keys could shrink it further, so a line over the limit
+    by this bound is spilled, never sent oversized.
+    """
+    return chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u")
+
+
+def skipped_member(msg, member):
+    """The compact JSON of ``member`` of the tool result ``msg`` answers with, when the result
+    also has the other one (content / structuredContent) for the client to show; else None.
+
+    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
+    """
+    result = msg.get("result") if member else None
+    if not isinstance(result, dict):
+        return None
+    for holder in (result, result.get("result")):
+        if (isinstance(holder, dict) and isinstance(holder.get("content"), list)
+                and holder.get("structuredContent") is not None and member in holder):
+            try:
+                return dumps(holder[member])
+            except (ValueError, TypeError):   # NaN, a LongNumber: count it all
+                return None
+    return None
+
+
+def image_data_chars(msg):
+    """Characters of base64 ``data`` in the image blocks of the tool result ``msg`` answers with.
+
+    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
+    """
+    result = msg.get("result")
+    if not isinstance(result, dict):
+        return 0
+    total = 0
+    for holder in (result, result.get("result")):
+        content = holder.get("content") if isinstance(holder, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
+                total += len(block["data"])
+    return total
+
+
+class Budget:
+    """What one message may be as the client gets it, and what in it does not count.
+
+    A message fits in ``max_chars`` characters and ``max_bytes`` UTF-8 bytes
+    (0: no byte limit), not counting what it gets for free (``free``); with
+    neither limit (``check_above`` 0) nothing is spilled.  A preview keeps
+    ``preview_chars`` characters at most.  The ``Spill`` it is handed to, its
+    previews and the reader tool read the one Budget in ``Spill.budget``; the
+    relay replaces it there when it learns the client's profile (``for_client``).
+    """
+
+    def __init__(self, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, max_bytes=0, images_free=0,
+                 model_skips=None):
+        self.max_chars = max_chars
+        self.preview_chars = preview_chars
+        self.max_bytes = max_bytes
+        self.images_free = images_free  # base64 image characters a message may carry beyond the budget
+        self.model_skips = model_skips  # the tool result member the client never shows (see CLIENT_PROFILES)
+        # A line has at least as many bytes as characters: one compare per line
+        # tells whether either limit may be crossed (0: none is).
+        self.check_above = min(max_bytes, max_chars) if max_bytes else max_chars
+
+    @classmethod
+    def for_client(cls, facts, options):
+        """The budget of a client with the profile ``facts`` (a CLIENT_PROFILES row).
+
+        Each of ``options.max_response_chars``, ``max_response_bytes``,
+        ``preview_chars`` and ``max_image_bytes`` that is not None (given on
+        the command line or in its environment twin) wins over the profile.
+        ``--max-response-chars 0`` still means never spill: the profile's byte
+        budget goes with it unless --max-response-bytes is given.
+        """
+        chars, size = options.max_response_chars, options.max_response_bytes
+        if size is None:
+            size = 0 if chars == 0 else facts["budget_bytes"]
+        if chars is None:
+            chars = facts["budget_chars"]
+        preview = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
+        images = options.max_image_bytes
+        images = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
+        # A byte budget alone still gives previews a character bound: characters
+        # never outnumber bytes, so that bound never spills anything by itself.
+        return cls(chars or size, preview, size, images, facts["model_skips"])
+
+    def fits(self, chars, size):
+        """True when ``chars`` characters and ``size`` UTF-8 bytes are within the budget."""
+        return chars <= self.max_chars and (not self.max_bytes or size <= self.max_bytes)
+
+    def free(self, line, msg):
+        """(characters, UTF-8 bytes) of ``msg`` (``line`` parsed) that do not count toward the budget.
+
+        The member of a tool result the client never shows its model
+        (``model_skips``), measured compact (a float may print a character or
+        two longer than it came: the budgets' margins absorb that); and image
+        data, all of it when the client shows images and it is within
+        ``images_free`` in total.  Only a line that names an image is looked
+        into for images.
+        """
+        skipped = skipped_member(msg, self.model_skips)
+        free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
+        if self.model_skips == "content" and skipped:
+            return free   # the images are in the content the model never sees
+        if not self.images_free or b'"image"' not in line:
+            return free
+        total = image_data_chars(msg)
+        total = total if total <= self.images_free else 0
+        return free[0] + total, free[1] + total
+
+    def fit(self, line, msg, chars):
+        """How ``line`` (bytes, ``msg`` parsed, ``chars`` characters) reaches the client within the budget.
+
+        ``(True, None)``: as it is; ``(True, text)``: as ``text``, its compact
+        JSON; ``(False, None)``: it does not fit, it is to be spilled.
+        Re-serializing only helps a line that compacts under the limit: when
+        it cannot, the costly dumps is skipped (14 ms for 5 MB).  Compacting
+        removes ASCII only, as many bytes as characters.
+        """
+        size = len(line)
+        free_chars, free_bytes = self.free(line, msg)
+        if self.fits(chars - free_chars, size - free_bytes):
+            return True, None
+        floor = compact_floor(line, chars)
+        if self.fits(floor - free_chars, floor + size - chars - free_bytes):
+            compact = dumps(msg)
+            compact_size = len(compact.encode("utf-8", "surrogatepass")) if self.max_bytes else 0
+            if self.fits(len(compact) - free_chars, compact_size - free_bytes):
+                return True, compact
+        return False, None
+
+    def may_fit(self, line, chars):
+        """False when ``line`` (``chars`` characters, not parsed) is over the character budget by more
+        than compacting and the image allowance could take off: it will be spilled."""
+        return compact_floor(line, chars) - self.images_free <= self.max_chars
+
+    def page(self, envelope):
+        """(characters, UTF-8 bytes or 0) a page of text may have in an answer that also holds ``envelope``.
+
+        So sized, the whole answer fits and is never spilled itself.  Without a
+        character budget (never spill) a page keeps to the default one.
+        """
+        max_chars = self.max_chars or MAX_RESPONSE_CHARS
+        return max_chars - len(envelope), self.max_bytes and self.max_bytes - utf8_len(envelope)
+
+    def describe(self):
+        """The budget in words, for the log."""
+        if not self.max_chars:
+            spilled = "never spilled"
+        elif self.max_bytes:
+            spilled = "spilled over %d characters or %d bytes" % (self.max_chars, self.max_bytes)
+        else:
+            spilled = "spilled over %d characters" % self.max_chars
+        return "responses %s, previews of %d characters, images %s" % (
+            spilled, self.preview_chars,
+            "up to %d bytes not counted" % self.images_free if self.images_free else "counted")
+
+
 class Spill:
     """Saves oversized messages to disk and builds the preview that replaces them.
 
     ``rewrite()`` is the contract: given an upstream line (bytes) already known
-    to exceed ``max_chars`` characters or ``max_bytes`` UTF-8 bytes (0: no
-    byte limit), it returns the message to send instead (as a compact JSON
-    string within both) plus the files written, or ``None`` when the message
+    to be over its ``budget`` (a ``Budget``), it returns the message to send
+    instead (as a compact JSON string within the budget) plus the files
+    written, or ``None`` when the message
     must be forwarded untouched (lifecycle and catalog responses, requests,
     disk errors).  ``read()`` pages through the text of what it spilled.
     """
 
-    def __init__(self, output_dir, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS,
-                 retention_days=RETENTION_DAYS, max_bytes=0):
+    def __init__(self, output_dir, budget=None, retention_days=RETENTION_DAYS):
         self.output_dir = os.path.abspath(output_dir)
-        self.max_chars = max_chars
-        self.max_bytes = max_bytes
-        self.preview_chars = preview_chars
+        self.budget = budget if budget is not None else Budget()
         self.retention_days = retention_days
         self.directory = None  # where files last went: output_dir or its private subdirectory
-        self.reader_name = None  # the reader tool the previews name (set by the relay); None: no tool
+        self.reader_name = None  # the reader tool the previews name (set by Reader.advertise); None: no tool
         self.spilled = {}  # spill id (file stem) -> (its .txt path, TextIndex): all that read() may open
 
     # -- files -------------------------------------------------------------
@@ -2053,7 +2220,7 @@ class Spill:
         builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
         builder.original_bytes = original_bytes
         builder.reader_name = self.reader_name
-        return builder.fit(full_text, self.max_chars, self.preview_chars, self.max_bytes), files
+        return builder.fit(full_text, self.budget), files
 
 
 def _json_size(text):
@@ -2177,23 +2344,25 @@ class PreviewBuilder:
         middle = "\n\n[... %d of %d characters omitted ...]\n\n" % (omitted, len(text)) if omitted else ""
         return marker + "\n\n" + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
 
-    def fit(self, text, max_chars, preview_chars, max_bytes=0):
-        """Largest preview whose message fits ``max_chars`` and ``max_bytes``, degrading when even none fits.
+    def fit(self, text, budget):
+        """Largest preview (of ``budget.preview_chars`` at most) whose message fits ``budget``, degrading when
+        even none fits.
 
         Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
         keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
         the marker.  No level drops a field the schema of the request's
         revision requires (``modern_fields``).  The last resort is an error
-        naming the output directory.  ``max_bytes`` 0 means no byte limit.
+        naming the output directory.
         """
+        max_chars, max_bytes = budget.max_chars, budget.max_bytes
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
         levels = (0, 1, 2, 3) if structured and self.method == "tools/call" else (1, 2, 3)
         for level in levels:
-            budget = min(preview_chars, len(text))
-            floor = budget // 4 if level == 0 else 0
+            size = min(budget.preview_chars, len(text))
+            floor = size // 4 if level == 0 else 0
             for _ in range(40):
-                preview, kept = self.preview(text, budget, detail=level < 3)
+                preview, kept = self.preview(text, size, detail=level < 3)
                 out = dumps(self.build(preview, level, kept))
                 over = len(out) - max_chars
                 if max_bytes and utf8_len(out) > max_bytes:
@@ -2202,12 +2371,12 @@ class PreviewBuilder:
                     over = max(over, int((utf8_len(out) - max_bytes) / per_char) + 1)
                 if over <= 0:
                     return out
-                if budget <= floor:
+                if size <= floor:
                     break
-                budget = max(floor, min(budget - over, budget - 1))
+                size = max(floor, min(size - over, size - 1))
         note = "response too large; saved under %s" % os.path.dirname(self.files.txt_path)
         out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, note))
-        if len(out) > max_chars or (max_bytes and utf8_len(out) > max_bytes):
+        if not budget.fits(len(out), utf8_len(out)):
             out = dumps(error_response(self.msg.get("id"), UPSTREAM_ERROR, "response too large; saved to disk"))
         return out
 
@@ -6552,10 +6721,6 @@ _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant:
 # Requests that last as long as the client wants (2026-07-28: the listen stream
 # replaced the GET stream): --request-timeout does not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
-# Default of --max-image-bytes for clients that show images: base64 characters of
-# image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
-# screenshot and far below what the model APIs accept in one image.
-MAX_IMAGE_BYTES = 1 << 20
 
 
 class RelayOptions:
@@ -6566,7 +6731,7 @@ class RelayOptions:
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
                  max_image_bytes=None):
-        # None: the client profile's value (see Relay.use_profile); a number given wins.
+        # None: the client profile's value (see Budget.for_client); a number given wins.
         self.client = client
         self.max_response_chars = max_response_chars
         self.max_response_bytes = max_response_bytes
@@ -6641,6 +6806,182 @@ class Trace:
         self.handle.close()
 
 
+READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context")
+SEARCHES_AT_ONCE = 2  # pattern searches running together; more wait their turn
+
+
+def reader_tool(name):
+    """The tools/list entry of the reader tool (see ``Reader`` and ``Spill.read``)."""
+    return {
+        "name": name,
+        "description": (
+            "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
+            "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
+            "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). Each page says "
+            "how to get the next." % SEARCH_SECONDS),
+        "inputSchema": {"type": "object", "properties": {
+            "id": {"type": "string", "description": "spill id from the note"},
+            "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
+            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
+            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1)"},
+            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                        "description": "regular expression to search for"},
+            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
+                        "description": "lines shown around each match"},
+        }, "required": ["id"]},
+    }
+
+
+class Reader:
+    """The reader tool (``reader_tool``): the relay's own tool, paging through what ``spill`` saved.
+
+    The relay calls three hooks.  ``advertise`` adds the tool to the last page
+    of tools/list under a name no server tool has taken; only from then on are
+    calls of that name ours (``spill.reader_name``, named by previews too).
+    ``claim`` takes those calls out of what the client sends and answers them:
+    a page (``Spill.read``) at once, a pattern search (``Spill.search``) when it
+    ends, SEARCHES_AT_ONCE at most running beside the loop.  ``stop`` ends the
+    searches at shutdown.  Answers go out through ``send(msg)`` and fit
+    ``spill.budget``: never spilled themselves.  ``closing()``: the relay is
+    shutting down.
+    """
+
+    def __init__(self, spill, loop, send, closing, offered, use_threads=False):
+        self.spill = spill
+        self.loop = loop
+        self.send = send
+        self.closing = closing
+        self.offered = offered           # in tools/list (not with --no-reader-tool, nor when nothing spills)
+        self.use_threads = use_threads
+        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
+        self.searches = []               # pattern searches running (BoundedRun)
+        self.queue = collections.deque()  # calls with a pattern, waiting for a turn
+
+    def advertise(self, msg, line):
+        """``line``, a tools/list answer (``msg`` parsed), with the reader tool added when it is the last page."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not self.offered or not isinstance(tools, list):
+            return line
+        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
+                                 and isinstance(tool.get("name"), str))
+        if result.get("nextCursor"):  # not the last page
+            return line
+        name, n = READER_TOOL_NAME, 1
+        while name in self.server_tools:
+            n += 1
+            name = "%s_%d" % (READER_TOOL_NAME, n)
+        tools.append(reader_tool(name))
+        try:
+            line = encode_message(msg)[:-1]
+        except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
+            log.warning("could not add %s to tools/list (%s); forwarding it unchanged" % (name, exc))
+            return line
+        self.spill.reader_name = name
+        return line
+
+    def claim(self, line, msgs, raws):
+        """Answer the calls of the reader tool among ``msgs`` (the messages of client ``line``, ``raws``
+        their bytes); returns ``(line, msgs, raws)`` of the others, ``line`` None when none is left.
+
+        A batch keeps its other members, as a batch of their own bytes.
+        """
+        if self.spill.reader_name is None or not any(self._is_call(msg) for msg in msgs):
+            return line, msgs, raws
+        kept = []
+        for msg, raw in zip(msgs, raws):
+            if self._is_call(msg):
+                self.answer(msg)
+            else:
+                kept.append((msg, raw))
+        if not kept:
+            return None, [], []
+        batch = line.lstrip()[:1] == b"["
+        msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
+        return b"[" + b",".join(raws) + b"]" if batch else raws[0], msgs, raws
+
+    def _is_call(self, msg):
+        params = msg.get("params")
+        return (message_kind(msg) == "request" and msg.get("method") == "tools/call" and isinstance(params, dict)
+                and params.get("name") == self.spill.reader_name)
+
+    def answer(self, msg):
+        """Answer a call of the reader tool with one page of a spill (``Spill.read``), within the budget.
+
+        The page is sized so that the whole answer fits (``Budget.page``). A
+        call with a pattern is answered when its search ends (``_search``).
+        """
+        params = msg["params"]
+        args = params.get("arguments", {})
+        if isinstance(args, dict) and args.get("pattern") is not None and len(self.searches) >= SEARCHES_AT_ONCE:
+            self.queue.append(msg)  # its turn comes when a search ends (_search)
+            return
+        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
+        if is_modern(request_version(params)):
+            result["resultType"] = "complete"
+        try:
+            if not isinstance(args, dict):
+                raise ValueError("arguments must be an object")
+            unknown = sorted(set(args) - set(READER_ARGUMENTS))
+            if unknown or "id" not in args:
+                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
+            args = {name: value for name, value in args.items() if value is not None}  # null: not given
+            pattern = args.get("pattern")
+            # The longest hint this call can get: the page is sized with it reserved.
+            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
+                                         READER_MAX_NUMBER if "lines" in args else None,
+                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT)
+            chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
+            budget = {"budget_chars": chars, "budget_bytes": size}
+            if pattern is not None:
+                self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
+                                                            context=args.get("context", 0), **budget))
+                return
+            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
+                                         column=args.get("column", 1), **budget)
+            result["content"][0]["text"], result["content"][1]["text"] = text, hint
+        except (ValueError, TypeError) as exc:
+            self._error(result, exc)
+        self.send(result_response(msg["id"], result))
+
+    def _error(self, result, exc):
+        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
+        result["isError"] = True
+
+    def _search(self, msg, result, search):
+        """Run ``search`` (a ``SpillSearch``) beside the loop; its answer goes out when it ends."""
+        def done(output):
+            self.searches.remove(run)
+            try:
+                if output is None:
+                    raise ValueError(SHUTTING_DOWN if self.closing() else (
+                        "the pattern search took longer than %d s and was stopped; simplify the pattern (nested "
+                        "repeats such as (a+)+ can take forever)" % SEARCH_SECONDS))
+                result["content"][0]["text"], result["content"][1]["text"] = search.answer(output)
+            except (ValueError, TypeError) as exc:
+                self._error(result, exc)
+            self.send(result_response(msg["id"], result))
+            if self.queue and not self.closing():
+                self.answer(self.queue.popleft())
+
+        try:
+            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.use_threads)
+        except OSError as exc:
+            raise ValueError("could not start the pattern search: %s" % exc)
+        finally:
+            os.close(search.stdin)
+        self.searches.append(run)
+
+    def stop(self):
+        """Shutdown: running searches are killed; they and the calls waiting for a turn are answered so."""
+        waiting, self.queue = self.queue, collections.deque()
+        for run in list(self.searches):
+            run.stop()
+        for msg in waiting:
+            self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
+
+
 class Relay:
     """Relays JSON-RPC lines between the client (our stdio) and one upstream.
 
@@ -6656,20 +6997,13 @@ class Relay:
         self.options = options
         self.make_upstream = make_upstream
         self.spill = Spill(options.output_dir, retention_days=options.retention_days)
-        self.images_free = 0             # base64 image characters a response may carry beyond the budget
-        self.model_skips = None          # the tool result member the client never shows (see CLIENT_PROFILES)
-        self.check_above = 0             # lines of more bytes than this get the size check (0: none)
         self.keep_output_schema = options.keep_output_schema
         # Until the client says who it is (--client auto), the generic profile applies.
         self.profile = None
         self.use_profile("generic" if options.client == "auto" else options.client)
         self.profile_known = options.client != "auto"
-        # The reader tool is offered in tools/list; only once advertised is its name ours
-        # (spill.reader_name): until then a call of that name is the server's.
-        self.offer_reader = options.reader_tool and (self.spill.max_chars > 0 or self.spill.max_bytes > 0)
-        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
-        self.searches = []               # pattern searches running (BoundedRun), SEARCHES_AT_ONCE at most
-        self.search_queue = collections.deque()  # reader calls with a pattern, waiting for a turn
+        self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing,
+                             options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -6765,7 +7099,7 @@ class Relay:
             self.loop.call_later(0.5, self._finish)
 
     def _finish(self, reason=SHUTTING_DOWN):
-        self._stop_searches()
+        self.reader.stop()
         if self.upstream is not None:
             self.upstream.kill_tree()  # whatever the child left in its group
             self.upstream.reap()
@@ -6786,31 +7120,16 @@ class Relay:
     # -- client profile ------------------------------------------------------
 
     def use_profile(self, name):
-        """Take the budget, preview size, images and outputSchema rule of CLIENT_PROFILES[name].
+        """Take the budget and the outputSchema rule of CLIENT_PROFILES[name]; options given win.
 
-        Each option given on the command line (or its environment twin) wins
-        over the profile.  ``--max-response-chars 0`` still means never spill:
-        the profile's byte budget goes with it unless --max-response-bytes is given.
+        The spill's Budget is replaced here and only here (``Budget.for_client``):
+        the spill, its previews, the reader and the size checks all read it from
+        ``spill.budget``, so a profile chosen mid-session (--client auto) reaches
+        each of them at once.
         """
-        facts, options, spill = CLIENT_PROFILES[name], self.options, self.spill
-        chars = options.max_response_chars
-        size = options.max_response_bytes
-        if size is None:
-            size = 0 if chars == 0 else facts["budget_bytes"]
-        if chars is None:
-            chars = facts["budget_chars"]
-        # A byte budget alone still gives previews a character bound: characters
-        # never outnumber bytes, so that bound never spills anything by itself.
-        spill.max_chars = chars or size
-        spill.max_bytes = size
-        # A line has at least as many bytes as characters: one compare per line
-        # tells whether either limit may be crossed.
-        self.check_above = min(size, spill.max_chars) if size else spill.max_chars
-        spill.preview_chars = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
-        images = options.max_image_bytes
-        self.images_free = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
-        self.keep_output_schema = options.keep_output_schema or not facts["strip_output_schema"]
-        self.model_skips = facts["model_skips"]
+        facts = CLIENT_PROFILES[name]
+        self.spill.budget = Budget.for_client(facts, self.options)
+        self.keep_output_schema = self.options.keep_output_schema or not facts["strip_output_schema"]
         self.profile = name
 
     def _choose_profile(self, msg):
@@ -6829,17 +7148,8 @@ class Relay:
         self._log_profile("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
 
     def _log_profile(self, why):
-        spill = self.spill
-        if not spill.max_chars:
-            budget = "never spilled"
-        elif spill.max_bytes:
-            budget = "spilled over %d characters or %d bytes" % (spill.max_chars, spill.max_bytes)
-        else:
-            budget = "spilled over %d characters" % spill.max_chars
-        log.info("client profile %s (%s): responses %s, previews of %d characters, images %s, outputSchema %s"
-                 % (self.profile, why, budget, spill.preview_chars,
-                    "up to %d bytes not counted" % self.images_free if self.images_free else "counted",
-                    "kept" if self.keep_output_schema else "removed"))
+        log.info("client profile %s (%s): %s, outputSchema %s" % (
+            self.profile, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed"))
 
     # -- client -> upstream ------------------------------------------------
 
@@ -6919,108 +7229,14 @@ class Relay:
             self._relay_client_line(out, msgs, kept)
 
     def _relay_client_line(self, line, msgs, raws):
-        if self.spill.reader_name is not None and any(self._is_reader_call(msg) for msg in msgs):
-            # Calls of the reader tool are ours to answer; a batch's other members go on.
-            batch = line.lstrip()[:1] == b"["
-            kept = []
-            for msg, raw in zip(msgs, raws):
-                if self._is_reader_call(msg):
-                    self._answer_reader(msg)
-                else:
-                    kept.append((msg, raw))
-            if not kept:
-                return
-            msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
-            line = b"[" + b",".join(raws) + b"]" if batch else raws[0]
+        line, msgs, raws = self.reader.claim(line, msgs, raws)  # calls of the reader tool are ours to answer
+        if line is None:
+            return
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
         if self.trace:
             self.trace.record("client->upstream", msgs[0] if len(msgs) == 1 else msgs, len(line))
         self._send_upstream(line, msgs)
-
-    def _is_reader_call(self, msg):
-        params = msg.get("params")
-        return (message_kind(msg) == "request" and msg.get("method") == "tools/call" and isinstance(params, dict)
-                and params.get("name") == self.spill.reader_name)
-
-    def _answer_reader(self, msg):
-        """Answer a call of the reader tool with one page of a spill (``Spill.read``), within the budget.
-
-        The page is sized so that the whole answer fits --max-response-chars
-        (and the byte limit, when there is one): it is never spilled itself.
-        A call with a pattern is answered when its search ends (``_search``).
-        """
-        params = msg["params"]
-        args = params.get("arguments", {})
-        if isinstance(args, dict) and args.get("pattern") is not None and len(self.searches) >= SEARCHES_AT_ONCE:
-            self.search_queue.append(msg)  # its turn comes when a search ends (_search)
-            return
-        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
-        if is_modern(request_version(params)):
-            result["resultType"] = "complete"
-        try:
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be an object")
-            unknown = sorted(set(args) - set(READER_ARGUMENTS))
-            if unknown or "id" not in args:
-                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
-            args = {name: value for name, value in args.items() if value is not None}  # null: not given
-            pattern = args.get("pattern")
-            # The longest hint this call can get: the page is sized with it reserved.
-            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
-                                         READER_MAX_NUMBER if "lines" in args else None,
-                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT)
-            envelope = dumps(result_response(msg["id"], result)) + dumps(bound)
-            max_chars = self.spill.max_chars or MAX_RESPONSE_CHARS
-            max_bytes = self.spill.max_bytes
-            budget = {"budget_chars": max_chars - len(envelope),
-                      "budget_bytes": max_bytes and max_bytes - utf8_len(envelope)}
-            if pattern is not None:
-                self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
-                                                            context=args.get("context", 0), **budget))
-                return
-            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
-                                         column=args.get("column", 1), **budget)
-            result["content"][0]["text"], result["content"][1]["text"] = text, hint
-        except (ValueError, TypeError) as exc:
-            self._reader_error(result, exc)
-        self._answer(result_response(msg["id"], result))
-
-    def _reader_error(self, result, exc):
-        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
-        result["isError"] = True
-
-    def _search(self, msg, result, search):
-        """Run ``search`` (a ``SpillSearch``) beside the loop; its answer goes out when it ends."""
-        def done(output):
-            self.searches.remove(run)
-            try:
-                if output is None:
-                    raise ValueError(SHUTTING_DOWN if self.closing else (
-                        "the pattern search took longer than %d s and was stopped; simplify the pattern (nested "
-                        "repeats such as (a+)+ can take forever)" % SEARCH_SECONDS))
-                result["content"][0]["text"], result["content"][1]["text"] = search.answer(output)
-            except (ValueError, TypeError) as exc:
-                self._reader_error(result, exc)
-            self._answer(result_response(msg["id"], result))
-            if self.search_queue and not self.closing:
-                self._answer_reader(self.search_queue.popleft())
-
-        try:
-            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.options.use_threads)
-        except OSError as exc:
-            raise ValueError("could not start the pattern search: %s" % exc)
-        finally:
-            os.close(search.stdin)
-        self.searches.append(run)
-
-    def _stop_searches(self):
-        """Shutdown: running searches are killed; they and the calls waiting for a turn are answered so."""
-        waiting, self.search_queue = self.search_queue, collections.deque()
-        for run in list(self.searches):
-            run.stop()
-        for msg in waiting:
-            self._answer_error(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN)
 
     def _refuse_client_line(self, line, code, message):
         """Answer a client message we cannot relay: with its own id when its envelope shows one."""
@@ -7205,7 +7421,7 @@ class Relay:
             return False
         chars = char_count(line)
         # A line that may fit once compacted, or once its images are left out, takes the usual path.
-        if compact_floor(line, chars) - self.images_free <= self.spill.max_chars:
+        if self.spill.budget.may_fit(line, chars):
             return False
         try:
             saved = self.spill.save_line(line, pending.method, envelope.id)
@@ -7270,11 +7486,11 @@ class Relay:
 
     def _may_rewrite(self, line, kind, method):
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
-        if method == "tools/list" and self.offer_reader:
+        if method == "tools/list" and self.reader.offered:
             return True
         if method == "tools/list" and not self.keep_output_schema and b'"outputSchema"' in line:
             return True
-        limit = self.check_above
+        limit = self.spill.budget.check_above
         return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
 
     def _repair(self, line, exc):
@@ -7337,7 +7553,7 @@ class Relay:
         if method == "tools/list":
             line = self._tool_list(line, msg)
         spilled = None
-        limit = self.check_above
+        limit = self.spill.budget.check_above
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
             try:
                 out, spilled = self._check_size(line, msg, pending)
@@ -7351,31 +7567,12 @@ class Relay:
     def _tool_list(self, line, msg):
         """A tools/list answer as the client gets it: outputSchema stripped, the reader tool on the last page.
 
-        Unless --keep-output-schema, see ``strip_output_schemas``.  The reader
-        tool's name is one no tool the server listed has taken.
+        Unless --keep-output-schema, see ``strip_output_schemas``; the reader
+        tool, see ``Reader.advertise``.
         """
         if not self.keep_output_schema and b'"outputSchema"' in line:
             line = strip_output_schemas(msg, line)
-        result = msg.get("result") if isinstance(msg, dict) else None
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if not self.offer_reader or not isinstance(tools, list):
-            return line
-        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
-                                 and isinstance(tool.get("name"), str))
-        if result.get("nextCursor"):  # not the last page
-            return line
-        name, n = READER_TOOL_NAME, 1
-        while name in self.server_tools:
-            n += 1
-            name = "%s_%d" % (READER_TOOL_NAME, n)
-        tools.append(reader_tool(name))
-        try:
-            line = encode_message(msg)[:-1]
-        except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
-            log.warning("could not add %s to tools/list (%s); forwarding it unchanged" % (name, exc))
-            return line
-        self.spill.reader_name = name
-        return line
+        return self.reader.advertise(msg, line)
 
     def _send_line(self, line, msg, pending, spilled=None):
         """Write one upstream line (no newline) to the client; ``msg`` is for the trace only."""
@@ -7415,24 +7612,13 @@ class Relay:
     def _check_size(self, line, msg, pending):
         """Return (replacement text or None, SpillFiles or None) for a line that may be over the budget.
 
-        A response is over when it has more characters than ``spill.max_chars``
-        or more UTF-8 bytes than ``spill.max_bytes`` (when set), not counting
-        the image data the client's profile lets through (``images_free``) nor
-        the result member its model never sees (``model_skips``).
+        It goes as it is, or compacted, when it fits the spill's ``Budget``
+        (``Budget.fit``); else it is spilled.
         """
-        chars, size = char_count(line), len(line)
-        free_chars, free_bytes = self._free_chars(line, msg)
-        if self._fits(chars - free_chars, size - free_bytes):
-            return None, None
-        # Re-serializing only helps a line that compacts under the limit: when
-        # it cannot, skip the costly dumps (14 ms for 5 MB).  Compacting removes
-        # ASCII only, as many bytes as characters.
-        floor = compact_floor(line, chars)
-        if self._fits(floor - free_chars, floor + size - chars - free_bytes):
-            compact = dumps(msg)
-            compact_size = len(compact.encode("utf-8", "surrogatepass")) if self.spill.max_bytes else 0
-            if self._fits(len(compact) - free_chars, compact_size - free_bytes):
-                return compact, None
+        chars = char_count(line)
+        fits, compact = self.spill.budget.fit(line, msg, chars)
+        if fits:
+            return compact, None
         method = pending.method if pending else None
         params = pending.params if pending else None
         rewritten = self.spill.rewrite(line, msg, method, params, self._version_of(pending), chars)
@@ -7441,30 +7627,6 @@ class Relay:
         out, files = rewritten
         self._log_spill(method or msg.get("method"), msg.get("id"), len(line), files)
         return out, files
-
-    def _fits(self, chars, size):
-        spill = self.spill
-        return chars <= spill.max_chars and (not spill.max_bytes or size <= spill.max_bytes)
-
-    def _free_chars(self, line, msg):
-        """(characters, UTF-8 bytes) of ``msg`` that do not count toward the budget.
-
-        The member of a tool result the client never shows its model
-        (``model_skips``), measured compact (a float may print a character or
-        two longer than it came: the budgets' margins absorb that); and image
-        data, all of it when the client shows images and it is within
-        --max-image-bytes in total.  Only a line that names an image is looked
-        into for images.
-        """
-        skipped = skipped_member(msg, self.model_skips)
-        free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
-        if self.model_skips == "content" and skipped:
-            return free   # the images are in the content the model never sees
-        if not self.images_free or b'"image"' not in line:
-            return free
-        total = image_data_chars(msg)
-        total = total if total <= self.images_free else 0
-        return free[0] + total, free[1] + total
 
     def _version_of(self, pending):
         """The MCP version a spilled message is answered in: its request's, else the session's.
@@ -7568,82 +7730,7 @@ class Relay:
             self.upstream.send(line + b"\n")
 
 
-# Bytes that may disappear when a line is re-serialized compactly (see Relay._check_size).
-COMPACT_SHRINKABLE = b" \t\r\n/0123456789"
 SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed (Relay._spill_later)
-
-
-def compact_floor(line, chars):
-    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly.
-
-    Compact JSON can only lose whitespace, escapes (\\uXXXX, \\/) and number
-    digits; duplicate keys could shrink it further, so a line over the limit
-    by this bound is spilled, never sent oversized.
-    """
-    return chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u")
-
-
-READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context")
-SEARCHES_AT_ONCE = 2  # pattern searches running together; more wait their turn
-
-
-def reader_tool(name):
-    """The tools/list entry of the reader tool (see ``Relay._answer_reader`` and ``Spill.read``)."""
-    return {
-        "name": name,
-        "description": (
-            "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
-            "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
-            "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each (a search is stopped after %d s). Each page says "
-            "how to get the next." % SEARCH_SECONDS),
-        "inputSchema": {"type": "object", "properties": {
-            "id": {"type": "string", "description": "spill id from the note"},
-            "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
-            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
-            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1)"},
-            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
-                        "description": "regular expression to search for"},
-            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
-                        "description": "lines shown around each match"},
-        }, "required": ["id"]},
-    }
-
-
-def skipped_member(msg, member):
-    """The compact JSON of ``member`` of the tool result ``msg`` answers with, when the result
-    also has the other one (content / structuredContent) for the client to show; else None.
-
-    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
-    """
-    result = msg.get("result") if member else None
-    if not isinstance(result, dict):
-        return None
-    for holder in (result, result.get("result")):
-        if (isinstance(holder, dict) and isinstance(holder.get("content"), list)
-                and holder.get("structuredContent") is not None and member in holder):
-            try:
-                return dumps(holder[member])
-            except (ValueError, TypeError):   # NaN, a LongNumber: count it all
-                return None
-    return None
-
-
-def image_data_chars(msg):
-    """Characters of base64 ``data`` in the image blocks of the tool result ``msg`` answers with.
-
-    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
-    """
-    result = msg.get("result")
-    if not isinstance(result, dict):
-        return 0
-    total = 0
-    for holder in (result, result.get("result")):
-        content = holder.get("content") if isinstance(holder, dict) else None
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
-                total += len(block["data"])
-    return total
 
 
 def strip_output_schemas(msg, line):

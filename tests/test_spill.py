@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -59,6 +60,54 @@ def test_preview_parts_are_slices_of_the_text(text, budget):
     assert len(head) + len(tail) + omitted == len(text)
     if omitted:
         assert len(head) + len(tail) <= budget
+
+
+# -- Budget: what a message may be as the client gets it ------------------------
+
+def options(**given):
+    """The command line's budget options: None is not given."""
+    values = dict(max_response_chars=None, max_response_bytes=None, preview_chars=None, max_image_bytes=None)
+    values.update(given)
+    return types.SimpleNamespace(**values)
+
+
+def numbers(budget):
+    return budget.max_chars, budget.max_bytes, budget.preview_chars, budget.images_free, budget.check_above
+
+
+def test_a_budget_is_the_client_profile_with_each_option_given_winning():
+    codex, generic = op.CLIENT_PROFILES["codex"], op.CLIENT_PROFILES["generic"]
+    assert numbers(op.Budget.for_client(codex, options())) == (10000, 10000, 3000, op.MAX_IMAGE_BYTES, 10000)
+    assert op.Budget.for_client(codex, options()).model_skips == "content"
+    given = options(max_response_chars=500, preview_chars=100, max_image_bytes=0)
+    assert numbers(op.Budget.for_client(codex, given)) == (500, 10000, 100, 0, 500)
+    # --max-response-chars 0 never spills: the profile's byte budget goes with it.
+    assert numbers(op.Budget.for_client(codex, options(max_response_chars=0)))[:2] == (0, 0)
+    assert op.Budget.for_client(codex, options(max_response_chars=0)).check_above == 0
+    # A byte budget alone gives previews a character bound as large.
+    bytes_only = op.Budget.for_client(generic, options(max_response_chars=0, max_response_bytes=3000))
+    assert numbers(bytes_only) == (3000, 3000, 4000, 0, 3000)
+
+
+def test_a_budget_fits_a_line_as_it_is_compacted_or_not_at_all():
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "x" * 50}]}}
+    line, spaced = spill_line(msg), json.dumps(msg, indent=2).encode()
+    assert op.Budget(len(line)).fit(line, msg, len(line)) == (True, None)
+    assert op.Budget(len(line)).fit(spaced, msg, len(spaced)) == (True, compact(msg))
+    assert op.Budget(len(line) - 1).fit(spaced, msg, len(spaced)) == (False, None)
+    assert op.Budget(len(line), max_bytes=len(line) - 1).fit(line, msg, len(line)) == (False, None)
+    # Image data a client shows is free up to images_free, and only then.
+    shot = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "image", "data": "A" * 1000,
+                                                                 "mimeType": "image/png"}]}}
+    line = spill_line(shot)
+    assert op.Budget(200, images_free=1000).fit(line, shot, len(line)) == (True, None)
+    assert op.Budget(200, images_free=999).fit(line, shot, len(line)) == (False, None)
+
+
+def test_a_reader_page_leaves_room_for_the_rest_of_its_answer():
+    assert op.Budget(1000, max_bytes=600).page("é" * 100) == (900, 400)
+    assert op.Budget(1000).page("x" * 100) == (900, 0)
+    assert op.Budget(0).page("x") == (op.MAX_RESPONSE_CHARS - 1, 0)   # never spilling: the default page
 
 
 # -- the fit invariant --------------------------------------------------------
@@ -116,7 +165,7 @@ def oversized_messages(draw):
 def test_every_rewritten_message_fits_and_is_valid(tmp_path, sample, max_chars, preview_chars, version):
     msg, method = sample
     line = spill_line(msg)
-    spill = op.Spill(str(tmp_path / "out"), max_chars, preview_chars)
+    spill = op.Spill(str(tmp_path / "out"), op.Budget(max_chars, preview_chars))
     rewritten = spill.rewrite(line, msg, method, {"uri": "x://asked"}, version)
     if rewritten is None:
         pytest.fail("an oversized %s was not rewritten" % method)
@@ -141,13 +190,13 @@ def test_every_rewritten_message_fits_and_is_valid(tmp_path, sample, max_chars, 
 
 def test_tiny_limit_falls_back_to_minimal_forms(tmp_path):
     msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "y" * 50000}]}}
-    spill = op.Spill(str(tmp_path / ("deep" * 40)), 500, 4000)
+    spill = op.Spill(str(tmp_path / ("deep" * 40)), op.Budget(500, 4000))
     out, files = spill.rewrite(spill_line(msg), msg, "tools/call")
     assert len(out) <= 500 and json.loads(out)["id"] == 1
 
 
 def test_lifecycle_and_requests_are_never_rewritten(tmp_path):
-    spill = op.Spill(str(tmp_path), 500, 100)
+    spill = op.Spill(str(tmp_path), op.Budget(500, 100))
     for method in ("initialize", "tools/list", "prompts/list", "ping", "completion/complete", "logging/setLevel"):
         msg = {"jsonrpc": "2.0", "id": 1, "result": {"x": "y" * 2000}}
         assert spill.rewrite(spill_line(msg), msg, method) is None
@@ -180,7 +229,7 @@ def test_previews_carry_the_required_fields_of_their_era_at_every_size(tmp_path,
         result = dict(ERA_RESULTS[method], **({"resultType": "complete", "_meta": SERVER_INFO} if modern else {}))
         msg = {"jsonrpc": "2.0", "id": 5, "result": result}
         for max_chars in (300, 450, 700, 1200, 5000):
-            out, _ = op.Spill(str(tmp_path), max_chars, 2000).rewrite(spill_line(msg), msg, method, {}, version)
+            out, _ = op.Spill(str(tmp_path), op.Budget(max_chars, 2000)).rewrite(spill_line(msg), msg, method, {}, version)
             new = json.loads(out)
             assert len(out) <= max_chars
             if "error" in new:  # the last resort: too small for any result
@@ -199,13 +248,13 @@ def test_previews_carry_the_required_fields_of_their_era_at_every_size(tmp_path,
 
 def test_modern_resources_read_without_cache_fields_gets_no_caching(tmp_path):
     msg = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "contents": [{"uri": "x://r", "text": "r" * 9000}]}}
-    out, _ = op.Spill(str(tmp_path), 2000, 500).rewrite(spill_line(msg), msg, "resources/read", {}, "2026-07-28")
+    out, _ = op.Spill(str(tmp_path), op.Budget(2000, 500)).rewrite(spill_line(msg), msg, "resources/read", {}, "2026-07-28")
     got = json.loads(out)["result"]
     assert (got["ttlMs"], got["cacheScope"], got["resultType"]) == (0, "private", "complete")
 
 
 def test_interim_discovery_and_listen_results_are_never_rewritten(tmp_path):
-    spill = op.Spill(str(tmp_path), 500, 100)
+    spill = op.Spill(str(tmp_path), op.Budget(500, 100))
     interim = [("tools/call", {"resultType": "input_required", "inputRequests": {"q": {"method": "elicitation/create",
                 "params": {"message": "y" * 2000, "requestedSchema": {"type": "object", "properties": {}}}}}}),
                ("tools/call", {"resultType": "task", "task": {"taskId": "t", "statusMessage": "y" * 2000}}),
@@ -220,7 +269,7 @@ def test_interim_discovery_and_listen_results_are_never_rewritten(tmp_path):
 
 
 def test_task_results_are_spilled_as_the_tool_results_they_are(tmp_path):
-    spill = op.Spill(str(tmp_path), 2000, 500)
+    spill = op.Spill(str(tmp_path), op.Budget(2000, 500))
     tool = {"content": [{"type": "text", "text": "z" * 9000}], "isError": True}
     msg = {"jsonrpc": "2.0", "id": 3, "result": tool}
     got = json.loads(spill.rewrite(spill_line(msg), msg, "tasks/result", {"taskId": "t1"}, "2025-11-25")[0])
@@ -241,7 +290,7 @@ def test_task_results_are_spilled_as_the_tool_results_they_are(tmp_path):
 
 def test_files_are_private_and_named_safely(tmp_path):
     out_dir = tmp_path / "new"
-    spill = op.Spill(str(out_dir), 1000, 200)
+    spill = op.Spill(str(out_dir), op.Budget(1000, 200))
     msg = {"jsonrpc": "2.0", "id": "../../etc/passwd", "result": {"content": [{"type": "text", "text": "z" * 5000}]}}
     line = spill_line(msg)
     out, files = spill.rewrite(line, msg, "tools/call")
@@ -280,10 +329,10 @@ def test_remove_expired_only_touches_own_old_files(tmp_path):
     old = time.time() - 10 * 86400
     for path in (own_old, own_tmp, other):
         os.utime(str(path), (old, old))
-    spill = op.Spill(str(tmp_path), 1000, 100, retention_days=7)
+    spill = op.Spill(str(tmp_path), op.Budget(1000, 100), retention_days=7)
     assert spill.remove_expired() == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([own_new.name, other.name])
-    assert op.Spill(str(tmp_path), 1000, 100, retention_days=0).remove_expired() == 0
+    assert op.Spill(str(tmp_path), op.Budget(1000, 100), retention_days=0).remove_expired() == 0
 
 
 def killed_while_spilling(spill_dir, tries=3):
@@ -404,7 +453,7 @@ def test_write_file_takes_chunks_and_a_failed_write_leaves_no_temp_file(tmp_path
 @posix_only
 def test_shared_output_dir_gets_a_private_subdirectory(tmp_path, capsys):
     shared = shared_dir(tmp_path / "shared")
-    spill = op.Spill(str(shared), 4000, 200)
+    spill = op.Spill(str(shared), op.Budget(4000, 200))
     out, files = spill.rewrite(spill_line(BIG), BIG, "tools/call")
     private = shared / ("ocx-proxy-%d" % UID)
     assert os.listdir(str(shared)) == [private.name]
@@ -422,7 +471,7 @@ def test_shared_output_dir_gets_a_private_subdirectory(tmp_path, capsys):
 def test_directory_owned_by_someone_else_gets_a_private_subdirectory(tmp_path):
     foreign = foreign_dir(tmp_path)
     os.chmod(foreign, 0o755)
-    out, files = op.Spill(foreign, 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call")
+    out, files = op.Spill(foreign, op.Budget(1000, 200)).rewrite(spill_line(BIG), BIG, "tools/call")
     assert os.path.dirname(files.json_path) == os.path.join(foreign, "ocx-proxy-%d" % UID)
 
 
@@ -431,7 +480,7 @@ def test_output_dir_linked_to_another_users_directory_is_refused(tmp_path, capsy
     foreign = foreign_dir(tmp_path)
     before = sorted(os.listdir(foreign))
     os.symlink(foreign, str(tmp_path / "link"))
-    assert op.Spill(str(tmp_path / "link"), 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call") is None
+    assert op.Spill(str(tmp_path / "link"), op.Budget(1000, 200)).rewrite(spill_line(BIG), BIG, "tools/call") is None
     assert sorted(os.listdir(foreign)) == before
     err = capsys.readouterr().err
     assert "refusing --output-dir %s" % (tmp_path / "link") in err and "forwarding it unchanged" in err
@@ -439,7 +488,7 @@ def test_output_dir_linked_to_another_users_directory_is_refused(tmp_path, capsy
     own = tmp_path / "own"
     own.mkdir(mode=0o700)
     os.symlink(str(own), str(tmp_path / "own-link"))
-    assert op.Spill(str(tmp_path / "own-link"), 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call")
+    assert op.Spill(str(tmp_path / "own-link"), op.Budget(1000, 200)).rewrite(spill_line(BIG), BIG, "tools/call")
     assert len(spill_names(own)) == 2
 
 
@@ -457,7 +506,7 @@ def test_a_planted_private_subdirectory_is_refused(tmp_path, capsys, planted):
         os.chmod(str(private), 0o777)
     else:
         private.write_text("x")
-    assert op.Spill(str(shared), 1000, 200).rewrite(spill_line(BIG), BIG, "tools/call") is None
+    assert op.Spill(str(shared), op.Budget(1000, 200)).rewrite(spill_line(BIG), BIG, "tools/call") is None
     assert "refusing spill directory %s" % private in capsys.readouterr().err
     assert os.listdir(str(elsewhere)) == [] and sorted(os.listdir(str(shared))) == [private.name]
     if planted == "open-dir":
@@ -468,7 +517,7 @@ def test_a_planted_private_subdirectory_is_refused(tmp_path, capsys, planted):
 def test_remove_expired_works_in_the_private_subdirectory_and_never_follows_links(tmp_path):
     old = time.time() - 10 * 86400
     shared = shared_dir(tmp_path / "shared")
-    spill = op.Spill(str(shared), 1000, 100, retention_days=7)
+    spill = op.Spill(str(shared), op.Budget(1000, 100), retention_days=7)
     assert spill.remove_expired() == 0 and os.listdir(str(shared)) == []  # nothing created to clean
     spill.write_file("keep.txt", b"x")
     private = shared / ("ocx-proxy-%d" % UID)
@@ -498,7 +547,7 @@ import json, sys
 import ocx_proxy as op
 msg = json.loads(sys.stdin.read())
 line = json.dumps(msg, separators=(",", ":")).encode()
-print(json.dumps(op.Spill(sys.argv[1], 1000, 200).rewrite(line, msg, sys.argv[2]) is None))
+print(json.dumps(op.Spill(sys.argv[1], op.Budget(1000, 200)).rewrite(line, msg, sys.argv[2]) is None))
 """
 
 
@@ -592,7 +641,7 @@ def test_every_rewritten_message_fits_characters_and_bytes(tmp_path, text, max_c
     else:
         result = {"payload": text}
     msg = {"jsonrpc": "2.0", "id": 7, "result": result}
-    spill = op.Spill(str(tmp_path / "out"), max_chars, preview_chars, max_bytes=max_bytes)
+    spill = op.Spill(str(tmp_path / "out"), op.Budget(max_chars, preview_chars, max_bytes=max_bytes))
     spill.reader_name = op.READER_TOOL_NAME
     out, files = spill.rewrite(spill_line(msg), msg, method, {"uri": "x://1"}, version)
     assert len(out) <= max_chars and len(out.encode("utf-8")) <= max_bytes
@@ -601,7 +650,7 @@ def test_every_rewritten_message_fits_characters_and_bytes(tmp_path, text, max_c
 
 def test_a_cjk_preview_near_the_budget_fits_the_byte_budget(tmp_path):
     msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "数" * 30000}]}}
-    spill = op.Spill(str(tmp_path), 10000, 8000, max_bytes=12000)
+    spill = op.Spill(str(tmp_path), op.Budget(10000, 8000, max_bytes=12000))
     out, _ = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
     assert len(out.encode("utf-8")) <= 12000
     assert "数" * 1000 in json.loads(out)["result"]["content"][0]["text"]
@@ -609,7 +658,7 @@ def test_a_cjk_preview_near_the_budget_fits_the_byte_budget(tmp_path):
 
 def test_the_marker_opens_and_closes_the_preview(tmp_path):
     msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "数据\n" * 9000}]}}
-    spill = op.Spill(str(tmp_path), 10000, 4000)
+    spill = op.Spill(str(tmp_path), op.Budget(10000, 4000))
     spill.reader_name = "read_spilled_output_2"
     out, files = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
     text = json.loads(out)["result"]["content"][0]["text"]
@@ -631,7 +680,7 @@ def test_a_text_block_that_is_json_is_pretty_printed_in_the_txt(tmp_path):
     msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": raw},
                                                              {"type": "text", "text": "[not json"}]}}
     line = spill_line(msg)
-    _, files = op.Spill(str(tmp_path), 2000, 500).rewrite(line, msg, "tools/call", None, "2025-06-18")
+    _, files = op.Spill(str(tmp_path), op.Budget(2000, 500)).rewrite(line, msg, "tools/call", None, "2025-06-18")
     with open(files.txt_path, encoding="utf-8") as handle:
         txt = handle.read()
     pretty = json.dumps(data, indent=2, ensure_ascii=False).replace('"n": 1.5,', '"n": 1.50,')
@@ -644,7 +693,7 @@ def test_a_text_block_that_is_json_is_pretty_printed_in_the_txt(tmp_path):
 # -- Spill.read ---------------------------------------------------------------
 
 def spilled(tmp_path, text, reader_name=op.READER_TOOL_NAME):
-    spill = op.Spill(str(tmp_path / "out"), 2000, 500)
+    spill = op.Spill(str(tmp_path / "out"), op.Budget(2000, 500))
     spill.reader_name = reader_name
     msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}}
     _, files = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
@@ -678,7 +727,7 @@ def test_pages_of_any_budget_give_the_text_back_exactly(tmp_path, budget_bytes):
 
 def saved(tmp_path, text, spill=None):
     """``text`` written as the ``.txt`` of a new spill, as it is (no preview, no pretty-printing)."""
-    spill = spill or op.Spill(str(tmp_path / "out"), 2000, 500)
+    spill = spill or op.Spill(str(tmp_path / "out"), op.Budget(2000, 500))
     readable = op.ReadableText()
     readable.parts.append(text)
     files, _ = spill.save_text(spill.save_line(os.urandom(16).hex().encode(), "tools/call", 1), readable)
