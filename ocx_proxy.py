@@ -3100,6 +3100,29 @@ class Handshake:
         return json.dumps(answer["error"], default=repr)[:300] if "error" in answer else None
 
 
+# One change to the answers to one method's requests (Relay.rewrites, Upstream.rewrites):
+# ``applies(line, params)`` tells from the answer's bytes and its request's params alone, cheaply
+# (the relay asks it before parsing a line over PEEK_LINE_BYTES, and relays a line none applies to
+# as it came); ``rewrite(msg, params)`` changes the parsed answer, True when it did; ``what`` names it.
+Rewrite = collections.namedtuple("Rewrite", "what applies rewrite")
+
+
+def apply_rewrites(rewrites, line, msg, params):
+    """``line`` (``msg`` parsed) after each of ``rewrites`` that applies, written anew once (``msg``
+    changed to match); as it came when JSON cannot hold the result (1e999, a LongNumber)."""
+    changed = []
+    for rewrite in rewrites:
+        if rewrite.applies(line, params) and rewrite.rewrite(msg, params):
+            changed.append(rewrite.what)
+    if not changed:
+        return line
+    try:
+        return encode_message(msg)[:-1]
+    except (ValueError, TypeError) as exc:
+        log.warning("could not %s (%s); forwarding it unchanged" % (" and ".join(changed), exc))
+        return line
+
+
 class Upstream:
     """The contract between the relay and a transport to the real server.
 
@@ -3117,6 +3140,9 @@ class Upstream:
     whoever speaks for the client sets it before ``start()`` and notes the
     client's messages in it (the relay keeps one across restarts); a
     transport that opens a new session or stream on its own replays it.
+    ``rewrites`` ({method: tuple of ``Rewrite``}) are the transport's own
+    changes to the answers to that method's requests: whoever speaks for the
+    client runs them, before any of its own (the relay: see ``Relay.rewrites``).
 
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
@@ -3136,6 +3162,7 @@ class Upstream:
         self.fatal = False
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.handshake = Handshake()
+        self.rewrites = {}
 
     def start(self):
         raise NotImplementedError
@@ -6056,6 +6083,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.get_conn = None
         self.announced = False
         self.tool_headers = {}             # tool name -> the Mcp-Param-* headers it asks for (param_headers)
+        self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list", self._lists_modern_tools,
+                                                self._learn_tools),)}
 
     def request_headers(self, accept=ACCEPT_BOTH, body=True, session=True, last_event_id=None, more=()):
         extra = [("Accept", accept)]
@@ -6196,8 +6225,6 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def _answered(self, exchange, msg):
         RemoteUpstream._answered(self, exchange, msg)
-        if exchange.modern and exchange.method == "tools/list" and isinstance(msg.get("result"), dict):
-            return self._learn_tools(exchange, msg)
         if exchange.method == "initialize" and isinstance(msg.get("result"), dict):
             version = msg["result"].get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
@@ -6208,14 +6235,17 @@ class StreamableHttpUpstream(RemoteUpstream):
                     "with a session" if self.session_id else "no session"))
         return None
 
-    def _learn_tools(self, exchange, msg):
+    def _lists_modern_tools(self, line, params):
+        return is_modern(request_version(params))
+
+    def _learn_tools(self, msg, params):
         """Note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first page starts
         over) and leave out the tools whose annotations are invalid, with a warning, as the spec
-        tells clients to.  The message to forward instead, or None for the one that came."""
-        tools = msg["result"].get("tools")
+        tells clients to.  A ``Rewrite``: True when it left any out."""
+        result = msg.get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
-            return None
-        params = exchange.msg["params"]
+            return False
         if params.get("cursor") is None:
             self.tool_headers = {}
         kept = []
@@ -6229,13 +6259,9 @@ class StreamableHttpUpstream(RemoteUpstream):
             if headers and isinstance(name, str):
                 self.tool_headers[name] = headers
         if len(kept) == len(tools):
-            return None
-        msg["result"]["tools"] = kept
-        try:
-            return encode_message(msg)[:-1]
-        except (TypeError, ValueError) as exc:
-            self.note("warning", "could not leave tools out of tools/list (%s); forwarding it whole" % exc)
-            return None
+            return False
+        result["tools"] = kept
+        return True
 
     def _read_post_stream(self, exchange, conn, resp):
         """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops
@@ -6634,6 +6660,7 @@ class AutoUpstream(Upstream):
         else:
             self.inner = StreamableHttpUpstream(loop, config, on_line, on_exit, fallback=self._fall_back)
         self.stderr_tail = self.inner.stderr_tail
+        self.rewrites = self.inner.rewrites
 
     @property
     def exited(self):
@@ -6674,6 +6701,7 @@ class AutoUpstream(Upstream):
         closing = self.inner.closing
         self.inner = SseUpstream(self.loop, self.config, self.on_line, self.on_exit)
         self.stderr_tail = self.inner.stderr_tail
+        self.rewrites = self.inner.rewrites
         self.start()
         for line in lines:
             self.inner.send(line + b"\n")
@@ -6752,7 +6780,7 @@ class RelayOptions:
 class Pending:
     """A client request the upstream has not answered yet.
 
-    ``params`` are kept only where a preview needs them (resources/read);
+    ``params`` are kept only where a preview (resources/read) or a rewrite (tools/list) needs them;
     ``version`` is the one the request names in ``_meta`` (2026-07-28 on), else None.
     """
 
@@ -6858,28 +6886,24 @@ class Reader:
         self.searches = []               # pattern searches running (BoundedRun)
         self.queue = collections.deque()  # calls with a pattern, waiting for a turn
 
-    def advertise(self, msg, line):
-        """``line``, a tools/list answer (``msg`` parsed), with the reader tool added when it is the last page."""
+    def advertise(self, msg, params=None):
+        """Add the reader tool to the tools/list answer ``msg`` when it is the last page, under a name
+        no tool the server listed has taken; True when it was added (a ``Rewrite``)."""
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
         if not self.offered or not isinstance(tools, list):
-            return line
+            return False
         self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
                                  and isinstance(tool.get("name"), str))
         if result.get("nextCursor"):  # not the last page
-            return line
+            return False
         name, n = READER_TOOL_NAME, 1
         while name in self.server_tools:
             n += 1
             name = "%s_%d" % (READER_TOOL_NAME, n)
         tools.append(reader_tool(name))
-        try:
-            line = encode_message(msg)[:-1]
-        except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
-            log.warning("could not add %s to tools/list (%s); forwarding it unchanged" % (name, exc))
-            return line
         self.spill.reader_name = name
-        return line
+        return True
 
     def claim(self, line, msgs, raws):
         """Answer the calls of the reader tool among ``msgs`` (the messages of client ``line``, ``raws``
@@ -7004,6 +7028,11 @@ class Relay:
         self.profile_known = options.client != "auto"
         self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing,
                              options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
+        # What we change in answers, by their request's method (after Upstream.rewrites): a line over
+        # PEEK_LINE_BYTES is parsed only when one applies (_may_change); _forward runs them.
+        self.rewrites = {"tools/list": (
+            Rewrite("remove outputSchema from tools/list", self._has_output_schemas, strip_output_schemas),
+            Rewrite("add the reader tool to tools/list", self._offers_reader, self.reader.advertise))}
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -7273,7 +7302,7 @@ class Relay:
         if kind == "request":
             if method == "initialize":
                 self.initialize_ok = False
-            params = msg.get("params") if method == "resources/read" else None
+            params = msg.get("params") if method in ("resources/read", "tools/list") else None
             pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
             if self.options.request_timeout > 0 and method not in OPEN_ENDED:
                 pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
@@ -7398,7 +7427,7 @@ class Relay:
         method = pending.method if pending else envelope.method
         if method == "initialize" or not relayable_unparsed(line):
             return False
-        if self._may_rewrite(line, kind, method):
+        if self._may_change(line, kind, method, pending):
             return len(line) >= SPILL_LATER_BYTES and kind == "response" and self._spill_later(line, envelope, pending)
         self._send_line(line, {"id": envelope.id, "method": envelope.method} if envelope.has_id
                         else {"method": envelope.method}, pending)
@@ -7484,11 +7513,10 @@ class Relay:
         self.spill.discard(saved)
         return line
 
-    def _may_rewrite(self, line, kind, method):
+    def _may_change(self, line, kind, method, pending):
         """Whether ``_forward`` may change this message (``method``: the request's for a response)."""
-        if method == "tools/list" and self.reader.offered:
-            return True
-        if method == "tools/list" and not self.keep_output_schema and b'"outputSchema"' in line:
+        params = pending.params if pending else None
+        if any(rewrite.applies(line, params) for rewrite in self._rewrites_of(pending)):
             return True
         limit = self.spill.budget.check_above
         return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
@@ -7548,10 +7576,15 @@ class Relay:
             self.protocol_version = msg["result"].get("protocolVersion")
         return pending
 
+    def _rewrites_of(self, pending):
+        """The rewrites of an answer to ``pending`` (None: not an answer): the transport's, then ours."""
+        if pending is None:
+            return ()
+        return self.upstream.rewrites.get(pending.method, ()) + self.rewrites.get(pending.method, ())
+
     def _forward(self, line, msg, pending):
-        method = pending.method if pending else None
-        if method == "tools/list":
-            line = self._tool_list(line, msg)
+        if pending is not None:
+            line = apply_rewrites(self._rewrites_of(pending), line, msg, pending.params)
         spilled = None
         limit = self.spill.budget.check_above
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
@@ -7564,15 +7597,11 @@ class Relay:
                 line = out.encode("utf-8", "surrogatepass")
         self._send_line(line, msg, pending, spilled)
 
-    def _tool_list(self, line, msg):
-        """A tools/list answer as the client gets it: outputSchema stripped, the reader tool on the last page.
+    def _has_output_schemas(self, line, params):
+        return not self.keep_output_schema and b'"outputSchema"' in line
 
-        Unless --keep-output-schema, see ``strip_output_schemas``; the reader
-        tool, see ``Reader.advertise``.
-        """
-        if not self.keep_output_schema and b'"outputSchema"' in line:
-            line = strip_output_schemas(msg, line)
-        return self.reader.advertise(msg, line)
+    def _offers_reader(self, line, params):
+        return self.reader.offered
 
     def _send_line(self, line, msg, pending, spilled=None):
         """Write one upstream line (no newline) to the client; ``msg`` is for the trace only."""
@@ -7733,24 +7762,19 @@ class Relay:
 SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed (Relay._spill_later)
 
 
-def strip_output_schemas(msg, line):
-    """Remove ``outputSchema`` from a tools/list result (see --keep-output-schema)."""
-    result = msg.get("result") if isinstance(msg, dict) else None
+def strip_output_schemas(msg, params=None):
+    """Remove ``outputSchema`` from a tools/list result (see --keep-output-schema); True when any went.
+
+    A ``Rewrite`` (``params`` unused).
+    """
+    result = msg.get("result")
     tools = result.get("tools") if isinstance(result, dict) else None
-    if not isinstance(tools, list):
-        return line
     changed = False
-    for tool in tools:
+    for tool in tools if isinstance(tools, list) else ():
         if isinstance(tool, dict) and "outputSchema" in tool:
             del tool["outputSchema"]
             changed = True
-    if not changed:
-        return line
-    try:
-        return encode_message(msg)[:-1]
-    except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
-        log.warning("could not remove outputSchema from tools/list (%s); forwarding it unchanged" % exc)
-        return line
+    return changed
 
 
 def run_relay(options, make_upstream):
@@ -9959,7 +9983,11 @@ class McpClient:
                 if left <= 0:
                     raise OcxError("no answer to %s within %g s" % (method, timeout))
                 self.lock.wait(left)
-            return self.responses.pop(id_key(msg_id))
+            reply = self.responses.pop(id_key(msg_id))
+        rewrites = self.upstream.rewrites.get(method)
+        if rewrites:  # the transport's own: we are its client
+            apply_rewrites(rewrites, encode_message(reply)[:-1], reply, params)
+        return reply
 
     def notify(self, method, params=None):
         self._send({"jsonrpc": "2.0", "method": method}, params)

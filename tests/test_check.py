@@ -216,6 +216,17 @@ def test_check_over_streamable_http_speaks_the_modern_era_when_the_server_does(h
     assert "initialize" not in report["timings"] and b"Traceback" not in proc.stderr
 
 
+def test_check_leaves_out_modern_tools_with_invalid_x_mcp_header_annotations(http_server):
+    # The transport's tools/list rewrite (Upstream.rewrites) runs for check too: check is its client.
+    srv = http_server(era="modern", reply="json")
+    proc = subprocess.run([sys.executable, PROXY, "check", "--json", "streamable-http", "--url", srv.base + "/mcp"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, env=check_env())
+    report = json.loads(proc.stdout)
+    assert report["counts"]["tools"] == 4, proc.stderr
+    err = proc.stderr.decode()
+    assert all("left out the tool %r" % name in err for name in ("bad_number", "bad_items", "bad_duplicate")), err
+
+
 def test_check_remote_connection_failure_exits_2(http_server):
     import socket
 

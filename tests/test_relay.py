@@ -979,6 +979,53 @@ def test_big_lines_are_parsed_only_when_they_may_be_rewritten(tmp_path):
     assert relay.stderr.count("ocx-test: parsed a line") == 1
 
 
+SHOW_REWRITES = """
+import json
+import sys
+import ocx_proxy as op
+
+init = op.Relay.__init__
+
+def show(self, *args, **kw):
+    init(self, *args, **kw)
+    table = {method: [rewrite.what for rewrite in rewrites] for method, rewrites in self.rewrites.items()}
+    sys.stderr.write("ocx-test: rewrites %s\\n" % json.dumps(table))
+
+op.Relay.__init__ = show
+sys.exit(op.main())
+"""
+# For each method of Relay.rewrites: the rewrites it has, and an answer each of them changes
+# ("%s": where the padding goes).  A rewrite added to the table needs its answer here.
+REWRITTEN_ANSWERS = {
+    "tools/list": (["remove outputSchema from tools/list", "add the reader tool to tools/list"],
+                   '{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","description":"%s",'
+                   '"inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}}'),
+}
+
+
+def test_every_rewrite_changes_a_big_answer_as_it_changes_a_small_one(tmp_path):
+    import ocx_proxy as op
+
+    budget = str(100 * op.PEEK_LINE_BYTES)  # the size check must not be what parses the big line
+    relay = RelayProcess(command=[sys.executable, "-c", SHOW_REWRITES, "stdio", "--output-dir", str(tmp_path),
+                                  "--max-response-chars", budget, "--max-response-bytes", budget,
+                                  "--", sys.executable, STDIO_SERVER])
+    relay.initialize()
+    table = json.loads(re.search(r"ocx-test: rewrites (.*)", relay.stderr).group(1))
+    assert table == {method: whats for method, (whats, _) in REWRITTEN_ANSWERS.items()}
+    msg_id = 100
+    for method, (_, answer) in REWRITTEN_ANSWERS.items():
+        got = []
+        for pad in ("~", "~" * (op.PEEK_LINE_BYTES + 1)):
+            msg_id += 1
+            answer_raw(relay, answer % pad, msg_id, method=method, params={})
+            raw = recv_id(relay, msg_id)[1]
+            assert raw != (answer % pad).replace("__ID__", str(msg_id)).encode() + b"\n", method  # rewritten
+            got.append(raw.replace(pad.encode(), b"PAD").replace(b'"id":%d' % msg_id, b'"id":0'))
+        assert got[1] == got[0], method
+    assert relay.close() == 0
+
+
 @pytest.mark.slow
 def test_100_mb_result_flows_through_unparsed_with_spill_off(tmp_path):
     relay = spying_relay(tmp_path, "--max-response-chars", "0")

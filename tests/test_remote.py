@@ -548,6 +548,25 @@ def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_left_out(server, 
     relay.close()
 
 
+def test_a_big_modern_tools_list_leaves_out_invalid_tools_as_a_small_one_does(server, remote):
+    # The transport's tools/list rewrite is in the relay's table: a line over PEEK_LINE_BYTES is parsed for it.
+    import ocx_proxy as op
+
+    srv = server(era="modern", reply="json")
+    budget = str(100 * op.PEEK_LINE_BYTES)  # the size check must not be what parses the big line
+    relay = remote("streamable-http", srv.url, "--max-response-chars", budget, "--max-response-bytes", budget)
+    names = []
+    for pad in (1, op.PEEK_LINE_BYTES):
+        tools = modern(relay, "tools/list", {"pad": pad})[0]["result"]["tools"]
+        assert len(tools[0]["description"]) == pad
+        names.append([t["name"] for t in tools])
+    assert names[0] == names[1] == ["echo", "route", "sleep", "whoami", "read_spilled_output"]
+    reply = modern(relay, "tools/call", {"name": "route", "arguments": {"region": "eu"}})[0]
+    assert json.loads(text_of(reply)) == {"region": "eu"}
+    assert modern_posts(srv, "tools/call")[-1]["headers"]["Mcp-Param-Region"] == "eu"
+    assert relay.close() == 0
+
+
 def test_legacy_and_modern_requests_side_by_side_on_one_relay(server, remote):
     srv = server(era="dual", reply="sse", get_stream="sse")
     relay = remote("auto", srv.url)
