@@ -1,4 +1,6 @@
 """Client facts: the one table of client limits and name rules, and that its readers follow it."""
+import pytest
+
 import ocx_proxy as op
 
 
@@ -80,3 +82,91 @@ def test_client_names_pick_their_profile_and_anything_else_is_generic():
 
 def test_every_profile_is_a_client_choice_of_the_relay():
     assert op.CLIENT_CHOICES == ("auto",) + tuple(profiles())
+
+
+# -- the one table: sources, names, aliases ---------------------------------------
+
+ENTRY_KEYS = {"display", "kind", "aliases", "facts", "sources", "profile", "config"}
+COMMANDS = ("relay", "check", "capture")
+
+
+def test_every_client_has_a_source_for_every_fact():
+    for name, client in op.CLIENTS.items():
+        assert set(client) == ENTRY_KEYS, name
+        assert set(client["sources"]) == set(client["facts"]), name
+        for fact, source in client["sources"].items():
+            assert isinstance(source, str) and len(source) > 10, (name, fact)
+            assert isinstance(client["facts"][fact], int) and client["facts"][fact] > 0, (name, fact)
+        assert client["kind"] in ("agent", "api") and client["config"] in op.CONFIG_FORMATS + (None,), name
+        assert client["profile"] is None or client["kind"] == "agent", name
+        for alias, commands in client["aliases"].items():
+            assert alias not in op.CLIENTS and set(commands) <= set(COMMANDS), (name, alias)
+
+
+# The spellings each command took before the one table, and what they meant there.
+OLD_SPELLINGS = {
+    "relay": {"cursor": "cursor", "claude-code": "claude-code", "codex": "codex", "gemini": "gemini-cli",
+              "copilot": "copilot", "generic": "generic"},
+    "check": {"cursor": "cursor", "claude-code": "claude-code", "claude-desktop": "claude-desktop", "codex": "codex",
+              "gemini-cli": "gemini-cli", "vscode": "vscode", "windsurf": "windsurf", "anthropic": "anthropic",
+              "openai": "openai", "gemini": "gemini-api"},
+    "capture": {"claude": "claude-code", "codex": "codex", "gemini": "gemini-cli"},
+}
+
+
+def parsed(argv):
+    args = op.build_parser(argv[0]).parse_args(argv)
+    op.resolve_env_defaults(args)
+    return args
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_old_spelling_still_resolves_to_what_it_meant(command, tmp_path, monkeypatch):
+    monkeypatch.delenv("OCX_PROXY_CLIENT", raising=False)
+    catalog = tmp_path / "tools.json"
+    catalog.write_text('{"tools": []}')
+    for old, name in OLD_SPELLINGS[command].items():
+        assert op.client_named(old, command) == name
+        if command == "relay":
+            assert parsed(["stdio", "--client", old]).client == name
+            monkeypatch.setenv("OCX_PROXY_CLIENT", old)
+            assert parsed(["stdio"]).client == name
+            monkeypatch.delenv("OCX_PROXY_CLIENT")
+            assert op.client_profile(old) is op.CLIENTS[name]["profile"]
+        elif command == "check":
+            assert parsed(["check", "--client", old, "--file", str(catalog)]).client == name
+        else:
+            assert parsed(["capture", "--catalog", str(catalog), "--print-config", old]).print_config == name
+    assert parsed(["capture", "--catalog", str(catalog), "--print-config"]).print_config == "claude-code"
+
+
+@pytest.mark.parametrize("command,needle", [("stdio", "gemini still means gemini-cli (deprecated)"),
+                                            ("check", "gemini still means gemini-api (deprecated)"),
+                                            ("capture", "claude still means claude-code (deprecated)")])
+def test_the_help_of_each_command_names_its_old_spellings(command, needle, capsys):
+    with pytest.raises(SystemExit):
+        op.main([command, "--help"])
+    assert needle in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_relay_given_the_old_name_takes_gemini_clis_profile(relay_factory):
+    relay = relay_factory(["--client", "gemini"])
+    relay.initialize()
+    relay.close()
+    assert "client profile gemini-cli (--client)" in relay.stderr
+
+
+def test_the_combined_counts_of_a_config_are_the_catalog_rules_with_their_source():
+    server = op.ConfigServer("a", "/mcpServers/a")
+    result = ({"report": {"cursorMcpToolsBytes": 200000}}, ["t%d" % i for i in range(60)])
+    findings, count, size = op.combined_findings("json", [server], [result])
+    assert (count, size) == (60, 200000)
+    rules = [(f.rule, f.severity, f.clients, f.pointer) for f in findings]
+    assert rules == [("cursor-tool-count-old", "warning", ("cursor",), "/mcpServers"),
+                     ("cursor-mcp-tools-size", "error", ("cursor",), "/mcpServers"),
+                     ("windsurf-config-tool-count", "error", ("windsurf",), "/mcpServers")]
+    for finding in findings:
+        row = op.CATALOG_RULES[finding.rule]
+        assert finding.source == {"ref": row.ref, "observed": row.observed}
+    assert "60 tools in all" in findings[0].message and "200000 bytes for 60 tools in all" in findings[1].message
+    assert op.combined_findings("codex", [server], [result])[0] == []   # Codex: no count rule
