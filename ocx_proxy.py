@@ -1042,80 +1042,73 @@ def served_version(requested):
 # ---------------------------------------------------------------------------
 
 # The one table of clients and model APIs, under the names every --client takes
-# (the relays, check, capture --print-config).  Data only: a new client is one
-# more entry, a new limit one more fact with its source.
-#   display   its name in text
+# (the relays, check, capture --print-config): one client_entry each.
 #   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every
 #             client that sends it the schemas unchanged)
-#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it
-#             still means this entry ("gemini" was Gemini CLI to the relay and
-#             capture, the Gemini API to check)
-#   facts     what it does to a catalog or a result (the keys below); one source each
-#   sources   in: a public report, our client notes (clients.md, its section) or
-#             vendor_proto_notes.md; "measured": by driving that client against a
-#             scripted model on 127.0.0.1
-#   profile   the relay's budget profile (below); None: the relay offers none (generic applies)
-#   config    the format of the file it loads every server from (check --config); None: none we read
-# Facts:
-#   name_chars          the longest tool name it passes on, as it spells the name (Cursor:
-#                       server name + tool name, dropped past it; Gemini CLI mcp_<server>_<tool>,
-#                       Codex mcp__<server>__<tool>, VS Code the name: cut past it)
-#   model_tools         tools sent to the model per request, across all servers
-#   model_tools_old     the same in older versions
-#   mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages:
-#                       past about these the service says resource_exhausted
-#   description_chars   tool descriptions are cut here
-#   result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
-#   function_name_chars a longer function name is refused
-# Profile (--client): what the client passes to its model whole, so that the
-# relay spills just before the client would cut.  Each budget stays under the
-# client's own cut (its result_chars or result_bytes) with a margin: the client
-# cuts the text the model sees, our budget counts the whole JSON-RPC message.
-#   budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
-#   preview_chars                text kept in a preview
-#   strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
-#   shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
-#   model_skips                  the tool result member the client never shows its model when the
-#                                result has both: it does not count (None: both reach the model)
-#   client_names                 clientInfo.name the client sends (initialize, or _meta on 2026-07-28 requests)
+#   config    the format of the file it loads all its servers from (check --config)
+#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still
+#             means this entry ("gemini": Gemini CLI to the relay and capture, the API to check)
+#   facts     what it does to a catalog or a result, each with its source: a public report,
+#             our client notes (clients.md §N), vendor_proto_notes.md; "measured": by driving
+#             the client against a scripted model on 127.0.0.1
+#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server +
+#                        tool name, dropped past it; Gemini CLI mcp_<server>_<tool>, Codex
+#                        mcp__<server>__<tool>, VS Code the name: cut past it)
+#     model_tools        tools sent to the model per request, all servers together (_old: in older versions)
+#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages:
+#                        past about these the service says resource_exhausted
+#     description_chars  tool descriptions are cut here
+#     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
+#     function_name_chars          a longer function name is refused
+#   profile   the relay's budget profile (--client; None: generic applies): what the client passes
+#             its model whole, so that the relay spills just before the client would cut.  Each
+#             budget stays under the client's result_chars or result_bytes with a margin: the client
+#             cuts the text the model sees, our budget counts the whole JSON-RPC message.
+#     budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
+#     preview_chars                text kept in a preview
+#     strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
+#     shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+#     model_skips                  the tool result member the client never shows its model when the
+#                                  result has both: it does not count (None: both reach the model)
+#     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests)
+
+
+def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
+    """A CLIENTS entry; ``facts`` maps each fact to (value, source)."""
+    facts = facts or {}
+    return {"display": display, "kind": kind, "config": config, "aliases": aliases or {}, "profile": profile,
+            "facts": {fact: value for fact, (value, _) in facts.items()},
+            "sources": {fact: source for fact, (_, source) in facts.items()}}
+
+
 CURSOR_LIMITS_SOURCE = "vendor_proto_notes.md, Limits (measured, Cursor agent.v1)"
 CLIENTS = {
     # Its clientInfo.name is not published by Cursor: "cursor-vscode" is what public servers
     # record from its initialize (their client-name tables, which also call it unverified).
     # A wrong name costs the generic profile, never more.
-    "cursor": {
-        "display": "Cursor", "kind": "agent", "aliases": {}, "config": "json",
-        "facts": {"name_chars": 60, "model_tools": 100, "model_tools_old": 40, "mcp_tools_count": 330,
-                  "mcp_tools_bytes": 120000, "message_bytes": 1 << 20, "result_chars": 12000},
-        "sources": {
-            "name_chars": "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)",
-            "model_tools": "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)",
-            "model_tools_old": "https://github.com/anyproto/anytype-mcp/issues/5 (Cursor 0.47: 40), "
-                               "https://github.com/Snowflake-Labs/mcp/issues/77 (2025-09: 80)",
-            "mcp_tools_count": CURSOR_LIMITS_SOURCE, "mcp_tools_bytes": CURSOR_LIMITS_SOURCE,
-            "message_bytes": CURSOR_LIMITS_SOURCE,
-            "result_chars": "clients.md §1 (one public measurement: a longer result may be dropped whole)"},
-        "profile": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-                    "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                    "client_names": ("cursor-vscode",)},
-    },
+    "cursor": client_entry("Cursor", config="json", facts={
+        "name_chars": (60, "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)"),
+        "model_tools": (100, "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)"),
+        "model_tools_old": (40, "https://github.com/anyproto/anytype-mcp/issues/5 (Cursor 0.47: 40), "
+                                "https://github.com/Snowflake-Labs/mcp/issues/77 (2025-09: 80)"),
+        "mcp_tools_count": (330, CURSOR_LIMITS_SOURCE),
+        "mcp_tools_bytes": (120000, CURSOR_LIMITS_SOURCE),
+        "message_bytes": (1 << 20, CURSOR_LIMITS_SOURCE),
+        "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
+        profile={"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
+                 "client_names": ("cursor-vscode",)}),
     # Past MAX_MCP_OUTPUT_TOKENS (25,000 tokens) Claude Code saves a file with no preview: the
     # byte budget keeps CJK text (about a token a character) under it.  With structuredContent
     # its model gets that alone, as compact JSON, like Codex (2.1.332, measured).  Name: its
     # initialize (measured).
-    "claude-code": {
-        "display": "Claude Code", "kind": "agent", "aliases": {"claude": ("capture",)}, "config": "json",
-        "facts": {"description_chars": 2048, "result_chars": 50000},
-        "sources": {"description_chars": "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)",
-                    "result_chars": "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)"},
-        "profile": {"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
-                    "strip_output_schema": True, "shows_images": True, "model_skips": "content",
-                    "client_names": ("claude-code",)},
-    },
-    "claude-desktop": {
-        "display": "Claude Desktop", "kind": "agent", "aliases": {}, "config": "json",
-        "facts": {}, "sources": {}, "profile": None,
-    },
+    "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
+        "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
+        "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
+        profile={"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
+                 "strip_output_schema": True, "shows_images": True, "model_skips": "content",
+                 "client_names": ("claude-code",)}),
+    "claude-desktop": client_entry("Claude Desktop", config="json"),
     # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the
     # smaller cut rules (raise it with --max-response-bytes for a catalog model).  Codex does
     # not validate outputSchema but types results with it: keep it.  Images reach the model as
@@ -1123,74 +1116,43 @@ CLIENTS = {
     # protocol/src/models.rs), so the text beside it does not count.  Function names follow
     # openai's.  Name: its initialize (0.171.0, measured; codex-rs builds Implementation
     # {name: "codex-mcp-client"}).
-    "codex": {
-        "display": "Codex", "kind": "agent", "aliases": {}, "config": "codex",
-        "facts": {"name_chars": 128, "result_bytes": 12000},
-        "sources": {"name_chars": "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)",
-                    "result_bytes": "clients.md §1 (measured, Codex 0.171.0: models it does not know)"},
-        "profile": {"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
-                    "strip_output_schema": False, "shows_images": True, "model_skips": "content",
-                    "client_names": ("codex-mcp-client",)},
-    },
+    "codex": client_entry("Codex", config="codex", facts={
+        "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
+        "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
+        profile={"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
+                 "strip_output_schema": False, "shows_images": True, "model_skips": "content",
+                 "client_names": ("codex-mcp-client",)}),
     # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
     # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
-    "gemini-cli": {
-        "display": "Gemini CLI", "kind": "agent", "aliases": {"gemini": ("relay", "capture")}, "config": "gemini",
-        "facts": {"name_chars": 63, "result_chars": 40000},
-        "sources": {"name_chars": "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
-                                  "generateValidName: the middle is cut out)",
-                    "result_chars": "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)"},
-        "profile": {"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
-                    "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                    "client_names": ("gemini-cli-mcp-client",)},
-    },
+    "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
+        "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
+                           "generateValidName: the middle is cut out)"),
+        "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
+        profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
+                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
+                 "client_names": ("gemini-cli-mcp-client",)}),
     # Copilot CLI shows a 500-character preview and saves its own file past its cut.  Name:
     # its initialize as servers record it ("github-copilot-developer").
-    "copilot": {
-        "display": "Copilot CLI", "kind": "agent", "aliases": {}, "config": None,
-        "facts": {"result_bytes": 20000},
-        "sources": {"result_bytes": "clients.md §1 (about 20 KB)"},
-        "profile": {"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
-                    "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                    "client_names": ("github-copilot-developer",)},
-    },
+    "copilot": client_entry("Copilot CLI", facts={"result_bytes": (20000, "clients.md §1 (about 20 KB)")},
+                            profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
+                                     "strip_output_schema": True, "shows_images": False, "model_skips": None,
+                                     "client_names": ("github-copilot-developer",)}),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
-    "vscode": {
-        "display": "VS Code Copilot", "kind": "agent", "aliases": {}, "config": None,
-        "facts": {"name_chars": 64, "model_tools": 128},
-        "sources": {"name_chars": "clients.md §4 (VS Code Copilot, 2026)",
-                    "model_tools": "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)"},
-        "profile": None,
-    },
-    "windsurf": {
-        "display": "Windsurf", "kind": "agent", "aliases": {}, "config": "json",
-        "facts": {"model_tools": 50},
-        "sources": {"model_tools": "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4"},
-        "profile": None,
-    },
+    "vscode": client_entry("VS Code Copilot", facts={
+        "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
+        "model_tools": (128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")}),
+    "windsurf": client_entry("Windsurf", config="json", facts={
+        "model_tools": (50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4")}),
     # Any other client: the budget ocx-proxy always had, under every character cut above (not
     # Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).  To check,
     # the findings that affect every client.
-    "generic": {
-        "display": "any other client", "kind": "agent", "aliases": {}, "config": None,
-        "facts": {}, "sources": {},
-        "profile": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-                    "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()},
-    },
-    "anthropic": {
-        "display": "Anthropic API", "kind": "api", "aliases": {}, "config": None,
-        "facts": {}, "sources": {}, "profile": None,
-    },
-    "openai": {
-        "display": "OpenAI API", "kind": "api", "aliases": {}, "config": None,
-        "facts": {"function_name_chars": 64},
-        "sources": {"function_name_chars": "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)"},
-        "profile": None,
-    },
-    "gemini-api": {
-        "display": "Gemini API", "kind": "api", "aliases": {"gemini": ("check",)}, "config": None,
-        "facts": {}, "sources": {}, "profile": None,
-    },
+    "generic": client_entry("any other client", profile={
+        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()}),
+    "anthropic": client_entry("Anthropic API", "api"),
+    "openai": client_entry("OpenAI API", "api", facts={
+        "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
+    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)}),
 }
 
 
@@ -1203,12 +1165,6 @@ def client_named(text, command):
         if command in client["aliases"].get(text, ()):
             return name
     return text
-
-
-def client_aliases(command):
-    """{older spelling: CLIENTS name} that ``command`` still takes, for its --help."""
-    return {alias: name for name, client in CLIENTS.items()
-            for alias, commands in client["aliases"].items() if command in commands}
 
 
 def client_profile(name):
@@ -9287,7 +9243,8 @@ CATALOG_RULES = collections.OrderedDict([
         "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
         "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
     ("gemini-type-array", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429", "Gemini 2.5 Pro via Zed 0.189.5",
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
+        "Gemini 2.5 Pro via Zed 0.189.5",
         "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
     ("gemini-additional-properties", CatalogRule(
         "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
@@ -10865,7 +10822,8 @@ def combined_findings(fmt, servers, results):
         checker.check_mcp_tools_size(size, count, where, " in all")
     cap = CLIENTS["windsurf"]["facts"]["model_tools"]
     if "windsurf" in clients and count > cap:
-        checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d" % (count, cap))
+        checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
+                         % (count, cap))
     findings = checker.findings
     schemes = []
     if "claude-code" in clients:
@@ -11394,7 +11352,8 @@ def client_choice(command, names):
 
 def aliases_note(command):
     """The --help words on the older spellings ``command`` still takes."""
-    return "".join("; %s still means %s (deprecated)" % item for item in client_aliases(command).items())
+    return "".join("; %s still means %s (deprecated)" % (alias, name) for name, client in CLIENTS.items()
+                   for alias, commands in client["aliases"].items() if command in commands)
 
 
 def add_spill_options(parser):
@@ -11418,7 +11377,8 @@ def add_spill_options(parser):
                    help="base64 image data a response may carry on top of the budget, for clients that show "
                         "images to the model; more than this in total and it counts (spills) as before; "
                         "0 = images always count; profiles: %d for %s, else 0 (default %%(default)s)"
-                        % (MAX_IMAGE_BYTES, ", ".join(n for n, c in CLIENTS.items() if c["profile"] and c["profile"]["shows_images"])))
+                        % (MAX_IMAGE_BYTES, ", ".join(n for n in CLIENT_CHOICES if n != "auto"
+                                                      and client_profile(n)["shows_images"])))
     add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
                    metavar="CHARS",
                    help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
@@ -11806,12 +11766,12 @@ def cmd_encode_tools(args):
         output = mcp_tools
     for warning in cursor_limit_warnings(0, 0, len(output)):
         log.warning(warning)
-    fmt = args.format or ("hex" if sys.stdout.isatty() else "raw")
+    fmt, cursor = args.format or ("hex" if sys.stdout.isatty() else "raw"), CLIENTS["cursor"]["facts"]
     write_binary_output(output, fmt)
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
-                len(output), fmt, CLIENTS["cursor"]["facts"]["mcp_tools_count"], CLIENTS["cursor"]["facts"]["mcp_tools_bytes"]))
+                len(output), fmt, cursor["mcp_tools_count"], cursor["mcp_tools_bytes"]))
     return 0
 
 
