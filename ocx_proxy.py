@@ -1041,87 +1041,144 @@ def served_version(requested):
 # Client facts: the limits and name rules of the clients we know
 # ---------------------------------------------------------------------------
 
-# What each client does to a catalog or a result, as observed or documented
-# (Cursor: vendor_proto_notes.md, "Limits").  Data only: protobuf and check read
-# it; a client profile is one more row, a new limit one more key.
-CLIENT_FACTS = {
-    "cursor": {
-        "name_chars": 60,           # server name + tool name; longer tools are dropped
-        "model_tools": 100,         # tools sent to the model (first 40 in older versions, then 80)
-        "model_tools_old": 40,
-        "mcp_tools_count": 330,     # McpTools protobuf: past about this the service says resource_exhausted
-        "mcp_tools_bytes": 120000,
-        "message_bytes": 1 << 20,   # one agent.v1 message
-    },
-    "claude-code": {
-        "description_chars": 2048,  # tool descriptions are cut here
-        "result_chars": 50000,      # tool results pass inline up to about this (2.1.x); see CLIENT_PROFILES
-    },
-    "codex": {"result_bytes": 12000},         # UTF-8 bytes, models it does not know (0.171); function names as openai
-    "openai": {"function_name_chars": 64},    # ^[A-Za-z0-9_-]{1,64}$, or the API refuses the tool
+# The one table of clients and model APIs, under the names every --client takes
+# (the relays, check, capture --print-config): one client_entry each.
+#   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every
+#             client that sends it the schemas unchanged)
+#   config    the format of the file it loads all its servers from (check --config)
+#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still
+#             means this entry ("gemini": Gemini CLI to the relay and capture, the API to check)
+#   facts     what it does to a catalog or a result, each with its source: a public report,
+#             our client notes (clients.md §N), vendor_proto_notes.md; "measured": by driving
+#             the client against a scripted model on 127.0.0.1
+#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server +
+#                        tool name, dropped past it; Gemini CLI mcp_<server>_<tool>, Codex
+#                        mcp__<server>__<tool>, VS Code the name: cut past it)
+#     model_tools        tools sent to the model per request, all servers together (_old: in older versions)
+#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages:
+#                        past about these the service says resource_exhausted
+#     description_chars  tool descriptions are cut here
+#     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
+#     function_name_chars          a longer function name is refused
+#   profile   the relay's budget profile (--client; None: generic applies): what the client passes
+#             its model whole, so that the relay spills just before the client would cut.  Each
+#             budget stays under the client's result_chars or result_bytes with a margin: the client
+#             cuts the text the model sees, our budget counts the whole JSON-RPC message.
+#     budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
+#     preview_chars                text kept in a preview
+#     strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
+#     shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+#     model_skips                  the tool result member the client never shows its model when the
+#                                  result has both: it does not count (None: both reach the model)
+#     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests)
+
+
+def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
+    """A CLIENTS entry; ``facts`` maps each fact to (value, source)."""
+    facts = facts or {}
+    return {"display": display, "kind": kind, "config": config, "aliases": aliases or {}, "profile": profile,
+            "facts": {fact: value for fact, (value, _) in facts.items()},
+            "sources": {fact: source for fact, (_, source) in facts.items()}}
+
+
+CURSOR_LIMITS_SOURCE = "vendor_proto_notes.md, Limits (measured, Cursor agent.v1)"
+CLIENTS = {
+    # Its clientInfo.name is not published by Cursor: "cursor-vscode" is what public servers
+    # record from its initialize (their client-name tables, which also call it unverified).
+    # A wrong name costs the generic profile, never more.
+    "cursor": client_entry("Cursor", config="json", facts={
+        "name_chars": (60, "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)"),
+        "model_tools": (100, "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)"),
+        "model_tools_old": (40, "https://github.com/anyproto/anytype-mcp/issues/5 (Cursor 0.47: 40), "
+                                "https://github.com/Snowflake-Labs/mcp/issues/77 (2025-09: 80)"),
+        "mcp_tools_count": (330, CURSOR_LIMITS_SOURCE),
+        "mcp_tools_bytes": (120000, CURSOR_LIMITS_SOURCE),
+        "message_bytes": (1 << 20, CURSOR_LIMITS_SOURCE),
+        "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
+        profile={"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
+                 "client_names": ("cursor-vscode",)}),
+    # Past MAX_MCP_OUTPUT_TOKENS (25,000 tokens) Claude Code saves a file with no preview: the
+    # byte budget keeps CJK text (about a token a character) under it.  With structuredContent
+    # its model gets that alone, as compact JSON, like Codex (2.1.332, measured).  Name: its
+    # initialize (measured).
+    "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
+        "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
+        "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
+        profile={"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
+                 "strip_output_schema": True, "shows_images": True, "model_skips": "content",
+                 "client_names": ("claude-code",)}),
+    "claude-desktop": client_entry("Claude Desktop", config="json"),
+    # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the
+    # smaller cut rules (raise it with --max-response-bytes for a catalog model).  Codex does
+    # not validate outputSchema but types results with it: keep it.  Images reach the model as
+    # input_image.  With structuredContent the model gets only that, as compact JSON (codex-rs
+    # protocol/src/models.rs), so the text beside it does not count.  Function names follow
+    # openai's.  Name: its initialize (0.171.0, measured; codex-rs builds Implementation
+    # {name: "codex-mcp-client"}).
+    "codex": client_entry("Codex", config="codex", facts={
+        "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
+        "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
+        profile={"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
+                 "strip_output_schema": False, "shows_images": True, "model_skips": "content",
+                 "client_names": ("codex-mcp-client",)}),
+    # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
+    # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
+    "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
+        "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
+                           "generateValidName: the middle is cut out)"),
+        "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
+        profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
+                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
+                 "client_names": ("gemini-cli-mcp-client",)}),
+    # Copilot CLI shows a 500-character preview and saves its own file past its cut.  Name:
+    # its initialize as servers record it ("github-copilot-developer").
+    "copilot": client_entry("Copilot CLI", facts={"result_bytes": (20000, "clients.md §1 (about 20 KB)")},
+                            profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
+                                     "strip_output_schema": True, "shows_images": False, "model_skips": None,
+                                     "client_names": ("github-copilot-developer",)}),
+    # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
+    "vscode": client_entry("VS Code Copilot", facts={
+        "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
+        "model_tools": (128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")}),
+    "windsurf": client_entry("Windsurf", config="json", facts={
+        "model_tools": (50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4")}),
+    # Any other client: the budget ocx-proxy always had, under every character cut above (not
+    # Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).  To check,
+    # the findings that affect every client.
+    "generic": client_entry("any other client", profile={
+        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()}),
+    "anthropic": client_entry("Anthropic API", "api"),
+    "openai": client_entry("OpenAI API", "api", facts={
+        "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
+    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)}),
 }
 
-# Client profiles (--client): what each client passes to its model whole, so
-# that the relay spills just before the client would cut.  Each budget stays
-# under the client's own cut with a margin: the client cuts the text the model
-# sees, our budget counts the whole JSON-RPC message around it.
-#   budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
-#   preview_chars                text kept in a preview
-#   strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
-#   shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
-#   model_skips                  the tool result member the client never shows its model when the
-#                                result has both: it does not count (None: both reach the model)
-#   client_names                 clientInfo.name the client sends (initialize, or _meta on 2026-07-28 requests)
-# "Measured": by driving that CLI against a scripted model on 127.0.0.1.
-CLIENT_PROFILES = {
-    # About 12,000 characters, past which a result may be dropped whole (one public
-    # measurement).  Its name is not published by Cursor: "cursor-vscode" is what
-    # public servers record from its initialize (their client-name tables, which
-    # also call it unverified).  A wrong name costs the generic profile, never more.
-    "cursor": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-               "strip_output_schema": True, "shows_images": False, "model_skips": None,
-               "client_names": ("cursor-vscode",)},
-    # Claude Code 2.1.332 (measured): about 50,000 characters inline, and a saved file with no
-    # preview over MAX_MCP_OUTPUT_TOKENS (25,000 tokens): the byte budget keeps CJK
-    # text (about a token a character) under it.  With structuredContent its model gets that
-    # alone, as compact JSON, like Codex (2.1.332, measured).  Name: its initialize (measured).
-    "claude-code": {"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
-                    "strip_output_schema": True, "shows_images": True, "model_skips": "content",
-                    "client_names": ("claude-code",)},
-    # Codex 0.171 (measured) cuts UTF-8 bytes: about 12,000 for models it does not know, 48,000
-    # for its catalog's.  The relay cannot see the model, so the smaller cut rules
-    # (raise it with --max-response-bytes for a catalog model).  Codex does not
-    # validate outputSchema but types results with it: keep it.  Images reach the
-    # model as input_image.  With structuredContent the model gets only that, as compact JSON
-    # (codex-rs protocol/src/models.rs), so the text beside it does not count.  Name: its
-    # initialize (0.171.0, measured; codex-rs builds Implementation {name: "codex-mcp-client"}).
-    "codex": {"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
-              "strip_output_schema": False, "shows_images": True, "model_skips": "content",
-              "client_names": ("codex-mcp-client",)},
-    # Gemini CLI 0.61 (measured): 40,000 characters (truncateToolOutputThreshold); it never
-    # passes structuredContent to the model.  Name: its initialize (0.61.0, measured;
-    # packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
-    "gemini": {"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
-               "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-               "client_names": ("gemini-cli-mcp-client",)},
-    # Copilot CLI: about 20 KB, then a 500-character preview and its own file.  Name:
-    # its initialize as servers record it ("github-copilot-developer").  VS Code
-    # ("Visual Studio Code") has no measured limit: it stays generic.
-    "copilot": {"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
-                "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                "client_names": ("github-copilot-developer",)},
-    # Any other client: the budget ocx-proxy always had, under every character cut above
-    # (not Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).
-    "generic": {"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-                "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()},
-}
+
+def client_named(text, command):
+    """The CLIENTS name ``text`` stands for in ``command`` ("relay", "check" or "capture"):
+    itself, or the entry an older spelling still means there; ``text`` when it names none."""
+    if text in CLIENTS:
+        return text
+    for name, client in CLIENTS.items():
+        if command in client["aliases"].get(text, ()):
+            return name
+    return text
+
+
+def client_profile(name):
+    """The relay's budget profile of the client ``name``: a CLIENTS name with a profile, or an
+    older spelling the relay took ("gemini")."""
+    return CLIENTS[client_named(name, "relay")]["profile"]
 
 
 def client_profile_for(name):
-    """The CLIENT_PROFILES key for a client calling itself ``name`` (clientInfo.name); "generic" when unknown."""
-    for profile, facts in CLIENT_PROFILES.items():
-        if name in facts["client_names"]:
-            return profile
+    """The CLIENTS name of the client calling itself ``name`` (clientInfo.name) that has a
+    profile; "generic" when unknown."""
+    for client, entry in CLIENTS.items():
+        if entry["profile"] and name in entry["profile"]["client_names"]:
+            return client
     return "generic"
 
 
@@ -1130,9 +1187,9 @@ def client_profile_for(name):
 # ---------------------------------------------------------------------------
 
 # Defaults of --max-response-chars and --preview-chars for a client we do not
-# know (its CLIENT_PROFILES row), and of --retention-days.
-MAX_RESPONSE_CHARS = CLIENT_PROFILES["generic"]["budget_chars"]
-PREVIEW_CHARS = CLIENT_PROFILES["generic"]["preview_chars"]
+# know (CLIENTS' generic profile), and of --retention-days.
+MAX_RESPONSE_CHARS = CLIENTS["generic"]["profile"]["budget_chars"]
+PREVIEW_CHARS = CLIENTS["generic"]["profile"]["preview_chars"]
 RETENTION_DAYS = 7
 # Default of --max-image-bytes for clients that show images: base64 characters of
 # image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
@@ -1827,14 +1884,14 @@ class Budget:
         self.preview_chars = preview_chars
         self.max_bytes = max_bytes
         self.images_free = images_free  # base64 image characters a message may carry beyond the budget
-        self.model_skips = model_skips  # the tool result member the client never shows (see CLIENT_PROFILES)
+        self.model_skips = model_skips  # the tool result member the client never shows (see CLIENTS)
         # A line has at least as many bytes as characters: one compare per line
         # tells whether either limit may be crossed (0: none is).
         self.check_above = min(max_bytes, max_chars) if max_bytes else max_chars
 
     @classmethod
     def for_client(cls, facts, options):
-        """The budget of a client with the profile ``facts`` (a CLIENT_PROFILES row).
+        """The budget of a client with the profile ``facts`` (``client_profile(name)``).
 
         Each of ``options.max_response_chars``, ``max_response_bytes``,
         ``preview_chars`` and ``max_image_bytes`` that is not None (given on
@@ -7149,14 +7206,14 @@ class Relay:
     # -- client profile ------------------------------------------------------
 
     def use_profile(self, name):
-        """Take the budget and the outputSchema rule of CLIENT_PROFILES[name]; options given win.
+        """Take the budget and the outputSchema rule of client_profile(name); options given win.
 
         The spill's Budget is replaced here and only here (``Budget.for_client``):
         the spill, its previews, the reader and the size checks all read it from
         ``spill.budget``, so a profile chosen mid-session (--client auto) reaches
         each of them at once.
         """
-        facts = CLIENT_PROFILES[name]
+        facts = client_profile(name)
         self.spill.budget = Budget.for_client(facts, self.options)
         self.keep_output_schema = self.options.keep_output_schema or not facts["strip_output_schema"]
         self.profile = name
@@ -8099,7 +8156,7 @@ def encode_request_context_message(definitions, instructions=()):
 
 def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
     """Human-readable warnings for a catalog past Cursor's observed limits."""
-    cursor = CLIENT_FACTS["cursor"]
+    cursor = CLIENTS["cursor"]["facts"]
     warnings = []
     if tool_count > cursor["mcp_tools_count"]:
         warnings.append("%d tool definitions exceed Cursor's limit of about %d; "
@@ -8813,7 +8870,7 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
     ``tools`` is anything normalize_tools() accepts; ``tool_choice`` filters
     it (filter_tools).  Each survivor becomes a McpToolDefinition whose
     ``name`` and ``tool_name`` are its wire name.  Returns b"" when no tool
-    survives.  Crossing Cursor's limits (``CLIENT_FACTS["cursor"]``) logs a
+    survives.  Crossing Cursor's limits (``CLIENTS["cursor"]``) logs a
     warning; nothing is truncated.
     """
     selected = filter_tools(tools, tool_choice)
@@ -8906,7 +8963,7 @@ CAPTURE_MAX_CALLS = 16
 CAPTURE_MAX_ARGUMENT_BYTES = 65536
 
 # mcp__<server>__<alias> must stay a function name agent CLIs can send their
-# model (CLIENT_FACTS "function_name_chars"): 5 + 17 + 2 + 40 = 64.
+# model (openai's function_name_chars in CLIENTS): 5 + 17 + 2 + 40 = 64.
 ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}\Z")
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}\Z")
 ALIAS_HASH_CHARS = 16
@@ -9265,7 +9322,7 @@ def serve_capture(session, stdin, stdout, line_limit):
 
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 # Named in findings, as the model APIs document it.
-OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENT_FACTS["openai"]["function_name_chars"]
+OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENTS["openai"]["facts"]["function_name_chars"]
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
 SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
@@ -9277,15 +9334,10 @@ SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
-# The names --client accepts: clients, then the model APIs whose rules reach
-# every client that sends them the schemas unchanged.  A finding names the
-# ones it breaks, or "all" (MCP and JSON Schema conformance).
-CHECK_CLIENTS = ("cursor", "claude-code", "claude-desktop", "codex", "gemini-cli", "vscode", "windsurf",
-                 "anthropic", "openai", "gemini")
-
-# One row per client rule: what breaks where, and why we say so.  ``ref`` is a
-# public report (URL) or, with no public one found, our client notes (clients.md
-# §4, measured); ``observed`` the client and version it was seen with.
+# One row per client rule: what breaks where (CLIENTS names; a finding of no
+# rule names "all": MCP and JSON Schema conformance), and why we say so.
+# ``ref`` is a public report (URL) or, with no public one found, our client
+# notes (clients.md §4, measured); ``observed`` the client and version it was seen with.
 CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text")
 CATALOG_RULES = collections.OrderedDict([
     ("root-combinator", CatalogRule(
@@ -9302,20 +9354,21 @@ CATALOG_RULES = collections.OrderedDict([
         "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
         "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
     ("gemini-type-array", CatalogRule(
-        "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/32429", "Gemini 2.5 Pro via Zed 0.189.5",
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
+        "Gemini 2.5 Pro via Zed 0.189.5",
         "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
     ("gemini-additional-properties", CatalogRule(
-        "warning", ("gemini",), "https://github.com/zed-industries/zed/issues/29394",
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
         "Gemini 2.5 Flash via Zed, 2025-04",
         "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
     ("gemini-ref", CatalogRule(
-        "warning", ("gemini",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
+        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
         "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)")),
     ("gemini-enum-type", CatalogRule(
-        "warning", ("gemini", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
         "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
     ("gemini-format", CatalogRule(
-        "warning", ("gemini", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
         "Gemini CLI 0.1.7",
         "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
     ("name-chars", CatalogRule(
@@ -9326,7 +9379,7 @@ CATALOG_RULES = collections.OrderedDict([
         "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
         "Claude Desktop and Cursor")),
     ("name-length", CatalogRule(
-        "error", ("openai", "gemini", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
+        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
         "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
         "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64")),
     ("vscode-name-cut", CatalogRule(
@@ -9369,6 +9422,9 @@ CATALOG_RULES = collections.OrderedDict([
     ("windsurf-tool-count", CatalogRule(
         "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
         "more than 50 tools: Windsurf enables at most 50 across all servers")),
+    ("windsurf-config-tool-count", CatalogRule(
+        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
     ("vscode-tool-count", CatalogRule(
         "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
         "VS Code 1.102.1, Copilot Chat 0.114.1",
@@ -9386,8 +9442,9 @@ GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-t
 CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
                           "maxItems", "not", "if", "then", "else", "patternProperties", "dependencies",
                           "contentEncoding")
-# Tools per request across all servers (Cursor's, in CLIENT_FACTS, depend on its version).
-TOOL_COUNT_CAPS = (("windsurf-tool-count", "Windsurf", 50), ("vscode-tool-count", "VS Code Copilot", 128))
+# The rules of clients that take so many tools per request across all servers (their
+# model_tools in CLIENTS; Cursor's depend on its version: check_cursor_tool_count).
+TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
 
 
@@ -9531,7 +9588,7 @@ class CatalogChecker:
                 self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]),
                          tool=name)
             seen.setdefault(name, base)
-            clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENT_FACTS["openai"]["function_name_chars"]]
+            clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENTS["openai"]["facts"]["function_name_chars"]]
             sanitized.setdefault(clean, set()).add(name)
             self.check_tool_name(name, base, tool=name)
             self.check_description(tool, base, name)
@@ -9558,49 +9615,46 @@ class CatalogChecker:
             self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and "
                           "Cursor take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN),
                           tool=tool)
-        limit = CLIENT_FACTS["openai"]["function_name_chars"]
+        limit = CLIENTS["openai"]["facts"]["function_name_chars"]
         if len(name) > limit:
             self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and "
                           "Claude Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN),
                           tool=tool)
+        limit = CLIENTS["vscode"]["facts"]["name_chars"]
+        if len(name) > limit:
             self.add_rule("vscode-name-cut", pointer, "name has %d characters: VS Code cuts it to %d"
                           % (len(name), limit), tool=tool)
         server = self.server_name or ""
         # How each client spells a server's tool for the model (clients.md §4).
-        for rule, spelled, limit in (("gemini-cli-name-cut", "mcp_%s_%s", 63),
-                                     ("codex-name-hash", "mcp__%s__%s", 128)):
-            full = spelled % (server, name)
+        for rule, client, spelled in (("gemini-cli-name-cut", "gemini-cli", "mcp_%s_%s"),
+                                      ("codex-name-hash", "codex", "mcp__%s__%s")):
+            full, limit = spelled % (server, name), CLIENTS[client]["facts"]["name_chars"]
             if len(full) > limit:
                 self.add_rule(rule, pointer, "%r has %d characters; the client cuts it to %d"
                               % (full, len(full), limit), tool=tool)
-        limit = CLIENT_FACTS["cursor"]["name_chars"]
+        limit = CLIENTS["cursor"]["facts"]["name_chars"]
         if len(server) + len(name) > limit:
             self.add_rule("cursor-name-length", pointer, "Cursor drops tools whose server name + tool name exceed "
                           "%d characters (%r + %r = %d)" % (limit, server, name, len(server) + len(name)), tool=tool)
 
     def check_description(self, tool, base, name):
-        description = tool.get("description")
+        description, limit = tool.get("description"), CLIENTS["claude-code"]["facts"]["description_chars"]
         if description is None:
             return
         if not isinstance(description, str):
             self.add("error", base + "/description", "description is not a string", tool=name)
-        elif len(description) > CLIENT_FACTS["claude-code"]["description_chars"]:
+        elif len(description) > limit:
             self.add_rule("claude-code-description", base + "/description", "description has %d characters; "
-                          "Claude Code cuts it at %d"
-                          % (len(description), CLIENT_FACTS["claude-code"]["description_chars"]), tool=name)
+                          "Claude Code cuts it at %d" % (len(description), limit), tool=name)
 
     def check_limits(self, tools):
-        count, cursor = len(tools), CLIENT_FACTS["cursor"]
-        if count > cursor["model_tools"]:
-            self.add_rule("cursor-tool-count", "/tools", "%d tools: Cursor sends at most %d to the model (older "
-                          "versions only %d)" % (count, cursor["model_tools"], cursor["model_tools_old"]))
-        elif count > cursor["model_tools_old"]:
-            self.add_rule("cursor-tool-count-old", "/tools", "%d tools: older Cursor versions send only the first %d "
-                          "to the model (80, then %d in later versions)"
-                          % (count, cursor["model_tools_old"], cursor["model_tools"]))
-        for rule, client, cap in TOOL_COUNT_CAPS:
+        count = len(tools)
+        self.check_cursor_tool_count(count, "/tools")
+        for rule, client in TOOL_COUNT_CAPS:
+            cap = CLIENTS[client]["facts"]["model_tools"]
             if count > cap:
-                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers" % (count, client, cap))
+                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers"
+                              % (count, CLIENTS[client]["display"], cap))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -9609,10 +9663,27 @@ class CatalogChecker:
             self.add("error", "/tools", "the catalog cannot be encoded as Cursor McpTools: %s" % exc, ("cursor",))
             return
         self.cursor_bytes = size
-        if size > cursor["mcp_tools_bytes"] or len(valid) > cursor["mcp_tools_count"]:
-            self.add_rule("cursor-mcp-tools-size", "/tools", "Cursor McpTools would be %d bytes for %d tools; about "
+        self.check_mcp_tools_size(size, len(valid), "/tools")
+
+    def check_cursor_tool_count(self, count, pointer, together=""):
+        """Cursor's tool count rules for ``count`` tools: of one catalog, or ``together`` (" in all")
+        those of every server a configuration loads (combined_findings)."""
+        cursor = CLIENTS["cursor"]["facts"]
+        if count > cursor["model_tools"]:
+            self.add_rule("cursor-tool-count", pointer, "%d tools%s: Cursor sends at most %d to the model (older "
+                          "versions only %d)" % (count, together, cursor["model_tools"], cursor["model_tools_old"]))
+        elif count > cursor["model_tools_old"]:
+            self.add_rule("cursor-tool-count-old", pointer, "%d tools%s: older Cursor versions send only the first "
+                          "%d to the model (80, then %d in later versions)"
+                          % (count, together, cursor["model_tools_old"], cursor["model_tools"]))
+
+    def check_mcp_tools_size(self, size, count, pointer, together=""):
+        """Cursor's McpTools rule for ``count`` tools encoded in ``size`` bytes (``together``: as above)."""
+        cursor = CLIENTS["cursor"]["facts"]
+        if size > cursor["mcp_tools_bytes"] or count > cursor["mcp_tools_count"]:
+            self.add_rule("cursor-mcp-tools-size", pointer, "Cursor McpTools would be %d bytes for %d tools%s; about "
                           "%d bytes and %d tools are the most Cursor accepts"
-                          % (size, len(valid), cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]))
+                          % (size, count, together, cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]))
 
     def check_repetition(self, tools):
         """One note for inputSchema blocks that repeat across the catalog: their
@@ -10348,7 +10419,7 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
     if server_name is None and snapshot.get("tools"):
         findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
                                 "mcp.json too: pass --server-name NAME to check it exactly"
-                                % CLIENT_FACTS["cursor"]["name_chars"],
+                                % CLIENTS["cursor"]["facts"]["name_chars"],
                                 ("cursor",)))
     return check_report_json(snapshot, findings, checker, timings, client, protocol)
 
@@ -10364,12 +10435,7 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
 # (config.toml, [mcp_servers.NAME]).
 
-CONFIG_FORMATS = ("json", "gemini", "codex")
-# The clients each format feeds, for the rules that only show in combination.
-CONFIG_CLIENTS = {"json": ("cursor", "claude-code", "windsurf"),
-                  "gemini": ("gemini-cli",), "codex": ("codex",)}
-WINDSURF_MAX_TOOLS = 50             # clients.md §4: Windsurf sends at most 50 tools
-GEMINI_NAME_CHARS = 63              # gemini-cli generateValidName: longer names lose their middle
+CONFIG_FORMATS = ("json", "gemini", "codex")   # the clients each feeds: their "config" in CLIENTS
 CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
@@ -10388,7 +10454,7 @@ def gemini_tool_name(server, tool):
     """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
     (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
     name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
-    return name[:30] + "..." + name[-30:] if len(name) > GEMINI_NAME_CHARS else name
+    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"]["facts"]["name_chars"] else name
 
 
 class ConfigServer:
@@ -10860,28 +10926,20 @@ def combined_findings(fmt, servers, results):
 
     ``results`` pairs each server's result with its tool names.
     """
-    clients = CONFIG_CLIENTS[fmt]
-    findings = []
+    clients = [name for name, client in CLIENTS.items() if client["config"] == fmt]
+    checker = CatalogChecker()
     checked = [(server, result, names) for server, (result, names) in zip(servers, results) if "report" in result]
     count = sum(len(names) for _, _, names in checked)
     size = sum(result["report"]["cursorMcpToolsBytes"] or 0 for _, result, _ in checked)
     where = "/mcp_servers" if fmt == "codex" else "/mcpServers"
     if "cursor" in clients:
-        cursor = CLIENT_FACTS["cursor"]
-        if count > cursor["model_tools"]:
-            findings.append(Finding("error", where, "%d tools in all: Cursor sends at most %d to the model (older "
-                                    "versions %d)" % (count, cursor["model_tools"], cursor["model_tools_old"]),
-                                    ("cursor",)))
-        elif count > cursor["model_tools_old"]:
-            findings.append(Finding("warning", where, "%d tools in all: older Cursor versions send only the first %d"
-                                    % (count, cursor["model_tools_old"]), ("cursor",)))
-        if size > cursor["mcp_tools_bytes"] or count > cursor["mcp_tools_count"]:
-            findings.append(Finding("error", where, "Cursor McpTools would be %d bytes for %d tools together; about "
-                                    "%d bytes and %d tools are the most Cursor accepts"
-                                    % (size, count, cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]), ("cursor",)))
-    if "windsurf" in clients and count > WINDSURF_MAX_TOOLS:
-        findings.append(Finding("error", where, "%d tools in all: Windsurf uses at most %d" % (count, WINDSURF_MAX_TOOLS),
-                                ("windsurf",)))
+        checker.check_cursor_tool_count(count, where, " in all")
+        checker.check_mcp_tools_size(size, count, where, " in all")
+    cap = CLIENTS["windsurf"]["facts"]["model_tools"]
+    if "windsurf" in clients and count > cap:
+        checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
+                         % (count, cap))
+    findings = checker.findings
     schemes = []
     if "claude-code" in clients:
         schemes.append(("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request "
@@ -11398,17 +11456,29 @@ def resolve_env_defaults(args):
             setattr(args, dest, value.resolve())
 
 
-CLIENT_CHOICES = ("auto",) + tuple(CLIENT_PROFILES)
+CLIENT_CHOICES = ("auto",) + tuple(name for name, client in CLIENTS.items() if client["profile"])
+
+
+def client_choice(command, names):
+    """Converter for the --client of ``command``: one of ``names``, an older spelling of one as its name."""
+    choose = choice_of(names)
+    return lambda text: choose(client_named(text, command))
+
+
+def aliases_note(command):
+    """The --help words on the older spellings ``command`` still takes."""
+    return "".join("; %s still means %s (deprecated)" % (alias, name) for name, client in CLIENTS.items()
+                   for alias, commands in client["aliases"].items() if command in commands)
 
 
 def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
-    add_env_option(group, "--client", "CLIENT", choice_of(CLIENT_CHOICES), "a client name", "auto",
+    add_env_option(group, "--client", "CLIENT", client_choice("relay", CLIENT_CHOICES), "a client name", "auto",
                    choices=CLIENT_CHOICES,
                    help="the client's profile: its budget (characters and/or bytes), preview size, whether images "
                         "count and outputSchema is removed; auto picks it from the clientInfo.name the client "
-                        "sends, generic (%d characters) for clients not known; the options below win over it "
-                        "(default %%(default)s)" % MAX_RESPONSE_CHARS)
+                        "sends, generic (%d characters) for clients not known; the options below win over it%s "
+                        "(default %%(default)s)" % (MAX_RESPONSE_CHARS, aliases_note("relay")))
     add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count",
                    None, metavar="CHARS",
                    help="responses longer than this many characters of compact JSON are saved to disk and "
@@ -11422,7 +11492,8 @@ def add_spill_options(parser):
                    help="base64 image data a response may carry on top of the budget, for clients that show "
                         "images to the model; more than this in total and it counts (spills) as before; "
                         "0 = images always count; profiles: %d for %s, else 0 (default %%(default)s)"
-                        % (MAX_IMAGE_BYTES, ", ".join(n for n, f in CLIENT_PROFILES.items() if f["shows_images"])))
+                        % (MAX_IMAGE_BYTES, ", ".join(n for n in CLIENT_CHOICES if n != "auto"
+                                                      and client_profile(n)["shows_images"])))
     add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
                    metavar="CHARS",
                    help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
@@ -11810,12 +11881,12 @@ def cmd_encode_tools(args):
         output = mcp_tools
     for warning in cursor_limit_warnings(0, 0, len(output)):
         log.warning(warning)
-    fmt = args.format or ("hex" if sys.stdout.isatty() else "raw")
+    fmt, cursor = args.format or ("hex" if sys.stdout.isatty() else "raw"), CLIENTS["cursor"]["facts"]
     write_binary_output(output, fmt)
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
-                len(output), fmt, CLIENT_FACTS["cursor"]["mcp_tools_count"], CLIENT_FACTS["cursor"]["mcp_tools_bytes"]))
+                len(output), fmt, cursor["mcp_tools_count"], cursor["mcp_tools_bytes"]))
     return 0
 
 
@@ -11975,7 +12046,6 @@ def add_max_input_bytes_option(parser):
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
-CAPTURE_CONFIG_CLIENTS = ("claude", "codex", "gemini")
 TOML_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
 
 
@@ -12004,8 +12074,8 @@ def toml_table(path, values):
 def capture_config(args):
     """The text that tells ``args.print_config``'s agent CLI how to start this capture server.
 
-    claude: the ``mcpServers`` JSON for ``--mcp-config``; codex: a
-    ``[mcp_servers.NAME]`` table for ``$CODEX_HOME/config.toml``; gemini: the
+    claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a
+    ``[mcp_servers.NAME]`` table for ``$CODEX_HOME/config.toml``; gemini-cli: the
     ``mcpServers`` JSON of ``settings.json``.
     """
     out = args.out
@@ -12028,7 +12098,7 @@ def capture_config(args):
     command = sys.executable or "python3"
     if args.print_config == "codex":
         return toml_table(("mcp_servers", args.server_name), {"command": command, "args": argv})
-    if args.print_config == "gemini":
+    if args.print_config == "gemini-cli":
         # Nothing a capture server is called for ever runs, so there is nothing
         # to confirm; an untrusted server's calls wait for a confirmation that
         # `gemini -p` cannot ask for.
@@ -12038,11 +12108,11 @@ def capture_config(args):
     return json.dumps({"mcpServers": {args.server_name: server}}, indent=2, ensure_ascii=False) + "\n"
 
 
-CAPTURE_CONFIG_HINTS = {
-    "claude": "pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config --allowedTools %(allowed)s",
+CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
+    "claude-code": "pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config --allowedTools %(allowed)s",
     "codex": "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); "
              "the model sees the tools as mcp__%(name)s__<tool>",
-    "gemini": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
+    "gemini-cli": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
               "in a folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
               "--allowed-mcp-server-names %(name)s keeps it to this server",
 }
@@ -12120,12 +12190,13 @@ def add_capture_command(sub):
                         "(default: %(default)s)")
     p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
-    p.add_argument("--print-config", nargs="?", const="claude", choices=CAPTURE_CONFIG_CLIENTS,
-                   metavar="CLIENT",
-                   help="print how an agent CLI starts this server and exit: claude (the "
+    p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
+                   type=lambda text: client_named(text, "capture"), metavar="CLIENT",
+                   help="print how an agent CLI starts this server and exit: claude-code (the "
                         "default CLIENT) the mcpServers JSON for --mcp-config, with the allowed "
                         "tools on stderr; codex a [mcp_servers.NAME] table for config.toml; "
-                        "gemini the mcpServers entry of settings.json (default: serve)")
+                        "gemini-cli the mcpServers entry of settings.json%s (default: serve)"
+                        % aliases_note("capture"))
     p.add_argument("--print-allowed-tools", action="store_true",
                    help="print the exact comma-joined --allowedTools list and exit "
                         "(default: serve)")
@@ -12143,10 +12214,12 @@ def add_check_output_options(parser, suppress=False):
                             help=help % {"default": default}, **kwargs)
 
     add("--json", False, "print the report as JSON for CI (default: a readable report)", action="store_true")
-    add("--client", "all", "only show findings that affect this client or model API (default %(default)s)",
-        choices=("all",) + CHECK_CLIENTS + tuple(name for name in CLIENT_FACTS if name not in CHECK_CLIENTS))
+    kinds = [[name for name, client in CLIENTS.items() if client["kind"] == kind] for kind in ("agent", "api")]
+    add("--client", "all", "only show findings that affect this client (%s) or model API (%s)%s (default "
+        "%%(default)s)" % (", ".join(kinds[0]), ", ".join(kinds[1]), aliases_note("check")),
+        type=lambda text: client_named(text, "check"), choices=("all",) + tuple(CLIENTS), metavar="CLIENT")
     add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
-                               "(default: serverInfo.name)" % CLIENT_FACTS["cursor"]["name_chars"])
+                               "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
     add("--bare", False, "list as a client declaring no capabilities (default: declaring roots, sampling "

@@ -42,7 +42,7 @@ def test_each_rule_names_the_exact_pointer(catalog, pointer, severity, clients, 
 def test_long_name_breaks_each_clients_length_rule_separately():
     _, report, _ = run_check("long_name")
     assert [(f["rule"], f["clients"]) for f in report["findings"]] == [
-        ("name-length", ["openai", "gemini", "claude-desktop"]), ("vscode-name-cut", ["vscode"]),
+        ("name-length", ["openai", "gemini-api", "claude-desktop"]), ("vscode-name-cut", ["vscode"]),
         ("gemini-cli-name-cut", ["gemini-cli"]), ("cursor-name-length", ["cursor"])]
 
 
@@ -76,20 +76,20 @@ def test_json_pointer_escaping_and_resolution():
      "https://github.com/makenotion/notion-mcp-server/issues/102"),
     ("type_array", "cursor-type-array", "/tools/0/inputSchema/properties/note/type", "error", ["cursor"],
      "https://github.com/cursor/cursor/issues/3778"),
-    ("type_array", "gemini-type-array", "/tools/0/inputSchema/properties/note/type", "warning", ["gemini"],
+    ("type_array", "gemini-type-array", "/tools/0/inputSchema/properties/note/type", "warning", ["gemini-api"],
      "https://github.com/zed-industries/zed/issues/32429"),
     ("additional_properties", "gemini-additional-properties",
-     "/tools/0/inputSchema/properties/tags/additionalProperties", "warning", ["gemini"],
+     "/tools/0/inputSchema/properties/tags/additionalProperties", "warning", ["gemini-api"],
      "https://github.com/zed-industries/zed/issues/29394"),
-    ("ref_defs", "gemini-ref", "/tools/0/inputSchema/$defs", "warning", ["gemini"],
+    ("ref_defs", "gemini-ref", "/tools/0/inputSchema/$defs", "warning", ["gemini-api"],
      "https://github.com/decolua/9router/issues/1036"),
     ("non_string_enum", "gemini-enum-type", "/tools/0/inputSchema/properties/phases/enum", "warning",
-     ["gemini", "gemini-cli"], "https://github.com/google-gemini/gemini-cli/issues/4127"),
+     ["gemini-api", "gemini-cli"], "https://github.com/google-gemini/gemini-cli/issues/4127"),
     ("unsupported_format", "gemini-format", "/tools/0/inputSchema/properties/url/format", "warning",
-     ["gemini", "gemini-cli"], "https://github.com/google-gemini/gemini-cli/issues/3178"),
+     ["gemini-api", "gemini-cli"], "https://github.com/google-gemini/gemini-cli/issues/3178"),
     ("dotted_names", "name-chars", "/tools/0/name", "error", ["openai", "anthropic", "claude-desktop", "cursor"],
      "https://github.com/openai/codex/issues/8174"),
-    ("long_name", "name-length", "/tools/0/name", "error", ["openai", "gemini", "claude-desktop"],
+    ("long_name", "name-length", "/tools/0/name", "error", ["openai", "gemini-api", "claude-desktop"],
      "https://github.com/loomle/loomle/issues/168"),
     ("long_name", "vscode-name-cut", "/tools/0/name", "warning", ["vscode"], "clients.md"),
     ("long_name", "gemini-cli-name-cut", "/tools/0/name", "warning", ["gemini-cli"], "clients.md"),
@@ -139,7 +139,7 @@ def test_one_finding_per_rule_and_tool_names_the_first_place_and_the_count():
     ("gemini", ["gemini-type-array"]), ("cursor", ["cursor-type-array"]), ("windsurf", []), ("claude-desktop", [])])
 def test_new_client_names_filter_the_findings(client, rules):
     status, report, _ = run_check("type_array", "--client", client)
-    assert [f["rule"] for f in report["findings"]] == rules and report["client"] == client
+    assert [f["rule"] for f in report["findings"]] == rules and report["client"] == op.client_named(client, "check")
     assert status == (1 if client == "cursor" else 0)
 
 

@@ -1,4 +1,6 @@
 """Client facts: the one table of client limits and name rules, and that its readers follow it."""
+import pytest
+
 import ocx_proxy as op
 
 
@@ -7,8 +9,8 @@ def tool(name):
 
 
 def test_check_and_the_mcp_tools_warnings_take_cursors_limits_from_the_table(monkeypatch):
-    monkeypatch.setitem(op.CLIENT_FACTS["cursor"], "name_chars", 8)
-    monkeypatch.setitem(op.CLIENT_FACTS["cursor"], "mcp_tools_count", 1)
+    monkeypatch.setitem(op.CLIENTS["cursor"]["facts"], "name_chars", 8)
+    monkeypatch.setitem(op.CLIENTS["cursor"]["facts"], "mcp_tools_count", 1)
     findings = op.CatalogChecker("srv").check({"tools": [tool("short"), tool("longer")]})
     messages = [f.message for f in findings if f.clients == ("cursor",)]
     assert any("exceed 8 characters ('srv' + 'longer' = 9)" in m for m in messages), messages
@@ -18,7 +20,7 @@ def test_check_and_the_mcp_tools_warnings_take_cursors_limits_from_the_table(mon
 
 
 def test_openai_function_names_and_their_sanitising_follow_one_length():
-    assert op.CLIENT_FACTS["openai"]["function_name_chars"] == 64
+    assert op.CLIENTS["openai"]["facts"]["function_name_chars"] == 64
     long_a, long_b = "a" * 64 + "x", "a" * 64 + "y"
     findings = op.CatalogChecker("s").check({"tools": [tool(long_a), tool(long_b)]})
     assert any("collide after sanitising" in f.message for f in findings)
@@ -29,7 +31,7 @@ def test_every_client_in_the_table_is_a_check_client_choice(tmp_path, capsys, mo
     monkeypatch.setattr(op.log, "level", op.log.level)  # check sets it for the process
     catalog = tmp_path / "tools.json"
     catalog.write_text('{"tools": []}')
-    for client in op.CLIENT_FACTS:
+    for client in op.CLIENTS:
         assert op.main(["check", "--client", client, "--file", str(catalog)]) == 0
 
 
@@ -39,40 +41,132 @@ CLIENT_CUTS = {
     "cursor": ("budget_chars", 12000),
     "claude-code": ("budget_chars", 50000),
     "codex": ("budget_bytes", 12000),   # models Codex does not know; 48,000 for its catalog's
-    "gemini": ("budget_chars", 40000),
+    "gemini-cli": ("budget_chars", 40000),
     "copilot": ("budget_bytes", 20000),
 }
+
+
+def profiles():
+    return {name: client["profile"] for name, client in op.CLIENTS.items() if client["profile"]}
 
 
 def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "model_skips",
             "client_names"}
-    assert set(op.CLIENT_PROFILES) == set(CLIENT_CUTS) | {"generic"}
-    for name, profile in op.CLIENT_PROFILES.items():
+    assert set(profiles()) == set(CLIENT_CUTS) | {"generic"}
+    for name, profile in profiles().items():
         assert set(profile) == keys, name
         assert 0 < profile["preview_chars"] < profile["budget_chars"], name
     for name, (unit, cut) in CLIENT_CUTS.items():
-        budget = op.CLIENT_PROFILES[name][unit]
+        budget = profiles()[name][unit]
         assert 0 < budget <= cut * 0.85, (name, budget, cut)
-    generic = op.CLIENT_PROFILES["generic"]
+    generic = profiles()["generic"]
     assert (generic["budget_chars"], generic["budget_bytes"]) == (op.MAX_RESPONSE_CHARS, 0) == (10000, 0)
-    assert [n for n, p in op.CLIENT_PROFILES.items() if not p["strip_output_schema"]] == ["codex"]
-    assert [n for n, p in op.CLIENT_PROFILES.items() if p["shows_images"]] == ["claude-code", "codex", "gemini"]
+    assert [n for n, p in profiles().items() if not p["strip_output_schema"]] == ["codex"]
+    assert [n for n, p in profiles().items() if p["shows_images"]] == ["claude-code", "codex", "gemini-cli"]
     # clients.md section 2: Codex shows structuredContent alone, Gemini CLI content alone; Claude Code
     # 2.1.332 as Codex (measured in the real-client tier)
-    assert {n: p["model_skips"] for n, p in op.CLIENT_PROFILES.items() if p["model_skips"]} == {
-        "claude-code": "content", "codex": "content", "gemini": "structuredContent"}
+    assert {n: p["model_skips"] for n, p in profiles().items() if p["model_skips"]} == {
+        "claude-code": "content", "codex": "content", "gemini-cli": "structuredContent"}
 
 
 def test_client_names_pick_their_profile_and_anything_else_is_generic():
-    names = [n for profile in op.CLIENT_PROFILES.values() for n in profile["client_names"]]
+    names = [n for profile in profiles().values() for n in profile["client_names"]]
     assert len(names) == len(set(names))
     assert [op.client_profile_for(n) for n in ("claude-code", "codex-mcp-client", "gemini-cli-mcp-client",
                                                "cursor-vscode", "github-copilot-developer")] == [
-        "claude-code", "codex", "gemini", "cursor", "copilot"]
+        "claude-code", "codex", "gemini-cli", "cursor", "copilot"]
     for other in ("Visual Studio Code", "CLAUDE-CODE", "", None, 7, "generic"):
         assert op.client_profile_for(other) == "generic"
 
 
 def test_every_profile_is_a_client_choice_of_the_relay():
-    assert op.CLIENT_CHOICES == ("auto",) + tuple(op.CLIENT_PROFILES)
+    assert op.CLIENT_CHOICES == ("auto",) + tuple(profiles())
+
+
+# -- the one table: sources, names, aliases ---------------------------------------
+
+ENTRY_KEYS = {"display", "kind", "aliases", "facts", "sources", "profile", "config"}
+COMMANDS = ("relay", "check", "capture")
+
+
+def test_every_client_has_a_source_for_every_fact():
+    for name, client in op.CLIENTS.items():
+        assert set(client) == ENTRY_KEYS, name
+        assert set(client["sources"]) == set(client["facts"]), name
+        for fact, source in client["sources"].items():
+            assert isinstance(source, str) and len(source) > 10, (name, fact)
+            assert isinstance(client["facts"][fact], int) and client["facts"][fact] > 0, (name, fact)
+        assert client["kind"] in ("agent", "api") and client["config"] in op.CONFIG_FORMATS + (None,), name
+        assert client["profile"] is None or client["kind"] == "agent", name
+        for alias, commands in client["aliases"].items():
+            assert alias not in op.CLIENTS and set(commands) <= set(COMMANDS), (name, alias)
+
+
+# The spellings each command took before the one table, and what they meant there.
+OLD_SPELLINGS = {
+    "relay": {"cursor": "cursor", "claude-code": "claude-code", "codex": "codex", "gemini": "gemini-cli",
+              "copilot": "copilot", "generic": "generic"},
+    "check": {"cursor": "cursor", "claude-code": "claude-code", "claude-desktop": "claude-desktop", "codex": "codex",
+              "gemini-cli": "gemini-cli", "vscode": "vscode", "windsurf": "windsurf", "anthropic": "anthropic",
+              "openai": "openai", "gemini": "gemini-api"},
+    "capture": {"claude": "claude-code", "codex": "codex", "gemini": "gemini-cli"},
+}
+
+
+def parsed(argv):
+    args = op.build_parser(argv[0]).parse_args(argv)
+    op.resolve_env_defaults(args)
+    return args
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_old_spelling_still_resolves_to_what_it_meant(command, tmp_path, monkeypatch):
+    monkeypatch.delenv("OCX_PROXY_CLIENT", raising=False)
+    catalog = tmp_path / "tools.json"
+    catalog.write_text('{"tools": []}')
+    for old, name in OLD_SPELLINGS[command].items():
+        assert op.client_named(old, command) == name
+        if command == "relay":
+            assert parsed(["stdio", "--client", old]).client == name
+            monkeypatch.setenv("OCX_PROXY_CLIENT", old)
+            assert parsed(["stdio"]).client == name
+            monkeypatch.delenv("OCX_PROXY_CLIENT")
+            assert op.client_profile(old) is op.CLIENTS[name]["profile"]
+        elif command == "check":
+            assert parsed(["check", "--client", old, "--file", str(catalog)]).client == name
+        else:
+            assert parsed(["capture", "--catalog", str(catalog), "--print-config", old]).print_config == name
+    assert parsed(["capture", "--catalog", str(catalog), "--print-config"]).print_config == "claude-code"
+
+
+@pytest.mark.parametrize("command,needle", [("stdio", "gemini still means gemini-cli (deprecated)"),
+                                            ("check", "gemini still means gemini-api (deprecated)"),
+                                            ("capture", "claude still means claude-code (deprecated)")])
+def test_the_help_of_each_command_names_its_old_spellings(command, needle, capsys):
+    with pytest.raises(SystemExit):
+        op.main([command, "--help"])
+    assert needle in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_relay_given_the_old_name_takes_gemini_clis_profile(relay_factory):
+    relay = relay_factory(["--client", "gemini"])
+    relay.initialize()
+    relay.close()
+    assert "client profile gemini-cli (--client)" in relay.stderr
+
+
+def test_the_combined_counts_of_a_config_are_the_catalog_rules_with_their_source():
+    server = op.ConfigServer("a", "/mcpServers/a")
+    result = ({"report": {"cursorMcpToolsBytes": 200000}}, ["t%d" % i for i in range(60)])
+    findings, count, size = op.combined_findings("json", [server], [result])
+    assert (count, size) == (60, 200000)
+    rules = [(f.rule, f.severity, f.clients, f.pointer) for f in findings]
+    assert rules == [("cursor-tool-count-old", "warning", ("cursor",), "/mcpServers"),
+                     ("cursor-mcp-tools-size", "error", ("cursor",), "/mcpServers"),
+                     ("windsurf-config-tool-count", "error", ("windsurf",), "/mcpServers")]
+    for finding in findings:
+        row = op.CATALOG_RULES[finding.rule]
+        assert finding.source == {"ref": row.ref, "observed": row.observed}
+    assert "60 tools in all" in findings[0].message and "200000 bytes for 60 tools in all" in findings[1].message
+    assert op.combined_findings("codex", [server], [result])[0] == []   # Codex: no count rule

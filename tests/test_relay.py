@@ -1454,7 +1454,7 @@ def test_the_result_member_a_client_never_shows_does_not_count(relay_factory, cl
     assert is_spilled(relay.call("structured", {"n": n_spilled}))   # what it shows still counts
     relay.close()
     import ocx_proxy as op
-    budget = op.CLIENT_PROFILES[op.client_profile_for(client_name)]["budget_chars"]
+    budget = op.client_profile(op.client_profile_for(client_name))["budget_chars"]
     relay = start_as(relay_factory, "some-other-client", ["--max-response-chars", str(budget)])
     assert is_spilled(relay.call("structured", {"n": n_whole}))   # a client that shows both counts both
     relay.close()

@@ -76,7 +76,7 @@ def numbers(budget):
 
 
 def test_a_budget_is_the_client_profile_with_each_option_given_winning():
-    codex, generic = op.CLIENT_PROFILES["codex"], op.CLIENT_PROFILES["generic"]
+    codex, generic = op.client_profile("codex"), op.client_profile("generic")
     assert numbers(op.Budget.for_client(codex, options())) == (10000, 10000, 3000, op.MAX_IMAGE_BYTES, 10000)
     assert op.Budget.for_client(codex, options()).model_skips == "content"
     given = options(max_response_chars=500, preview_chars=100, max_image_bytes=0)
