@@ -36,12 +36,12 @@ bench: $(BENCH_PY)
 	@echo
 	$(BENCH_PY) tests/bench/bench_reader.py
 
-# Start-up before/after: this ocx_proxy.py against the one in git revision BASELINE, interleaved
-# (`make bench BENCH_ARGS="--baseline FILE"` adds the same pair of rows to the whole table).
-BASELINE ?= HEAD
+# Start-up before/after: this ocx_proxy.py beside the one in git revision OLD, interleaved
+# (`make bench BENCH_ARGS="--old FILE"` adds the same rows to the whole table).
+OLD ?= HEAD
 bench-startup: $(BENCH_PY)
-	git show $(BASELINE):ocx_proxy.py > $(BENCH_VENV)/baseline.py
-	$(BENCH_PY) tests/bench/bench_relay.py --only-startup --baseline $(BENCH_VENV)/baseline.py
+	git show $(OLD):ocx_proxy.py > $(BENCH_VENV)/old_ocx_proxy.py
+	$(BENCH_PY) tests/bench/bench_relay.py --only-startup --old $(BENCH_VENV)/old_ocx_proxy.py
 
 # Python 3.8-3.13 matrix: tests/smoke.py (stdlib) and the suite in .venv-compat/3.X
 # for every interpreter pyenv (or PATH) has; a missing version is skipped.

@@ -9,8 +9,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --quick    # fewer repetitions (a smoke check)
     python tests/bench/bench_relay.py --profile DIR   # also write cProfile stats of the relay
     python tests/bench/bench_relay.py --only-store    # only the token-store rows
-    git show main:ocx_proxy.py > /tmp/before.py
-    python tests/bench/bench_relay.py --only-startup --baseline /tmp/before.py   # start-up, before/after
+    python tests/bench/bench_relay.py --only-startup --old OLD.py   # start-up of another copy beside this one
 
 Standard library only.  Not part of the pass/fail test run.
 """
@@ -360,13 +359,13 @@ class Bench:
 
     def startup_rows(self, rows, progress):
         """Start-up: spawn -> initialize result, alternating so all see the same machine state; with
-        --baseline, that copy of ocx_proxy.py too (the before of a before/after)."""
+        --old, that copy of ocx_proxy.py too (the before of a before/after)."""
         a = self.args
         progress("start-up x%d" % a.startup_runs)
         argvs = {"direct": self.direct_argv(), "script": self.relay_argv(), "installed": self.installed_relay_argv()}
-        if a.baseline:
-            argvs["baseline script"] = self.relay_argv(proxy=a.baseline)
-            argvs["baseline installed"] = self.installed_relay_argv(a.baseline, "site-baseline")
+        if a.old:
+            argvs["old script"] = self.relay_argv(proxy=a.old)
+            argvs["old installed"] = self.installed_relay_argv(a.old, "site-old")
         times = {name: [] for name in argvs}
         for _ in range(a.startup_runs):
             for name, argv in argvs.items():
@@ -376,9 +375,9 @@ class Bench:
                             ("installed", "start-up, installed ocx-proxy (cached bytecode)")):
             r = statistics.median(times[name])
             rows.append((label, "ms", d, r, r - d, TARGETS["startup"]))
-            if a.baseline:
-                b = statistics.median(times["baseline " + name])
-                rows.append(("  info: the same, --baseline copy (before)", "ms", d, b, b - d, None))
+            if a.old:
+                old = statistics.median(times["old " + name])
+                rows.append(("  info: the same, --old copy", "ms", d, old, old - d, None))
 
     def run(self):
         a = self.args
@@ -541,9 +540,9 @@ def main(argv=None):
     parser.add_argument("--only-huge", action="store_true", help="run only the 100 MB memory rows")
     parser.add_argument("--only-store", action="store_true", help="run only the token-store rows")
     parser.add_argument("--only-startup", action="store_true", help="run only the start-up rows")
-    parser.add_argument("--baseline", metavar="FILE",
-                        help="another copy of ocx_proxy.py (say, the last release's) whose start-up is timed "
-                             "beside this one's, interleaved: a before/after pair of rows")
+    parser.add_argument("--old", metavar="OLD.py",
+                        help="another copy of ocx_proxy.py whose start-up is timed beside this one's, "
+                             "interleaved: a before/after pair of rows")
     args = parser.parse_args(argv)
     if args.quick:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3
