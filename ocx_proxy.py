@@ -529,13 +529,20 @@ def open_spill_dir(path, create=True):
     None when ``create`` is false and the directory does not exist yet.
     Windows has no owners and modes to check: ``path`` is used as it is.
     """
+    return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
+
+
+def open_private_dir(path, create, otherwise):
+    """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700
+    when missing and ``create``, its missing parents with the default mode); None when it is missing.
+    Any other directory is for ``otherwise(fd, uid)`` to answer or refuse (``fd``, open on it, is
+    closed after).  Windows has no owners and modes to check: ``path`` is used as it is."""
     if not hasattr(os, "geteuid"):
-        if not create and not os.path.isdir(path):
-            return None
-        os.makedirs(path, exist_ok=True)
-        return PrivateDir(path)
+        if create:
+            os.makedirs(path, exist_ok=True)
+        return PrivateDir(path) if os.path.isdir(path) else None
     uid = os.geteuid()
-    if create:
+    if create and os.path.dirname(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, made = _open_dir(path, create)
     if fd is None:
@@ -545,13 +552,13 @@ def open_spill_dir(path, create=True):
         if _is_ours(fd, uid, made, 0o022):
             keep = True
             return PrivateDir(path, fd)
-        return _open_private_dir(path, fd, uid, create)
+        return otherwise(fd, uid)
     finally:
         if not keep:
             os.close(fd)
 
 
-def _open_private_dir(path, fd, uid, create):
+def _open_uid_dir(path, fd, uid, create):
     """``ocx-proxy-<uid>`` inside the shared or foreign directory ``path`` (open as ``fd``)."""
     owner = os.fstat(fd).st_uid
     if owner != uid and os.path.islink(path):
@@ -4435,21 +4442,11 @@ class AuthStore:
     def open(self, create=False):
         """The directory, checked, as a PrivateDir (made 0700 when missing and ``create``); None when
         it is missing.  OSError with a one-line reason when it is refused."""
-        if not hasattr(os, "geteuid"):   # Windows: no owners and modes to check
-            if create:
-                os.makedirs(self.directory, exist_ok=True)
-            return PrivateDir(self.directory) if os.path.isdir(self.directory) else None
-        uid = os.geteuid()
-        parent = os.path.dirname(self.directory)
-        if create and parent:
-            os.makedirs(parent, exist_ok=True)
-        fd, made = _open_dir(self.directory, create)
-        if fd is None:
-            return None
-        if _is_ours(fd, uid, made, 0o022):
-            return PrivateDir(self.directory, fd)
+        return open_private_dir(self.directory, create, self._not_ours)
+
+    def _not_ours(self, fd, uid):
+        """Another user's or a shared directory (open as ``fd``) holds no tokens of ours."""
         info = os.fstat(fd)
-        os.close(fd)
         why = ("it belongs to uid %d, not to us (uid %d)" % (info.st_uid, uid) if info.st_uid != uid
                else "others may write to it (mode %03o)" % stat.S_IMODE(info.st_mode))
         raise OSError("refusing token directory %s: %s; nothing in it is used (make it a directory of yours "
