@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 
-.PHONY: test stress bench compat interop real-servers clean
+.PHONY: test stress bench bench-startup compat interop real-servers clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ bench: $(BENCH_PY)
 	$(BENCH_PY) tests/bench/bench_inputs.py
 	@echo
 	$(BENCH_PY) tests/bench/bench_reader.py
+
+# Start-up before/after: this ocx_proxy.py beside the one in git revision OLD, interleaved
+# (`make bench BENCH_ARGS="--old FILE"` adds the same rows to the whole table).
+OLD ?= HEAD
+bench-startup: $(BENCH_PY)
+	git show $(OLD):ocx_proxy.py > $(BENCH_VENV)/old_ocx_proxy.py
+	$(BENCH_PY) tests/bench/bench_relay.py --only-startup --old $(BENCH_VENV)/old_ocx_proxy.py
 
 # Python 3.8-3.13 matrix: tests/smoke.py (stdlib) and the suite in .venv-compat/3.X
 # for every interpreter pyenv (or PATH) has; a missing version is skipped.

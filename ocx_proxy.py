@@ -31,15 +31,19 @@ ocx_proxy.py COMMAND --help`` for every option and its default.
 Layout of this file (each section only uses the ones above it):
 
     wire helpers      logging, redaction, errors, small utilities
-    JSON-RPC framing  newline-delimited JSON lines, error objects
+    private files     a checked 0700 directory, files written 0600 (spill files, tokens)
+    JSON-RPC framing  newline-delimited JSON lines, error objects, indented JSON output
     protocol versions what each MCP revision has (handshake, resource_link...)
     client facts      limits, name rules and budget profiles of the clients we know
     spill             saving oversized responses, previews, the reader of spilled text
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
     HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
-    OAuth             discovery, client registration, login, tokens for remote servers
-    remote transports Streamable HTTP, legacy HTTP+SSE and auto over the HTTP client
+    OAuth             discovery rules, callback ports, PKCE, the token store
+    OAuth login       discovery, client registration, login and refresh for one server
+    remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
+    Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
+    legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
     relay             request tracking, timeouts, restarts, client profiles, the reader tool
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -52,13 +56,10 @@ Layout of this file (each section only uses the ones above it):
 """
 
 import argparse
-import array
 import base64
 import binascii
-import bisect
 import codecs
 import collections
-import datetime
 import errno
 import heapq
 import io
@@ -330,19 +331,252 @@ def _json_tree_problem(value, check_strings):
     return None
 
 
-def default_cache_dir():
-    """The per-OS user cache directory for spill files."""
+def user_cache_dir(name, environ=None):
+    """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``),
+    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
+    environ = os.environ if environ is None else environ
     if IS_WINDOWS:
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
-        return os.path.join(base, "ocx-proxy", "Cache")
-    if sys.platform == "darwin":
-        return os.path.join(os.path.expanduser("~"), "Library", "Caches", "ocx-proxy")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ocx-proxy")
+        base = environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+    elif sys.platform == "darwin":
+        base = os.path.join(os.path.expanduser("~"), "Library", "Caches")
+    else:
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, name)
+
+
+def default_cache_dir():
+    """The default ``--output-dir``: where spill files go."""
+    return user_cache_dir(os.path.join("ocx-proxy", "Cache") if IS_WINDOWS else "ocx-proxy")
 
 
 def utc_now_iso():
+    import datetime  # imported where used (traces, spill names, `auth`): ~1.5 ms at start-up
+
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# ---------------------------------------------------------------------------
+# Private files: a checked 0700 directory, files written 0600 and renamed into place
+# ---------------------------------------------------------------------------
+
+# Files are only ever opened new: O_EXCL refuses an existing name (a
+# planted link included), O_NOFOLLOW is the belt to those braces.
+TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                   | getattr(os, "O_BINARY", 0))
+PRIVATE_DIR_PREFIX = "ocx-proxy-"
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
+# host (a hash of its name: a home directory may be shared by several machines)
+# of the writing relay tell, at the next start, a temporary file left by one
+# that was killed while writing from one being written now.  Older versions
+# wrote ".<name>.<random>.tmp".
+TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
+                          r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
+HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
+# A temporary file untouched this long is stale whoever wrote it: writing one
+# takes seconds, and every write updates its time.
+STALE_TEMP_SECONDS = 3600
+
+
+def temp_name(name, pid=None):
+    """The temporary name ``name`` is written under (see TEMP_NAME_RE), by process ``pid`` (default: us)."""
+    return ".%s.%d-%s-%s.tmp" % (name, os.getpid() if pid is None else pid, HOST_TAG, os.urandom(8).hex())
+
+
+def stale_temp(match, mtime, now):
+    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is
+    no one's: untouched for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
+    if mtime < now - STALE_TEMP_SECONDS:
+        return True
+    pid, host = match.group(1), match.group(2)
+    return host == HOST_TAG and not IS_WINDOWS and not process_exists(int(pid))
+
+
+def process_exists(pid):
+    """Whether process ``pid`` exists (POSIX; signal 0 only asks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True   # another user's
+    except (OverflowError, OSError):
+        return False  # no such process id can exist
+    return True
+
+
+def _write_all(fd, data):
+    """Write ``data`` (bytes, or an iterable of bytes chunks) to ``fd``."""
+    for chunk in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+class PrivateDir:
+    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).
+
+    On POSIX ``fd`` is a descriptor of the very directory that was checked and
+    every file is created, renamed and removed relative to it, so renaming or
+    replacing its path meanwhile cannot send a file elsewhere.  On Windows
+    ``fd`` is None and plain paths are used.
+    """
+
+    def __init__(self, path, fd=None):
+        self.path = path
+        self.fd = fd
+        self.written = []  # names of the files written through this opening
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def at(self, name):
+        """``name`` as the path to pass along with ``dir_fd=self.fd``."""
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def names(self):
+        return os.listdir(self.path if self.fd is None else self.fd)
+
+    def lstat(self, name):
+        return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=False)
+
+    def remove(self, name):
+        os.unlink(self.at(name), dir_fd=self.fd)
+
+    def discard(self, names):
+        """Remove ``names``, ignoring errors: undoes a write that failed part-way."""
+        for name in names:
+            try:
+                self.remove(name)
+            except OSError:
+                pass
+
+    def write(self, name, data):
+        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
+
+        The bytes go to a new temporary file (``temp_name``), created 0600 with O_EXCL and
+        O_NOFOLLOW under a name with 64 random bits, so no planted link is
+        ever opened; then it is renamed to ``name``.  rename() replaces the
+        directory entry, a symbolic link included, and never writes through
+        it.  On any failure (disk full, I/O error...) the temporary file is
+        removed and the error raised: a full disk is left no fuller.
+        """
+        temp = temp_name(name)
+        fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
+        try:
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(self.at(temp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            self.discard([temp])
+            raise
+        self.written.append(name)
+        return os.path.join(self.path, name)
+
+
+def _open_dir(name, create, dir_fd=None, follow=True):
+    """Open directory ``name``, made 0700 first when missing and ``create``.
+
+    Returns ``(fd, made)``, or ``(None, False)`` when it is missing and not ``create``.
+    """
+    made = False
+    if create:
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+            made = True
+        except FileExistsError:
+            pass
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        return os.open(name, flags, dir_fd=dir_fd), made
+    except FileNotFoundError:
+        if create:
+            raise
+        return None, False
+
+
+def _is_ours(fd, uid, made, shared_bits):
+    """True when ``fd`` is a directory owned by ``uid`` without ``shared_bits``; one we made is fixed to 0700."""
+    info = os.fstat(fd)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
+        return False
+    if made:  # ours: only a directory we created is ever chmodded (an odd umask)
+        os.fchmod(fd, 0o700)
+        return True
+    return not info.st_mode & shared_bits
+
+
+def open_spill_dir(path, create=True):
+    """Open the directory spill files go to for ``--output-dir path``; a ``PrivateDir``.
+
+    That is ``path`` itself when it is ours and nobody else may write to it.
+    Otherwise (another user's directory, or a shared one such as /tmp or a
+    0777 directory) it is a private ``ocx-proxy-<uid>`` directory inside it,
+    created 0700; an existing one is used only when it is a real directory,
+    ours, and closed to group and others.  A ``path`` that is a symbolic link
+    to a directory owned by someone else is refused.  Refusals raise OSError
+    with a one-line reason.  Missing parents of ``path`` are created with the
+    default mode; only the directory we write in is made private.  Returns
+    None when ``create`` is false and the directory does not exist yet.
+    Windows has no owners and modes to check: ``path`` is used as it is.
+    """
+    return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
+
+
+def open_private_dir(path, create, otherwise):
+    """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700
+    when missing and ``create``, its missing parents with the default mode); None when it is missing.
+    Any other directory is for ``otherwise(fd, uid)`` to answer or refuse (``fd``, open on it, is
+    closed after).  Windows has no owners and modes to check: ``path`` is used as it is."""
+    if not hasattr(os, "geteuid"):
+        if create:
+            os.makedirs(path, exist_ok=True)
+        return PrivateDir(path) if os.path.isdir(path) else None
+    uid = os.geteuid()
+    if create and os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, made = _open_dir(path, create)
+    if fd is None:
+        return None
+    keep = False
+    try:
+        if _is_ours(fd, uid, made, 0o022):
+            keep = True
+            return PrivateDir(path, fd)
+        return otherwise(fd, uid)
+    finally:
+        if not keep:
+            os.close(fd)
+
+
+def _open_uid_dir(path, fd, uid, create):
+    """``ocx-proxy-<uid>`` inside the shared or foreign directory ``path`` (open as ``fd``)."""
+    owner = os.fstat(fd).st_uid
+    if owner != uid and os.path.islink(path):
+        raise OSError("refusing --output-dir %s: a symbolic link to a directory owned by uid %d" % (path, owner))
+    private = os.path.join(path, PRIVATE_DIR_PREFIX + str(uid))
+    try:
+        sub_fd, made = _open_dir(os.path.basename(private), create, fd, follow=False)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise
+        raise OSError("refusing spill directory %s: it is a symbolic link or a file" % private)
+    if sub_fd is None:
+        return None
+    if not _is_ours(sub_fd, uid, made, 0o077):
+        os.close(sub_fd)
+        raise OSError("refusing spill directory %s: not a private directory of ours (expected owner "
+                      "uid %d, mode 0700)" % (private, uid))
+    return PrivateDir(private, sub_fd)
 
 
 # ---------------------------------------------------------------------------
@@ -396,6 +630,58 @@ def dumps(obj, indent=None):
 def encode_message(obj):
     """One JSON-RPC message as a line of UTF-8 bytes, newline included."""
     return dumps(obj).encode("utf-8", "surrogatepass") + b"\n"
+
+
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_JSON_SLICE = 1 << 16  # characters of one string escaped at a time
+
+
+def _json_chunks(value, newline):
+    # ``newline`` is a line break and the current indentation.  Leaves are
+    # written in place rather than by a nested generator: this is as fast
+    # as json.dumps(indent=2).
+    text = _json_leaf(value)
+    if text is not None:
+        yield text
+    elif isinstance(value, str):
+        yield '"'
+        for start in range(0, len(value), _JSON_SLICE):
+            yield _JSON_TEXT.encode(value[start:start + _JSON_SLICE])[1:-1]
+        yield '"'
+    else:
+        is_dict = isinstance(value, dict)
+        inner = newline + "  "
+        separator = ("{" if is_dict else "[") + inner
+        for item in value.items() if is_dict else value:
+            if is_dict:
+                key, item = item
+                text = _json_leaf(key)
+                if text is None:
+                    yield separator
+                    yield from _json_chunks(key, inner)
+                    separator = ""
+                else:
+                    separator += text
+                separator += ": "
+            text = _json_leaf(item)
+            if text is None:
+                yield separator
+                yield from _json_chunks(item, inner)
+            else:
+                yield separator + text
+            separator = "," + inner
+        yield newline + ("}" if is_dict else "]")
+
+
+def _json_leaf(value):
+    """The JSON text of a value written in one piece, or None (a container, a long string)."""
+    if isinstance(value, str):
+        return _JSON_TEXT.encode(value) if len(value) <= _JSON_SLICE else None
+    if isinstance(value, (dict, list)):
+        return None if value else _JSON_TEXT.encode(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__repr__(value)  # the commonest scalar; the encoder is 20 times slower
+    return _JSON_TEXT.encode(value)  # floats (never NaN), true, false, null
 
 
 def result_response(msg_id, result):
@@ -731,6 +1017,8 @@ def _skip_chunks(data, pos, depth):
                 break
             rest = shorter
         else:  # deeply nested: each pass would remove a single pair, so add up +1/-1 steps
+            import array
+
             steps = array.array("b", rest.translate(_BRACKET_STEPS))
             low, total = min(0, min(itertools.accumulate(steps))), sum(steps)
         if depth + low <= 0:
@@ -1229,14 +1517,6 @@ MIME_EXTENSIONS = {
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
-def _write_all(fd, data):
-    """Write ``data`` (bytes, or an iterable of bytes chunks) to ``fd``."""
-    for chunk in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(fd, view):]
-
-
 def never_spilled(method, result=None):
     """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten.
 
@@ -1455,211 +1735,6 @@ def readable_text(msg, method):
     return out
 
 
-# Spill files are only ever opened new: O_EXCL refuses an existing name (a
-# planted link included), O_NOFOLLOW is the belt to those braces.
-TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                   | getattr(os, "O_BINARY", 0))
-PRIVATE_DIR_PREFIX = "ocx-proxy-"
-# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
-# host (a hash of its name: a home directory may be shared by several machines)
-# of the writing relay tell, at the next start, a temporary file left by one
-# that was killed while writing from one being written now.  Older versions
-# wrote ".<name>.<random>.tmp".
-TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
-                          r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
-HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
-# A temporary file untouched this long is stale whoever wrote it: writing one
-# takes seconds, and every write updates its time.
-STALE_TEMP_SECONDS = 3600
-
-
-def temp_name(name, pid=None):
-    """The temporary name ``name`` is written under (see TEMP_NAME_RE), by process ``pid`` (default: us)."""
-    return ".%s.%d-%s-%s.tmp" % (name, os.getpid() if pid is None else pid, HOST_TAG, os.urandom(8).hex())
-
-
-def stale_temp(match, mtime, now):
-    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is
-    no one's: untouched for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
-    if mtime < now - STALE_TEMP_SECONDS:
-        return True
-    pid, host = match.group(1), match.group(2)
-    return host == HOST_TAG and not IS_WINDOWS and not process_exists(int(pid))
-
-
-def process_exists(pid):
-    """Whether process ``pid`` exists (POSIX; signal 0 only asks)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True   # another user's
-    except (OverflowError, OSError):
-        return False  # no such process id can exist
-    return True
-
-
-class SpillDir:
-    """An opened, checked spill directory (see ``open_spill_dir``).
-
-    On POSIX ``fd`` is a descriptor of the very directory that was checked and
-    every file is created, renamed and removed relative to it, so renaming or
-    replacing its path meanwhile cannot send a file elsewhere.  On Windows
-    ``fd`` is None and plain paths are used.
-    """
-
-    def __init__(self, path, fd=None):
-        self.path = path
-        self.fd = fd
-        self.written = []  # names of the files written through this opening
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-    def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-    def at(self, name):
-        """``name`` as the path to pass along with ``dir_fd=self.fd``."""
-        return name if self.fd is not None else os.path.join(self.path, name)
-
-    def names(self):
-        return os.listdir(self.path if self.fd is None else self.fd)
-
-    def lstat(self, name):
-        return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=False)
-
-    def remove(self, name):
-        os.unlink(self.at(name), dir_fd=self.fd)
-
-    def discard(self, names):
-        """Remove ``names``, ignoring errors: undoes a write that failed part-way."""
-        for name in names:
-            try:
-                self.remove(name)
-            except OSError:
-                pass
-
-    def write(self, name, data):
-        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
-
-        The bytes go to a new temporary file (``temp_name``), created 0600 with O_EXCL and
-        O_NOFOLLOW under a name with 64 random bits, so no planted link is
-        ever opened; then it is renamed to ``name``.  rename() replaces the
-        directory entry, a symbolic link included, and never writes through
-        it.  On any failure (disk full, I/O error...) the temporary file is
-        removed and the error raised: a full disk is left no fuller.
-        """
-        temp = temp_name(name)
-        fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
-        try:
-            try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(self.at(temp), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except BaseException:
-            self.discard([temp])
-            raise
-        self.written.append(name)
-        return os.path.join(self.path, name)
-
-
-def _open_dir(name, create, dir_fd=None, follow=True):
-    """Open directory ``name``, made 0700 first when missing and ``create``.
-
-    Returns ``(fd, made)``, or ``(None, False)`` when it is missing and not ``create``.
-    """
-    made = False
-    if create:
-        try:
-            os.mkdir(name, 0o700, dir_fd=dir_fd)
-            made = True
-        except FileExistsError:
-            pass
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
-    try:
-        return os.open(name, flags, dir_fd=dir_fd), made
-    except FileNotFoundError:
-        if create:
-            raise
-        return None, False
-
-
-def _is_ours(fd, uid, made, shared_bits):
-    """True when ``fd`` is a directory owned by ``uid`` without ``shared_bits``; one we made is fixed to 0700."""
-    info = os.fstat(fd)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
-        return False
-    if made:  # ours: only a directory we created is ever chmodded (an odd umask)
-        os.fchmod(fd, 0o700)
-        return True
-    return not info.st_mode & shared_bits
-
-
-def open_spill_dir(path, create=True):
-    """Open the directory spill files go to for ``--output-dir path``; a ``SpillDir``.
-
-    That is ``path`` itself when it is ours and nobody else may write to it.
-    Otherwise (another user's directory, or a shared one such as /tmp or a
-    0777 directory) it is a private ``ocx-proxy-<uid>`` directory inside it,
-    created 0700; an existing one is used only when it is a real directory,
-    ours, and closed to group and others.  A ``path`` that is a symbolic link
-    to a directory owned by someone else is refused.  Refusals raise OSError
-    with a one-line reason.  Missing parents of ``path`` are created with the
-    default mode; only the directory we write in is made private.  Returns
-    None when ``create`` is false and the directory does not exist yet.
-    Windows has no owners and modes to check: ``path`` is used as it is.
-    """
-    if not hasattr(os, "geteuid"):
-        if not create and not os.path.isdir(path):
-            return None
-        os.makedirs(path, exist_ok=True)
-        return SpillDir(path)
-    uid = os.geteuid()
-    if create:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, made = _open_dir(path, create)
-    if fd is None:
-        return None
-    keep = False
-    try:
-        if _is_ours(fd, uid, made, 0o022):
-            keep = True
-            return SpillDir(path, fd)
-        return _open_private_dir(path, fd, uid, create)
-    finally:
-        if not keep:
-            os.close(fd)
-
-
-def _open_private_dir(path, fd, uid, create):
-    """``ocx-proxy-<uid>`` inside the shared or foreign directory ``path`` (open as ``fd``)."""
-    owner = os.fstat(fd).st_uid
-    if owner != uid and os.path.islink(path):
-        raise OSError("refusing --output-dir %s: a symbolic link to a directory owned by uid %d" % (path, owner))
-    private = os.path.join(path, PRIVATE_DIR_PREFIX + str(uid))
-    try:
-        sub_fd, made = _open_dir(os.path.basename(private), create, fd, follow=False)
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            raise
-        raise OSError("refusing spill directory %s: it is a symbolic link or a file" % private)
-    if sub_fd is None:
-        return None
-    if not _is_ours(sub_fd, uid, made, 0o077):
-        os.close(sub_fd)
-        raise OSError("refusing spill directory %s: not a private directory of ours (expected owner "
-                      "uid %d, mode 0700)" % (private, uid))
-    return SpillDir(private, sub_fd)
-
-
 class TextIndex:
     """Where lines and characters are in the ``.txt`` of a spill, noted as it is written.
 
@@ -1714,6 +1789,8 @@ class TextIndex:
         The column after a line's last character is where its line break (or
         the text) ends.  ValueError when the text has no such place.
         """
+        import bisect
+
         k = bisect.bisect_right(self.marks, (line, column, self.size)) - 1
         first_line, first_column, offset = self.marks[k]
         handle.seek(offset)
@@ -2048,11 +2125,13 @@ class Spill:
         return removed
 
     def write_file(self, name, data):
-        """``SpillDir.write`` of ``data`` as ``name`` in the spill directory; returns the path written."""
+        """``PrivateDir.write`` of ``data`` as ``name`` in the spill directory; returns the path written."""
         with self.open_dir() as where:
             return where.write(name, data)
 
     def stem(self, line, method, msg_id):
+        import datetime
+
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         import hashlib  # only when spilling: it loads OpenSSL (+4 MB resident, ~3.5 ms at start-up)
 
@@ -4353,7 +4432,7 @@ WORKERS = WorkerThreads()
 
 
 # ---------------------------------------------------------------------------
-# OAuth: discovery, client registration, login, tokens
+# OAuth: discovery rules, callback ports, PKCE, the token store
 # ---------------------------------------------------------------------------
 
 # The MCP authorization flow (basic/authorization, 2025-06-18 and later) for a
@@ -4585,15 +4664,7 @@ def default_auth_dir(environ=None):
     """``OCX_PROXY_AUTH_DIR``, else ``ocx-proxy-auth`` in the platform's cache directory
     (apart from the spill directory, so spill retention never touches it)."""
     environ = os.environ if environ is None else environ
-    if environ.get("OCX_PROXY_AUTH_DIR"):
-        return environ["OCX_PROXY_AUTH_DIR"]
-    if os.name == "nt":
-        base = environ.get("LOCALAPPDATA") or os.path.expanduser("~")
-    elif sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Caches")
-    else:
-        base = environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return os.path.join(base, "ocx-proxy-auth")
+    return environ.get("OCX_PROXY_AUTH_DIR") or user_cache_dir("ocx-proxy-auth", environ)
 
 
 def _key(*parts):
@@ -4622,23 +4693,13 @@ class AuthStore:
         return os.path.join(self.directory, "%s-%s.json" % (kind, _key(*key)))
 
     def open(self, create=False):
-        """The directory, checked, as a SpillDir (made 0700 when missing and ``create``); None when
+        """The directory, checked, as a PrivateDir (made 0700 when missing and ``create``); None when
         it is missing.  OSError with a one-line reason when it is refused."""
-        if not hasattr(os, "geteuid"):   # Windows: no owners and modes to check
-            if create:
-                os.makedirs(self.directory, exist_ok=True)
-            return SpillDir(self.directory) if os.path.isdir(self.directory) else None
-        uid = os.geteuid()
-        parent = os.path.dirname(self.directory)
-        if create and parent:
-            os.makedirs(parent, exist_ok=True)
-        fd, made = _open_dir(self.directory, create)
-        if fd is None:
-            return None
-        if _is_ours(fd, uid, made, 0o022):
-            return SpillDir(self.directory, fd)
+        return open_private_dir(self.directory, create, self._not_ours)
+
+    def _not_ours(self, fd, uid):
+        """Another user's or a shared directory (open as ``fd``) holds no tokens of ours."""
         info = os.fstat(fd)
-        os.close(fd)
         why = ("it belongs to uid %d, not to us (uid %d)" % (info.st_uid, uid) if info.st_uid != uid
                else "others may write to it (mode %03o)" % stat.S_IMODE(info.st_mode))
         raise OSError("refusing token directory %s: %s; nothing in it is used (make it a directory of yours "
@@ -4779,6 +4840,10 @@ def _lock_nowait(fd):
     else:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
+
+# ---------------------------------------------------------------------------
+# OAuth login: discovery, client registration, login and refresh for one server
+# ---------------------------------------------------------------------------
 
 class OAuthSettings:
     """What the command line says about OAuth (see add_oauth_options)."""
@@ -5523,7 +5588,7 @@ class CallbackListener:
 
 
 # ---------------------------------------------------------------------------
-# Remote transports: Streamable HTTP, legacy HTTP+SSE, auto
+# Remote transports: what every remote transport shares (sender, workers, exchanges)
 # ---------------------------------------------------------------------------
 
 # Worker threads do the blocking HTTP work; everything they learn goes to the
@@ -6120,6 +6185,10 @@ class RemoteUpstream(Upstream):
         """Hook: end the session on the server (Streamable HTTP sends DELETE)."""
 
 
+# ---------------------------------------------------------------------------
+# Streamable HTTP: one POST per message, both eras (2025 sessions, stateless 2026-07-28)
+# ---------------------------------------------------------------------------
+
 class StreamableHttpUpstream(RemoteUpstream):
     """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.
 
@@ -6535,6 +6604,10 @@ class StreamableHttpUpstream(RemoteUpstream):
         elif not 200 <= resp.status < 300 and resp.status != 404:
             self.note("debug", "DELETE of the session: " + http_error_text(resp.status, resp.reason, body))
 
+
+# ---------------------------------------------------------------------------
+# Legacy SSE: the 2024-11-05 HTTP+SSE transport, auto, the remote factory
+# ---------------------------------------------------------------------------
 
 class SseUpstream(RemoteUpstream):
     """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.
@@ -10732,6 +10805,49 @@ def load_toml(text, what):
     return document
 
 
+TOML_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
+
+
+def toml_key(key):
+    return key if TOML_BARE_KEY_RE.fullmatch(key) else toml_value(key)
+
+
+def toml_value(value):
+    """TOML for a string, a list of strings or a dict of strings (an inline table)."""
+    if isinstance(value, str):
+        # JSON's escapes (\" \\ \n \uXXXX ...) are all TOML escapes and JSON
+        # escapes every control character but DEL, which TOML forbids raw.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    return "{" + ", ".join("%s = %s" % (toml_key(k), toml_value(v)) for k, v in value.items()) + "}"
+
+
+def toml_table(path, values):
+    """The TOML text of one table: ``[a.b]`` then a ``key = value`` line per item."""
+    lines = ["[%s]" % ".".join(toml_key(part) for part in path)]
+    lines.extend("%s = %s" % (toml_key(key), toml_value(value)) for key, value in values.items())
+    return "\n".join(lines) + "\n"
+
+
+def client_config_entry(client, name, command, argv, trust=False):
+    """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
+
+    claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
+    for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, with
+    ``trust`` (Gemini CLI then runs the server's tools without asking).
+    """
+    if client == "codex":
+        return toml_table(("mcp_servers", name), {"command": command, "args": argv})
+    if client == "gemini-cli":
+        server = {"command": command, "args": argv}
+        if trust:
+            server["trust"] = True
+    else:
+        server = {"type": "stdio", "command": command, "args": argv}
+    return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
+
+
 def config_format(path, document_text):
     """Guess a configuration's format: codex for .toml, gemini for a Gemini CLI settings.json, else json."""
     if path.lower().endswith(".toml"):
@@ -11680,6 +11796,8 @@ def cmd_auth(args):
     if not stored:
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
         return 1
+    import datetime
+
     for path, doc in stored:
         expires = stored_expiry(doc)
         when = (datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never")
@@ -11933,58 +12051,6 @@ def write_json_output(value):
     sys.stdout.buffer.flush()
 
 
-_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-_JSON_SLICE = 1 << 16  # characters of one string escaped at a time
-
-
-def _json_chunks(value, newline):
-    # ``newline`` is a line break and the current indentation.  Leaves are
-    # written in place rather than by a nested generator: this is as fast
-    # as json.dumps(indent=2).
-    text = _json_leaf(value)
-    if text is not None:
-        yield text
-    elif isinstance(value, str):
-        yield '"'
-        for start in range(0, len(value), _JSON_SLICE):
-            yield _JSON_TEXT.encode(value[start:start + _JSON_SLICE])[1:-1]
-        yield '"'
-    else:
-        is_dict = isinstance(value, dict)
-        inner = newline + "  "
-        separator = ("{" if is_dict else "[") + inner
-        for item in value.items() if is_dict else value:
-            if is_dict:
-                key, item = item
-                text = _json_leaf(key)
-                if text is None:
-                    yield separator
-                    yield from _json_chunks(key, inner)
-                    separator = ""
-                else:
-                    separator += text
-                separator += ": "
-            text = _json_leaf(item)
-            if text is None:
-                yield separator
-                yield from _json_chunks(item, inner)
-            else:
-                yield separator + text
-            separator = "," + inner
-        yield newline + ("}" if is_dict else "]")
-
-
-def _json_leaf(value):
-    """The JSON text of a value written in one piece, or None (a container, a long string)."""
-    if isinstance(value, str):
-        return _JSON_TEXT.encode(value) if len(value) <= _JSON_SLICE else None
-    if isinstance(value, (dict, list)):
-        return None if value else _JSON_TEXT.encode(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int.__repr__(value)  # the commonest scalar; the encoder is 20 times slower
-    return _JSON_TEXT.encode(value)  # floats (never NaN), true, false, null
-
-
 def add_protobuf_commands(sub):
     """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
@@ -12046,38 +12112,9 @@ def add_max_input_bytes_option(parser):
                              "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
-TOML_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
-
-
-def toml_key(key):
-    return key if TOML_BARE_KEY_RE.fullmatch(key) else toml_value(key)
-
-
-def toml_value(value):
-    """TOML for a string, a list of strings or a dict of strings (an inline table)."""
-    if isinstance(value, str):
-        # JSON's escapes (\" \\ \n \uXXXX ...) are all TOML escapes and JSON
-        # escapes every control character but DEL, which TOML forbids raw.
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(item) for item in value) + "]"
-    return "{" + ", ".join("%s = %s" % (toml_key(k), toml_value(v)) for k, v in value.items()) + "}"
-
-
-def toml_table(path, values):
-    """The TOML text of one table: ``[a.b]`` then a ``key = value`` line per item."""
-    lines = ["[%s]" % ".".join(toml_key(part) for part in path)]
-    lines.extend("%s = %s" % (toml_key(key), toml_value(value)) for key, value in values.items())
-    return "\n".join(lines) + "\n"
-
-
 def capture_config(args):
-    """The text that tells ``args.print_config``'s agent CLI how to start this capture server.
-
-    claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a
-    ``[mcp_servers.NAME]`` table for ``$CODEX_HOME/config.toml``; gemini-cli: the
-    ``mcpServers`` JSON of ``settings.json``.
-    """
+    """The text that tells ``args.print_config``'s agent CLI how to start this capture server
+    (``client_config_entry``)."""
     out = args.out
     if out is None:
         out = os.path.splitext(os.path.abspath(args.catalog))[0] + ".calls.ndjson"
@@ -12095,17 +12132,9 @@ def capture_config(args):
             "--page-size", str(args.page_size)]
     if args.tool_choice is not None:
         argv.extend(["--tool-choice", args.tool_choice])
-    command = sys.executable or "python3"
-    if args.print_config == "codex":
-        return toml_table(("mcp_servers", args.server_name), {"command": command, "args": argv})
-    if args.print_config == "gemini-cli":
-        # Nothing a capture server is called for ever runs, so there is nothing
-        # to confirm; an untrusted server's calls wait for a confirmation that
-        # `gemini -p` cannot ask for.
-        server = {"command": command, "args": argv, "trust": True}
-    else:
-        server = {"type": "stdio", "command": command, "args": argv}
-    return json.dumps({"mcpServers": {args.server_name: server}}, indent=2, ensure_ascii=False) + "\n"
+    # Nothing a capture server is called for ever runs, so there is nothing to confirm; an
+    # untrusted server's calls wait for a confirmation that `gemini -p` cannot ask for.
+    return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv, trust=True)
 
 
 CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)

@@ -9,6 +9,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --quick    # fewer repetitions (a smoke check)
     python tests/bench/bench_relay.py --profile DIR   # also write cProfile stats of the relay
     python tests/bench/bench_relay.py --only-store    # only the token-store rows
+    python tests/bench/bench_relay.py --only-startup --old OLD.py   # start-up of another copy beside this one
 
 Standard library only.  Not part of the pass/fail test run.
 """
@@ -125,28 +126,28 @@ class Bench:
 
     # -- argv --------------------------------------------------------------
 
-    def relay_prefix(self, *options):
+    def relay_prefix(self, *options, proxy=PROXY):
         prefix = [PY]
         if self.args.profile:
             self.profile_count += 1
             os.makedirs(self.args.profile, exist_ok=True)
             prefix += ["-m", "cProfile", "-o",
                        os.path.join(self.args.profile, "relay-%03d.prof" % self.profile_count)]
-        return prefix + [PROXY] + list(options)
+        return prefix + [proxy] + list(options)
 
     def direct_argv(self):
         return [PY, SERVER]
 
-    def relay_argv(self, *options):
+    def relay_argv(self, *options, proxy=PROXY):
         return self.relay_prefix("stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
-                                 *options) + ["--", PY, SERVER]
+                                 *options, proxy=proxy) + ["--", PY, SERVER]
 
-    def installed_relay_argv(self):
+    def installed_relay_argv(self, proxy=PROXY, site="site"):
         """The relay as the ``ocx-proxy`` console script runs it: an import with cached bytecode."""
-        site = os.path.join(self.tmp, "site")
+        site = os.path.join(self.tmp, site)
         if not os.path.isdir(site):
             os.makedirs(site)
-            shutil.copy(PROXY, site)
+            shutil.copy(proxy, os.path.join(site, "ocx_proxy.py"))
             compileall.compile_dir(site, quiet=1)
         code = "import sys; sys.path.insert(0, %r); import ocx_proxy; sys.exit(ocx_proxy.main())" % site
         return [PY, "-c", code, "stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
@@ -356,6 +357,28 @@ class Bench:
 
     # -- the run -------------------------------------------------------------
 
+    def startup_rows(self, rows, progress):
+        """Start-up: spawn -> initialize result, alternating so all see the same machine state; with
+        --old, that copy of ocx_proxy.py too (the before of a before/after)."""
+        a = self.args
+        progress("start-up x%d" % a.startup_runs)
+        argvs = {"direct": self.direct_argv(), "script": self.relay_argv(), "installed": self.installed_relay_argv()}
+        if a.old:
+            argvs["old script"] = self.relay_argv(proxy=a.old)
+            argvs["old installed"] = self.installed_relay_argv(a.old, "site-old")
+        times = {name: [] for name in argvs}
+        for _ in range(a.startup_runs):
+            for name, argv in argvs.items():
+                times[name].append(self.startup(argv))
+        d = statistics.median(times["direct"])
+        for name, label in (("script", "start-up: spawn -> initialize (python ocx_proxy.py)"),
+                            ("installed", "start-up, installed ocx-proxy (cached bytecode)")):
+            r = statistics.median(times[name])
+            rows.append((label, "ms", d, r, r - d, TARGETS["startup"]))
+            if a.old:
+                old = statistics.median(times["old " + name])
+                rows.append(("  info: the same, --old copy", "ms", d, old, old - d, None))
+
     def run(self):
         a = self.args
         rows = []
@@ -374,16 +397,10 @@ class Bench:
                 self.store_rows(rows, a.runs, a.calls)
             shutil.rmtree(self.tmp, ignore_errors=True)
             return rows, time.perf_counter() - t_start
-        progress("start-up x%d" % a.startup_runs)
-        s_direct, s_relay, s_installed = [], [], []
-        for _ in range(a.startup_runs):
-            s_direct.append(self.startup(self.direct_argv()))
-            s_relay.append(self.startup(self.relay_argv()))
-            s_installed.append(self.startup(self.installed_relay_argv()))
-        d, r = statistics.median(s_direct), statistics.median(s_relay)
-        rows.append(("start-up: spawn -> initialize (python ocx_proxy.py)", "ms", d, r, r - d, TARGETS["startup"]))
-        r = statistics.median(s_installed)
-        rows.append(("start-up, installed ocx-proxy (cached bytecode)", "ms", d, r, r - d, TARGETS["startup"]))
+        self.startup_rows(rows, progress)
+        if a.only_startup:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return rows, time.perf_counter() - t_start
 
         # Small tools/call round trips.
         progress("round trips %d runs x %d calls" % (a.runs, a.calls))
@@ -482,8 +499,9 @@ def print_table(rows, elapsed, args):
             continue
         name, unit, direct, relay, added, target = row
         judged = added if added is not None else relay
+        added_text = ("+" if added is not None and added >= 0 else "") + fmt(added, unit)
         if target is None:
-            table.append((name, unit, fmt(direct, unit), fmt(relay, unit), "", "", ""))
+            table.append((name, unit, fmt(direct, unit), fmt(relay, unit), "" if added is None else added_text, "", ""))
             continue
         if judged is None:
             verdict = "?"
@@ -493,7 +511,6 @@ def print_table(rows, elapsed, args):
             verdict = "MISSED"
             misses += 1
         bound = ("<= +%s" if added is not None else "<= %s") % fmt(target, unit)
-        added_text = ("+" if added is not None and added >= 0 else "") + fmt(added, unit)
         table.append((name, unit, fmt(direct, unit), fmt(relay, unit), added_text, bound, verdict))
     widths = [max(len(str(r[i])) for r in table if not (len(str(r[3])) > 30 and i == 3)) for i in range(7)]
     lines = []
@@ -522,6 +539,10 @@ def main(argv=None):
                         help="skip the 100 MB memory rows (about 30 s)")
     parser.add_argument("--only-huge", action="store_true", help="run only the 100 MB memory rows")
     parser.add_argument("--only-store", action="store_true", help="run only the token-store rows")
+    parser.add_argument("--only-startup", action="store_true", help="run only the start-up rows")
+    parser.add_argument("--old", metavar="OLD.py",
+                        help="another copy of ocx_proxy.py whose start-up is timed beside this one's, "
+                             "interleaved: a before/after pair of rows")
     args = parser.parse_args(argv)
     if args.quick:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3
