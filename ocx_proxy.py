@@ -5278,6 +5278,7 @@ class CallbackListener:
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
+STREAM_END_GRACE = 0.05    # seconds an answered POST's event stream has to end to keep its connection
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 REINIT_ID_PREFIX = "ocx-proxy-reinit-"
 # auto: answers to the initialize POST that mean "legacy SSE", unless their body is a JSON-RPC
@@ -6139,8 +6140,20 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.pool.discard(conn)
             self.fail_exchange(exchange, str(exc))
             return STREAM_INVALID
-        self.pool.release(conn, resp) if outcome == STREAM_EOF else self.pool.discard(conn)
+        ended = outcome == STREAM_EOF or (outcome == STREAM_DONE and self._stream_ends(conn, resp))
+        self.pool.release(conn, resp) if ended else self.pool.discard(conn)
         return STREAM_PROGRESSED if got and outcome in (STREAM_EOF, STREAM_DROPPED) else outcome
+
+    @staticmethod
+    def _stream_ends(conn, resp):
+        """After the last answer on a POST's stream (already on its way to the client): True when the
+        server ends the stream within STREAM_END_GRACE with nothing more, as servers do, so that its
+        connection is kept for the next request instead of a new one per message."""
+        conn.deadline = time.monotonic() + STREAM_END_GRACE
+        try:
+            return resp.read1(READ_CHUNK) == b""
+        except Exception:  # as in _pump: a timeout, a broken connection, a bad chunk size
+            return False
 
     # -- session expiry ----------------------------------------------------
 
