@@ -2940,10 +2940,12 @@ class Upstream:
     ``reap()`` at the very end.  The upstream calls, always on the loop thread
     (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
     message line from the server (no newline), or an ``OversizedLine`` for
-    one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
-    once when it is gone for good; it then sets ``exited``, and ``fatal``
-    too when no retry can help (a refused legacy SSE endpoint): the command
-    then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
+    one over ``--max-message-bytes`` (a transport that has parsed the line
+    calls ``on_line(bytes, message)``, the message as ``parse_message(line,
+    long_numbers=True)`` gives it, so that it is parsed once), and
+    ``on_exit(description)`` exactly once when it is gone for good; it then
+    sets ``exited``, and ``fatal`` too when no retry can help (a refused
+    legacy SSE endpoint): the command then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
     quoted in error messages.  ``handshake`` is the client's ``Handshake``:
     whoever speaks for the client sets it before ``start()`` and notes the
     client's messages in it (the relay keeps one across restarts); a
@@ -3888,6 +3890,7 @@ class HttpPool:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         bound_responses(conn, deadline)
         conn.connect()
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
     @staticmethod
@@ -5490,9 +5493,13 @@ class RemoteUpstream(Upstream):
         self.outbox.put(None)
         self.spawn("ocx-http-close", self._close_thread)
 
-    def _deliver(self, line):
-        if not self.exited:
+    def _deliver(self, line, msg=None):
+        if self.exited:
+            return
+        if msg is None:
             self.on_line(line)
+        else:
+            self.on_line(line, msg)
 
     def pause_reading(self):
         self.flowing.clear()
@@ -5500,8 +5507,9 @@ class RemoteUpstream(Upstream):
     def resume_reading(self):
         self.flowing.set()
 
-    def _post_line(self, data):
-        """Worker threads: hand ``data`` to the loop, first waiting while the client is not reading.
+    def _post_line(self, data, msg=None):
+        """Worker threads: hand ``data`` (and ``msg``, what it parses to) to the loop, first waiting
+        while the client is not reading.
 
         The worker then reads no further from its HTTP answer, so the server's
         writes block in TCP: backpressure, as a paused pipe gives it on stdio.
@@ -5509,7 +5517,7 @@ class RemoteUpstream(Upstream):
         while not self.flowing.wait(0.25):
             if self.stopping.is_set():
                 return
-        self.loop.post(self._deliver, data)
+        self.loop.post(self._deliver, data, msg)
 
     def _exit_on_loop(self, description):
         if self.exited or self.handed_over:
@@ -5549,14 +5557,17 @@ class RemoteUpstream(Upstream):
         and our credentials never travel to a different host.  With OAuth, the
         bearer token goes along, and a 401 (or 403 insufficient_scope) is
         answered once by ``OAuthClient.authorize`` and the request sent again;
-        AuthorizationRequired (an OSError) when no token came in time.
+        AuthorizationRequired (an OSError) when no token came in time.  The
+        token store is read before a request only while we hold tokens (another
+        relay may refresh them): a server that never asked for a login costs no
+        lookups, and its first 401 finds tokens stored since.
         """
         from urllib.parse import urljoin, urlsplit
 
         oauth = self.config.oauth
         authorized = False
         for hop in range(5):
-            token = oauth.access_token() if oauth is not None else None
+            token = oauth.access_token() if oauth is not None and oauth.tokens is not None else None
             sent = dict(headers, Authorization="Bearer " + token) if token else headers
             conn, resp = self.pool.exchange(method, parts, sent, body, on_written, timeout)
             challenge = resp.getheader("WWW-Authenticate") or ""
@@ -5645,7 +5656,8 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, reason)
 
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON) from the server to the client, noting answered requests."""
+        """Hand one message (bytes of JSON) from the server to the client, noting answered requests;
+        the relay gets it parsed, so it is parsed once."""
         data = bytes(data).strip()
         if not data:
             return
@@ -5662,6 +5674,9 @@ class RemoteUpstream(Upstream):
                 self._post_line(data)
                 return
             msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
+            parsed = None
+        else:
+            parsed = msg
         forward = True
         for item in (msg if isinstance(msg, list) else [msg]):
             if isinstance(item, dict) and item.get("method") == "notifications/progress":
@@ -5678,13 +5693,13 @@ class RemoteUpstream(Upstream):
             if owner is not None:
                 replacement = self._answered(owner, item)
                 if replacement is not None and not isinstance(msg, list):
-                    data = replacement
+                    data = replacement   # what the hook changed msg to
                 if not owner.outstanding:
                     owner.settled.set()  # after _answered: a waiter finds what it recorded
                 if owner.swallow:
                     forward = False
         if forward:
-            self._post_line(data)
+            self._post_line(data, parsed)
 
     def _progressed(self, params):
         """A progress notification restarts the wait of the request whose token it carries."""
@@ -7128,8 +7143,9 @@ class Relay:
 
     # -- upstream -> client ------------------------------------------------
 
-    def _upstream_line(self, line):
-        """Handle one line from the upstream: whatever goes wrong costs this line only."""
+    def _upstream_line(self, line, msg=None):
+        """Handle one line from the upstream (``msg``: what it parses to, when the transport parsed
+        it): whatever goes wrong costs this line only."""
         if self.behind_spill is not None:
             self.behind_spill.append(line)  # see _spill_later
             return
@@ -7139,8 +7155,8 @@ class Relay:
         if not line or line.isspace():
             return
         try:
-            if len(line) <= PEEK_LINE_BYTES or not self._pass_through(line):
-                self._parse_and_forward(line)
+            if msg is not None or len(line) <= PEEK_LINE_BYTES or not self._pass_through(line):
+                self._parse_and_forward(line, msg)
         except Exception as exc:  # a bug here must not drop the lines after this one
             try:
                 self._drop_upstream_line(line, "hit an internal error in ocx-proxy (%s: %s)"
@@ -7148,9 +7164,10 @@ class Relay:
             except Exception as again:
                 log.error("internal error while dropping an upstream line: %s" % again)
 
-    def _parse_and_forward(self, line):
+    def _parse_and_forward(self, line, msg=None):
         try:
-            msg = parse_message(line, long_numbers=True)
+            if msg is None:
+                msg = parse_message(line, long_numbers=True)
         except ValueError as exc:
             msg, line = self._repair(line, exc)
             if msg is None:
@@ -9818,9 +9835,10 @@ class McpClient:
         self.loop.post(self.upstream.start)
         self.thread.start()
 
-    def _on_line(self, line):
+    def _on_line(self, line, msg=None):
         # An answer that parses only leniently (NaN, 1e999, 500 levels) is
-        # replaced by an error: clients refuse it, and so does this one.
+        # replaced by an error: clients refuse it, and so does this one (the
+        # transport's ``msg`` is parsed leniently: not used).
         problem = None
         try:
             msg = load_json_strict(line, "the answer")
