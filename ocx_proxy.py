@@ -5422,9 +5422,10 @@ class RemoteUpstream(Upstream):
 
     ``send()`` (loop thread) queues each client message; a sender thread
     dispatches them in client order.  A request gets its own worker thread,
-    so a long call never delays others; notifications and responses are
-    posted in order after every earlier request has been written.  Messages
-    from the server are handed to the loop with ``_emit``.
+    so a long call never delays others (one that nothing waits before starts
+    its worker from the loop thread at once); notifications and responses
+    are posted in order after every earlier request has been written.
+    Messages from the server are handed to the loop with ``_emit``.
     """
 
     hands_over = True  # auto mode may hand the queued messages to another transport
@@ -5438,6 +5439,8 @@ class RemoteUpstream(Upstream):
         self.lock = threading.RLock()
         self.inflight = {}
         self.outbox = queue.Queue()
+        self.queued = 0     # messages put in the outbox and not yet dispatched by the sender
+        self.earlier = []   # written events of the requests dispatched since the last notification
         self.gate = Gate()
         self.stopping = threading.Event()
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
@@ -5467,7 +5470,22 @@ class RemoteUpstream(Upstream):
             if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
                     and isinstance(msg.get("params"), dict) and self._cancelled(msg["params"])):
                 continue
-            self.outbox.put(RemoteExchange(line, msg))
+            exchange = RemoteExchange(line, msg)
+            if not self._dispatch_now(exchange):
+                with self.lock:
+                    self.queued += 1
+                self.outbox.put(exchange)
+
+    def _dispatch_now(self, exchange):
+        """Start a request's worker from the loop thread when nothing waits before it (nothing queued,
+        the gate open), a thread hand-over fewer than through the sender; False: queue it."""
+        with self.lock:
+            if (self.queued or not exchange.has_requests or self.gate.holds or self.stopping.is_set()
+                    or self.sender is None):
+                return False
+            self._track(exchange)
+        self._start_request(exchange)
+        return True
 
     def _cancelled(self, params):
         """The client gave up on a request: stop waiting for it.  True when the notification is not
@@ -5801,41 +5819,56 @@ class RemoteUpstream(Upstream):
     # -- sender thread -----------------------------------------------------
 
     def _sender_loop(self):
-        earlier = []  # written events of requests dispatched so far
         while True:
             if self.hands_over:
                 self.gate.wait(self.stopping)  # keep messages in the outbox for a hand-over
             exchange = self.outbox.get()
             if exchange is None or self.handed_over:
                 return
-            # the gate may have closed while we waited for a message
-            if not self.gate.wait(self.stopping, self.send_deadline(exchange)):
-                self.fail_exchange(exchange, self.not_ready_text())
-                continue
-            if self.stopping.is_set() and not self.closing:
-                self.fail_exchange(exchange, "the connection to the server is closed")
-                continue
             try:
-                if exchange.has_requests:
-                    with self.lock:
-                        for key in exchange.outstanding:
-                            self.inflight[key] = exchange
-                    self._before_request(exchange)
-                    self.spawn("ocx-http-post", self._worker, exchange)
-                    earlier = [event for event in earlier if not event.is_set()]
-                    earlier.append(exchange.written)
-                else:
-                    deadline = time.monotonic() + (self.config.timeout or 60)
-                    for event in earlier:
-                        event.wait(max(0.0, deadline - time.monotonic()))
-                    earlier = []
-                    self._worker(exchange)
-            except Exception as exc:
-                self.note("error", "internal error while sending %s: %r" % (exchange.method, exc))
-                self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
+                self._send_queued(exchange)
+            finally:
+                with self.lock:
+                    self.queued -= 1
+
+    def _send_queued(self, exchange):
+        # the gate may have closed while we waited for a message
+        if not self.gate.wait(self.stopping, self.send_deadline(exchange)):
+            self.fail_exchange(exchange, self.not_ready_text())
+        elif self.stopping.is_set() and not self.closing:
+            self.fail_exchange(exchange, "the connection to the server is closed")
+        elif exchange.has_requests:
+            with self.lock:
+                self._track(exchange)
+            self._start_request(exchange)
+        else:
+            with self.lock:
+                earlier, self.earlier = self.earlier, []
+            deadline = time.monotonic() + (self.config.timeout or 60)
+            for event in earlier:
+                event.wait(max(0.0, deadline - time.monotonic()))
+            self._worker(exchange)
+
+    def _track(self, exchange):
+        """Note a request being dispatched (``self.lock`` held): in flight, and written before the
+        next notification goes."""
+        for key in exchange.outstanding:
+            self.inflight[key] = exchange
+        self.earlier = [event for event in self.earlier if not event.is_set()]
+        self.earlier.append(exchange.written)
+
+    def _start_request(self, exchange):
+        """Run a request (``_track``ed) in a worker thread of its own."""
+        try:
+            self._before_request(exchange)
+            self.spawn("ocx-http-post", self._worker, exchange)
+        except Exception as exc:
+            self.note("error", "internal error while sending %s: %r" % (exchange.method, exc))
+            self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
 
     def _before_request(self, exchange):
-        """Hook run in the sender thread before a request's worker starts."""
+        """Hook run before a request's worker starts (in the sender thread, or the loop thread's
+        ``_dispatch_now``): it may hold the gate for what follows."""
 
     def send_deadline(self, exchange):
         """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
