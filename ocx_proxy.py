@@ -2940,16 +2940,18 @@ class Upstream:
     ``reap()`` at the very end.  The upstream calls, always on the loop thread
     (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
     message line from the server (no newline), or an ``OversizedLine`` for
-    one over ``--max-message-bytes`` (a transport that has parsed the line
-    calls ``on_line(bytes, message)``, the message as ``parse_message(line,
-    long_numbers=True)`` gives it, so that it is parsed once), and
-    ``on_exit(description)`` exactly once when it is gone for good; it then
-    sets ``exited``, and ``fatal`` too when no retry can help (a refused
-    legacy SSE endpoint): the command then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
+    one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
+    once when it is gone for good; it then sets ``exited``, and ``fatal``
+    too when no retry can help (a refused legacy SSE endpoint): the command
+    then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
     quoted in error messages.  ``handshake`` is the client's ``Handshake``:
     whoever speaks for the client sets it before ``start()`` and notes the
     client's messages in it (the relay keeps one across restarts); a
     transport that opens a new session or stream on its own replays it.
+
+    A transport that has parsed a line passes the message too,
+    ``on_line(bytes, message)`` (as ``parse_message(line, long_numbers=True)``
+    gives it), so that it is parsed once.
 
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
@@ -3890,6 +3892,8 @@ class HttpPool:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         bound_responses(conn, deadline)
         conn.connect()
+        # http.client writes the headers and the body apart: Nagle would hold the body back
+        # until the server acknowledges the headers
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
@@ -5478,10 +5482,14 @@ class RemoteUpstream(Upstream):
 
     def _dispatch_now(self, exchange):
         """Start a request's worker from the loop thread when nothing waits before it (nothing queued,
-        the gate open), a thread hand-over fewer than through the sender; False: queue it."""
+        the gate open), a thread hand-over fewer than through the sender; False: queue it.
+
+        initialize always goes through the sender: it may hold the gate, and
+        the sender must then be waiting at the gate, not inside the outbox
+        with the next message in hand (auto mode hands the outbox over)."""
         with self.lock:
-            if (self.queued or not exchange.has_requests or self.gate.holds or self.stopping.is_set()
-                    or self.sender is None):
+            if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
+                    or self.stopping.is_set() or self.sender is None):
                 return False
             self._track(exchange)
         self._start_request(exchange)
@@ -7188,7 +7196,7 @@ class Relay:
         if not line or line.isspace():
             return
         try:
-            if msg is not None or len(line) <= PEEK_LINE_BYTES or not self._pass_through(line):
+            if len(line) <= PEEK_LINE_BYTES or not self._pass_through(line):
                 self._parse_and_forward(line, msg)
         except Exception as exc:  # a bug here must not drop the lines after this one
             try:
