@@ -2949,9 +2949,9 @@ class Upstream:
     client's messages in it (the relay keeps one across restarts); a
     transport that opens a new session or stream on its own replays it.
 
-    A transport that has parsed a line passes the message too,
-    ``on_line(bytes, message)`` (as ``parse_message(line, long_numbers=True)``
-    gives it), so that it is parsed once.
+    A transport that parses lines passes the message too, ``on_line(bytes,
+    message)`` (as ``parse_message(line, long_numbers=True)`` gives it, or
+    None), so that it is parsed once.
 
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
@@ -5520,11 +5520,7 @@ class RemoteUpstream(Upstream):
         self.spawn("ocx-http-close", self._close_thread)
 
     def _deliver(self, line, msg=None):
-        if self.exited:
-            return
-        if msg is None:
-            self.on_line(line)
-        else:
+        if not self.exited:
             self.on_line(line, msg)
 
     def pause_reading(self):
