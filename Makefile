@@ -21,14 +21,23 @@ stress: $(VENV)/.deps
 
 # Benchmarks (never part of `make test`): relay vs direct in one run, one table.
 # The bench venv has no packages: the relay and the bench are standard library only.
+# Peers compared in the same run live in their own venv, pinned: mcp-stdio (PyPI).  When the
+# package index cannot be reached the bench still runs and says "skipped" in their column.
 BENCH_VENV := .venv-bench
 BENCH_PY   := $(BENCH_VENV)/bin/python
+BENCH_PEERS := .venv-bench-peers
+MCP_STDIO_VERSION := 0.45.2
 
 $(BENCH_PY):
 	$(PYTHON) -m venv $(BENCH_VENV)
 
-bench: $(BENCH_PY)
-	$(BENCH_PY) tests/bench/bench_relay.py $(BENCH_ARGS)
+$(BENCH_PEERS)/.deps: Makefile
+	@$(PYTHON) -m venv $(BENCH_PEERS) && $(BENCH_PEERS)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--timeout 15 --retries 1 "mcp-stdio==$(MCP_STDIO_VERSION)" && touch $@ \
+		|| echo "bench: could not install mcp-stdio $(MCP_STDIO_VERSION); its column is skipped"
+
+bench: $(BENCH_PY) $(BENCH_PEERS)/.deps
+	$(BENCH_PY) tests/bench/bench_relay.py --peers $(BENCH_PEERS) $(BENCH_ARGS)
 	@echo
 	$(BENCH_PY) tests/bench/bench_protobuf.py
 	@echo
@@ -63,5 +72,5 @@ real-servers:
 	$(PYTHON) tests/run_real_servers.py $(REAL_SERVERS_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients .interop-conformance \
+	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_PEERS) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients .interop-conformance \
 		.interop-servers .venv-servers .pytest_cache .hypothesis

@@ -3280,6 +3280,10 @@ class Upstream:
     changes to the answers to that method's requests: whoever speaks for the
     client runs them, before any of its own (the relay: see ``Relay.rewrites``).
 
+    A transport that parses lines passes the message too, ``on_line(bytes,
+    message)`` (as ``parse_message(line, long_numbers=True)`` gives it, or
+    None), so that it is parsed once.
+
     Flow control, so that a slow peer slows the other one down instead of
     filling our memory: ``pause_reading()`` asks the upstream to stop reading
     from the server (lines already read may still arrive) until
@@ -4220,6 +4224,9 @@ class HttpPool:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         bound_responses(conn, deadline)
         conn.connect()
+        # http.client writes the headers and the body apart: Nagle would hold the body back
+        # until the server acknowledges the headers
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
     @staticmethod
@@ -5596,6 +5603,7 @@ class CallbackListener:
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
+STREAM_END_GRACE = 0.05    # seconds an answered POST's event stream has to end to keep its connection
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
 REINIT_ID_PREFIX = "ocx-proxy-reinit-"
 # auto: answers to the initialize POST that mean "legacy SSE", unless their body is a JSON-RPC
@@ -5736,9 +5744,10 @@ class RemoteUpstream(Upstream):
 
     ``send()`` (loop thread) queues each client message; a sender thread
     dispatches them in client order.  A request gets its own worker thread,
-    so a long call never delays others; notifications and responses are
-    posted in order after every earlier request has been written.  Messages
-    from the server are handed to the loop with ``_emit``.
+    so a long call never delays others (one that nothing waits before starts
+    its worker from the loop thread at once); notifications and responses
+    are posted in order after every earlier request has been written.
+    Messages from the server are handed to the loop with ``_emit``.
     """
 
     hands_over = True  # auto mode may hand the queued messages to another transport
@@ -5752,6 +5761,8 @@ class RemoteUpstream(Upstream):
         self.lock = threading.RLock()
         self.inflight = {}
         self.outbox = queue.Queue()
+        self.queued = 0     # messages put in the outbox and not yet dispatched by the sender
+        self.earlier = []   # written events of the requests dispatched since the last notification
         self.gate = Gate()
         self.stopping = threading.Event()
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
@@ -5781,7 +5792,26 @@ class RemoteUpstream(Upstream):
             if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
                     and isinstance(msg.get("params"), dict) and self._cancelled(msg["params"])):
                 continue
-            self.outbox.put(RemoteExchange(line, msg))
+            exchange = RemoteExchange(line, msg)
+            if not self._dispatch_now(exchange):
+                with self.lock:
+                    self.queued += 1
+                self.outbox.put(exchange)
+
+    def _dispatch_now(self, exchange):
+        """Start a request's worker from the loop thread when nothing waits before it (nothing queued,
+        the gate open), a thread hand-over fewer than through the sender; False: queue it.
+
+        initialize always goes through the sender: it may hold the gate, and
+        the sender must then be waiting at the gate, not inside the outbox
+        with the next message in hand (auto mode hands the outbox over)."""
+        with self.lock:
+            if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
+                    or self.stopping.is_set() or self.sender is None):
+                return False
+            self._track(exchange)
+        self._start_request(exchange)
+        return True
 
     def _cancelled(self, params):
         """The client gave up on a request: stop waiting for it.  True when the notification is not
@@ -5807,9 +5837,9 @@ class RemoteUpstream(Upstream):
         self.outbox.put(None)
         self.spawn("ocx-http-close", self._close_thread)
 
-    def _deliver(self, line):
+    def _deliver(self, line, msg=None):
         if not self.exited:
-            self.on_line(line)
+            self.on_line(line, msg)
 
     def pause_reading(self):
         self.flowing.clear()
@@ -5817,8 +5847,9 @@ class RemoteUpstream(Upstream):
     def resume_reading(self):
         self.flowing.set()
 
-    def _post_line(self, data):
-        """Worker threads: hand ``data`` to the loop, first waiting while the client is not reading.
+    def _post_line(self, data, msg=None):
+        """Worker threads: hand ``data`` (and ``msg``, what it parses to) to the loop, first waiting
+        while the client is not reading.
 
         The worker then reads no further from its HTTP answer, so the server's
         writes block in TCP: backpressure, as a paused pipe gives it on stdio.
@@ -5826,7 +5857,7 @@ class RemoteUpstream(Upstream):
         while not self.flowing.wait(0.25):
             if self.stopping.is_set():
                 return
-        self.loop.post(self._deliver, data)
+        self.loop.post(self._deliver, data, msg)
 
     def _exit_on_loop(self, description):
         if self.exited or self.handed_over:
@@ -5866,14 +5897,17 @@ class RemoteUpstream(Upstream):
         and our credentials never travel to a different host.  With OAuth, the
         bearer token goes along, and a 401 (or 403 insufficient_scope) is
         answered once by ``OAuthClient.authorize`` and the request sent again;
-        AuthorizationRequired (an OSError) when no token came in time.
+        AuthorizationRequired (an OSError) when no token came in time.  The
+        token store is read before a request only while we hold tokens (another
+        relay may refresh them): a server that never asked for a login costs no
+        lookups, and its first 401 finds tokens stored since.
         """
         from urllib.parse import urljoin, urlsplit
 
         oauth = self.config.oauth
         authorized = False
         for hop in range(5):
-            token = oauth.access_token() if oauth is not None else None
+            token = oauth.access_token() if oauth is not None and oauth.tokens is not None else None
             sent = dict(headers, Authorization="Bearer " + token) if token else headers
             conn, resp = self.pool.exchange(method, parts, sent, body, on_written, timeout)
             challenge = resp.getheader("WWW-Authenticate") or ""
@@ -5962,7 +5996,8 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, reason)
 
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON) from the server to the client, noting answered requests."""
+        """Hand one message (bytes of JSON) from the server to the client, noting answered requests;
+        the relay gets it parsed, so it is parsed once."""
         data = bytes(data).strip()
         if not data:
             return
@@ -5979,6 +6014,9 @@ class RemoteUpstream(Upstream):
                 self._post_line(data)
                 return
             msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
+            parsed = None
+        else:
+            parsed = msg
         forward = True
         for item in (msg if isinstance(msg, list) else [msg]):
             if isinstance(item, dict) and item.get("method") == "notifications/progress":
@@ -5995,13 +6033,13 @@ class RemoteUpstream(Upstream):
             if owner is not None:
                 replacement = self._answered(owner, item)
                 if replacement is not None and not isinstance(msg, list):
-                    data = replacement
+                    data = replacement   # what the hook changed msg to
                 if not owner.outstanding:
                     owner.settled.set()  # after _answered: a waiter finds what it recorded
                 if owner.swallow:
                     forward = False
         if forward:
-            self._post_line(data)
+            self._post_line(data, parsed)
 
     def _progressed(self, params):
         """A progress notification restarts the wait of the request whose token it carries."""
@@ -6103,41 +6141,56 @@ class RemoteUpstream(Upstream):
     # -- sender thread -----------------------------------------------------
 
     def _sender_loop(self):
-        earlier = []  # written events of requests dispatched so far
         while True:
             if self.hands_over:
                 self.gate.wait(self.stopping)  # keep messages in the outbox for a hand-over
             exchange = self.outbox.get()
             if exchange is None or self.handed_over:
                 return
-            # the gate may have closed while we waited for a message
-            if not self.gate.wait(self.stopping, self.send_deadline(exchange)):
-                self.fail_exchange(exchange, self.not_ready_text())
-                continue
-            if self.stopping.is_set() and not self.closing:
-                self.fail_exchange(exchange, "the connection to the server is closed")
-                continue
             try:
-                if exchange.has_requests:
-                    with self.lock:
-                        for key in exchange.outstanding:
-                            self.inflight[key] = exchange
-                    self._before_request(exchange)
-                    self.spawn("ocx-http-post", self._worker, exchange)
-                    earlier = [event for event in earlier if not event.is_set()]
-                    earlier.append(exchange.written)
-                else:
-                    deadline = time.monotonic() + (self.config.timeout or 60)
-                    for event in earlier:
-                        event.wait(max(0.0, deadline - time.monotonic()))
-                    earlier = []
-                    self._worker(exchange)
-            except Exception as exc:
-                self.note("error", "internal error while sending %s: %r" % (exchange.method, exc))
-                self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
+                self._send_queued(exchange)
+            finally:
+                with self.lock:
+                    self.queued -= 1
+
+    def _send_queued(self, exchange):
+        # the gate may have closed while we waited for a message
+        if not self.gate.wait(self.stopping, self.send_deadline(exchange)):
+            self.fail_exchange(exchange, self.not_ready_text())
+        elif self.stopping.is_set() and not self.closing:
+            self.fail_exchange(exchange, "the connection to the server is closed")
+        elif exchange.has_requests:
+            with self.lock:
+                self._track(exchange)
+            self._start_request(exchange)
+        else:
+            with self.lock:
+                earlier, self.earlier = self.earlier, []
+            deadline = time.monotonic() + (self.config.timeout or 60)
+            for event in earlier:
+                event.wait(max(0.0, deadline - time.monotonic()))
+            self._worker(exchange)
+
+    def _track(self, exchange):
+        """Note a request being dispatched (``self.lock`` held): in flight, and written before the
+        next notification goes."""
+        for key in exchange.outstanding:
+            self.inflight[key] = exchange
+        self.earlier = [event for event in self.earlier if not event.is_set()]
+        self.earlier.append(exchange.written)
+
+    def _start_request(self, exchange):
+        """Run a request (``_track``ed) in a worker thread of its own."""
+        try:
+            self._before_request(exchange)
+            self.spawn("ocx-http-post", self._worker, exchange)
+        except Exception as exc:
+            self.note("error", "internal error while sending %s: %r" % (exchange.method, exc))
+            self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
 
     def _before_request(self, exchange):
-        """Hook run in the sender thread before a request's worker starts."""
+        """Hook run before a request's worker starts (in the sender thread, or the loop thread's
+        ``_dispatch_now``): it may hold the gate for what follows."""
 
     def send_deadline(self, exchange):
         """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
@@ -6460,8 +6513,20 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.pool.discard(conn)
             self.fail_exchange(exchange, str(exc))
             return STREAM_INVALID
-        self.pool.release(conn, resp) if outcome == STREAM_EOF else self.pool.discard(conn)
+        ended = outcome == STREAM_EOF or (outcome == STREAM_DONE and self._stream_ends(conn, resp))
+        self.pool.release(conn, resp) if ended else self.pool.discard(conn)
         return STREAM_PROGRESSED if got and outcome in (STREAM_EOF, STREAM_DROPPED) else outcome
+
+    @staticmethod
+    def _stream_ends(conn, resp):
+        """After the last answer on a POST's stream (already on its way to the client): True when the
+        server ends the stream within STREAM_END_GRACE with nothing more, as servers do, so that its
+        connection is kept for the next request instead of a new one per message."""
+        conn.deadline = time.monotonic() + STREAM_END_GRACE
+        try:
+            return resp.read1(READ_CHUNK) == b""
+        except Exception:  # as in _pump: a timeout, a broken connection, a bad chunk size
+            return False
 
     # -- session expiry ----------------------------------------------------
 
@@ -7490,8 +7555,9 @@ class Relay:
 
     # -- upstream -> client ------------------------------------------------
 
-    def _upstream_line(self, line):
-        """Handle one line from the upstream: whatever goes wrong costs this line only."""
+    def _upstream_line(self, line, msg=None):
+        """Handle one line from the upstream (``msg``: what it parses to, when the transport parsed
+        it): whatever goes wrong costs this line only."""
         if self.behind_spill is not None:
             self.behind_spill.append(line)  # see _spill_later
             return
@@ -7502,7 +7568,7 @@ class Relay:
             return
         try:
             if len(line) <= PEEK_LINE_BYTES or not self._pass_through(line):
-                self._parse_and_forward(line)
+                self._parse_and_forward(line, msg)
         except Exception as exc:  # a bug here must not drop the lines after this one
             try:
                 self._drop_upstream_line(line, "hit an internal error in ocx-proxy (%s: %s)"
@@ -7510,9 +7576,10 @@ class Relay:
             except Exception as again:
                 log.error("internal error while dropping an upstream line: %s" % again)
 
-    def _parse_and_forward(self, line):
+    def _parse_and_forward(self, line, msg=None):
         try:
-            msg = parse_message(line, long_numbers=True)
+            if msg is None:
+                msg = parse_message(line, long_numbers=True)
         except ValueError as exc:
             msg, line = self._repair(line, exc)
             if msg is None:
@@ -10060,9 +10127,10 @@ class McpClient:
         self.loop.post(self.upstream.start)
         self.thread.start()
 
-    def _on_line(self, line):
+    def _on_line(self, line, msg=None):
         # An answer that parses only leniently (NaN, 1e999, 500 levels) is
-        # replaced by an error: clients refuse it, and so does this one.
+        # replaced by an error: clients refuse it, and so does this one (the
+        # transport's ``msg`` is parsed leniently: not used).
         problem = None
         try:
             msg = load_json_strict(line, "the answer")

@@ -810,6 +810,49 @@ def test_finding_a_servers_tokens_reads_no_other_servers_file(tmp_path):
         assert not [path for _, path in events if os.path.basename(path) in others], events
 
 
+def test_a_server_that_never_asks_for_a_login_costs_no_token_lookups(http_server, tmp_path):
+    """Tokens are looked for before a request only while we hold some (its first 401 looks): a
+    transport to a server that needs no login opens nothing in the token directory per request."""
+    srv = http_server(reply="json", get_stream="405")
+    auth_dir = str(tmp_path / "auth")
+    store_tokens(auth_dir, "http://other.example/mcp", "http://auth.example")   # the directory is there
+    config = op.RemoteConfig(srv.url, environ={})
+    config.oauth = op.OAuthClient(config, op.OAuthSettings(auth_dir=auth_dir))
+    loop, lines = op.Loop(), []
+    arrived = threading.Condition()
+
+    def on_line(line, msg=None):
+        with arrived:
+            lines.append(json.loads(line))
+            arrived.notify()
+
+    upstream = op.StreamableHttpUpstream(loop, config, on_line, lambda why: loop.stop())
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    loop.post(upstream.start)
+
+    def request(n, method, params=None):
+        msg = {"jsonrpc": "2.0", "id": n, "method": method, "params": params} if params else \
+            {"jsonrpc": "2.0", "id": n, "method": method}
+        loop.post(upstream.send, op.encode_message(msg))
+        with arrived:
+            assert arrived.wait_for(lambda: any(m.get("id") == n for m in lines), 10)
+
+    request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "test", "version": "1"}})
+    OPENED[:] = [("start", "")]
+    try:
+        for n in range(2, 7):
+            request(n, "ping")
+    finally:
+        events, OPENED[:] = OPENED[1:], []
+        loop.post(upstream.close_input)
+        thread.join(10)
+    assert [m.get("result") for m in lines[1:]] == [{}] * 5
+    assert not [path for _, path in events
+                if auth_dir in path or os.path.basename(path).startswith(("server-", "tokens-"))], events
+
+
 def test_tokens_of_the_previous_version_are_taken_without_a_login_and_found_by_url_and_resource(server):
     server.url = server.base + "/sse"   # its metadata names the resource /mcp
     relay, reply = session(server, transport="sse")

@@ -194,6 +194,18 @@ def test_connections_are_kept_alive(server, remote):
     relay.close()
 
 
+def test_connections_are_kept_alive_when_answers_come_as_event_streams(server, remote):
+    srv = server(reply="sse", get_stream="405")
+    relay = remote("streamable-http", srv.url)
+    relay.initialize()
+    relay.request("ping")
+    before = srv.connections
+    for _ in range(25):
+        relay.request("ping")
+    assert srv.connections - before <= 2, "one TCP connection per message"
+    relay.close()
+
+
 def test_expired_session_is_reinitialized_transparently(server, remote):
     srv = server(reply="sse")
     relay = remote("streamable-http", srv.url)

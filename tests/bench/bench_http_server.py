@@ -1,9 +1,11 @@
 """A minimal Streamable HTTP MCP server for the benchmarks (standard library only).
 
-POST /mcp: a request is answered with ``application/json`` (one message); a
-notification or response gets 202.  GET answers 405 (no server stream),
-DELETE 200.  ``initialize`` hands out an ``Mcp-Session-Id``.  Run it as a
-script (prints ``PORT <n>`` then serves) or use ``start()`` in-process.
+POST /mcp: a request is answered with ``application/json`` (one message), or
+with ``--sse`` as the official SDK servers answer by default: a chunked
+``text/event-stream`` holding one ``message`` event; a notification or
+response gets 202.  GET answers 405 (no server stream), DELETE 200.
+``initialize`` hands out an ``Mcp-Session-Id``.  Run it as a script (prints
+``PORT <n>`` then serves) or use ``start()`` in-process.
 """
 import json
 import socket
@@ -17,6 +19,7 @@ SMALL = {"content": [{"type": "text", "text": "ok"}]}
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    sse = False  # answer requests with an event stream
 
     def setup(self):
         BaseHTTPRequestHandler.setup(self)
@@ -63,7 +66,22 @@ class Handler(BaseHTTPRequestHandler):
             return
         body = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result},
                           separators=(",", ":")).encode()
-        self._reply(200, body, extra=extra)
+        if self.sse:
+            self._stream(b"event: message\r\ndata: " + body + b"\r\n\r\n", extra)
+        else:
+            self._reply(200, body, extra=extra)
+
+    def _stream(self, event, extra):
+        """One SSE event in one chunk, then the end of the stream (as uvicorn and sse-starlette send it)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in extra:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+        self.wfile.write(b"0\r\n\r\n")
 
     def do_GET(self):
         self._reply(405, extra=(("Allow", "POST, DELETE"),))
@@ -81,6 +99,7 @@ def start(host="127.0.0.1", port=0):
 
 
 if __name__ == "__main__":
+    Handler.sse = "--sse" in sys.argv[1:]
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     sys.stdout.write("PORT %d\n" % srv.server_address[1])

@@ -10,6 +10,12 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --profile DIR   # also write cProfile stats of the relay
     python tests/bench/bench_relay.py --only-store    # only the token-store rows
     python tests/bench/bench_relay.py --only-startup --old OLD.py   # start-up of another copy beside this one
+    python tests/bench/bench_relay.py --only-http     # only the Streamable HTTP rows (and peers)
+
+Peers: the Streamable HTTP rows also time mcp-stdio (PyPI, a stdio->HTTP relay
+on httpx) against the same server, interleaved, from its own venv
+(``--peers DIR``; ``make bench`` installs the pinned version there).  Without
+it (no package index) its column says "skipped".
 
 Standard library only.  Not part of the pass/fail test run.
 """
@@ -36,7 +42,8 @@ PY = sys.executable
 BIG_BYTES = 5000000
 HUGE_BYTES = 100000000  # the memory rows: peak RSS must stay under 2x the line + 30 MB
 
-TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40, "store": 0.25}
+TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40, "store": 0.25,
+           "vs_mcp_stdio": 0.8}
 STORE_SERVERS = 500  # other servers' tokens in the full token directory
 
 
@@ -233,25 +240,73 @@ class Bench:
             return False
         return proc.returncode == 0
 
-    def http_server(self):
-        """The bench HTTP server, started: (process, its /mcp URL)."""
-        server = subprocess.Popen([PY, HTTP_SERVER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def http_server(self, sse=False):
+        """The bench HTTP server, started: (process, its /mcp URL); ``sse``: it answers with event streams."""
+        server = subprocess.Popen([PY, HTTP_SERVER] + (["--sse"] if sse else []), stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
         return server, "http://127.0.0.1:%d/mcp" % int(server.stdout.readline().split()[1])
 
     def http_relay_argv(self, url):
         return self.relay_prefix("streamable-http", "--url", url, "--output-dir", self.spill_dir,
                                  "--log-level", "warning")
 
-    def http_round_trips(self, runs, count):
-        server, url = self.http_server()
+    def peer_argv(self, url):
+        """mcp-stdio relaying stdio to ``url``, from the peers' venv; None when it is not installed."""
+        exe = os.path.join(self.args.peers, "bin", "mcp-stdio")
+        return [exe, url] if os.access(exe, os.X_OK) else None
+
+    def peer_version(self):
+        argv = self.peer_argv("http://127.0.0.1/")
         try:
-            direct, relay = [], []
+            out = subprocess.run(argv[:1] + ["--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 timeout=20).stdout.decode("utf-8", "replace").split()
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+        return out[-1] if out else "?"
+
+    def http_round_trips(self, runs, count, sse):
+        """(p50, p99) of each run, directly, through ocx-proxy and through mcp-stdio (an empty list
+        when it is not installed), interleaved so that all three see the same machine."""
+        server, url = self.http_server(sse)
+        peer = self.peer_argv(url)
+        try:
+            direct, relay, peers = [], [], []
             for _ in range(runs):
                 direct.append(self._http_direct(url, count))
                 relay.append(self.round_trips(self.http_relay_argv(url), count)[:2])
-            return direct, relay
+                if peer is not None:
+                    peers.append(self.round_trips(peer, count)[:2])
+            return direct, relay, peers
         finally:
             stop(server)
+
+    def http_rows(self, rows, progress):
+        """Streamable HTTP round trips, answers as JSON and as event streams (what the SDK servers
+        send), ocx-proxy next to mcp-stdio, and ocx's added p50 as a share of mcp-stdio's (target:
+        at most 0.8)."""
+        for sse, answers in ((False, "JSON"), (True, "SSE")):
+            progress("Streamable HTTP round trips, %s answers, %d runs x %d calls"
+                     % (answers, self.args.runs, self.args.calls))
+            direct, relay, peers = self.http_round_trips(self.args.runs, self.args.calls, sse)
+            added = {}
+            for i, label in enumerate(("p50", "p99")):
+                d = statistics.median([x[i] for x in direct])
+                r = statistics.median([x[i] for x in relay])
+                added[label] = statistics.median([x[i] for x in peers]) - d if peers else "skipped"
+                rows.append(("Streamable HTTP round trip %s, %s answers" % (label, answers), "ms", d, r, r - d,
+                             TARGETS["http_rtt"], added[label]))
+            spread = "  ".join("%s %.3f-%.3f" % (name, min(x[0] for x in runs), max(x[0] for x in runs))
+                               for name, runs in (("direct", direct), ("relay", relay), ("mcp-stdio", peers))
+                               if runs)
+            rows.append(("  info: p50 of each run, lowest-highest (ms)", spread))
+            share = "HTTP p50 added, %s answers: relay / mcp-stdio" % answers
+            if not peers:
+                rows.append((share, "skipped (mcp-stdio is not installed: `make bench` installs it when the "
+                                    "package index answers)"))
+                continue
+            ours = statistics.median([x[0] for x in relay]) - statistics.median([x[0] for x in direct])
+            rows.append((share + " " + self.peer_version(), "x", None,
+                         ours / added["p50"] if added["p50"] > 0 else None, None, TARGETS["vs_mcp_stdio"]))
 
     # -- the token store -----------------------------------------------------
 
@@ -389,9 +444,11 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
-        if a.only_huge or a.only_store:
+        if a.only_huge or a.only_store or a.only_http:
             if a.only_huge:
                 self.huge_rows(rows, progress)
+            elif a.only_http:
+                self.http_rows(rows, progress)
             else:
                 progress("token store: %d runs x %d calls" % (a.runs, a.calls))
                 self.store_rows(rows, a.runs, a.calls)
@@ -459,12 +516,7 @@ class Bench:
 
         # Streamable HTTP, once the remote transports are merged.
         if self.http_available():
-            progress("Streamable HTTP round trips")
-            direct, relay = self.http_round_trips(a.runs, a.calls)
-            for i, label in enumerate(("p50", "p99")):
-                d = statistics.median([x[i] for x in direct])
-                r = statistics.median([x[i] for x in relay])
-                rows.append(("Streamable HTTP round trip %s" % label, "ms", d, r, r - d, TARGETS["http_rtt"]))
+            self.http_rows(rows, progress)
             progress("token store: %d runs x %d calls" % (a.runs, a.calls))
             self.store_rows(rows, a.runs, a.calls)
         else:
@@ -486,22 +538,29 @@ def fmt(value, unit):
         return "-"
     if unit == "ms" and abs(value) < 10:
         return "%.3f" % value
+    if unit == "x":
+        return "%.2f" % value
     return "%.1f" % value
 
 
 def print_table(rows, elapsed, args):
-    header = ("measure", "unit", "direct", "relay", "added", "target", "")
+    """Rows: (measure, text) for a line of text, or (measure, unit, direct, relay, added, target[, peer]),
+    ``peer`` being mcp-stdio's added figure (or why there is none) in its own column."""
+    header = ("measure", "unit", "direct", "relay", "added", "mcp-stdio added", "target", "")
     table = [header]
     misses = 0
     for row in rows:
         if len(row) == 2:
-            table.append((row[0], "", "", row[1], "", "", ""))
+            table.append(row)
             continue
-        name, unit, direct, relay, added, target = row
+        name, unit, direct, relay, added, target = row[:6]
+        peer = row[6] if len(row) > 6 else None
+        peer_text = peer if isinstance(peer, str) else ("+" + fmt(peer, unit) if peer is not None else "")
         judged = added if added is not None else relay
         added_text = ("+" if added is not None and added >= 0 else "") + fmt(added, unit)
         if target is None:
-            table.append((name, unit, fmt(direct, unit), fmt(relay, unit), "" if added is None else added_text, "", ""))
+            table.append((name, unit, fmt(direct, unit), fmt(relay, unit), "" if added is None else added_text,
+                          peer_text, "", ""))
             continue
         if judged is None:
             verdict = "?"
@@ -511,12 +570,12 @@ def print_table(rows, elapsed, args):
             verdict = "MISSED"
             misses += 1
         bound = ("<= +%s" if added is not None else "<= %s") % fmt(target, unit)
-        table.append((name, unit, fmt(direct, unit), fmt(relay, unit), added_text, bound, verdict))
-    widths = [max(len(str(r[i])) for r in table if not (len(str(r[3])) > 30 and i == 3)) for i in range(7)]
+        table.append((name, unit, fmt(direct, unit), fmt(relay, unit), added_text, peer_text, bound, verdict))
+    widths = [max(len(str(r[i])) for r in table if len(r) > 2) for i in range(len(header))]
     lines = []
     for n, r in enumerate(table):
-        if str(r[3]).startswith("n/a"):
-            lines.append("  ".join([r[0].ljust(widths[0]), r[3]]))
+        if len(r) == 2:
+            lines.append("  ".join([r[0].ljust(widths[0]), r[1]]))
             continue
         cells = [str(c).ljust(widths[i]) if i < 2 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
         lines.append("  ".join(cells).rstrip())
@@ -543,6 +602,9 @@ def main(argv=None):
     parser.add_argument("--old", metavar="OLD.py",
                         help="another copy of ocx_proxy.py whose start-up is timed beside this one's, "
                              "interleaved: a before/after pair of rows")
+    parser.add_argument("--only-http", action="store_true", help="run only the Streamable HTTP rows")
+    parser.add_argument("--peers", metavar="DIR", default=os.path.join(ROOT, ".venv-bench-peers"),
+                        help="the venv holding mcp-stdio (default: .venv-bench-peers)")
     args = parser.parse_args(argv)
     if args.quick:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3
