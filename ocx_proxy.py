@@ -6928,10 +6928,10 @@ def remote_upstream_factory(transport, config, made=None):
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
-# Relay.upstream_state: where the upstream is in its life (see Relay._upstream_exit).
+# Supervisor.state: where the upstream is in its life (see Supervisor.exited).
 UPSTREAM_UP = "up"                  # client lines go to it as they come
-UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Relay.held for the next one
-UPSTREAM_DEAD = "dead"              # for good: requests are answered with Relay.dead_reason
+UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Supervisor.held for the next one
+UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 ABANDONED_LIMIT = 4096
 SHUTTING_DOWN = "ocx-proxy is shutting down"
 # Upstream lines longer than this are routed on their envelope first, and only
@@ -7201,6 +7201,233 @@ class Reader:
             self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
 
 
+class Requests:
+    """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the ids
+    of those we answered ourselves.
+
+    ``add(msg)`` tracks a request and starts its --request-timeout timer
+    (``timeout`` seconds, 0: none; never for OPEN_ENDED methods).  When a timer
+    fires, the request leaves the table, its id is abandoned and
+    ``on_timeout(pending)`` answers it.  ``take(key)`` removes a request and
+    stops its timer; ``drop(key)`` also abandons it: the server's answer, if it
+    ever comes, is dropped (``late(key)`` says so, once).  Only the last
+    ABANDONED_LIMIT abandoned ids are remembered.
+    """
+
+    def __init__(self, loop, timeout, on_timeout):
+        self.loop = loop
+        self.timeout = timeout
+        self.on_timeout = on_timeout
+        self.pending = {}
+        self.abandoned = collections.OrderedDict()
+
+    def add(self, msg):
+        method = msg.get("method")
+        params = msg.get("params") if method in ("resources/read", "tools/list") else None
+        pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
+        if self.timeout > 0 and method not in OPEN_ENDED:
+            pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
+        self.pending[id_key(msg["id"])] = pending
+
+    def get(self, key):
+        return self.pending.get(key)
+
+    def is_open(self, pending):
+        """Whether ``pending`` still waits for its answer (it did not time out, nor was it answered)."""
+        return self.pending.get(id_key(pending.msg_id)) is pending
+
+    def take(self, key):
+        """Remove the request pending under ``key`` and stop its timer; None when there is none."""
+        pending = self.pending.pop(key, None)
+        if pending is not None and pending.timer:
+            pending.timer.cancel()
+        return pending
+
+    def drop(self, key):
+        """``take``, and abandon the request when it was pending: we answer it ourselves."""
+        pending = self.take(key)
+        if pending is not None:
+            self.abandon(key)
+        return pending
+
+    def abandon(self, key):
+        self.abandoned[key] = True
+        while len(self.abandoned) > ABANDONED_LIMIT:
+            self.abandoned.popitem(last=False)
+
+    def late(self, key):
+        """True when ``key`` was abandoned: its answer, which came now, is to be dropped (said once)."""
+        return self.abandoned.pop(key, None) is not None
+
+    def take_all(self):
+        """Empty the table (timers stopped); returns what it held."""
+        pending, self.pending = self.pending, {}
+        for entry in pending.values():
+            if entry.timer:
+                entry.timer.cancel()
+        return list(pending.values())
+
+    def _timed_out(self, pending):
+        if self.is_open(pending):
+            self.drop(id_key(pending.msg_id))
+            self.on_timeout(pending)
+
+
+class ClientProfile:
+    """The client profile in use (``client_profile``): the spill's Budget and whether outputSchema is kept.
+
+    With ``--client NAME`` it is chosen at once (``known``); with auto the
+    generic profile applies until the client's first request names the client
+    (``choose``).  The spill's Budget is replaced here and only here
+    (``Budget.for_client``): the spill, its previews, the reader and the size
+    checks all read it from ``spill.budget``, so a profile chosen mid-session
+    reaches each of them at once.  Options given on the command line win.
+    """
+
+    def __init__(self, spill, options):
+        self.spill = spill
+        self.options = options
+        self.known = options.client != "auto"
+        self.use("generic" if options.client == "auto" else options.client)
+
+    def use(self, name):
+        facts = client_profile(name)
+        self.spill.budget = Budget.for_client(facts, self.options)
+        self.keep_output_schema = self.options.keep_output_schema or not facts["strip_output_schema"]
+        self.name = name
+
+    def choose(self, msg):
+        """--client auto: the profile of the client that sent ``msg``, its first request.
+
+        The client names itself in ``initialize`` (clientInfo) or, from
+        2026-07-28 on, in every request's ``_meta``; a client that does not,
+        or one we do not know, gets the generic profile.
+        """
+        self.known = True
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        info = params.get("clientInfo") if msg.get("method") == "initialize" else meta.get(META_CLIENT_INFO)
+        name = info.get("name") if isinstance(info, dict) else None
+        self.use(client_profile_for(name))
+        self.log("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
+
+    def log(self, why):
+        log.info("client profile %s (%s): %s, outputSchema %s" % (
+            self.name, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed"))
+
+
+class Supervisor:
+    """The upstream's life: started, restarted when it exits (``--restart`` times, each a little later),
+    re-initialized by replaying the client's handshake; or dead for good.
+
+    ``make_upstream(loop, on_line, on_exit)`` builds each upstream (``start``);
+    they share one ``Handshake``.  ``state`` is UPSTREAM_UP (client lines go to
+    ``upstream``), UPSTREAM_RESTARTING (they wait in ``held`` until the new
+    upstream is initialized) or UPSTREAM_DEAD (``dead_reason`` says why).  The relay calls ``exited(reason)`` once it has answered the
+    requests the upstream took with it: lines held for a restart are dropped
+    then, as their requests were answered.  ``is_replay_answer(msg)`` takes the
+    answer to the replayed initialize out of the upstream's lines;
+    ``note_answer`` learns from the client's own initialize whether there is a
+    handshake to replay.  ``paused()``: a new upstream starts with its reading
+    paused (backpressure); ``closing()``: no restart once shutdown began.
+    """
+
+    def __init__(self, loop, make_upstream, restarts, on_line, on_exit, paused, closing):
+        self.loop = loop
+        self.make_upstream = make_upstream
+        self.restarts_left = restarts
+        self.on_line = on_line
+        self.on_exit = on_exit
+        self.paused = paused
+        self.closing = closing
+        self.upstream = None
+        self.generation = 0
+        self.handshake = Handshake()     # shared with every upstream, replayed after a restart
+        self.initialize_ok = False
+        self.protocol_version = None
+        self.replaying = None            # replay request id while re-initializing
+        self.state = UPSTREAM_UP
+        self.held = []                   # client lines waiting for the restart to finish
+        self.dead_reason = None
+
+    def start(self):
+        self.generation += 1
+        self.upstream = self.make_upstream(self.loop, self.on_line, self.on_exit)
+        self.upstream.handshake = self.handshake
+        if self.paused():
+            self.upstream.pause_reading()
+        self.upstream.start()
+
+    def note_answer(self, method, msg):
+        """The upstream answered a client request of ``method`` with ``msg``."""
+        if method == "initialize" and isinstance(msg.get("result"), dict):
+            self.initialize_ok = True
+            self.protocol_version = msg["result"].get("protocolVersion")
+
+    def exit_reason(self, description):
+        tail = list(self.upstream.stderr_tail)[-5:] if self.upstream is not None else []
+        return description + (("; last stderr: " + " | ".join(tail)) if tail else "")
+
+    def exited(self, reason):
+        """The upstream exited (its requests answered): restart it, or mark it dead."""
+        if self.held:
+            # Their requests were just answered with errors: sending them later would run them anyway.
+            log.warning("dropped %d client messages that were waiting for the restart" % len(self.held))
+            self.held = []
+        self.replaying = None
+        if self.upstream is not None:
+            self.upstream.kill_tree()  # what the dead server left in its group must not outlive it
+            self.upstream.reap()
+        if self.restarts_left > 0:
+            self.state = UPSTREAM_RESTARTING
+            self.restarts_left -= 1
+            delay = min(0.1 * self.generation, 2.0)
+            log.info("restarting upstream in %.1fs (%d restarts left)" % (delay, self.restarts_left))
+            self.loop.call_later(delay, self._restart)
+        else:
+            self.state = UPSTREAM_DEAD
+            self.dead_reason = reason
+            log.error("upstream is gone; requests will be answered with errors until the client exits")
+
+    def _restart(self):
+        if self.closing():
+            return
+        self.start()
+        replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
+        try:
+            line = self.handshake.replay(replaying) if self.initialize_ok else None
+        except (ValueError, TypeError) as exc:
+            log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
+            line = None
+        if line is None:
+            self._restart_done()
+            return
+        self.replaying = replaying
+        self.upstream.send(line + b"\n")
+
+    def is_replay_answer(self, msg_id):
+        """Whether ``msg_id`` is the id of the replayed initialize, whose answer is ours."""
+        return self.replaying is not None and msg_id == self.replaying
+
+    def replay_answered(self, msg):
+        refusal = Handshake.refusal(msg)
+        if refusal:
+            log.error("the restarted upstream refused the replayed initialize: %s" % refusal)
+        else:
+            log.info("upstream restarted and re-initialized")
+        self.replaying = None
+        if self.handshake.initialized_line is not None:
+            self.upstream.send(self.handshake.initialized_line + b"\n")
+        self._restart_done()
+
+    def _restart_done(self):
+        """The new upstream is ready: send what the client said meanwhile, in order."""
+        self.state = UPSTREAM_UP
+        held, self.held = self.held, []
+        for line in held:
+            self.upstream.send(line + b"\n")
+
+
 class Relay:
     """Relays JSON-RPC lines between the client (our stdio) and one upstream.
 
@@ -7214,13 +7441,8 @@ class Relay:
     def __init__(self, loop, options, make_upstream, client_in_fd=0, client_out_fd=1):
         self.loop = loop
         self.options = options
-        self.make_upstream = make_upstream
         self.spill = Spill(options.output_dir, retention_days=options.retention_days)
-        self.keep_output_schema = options.keep_output_schema
-        # Until the client says who it is (--client auto), the generic profile applies.
-        self.profile = None
-        self.use_profile("generic" if options.client == "auto" else options.client)
-        self.profile_known = options.client != "auto"
+        self.profile = ClientProfile(self.spill, options)
         self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing,
                              options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
         # What we change in answers, by their request's method (after Upstream.rewrites): a line over
@@ -7238,20 +7460,15 @@ class Relay:
         # the other side has more than that waiting for it.
         self.upstream_held = False       # the client is not reading: the upstream waits
         self.client_held = False         # the upstream is not reading: the client waits
-        self.pending = {}
-        self.abandoned = collections.OrderedDict()
-        self.upstream = None
-        self.restarts_left = options.restart
-        self.generation = 0
-        self.handshake = Handshake()     # shared with every upstream, replayed after a restart
-        self.initialize_ok = False
-        self.protocol_version = None
-        self.replaying = None            # replay request id while re-initializing
-        self.upstream_state = UPSTREAM_UP
-        self.held = []                   # client lines waiting for the restart to finish
+        self.requests = Requests(loop, options.request_timeout, self._timed_out)
+        self.supervisor = Supervisor(loop, make_upstream, options.restart, self._upstream_line, self._upstream_exit,
+                                     lambda: self.upstream_held, lambda: self.closing)
         self.behind_spill = None         # upstream lines waiting for a big answer's spill (a list)
-        self.dead_reason = None          # why the upstream is UPSTREAM_DEAD
         self.closing = False             # shutdown has begun, whatever the upstream's state
+
+    @property
+    def upstream(self):
+        return self.supervisor.upstream
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -7263,19 +7480,11 @@ class Relay:
                          % (removed, self.spill.retention_days))
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
-        if self.profile_known:
-            self._log_profile("--client")
-        self._start_upstream()
+        if self.profile.known:
+            self.profile.log("--client")
+        self.supervisor.start()
         self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
                                     use_threads=self.options.use_threads)
-
-    def _start_upstream(self):
-        self.generation += 1
-        self.upstream = self.make_upstream(self.loop, self._upstream_line, self._upstream_exit)
-        self.upstream.handshake = self.handshake
-        if self.upstream_held:
-            self.upstream.pause_reading()
-        self.upstream.start()
 
     def shutdown(self, reason="client closed stdin", signalled=False):
         """Stop politely: close the upstream's input, then TERM and KILL its group.
@@ -7341,40 +7550,6 @@ class Relay:
         log.debug("client stdout closed (%s)" % exc)
         self.shutdown("client stopped reading")
 
-    # -- client profile ------------------------------------------------------
-
-    def use_profile(self, name):
-        """Take the budget and the outputSchema rule of client_profile(name); options given win.
-
-        The spill's Budget is replaced here and only here (``Budget.for_client``):
-        the spill, its previews, the reader and the size checks all read it from
-        ``spill.budget``, so a profile chosen mid-session (--client auto) reaches
-        each of them at once.
-        """
-        facts = client_profile(name)
-        self.spill.budget = Budget.for_client(facts, self.options)
-        self.keep_output_schema = self.options.keep_output_schema or not facts["strip_output_schema"]
-        self.profile = name
-
-    def _choose_profile(self, msg):
-        """--client auto: the profile of the client that sent ``msg``, its first request.
-
-        The client names itself in ``initialize`` (clientInfo) or, from
-        2026-07-28 on, in every request's ``_meta``; a client that does not,
-        or one we do not know, gets the generic profile.
-        """
-        self.profile_known = True
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        info = params.get("clientInfo") if msg.get("method") == "initialize" else meta.get(META_CLIENT_INFO)
-        name = info.get("name") if isinstance(info, dict) else None
-        self.use_profile(client_profile_for(name))
-        self._log_profile("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
-
-    def _log_profile(self, why):
-        log.info("client profile %s (%s): %s, outputSchema %s" % (
-            self.profile, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed"))
-
     # -- client -> upstream ------------------------------------------------
 
     def _client_data(self, data):
@@ -7401,7 +7576,7 @@ class Relay:
         else:
             # The client's answer to a server request: tell the server it will not come.
             log.warning("client response to %r: %s; the upstream gets an error instead" % (msg_id, message))
-            if self.upstream_state == UPSTREAM_UP:
+            if self.supervisor.state == UPSTREAM_UP:
                 self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
 
     def _client_line(self, line):
@@ -7481,9 +7656,7 @@ class Relay:
             envelope = peek_envelope(line)
             answer_id = envelope.id if envelope is not None and envelope.kind() == "request" else None
             if answer_id is not None:
-                key = id_key(answer_id)
-                if self._take_pending(key) is not None:  # it may have gone out: its answer from the server is dropped
-                    self._abandon(key)
+                self.requests.drop(id_key(answer_id))  # it may have gone out: its answer from the server is dropped
             self._answer_error(answer_id, INTERNAL_ERROR, "ocx-proxy internal error: %s" % exc)
         except Exception as again:
             log.error("internal error while answering a client line: %s" % again)
@@ -7491,32 +7664,29 @@ class Relay:
     def _track_client_message(self, msg, line):
         kind = message_kind(msg)
         method = msg.get("method")
-        self.handshake.note(msg, line)
-        if kind == "request" and not self.profile_known:
-            self._choose_profile(msg)
+        self.supervisor.handshake.note(msg, line)
+        if kind == "request" and not self.profile.known:
+            self.profile.choose(msg)
         if kind == "request":
             if method == "initialize":
-                self.initialize_ok = False
-            params = msg.get("params") if method in ("resources/read", "tools/list") else None
-            pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
-            if self.options.request_timeout > 0 and method not in OPEN_ENDED:
-                pending.timer = self.loop.call_later(self.options.request_timeout, self._timed_out, pending)
-            self.pending[id_key(msg["id"])] = pending
+                self.supervisor.initialize_ok = False
+            self.requests.add(msg)
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
-                self._take_pending(id_key(params["requestId"]))
+                self.requests.take(id_key(params["requestId"]))
 
     def _send_upstream(self, line, items):
-        if self.upstream_state == UPSTREAM_DEAD:
+        state, reason = self.supervisor.state, self.supervisor.dead_reason
+        if state == UPSTREAM_DEAD:
             for item in items:
                 if message_kind(item) == "request":
-                    self._answer_error(item["id"], UPSTREAM_ERROR, self.dead_reason)
+                    self._answer_error(item["id"], UPSTREAM_ERROR, reason)
                 else:
-                    log.warning("dropped a client %s: %s" % (item.get("method") or "response", self.dead_reason))
+                    log.warning("dropped a client %s: %s" % (item.get("method") or "response", reason))
             return
-        if self.upstream_state == UPSTREAM_RESTARTING:
-            self.held.append(line)
+        if state == UPSTREAM_RESTARTING:
+            self.supervisor.held.append(line)
             return
         self._send_upstream_bytes(line + b"\n")
 
@@ -7533,25 +7703,15 @@ class Relay:
             self.client_in.resume()
 
     def _timed_out(self, pending):
-        key = id_key(pending.msg_id)
-        if self.pending.get(key) is not pending:
-            return
-        del self.pending[key]
-        self._abandon(key)
+        """``Requests``' timer of ``pending`` fired: answer it, and tell the server to stop."""
         seconds = self.options.request_timeout
         log.warning("%s request %r timed out after %gs" % (pending.method, pending.msg_id, seconds))
         self._answer_error(pending.msg_id, REQUEST_TIMEOUT,
                            "Request timed out after %g s (ocx-proxy --request-timeout)" % seconds)
-        if pending.method != "initialize" and self.upstream is not None and self.upstream_state != UPSTREAM_DEAD:
+        if pending.method != "initialize" and self.upstream is not None and self.supervisor.state != UPSTREAM_DEAD:
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                       "params": {"requestId": pending.msg_id, "reason": "ocx-proxy request timeout"}}
             self.upstream.send(encode_message(cancel))
-
-    def _abandon(self, key):
-        """We answered this request ourselves: drop the server's answer if it ever comes."""
-        self.abandoned[key] = True
-        while len(self.abandoned) > ABANDONED_LIMIT:
-            self.abandoned.popitem(last=False)
 
     # -- upstream -> client ------------------------------------------------
 
@@ -7592,14 +7752,14 @@ class Relay:
         if isinstance(msg, list):
             answers = [item for item in msg if message_kind(item) == "response"]
         elif "method" not in msg:
-            if self._is_replay_response(msg):
+            if self.supervisor.is_replay_answer(msg.get("id")):
+                self.supervisor.replay_answered(msg)
                 return
             key = id_key(msg["id"])
-            if key in self.abandoned:
-                del self.abandoned[key]
+            if self.requests.late(key):
                 log.info("dropped a late answer to timed-out request %r" % msg["id"])
                 return
-            pending = self.pending.get(key)
+            pending = self.requests.get(key)
             answers = [msg]
         self._forward(line, msg, pending)
         for answer in answers:  # only now: a request is pending until its answer is on its way
@@ -7618,9 +7778,9 @@ class Relay:
         pending = None
         if kind == "response":
             key = id_key(envelope.id)
-            if key in self.abandoned or (self.replaying is not None and envelope.id == self.replaying):
+            if key in self.requests.abandoned or self.supervisor.is_replay_answer(envelope.id):
                 return False
-            pending = self.pending.get(key)
+            pending = self.requests.get(key)
         method = pending.method if pending else envelope.method
         if method == "initialize" or not relayable_unparsed(line):
             return False
@@ -7663,10 +7823,8 @@ class Relay:
             self._send_saved(saved, pending, chars, size)
         except Exception as exc:  # as in _upstream_line: this answer only, and it is still answered
             log.error("internal error while spilling a saved answer: %s: %s" % (type(exc).__name__, exc))
-            key = id_key(pending.msg_id)
-            if self.pending.get(key) is pending:
-                self._take_pending(key)
-                self._abandon(key)
+            if self.requests.is_open(pending):
+                self.requests.drop(id_key(pending.msg_id))
                 self._answer_error(pending.msg_id, INTERNAL_ERROR, "ocx-proxy could not relay the server's "
                                    "answer: %s: %s" % (type(exc).__name__, exc))
         waiting, self.behind_spill = self.behind_spill, None
@@ -7685,7 +7843,7 @@ class Relay:
             self._parse_and_forward(self._unsave(saved))  # the usual path repairs or reports it
             return
         del text
-        if self.pending.get(id_key(pending.msg_id)) is not pending:
+        if not self.requests.is_open(pending):
             log.info("dropped a late answer to %s request %r" % (pending.method, pending.msg_id))
             self.spill.discard(saved)
             return
@@ -7741,10 +7899,9 @@ class Relay:
         shown = line[:200].decode("utf-8", "replace")
         envelope = peek_envelope(line, partial=True)
         if envelope is not None and envelope.has_valid_id:
-            key = id_key(envelope.id)
-            pending = None if envelope.has_method else self._take_pending(key)
+            # answered here: a proper answer coming later is dropped
+            pending = None if envelope.has_method else self.requests.drop(id_key(envelope.id))
             if pending is not None:
-                self._abandon(key)  # answered here: a proper answer coming later is dropped
                 log.warning("the upstream's answer to %s request %r %s; answered with -32603: %s"
                             % (pending.method, pending.msg_id, defect, shown))
                 self._answer_error(pending.msg_id, INTERNAL_ERROR,
@@ -7757,21 +7914,10 @@ class Relay:
                 return
         log.warning("ignored a line from the upstream that %s: %s" % (defect, shown))
 
-    def _take_pending(self, key):
-        """Remove the request pending under ``key`` and stop its timer; None when there is none."""
-        pending = self.pending.pop(key, None)
-        if pending is not None and pending.timer:
-            pending.timer.cancel()
-        return pending
-
     def _complete(self, msg):
-        pending = self._take_pending(id_key(msg.get("id")))
-        if pending is None:
-            return None
-        if pending.method == "initialize" and isinstance(msg.get("result"), dict):
-            self.initialize_ok = True
-            self.protocol_version = msg["result"].get("protocolVersion")
-        return pending
+        pending = self.requests.take(id_key(msg.get("id")))
+        if pending is not None:
+            self.supervisor.note_answer(pending.method, msg)
 
     def _rewrites_of(self, pending):
         """The rewrites of an answer to ``pending`` (None: not an answer): the transport's, then ours."""
@@ -7795,7 +7941,7 @@ class Relay:
         self._send_line(line, msg, pending, spilled)
 
     def _has_output_schemas(self, line, params):
-        return not self.keep_output_schema and b'"outputSchema"' in line
+        return not self.profile.keep_output_schema and b'"outputSchema"' in line
 
     def _offers_reader(self, line, params):
         return self.reader.offered
@@ -7825,7 +7971,7 @@ class Relay:
         message = ("upstream message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
                    % (line.size, self.options.max_message_bytes))
         msg_id = envelope.id if envelope.has_valid_id else None
-        pending = self._take_pending(id_key(msg_id)) if msg_id is not None and not envelope.has_method else None
+        pending = self.requests.take(id_key(msg_id)) if msg_id is not None and not envelope.has_method else None
         if pending is not None:
             log.warning("%s; request %r answered with an error" % (message, msg_id))
             self._answer_error(msg_id, UPSTREAM_ERROR, message)
@@ -7863,7 +8009,7 @@ class Relay:
         here: it gets the session's version; its shape is the same in every
         revision, so nothing about it depends on guessing better.
         """
-        return (pending.version if pending is not None else None) or self.protocol_version
+        return (pending.version if pending is not None else None) or self.supervisor.protocol_version
 
     def _log_spill(self, method, msg_id, size, files):
         log.info("spilled %s response %r (%d bytes) to %s" % (method or "?", msg_id, size, files.txt_path))
@@ -7881,79 +8027,20 @@ class Relay:
             self._hold_upstream()
 
     def _fail_all_pending(self, reason):
-        pending, self.pending = self.pending, {}
-        for entry in pending.values():
-            if entry.timer:
-                entry.timer.cancel()
+        for entry in self.requests.take_all():
             self._answer_error(entry.msg_id, UPSTREAM_ERROR, reason)
 
     # -- upstream failure and restart --------------------------------------
 
     def _upstream_exit(self, description):
-        upstream = self.upstream
-        tail = list(upstream.stderr_tail)[-5:] if upstream is not None else []
-        reason = description + (("; last stderr: " + " | ".join(tail)) if tail else "")
+        reason = self.supervisor.exit_reason(description)
         if self.closing:
             self._finish(reason)
             return
         log.warning(reason)
         self._fail_all_pending(reason)
         self._release_client()  # nothing waits for that upstream any more
-        if self.held:
-            # Their requests were just answered with errors: sending them later would run them anyway.
-            log.warning("dropped %d client messages that were waiting for the restart" % len(self.held))
-            self.held = []
-        self.replaying = None
-        if upstream is not None:
-            upstream.kill_tree()  # what the dead server left in its group must not outlive it
-            upstream.reap()
-        if self.restarts_left > 0:
-            self.upstream_state = UPSTREAM_RESTARTING
-            self.restarts_left -= 1
-            delay = min(0.1 * self.generation, 2.0)
-            log.info("restarting upstream in %.1fs (%d restarts left)" % (delay, self.restarts_left))
-            self.loop.call_later(delay, self._restart)
-        else:
-            self.upstream_state = UPSTREAM_DEAD
-            self.dead_reason = reason
-            log.error("upstream is gone; requests will be answered with errors until the client exits")
-
-    def _restart(self):
-        if self.closing:
-            return
-        self._start_upstream()
-        replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
-        try:
-            line = self.handshake.replay(replaying) if self.initialize_ok else None
-        except (ValueError, TypeError) as exc:
-            log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
-            line = None
-        if line is None:
-            self._restart_done()
-            return
-        self.replaying = replaying
-        self.upstream.send(line + b"\n")
-
-    def _is_replay_response(self, msg):
-        if self.replaying is None or msg.get("id") != self.replaying:
-            return False
-        refusal = Handshake.refusal(msg)
-        if refusal:
-            log.error("the restarted upstream refused the replayed initialize: %s" % refusal)
-        else:
-            log.info("upstream restarted and re-initialized")
-        self.replaying = None
-        if self.handshake.initialized_line is not None:
-            self.upstream.send(self.handshake.initialized_line + b"\n")
-        self._restart_done()
-        return True
-
-    def _restart_done(self):
-        """The new upstream is ready: send what the client said meanwhile, in order."""
-        self.upstream_state = UPSTREAM_UP
-        held, self.held = self.held, []
-        for line in held:
-            self.upstream.send(line + b"\n")
+        self.supervisor.exited(reason)
 
 
 SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed (Relay._spill_later)
