@@ -35,7 +35,9 @@ Layout of this file (each section only uses the ones above it):
     JSON-RPC framing  newline-delimited JSON lines, error objects, indented JSON output
     protocol versions what each MCP revision has (handshake, resource_link...)
     client facts      limits, name rules and budget profiles of the clients we know
-    spill             saving oversized responses, previews, the reader of spilled text
+    spill files       limits, names, the files of one spill, the readable text of a message
+    spill reading     the index of a spilled text, pattern searches, pages
+    spill             the budget, saving oversized responses, previews
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
     HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
@@ -44,7 +46,8 @@ Layout of this file (each section only uses the ones above it):
     remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
-    relay             request tracking, timeouts, restarts, client profiles, the reader tool
+    relay parts       options, request tracking and timeouts, trace, the reader tool, profiles, restarts
+    relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
     capture           capture-only MCP bridge
@@ -52,7 +55,8 @@ Layout of this file (each section only uses the ones above it):
     check             connecting like a client, listing every page, the report
     client configs    check --config: every server in a client's configuration
     demo              embedded sample server and the demo driver
-    CLI / main        argument parsing and the entry point
+    CLI options       argument types, environment defaults, the option groups commands share
+    CLI / main        the commands, their parsers and the entry point
 """
 
 import argparse
@@ -1471,7 +1475,7 @@ def client_profile_for(name):
 
 
 # ---------------------------------------------------------------------------
-# Spill: saving oversized responses and building previews
+# Spill files: limits, names, the files of one spill and the readable text of a message
 # ---------------------------------------------------------------------------
 
 # Defaults of --max-response-chars and --preview-chars for a client we do not
@@ -1735,6 +1739,10 @@ def readable_text(msg, method):
     return out
 
 
+# ---------------------------------------------------------------------------
+# Spill reading: the index of a spilled text, pattern searches, pages
+# ---------------------------------------------------------------------------
+
 class TextIndex:
     """Where lines and characters are in the ``.txt`` of a spill, noted as it is written.
 
@@ -1893,6 +1901,89 @@ def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
         raise ValueError("%s must be an integer from %d to %d, not %.40r" % (name, least, most, value))
     return value
 
+
+def _json_size(text):
+    """(characters, UTF-8 bytes) of ``text`` inside a JSON string, escapes included."""
+    inner = dumps(text)[1:-1]
+    return len(inner), utf8_len(inner)
+
+
+class ReadPage:
+    """One page of ``Spill.read`` or ``Spill.search``, filled up to a budget of characters and bytes (as JSON)."""
+
+    def __init__(self, budget_chars, budget_bytes):
+        if budget_chars < 1 or budget_bytes < 0:
+            raise ValueError("the page budget is too small for one character")
+        self.budget_chars = budget_chars
+        self.budget_bytes = budget_bytes or float("inf")
+        self.chars = 0
+        self.bytes = 0
+        self.parts = []
+
+    def add(self, text):
+        """Add ``text`` when it fits in what is left of the budget; True when it did."""
+        chars, size = _json_size(text)
+        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
+            return False
+        self.parts.append(text)
+        self.chars += chars
+        self.bytes += size
+        return True
+
+    def range(self, window, complete, line, column, lines):
+        """A page of ``window``: ``(text, (line, column) of the next page or None)``.
+
+        ``window`` is the text from ``line``/``column`` on: all the rest when
+        ``complete``, else more characters than the budget, so that the page
+        is full before the window ends.
+        """
+        pos, taken = 0, 0
+        while True:
+            newline = window.find("\n", pos)
+            end = newline + 1 if newline >= 0 else len(window)
+            piece = window[pos:end]
+            if not self.add(piece):
+                if self.parts:
+                    return self.text(), (line, column)
+                cut = self.fill(piece)  # a line longer than a page: cut by characters
+                return self.text(), (line, column + cut)
+            if newline < 0:  # the window ends and the page is not full: the text ends
+                return self.text(), None
+            pos, line, column, taken = end, line + 1, 1, taken + 1
+            if lines is not None and taken >= lines:
+                return self.text(), (line, 1) if pos < len(window) or not complete else None
+
+    def fill(self, text):
+        """Add as much of the start of ``text`` as fits (at least one character); returns how much."""
+        low, high = 0, min(len(text), self.budget_chars - self.chars)
+        while low < high:  # binary search: escapes make the cost of a prefix uneven
+            middle = (low + high + 1) // 2
+            chars, size = _json_size(text[:middle])
+            if self.chars + chars <= self.budget_chars and self.bytes + size <= self.budget_bytes:
+                low = middle
+            else:
+                high = middle - 1
+        if low == 0:
+            raise ValueError("the page budget is too small for one character")
+        self.add(text[:low])
+        return low
+
+    def pack(self, shown, end):
+        """The lines a search shows (``[number, text]`` each) as a page: ``(text, (line, 1) of the next, or end)``."""
+        for number, text in shown:
+            if not self.add(text):
+                if self.parts:
+                    return self.text(), (number, 1)
+                self.fill(text)
+        return self.text(), end
+
+    def text(self):
+        return "".join(self.parts)
+
+
+# ---------------------------------------------------------------------------
+# Spill: the budget, saving oversized responses and building previews
+# ---------------------------------------------------------------------------
 
 # Bytes that may disappear when a line is re-serialized compactly (see Budget.fit).
 COMPACT_SHRINKABLE = b" \t\r\n/0123456789"
@@ -2357,85 +2448,6 @@ class Spill:
         builder.original_bytes = original_bytes
         builder.reader_name = self.reader_name
         return builder.fit(full_text, self.budget), files
-
-
-def _json_size(text):
-    """(characters, UTF-8 bytes) of ``text`` inside a JSON string, escapes included."""
-    inner = dumps(text)[1:-1]
-    return len(inner), utf8_len(inner)
-
-
-class ReadPage:
-    """One page of ``Spill.read`` or ``Spill.search``, filled up to a budget of characters and bytes (as JSON)."""
-
-    def __init__(self, budget_chars, budget_bytes):
-        if budget_chars < 1 or budget_bytes < 0:
-            raise ValueError("the page budget is too small for one character")
-        self.budget_chars = budget_chars
-        self.budget_bytes = budget_bytes or float("inf")
-        self.chars = 0
-        self.bytes = 0
-        self.parts = []
-
-    def add(self, text):
-        """Add ``text`` when it fits in what is left of the budget; True when it did."""
-        chars, size = _json_size(text)
-        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
-            return False
-        self.parts.append(text)
-        self.chars += chars
-        self.bytes += size
-        return True
-
-    def range(self, window, complete, line, column, lines):
-        """A page of ``window``: ``(text, (line, column) of the next page or None)``.
-
-        ``window`` is the text from ``line``/``column`` on: all the rest when
-        ``complete``, else more characters than the budget, so that the page
-        is full before the window ends.
-        """
-        pos, taken = 0, 0
-        while True:
-            newline = window.find("\n", pos)
-            end = newline + 1 if newline >= 0 else len(window)
-            piece = window[pos:end]
-            if not self.add(piece):
-                if self.parts:
-                    return self.text(), (line, column)
-                cut = self.fill(piece)  # a line longer than a page: cut by characters
-                return self.text(), (line, column + cut)
-            if newline < 0:  # the window ends and the page is not full: the text ends
-                return self.text(), None
-            pos, line, column, taken = end, line + 1, 1, taken + 1
-            if lines is not None and taken >= lines:
-                return self.text(), (line, 1) if pos < len(window) or not complete else None
-
-    def fill(self, text):
-        """Add as much of the start of ``text`` as fits (at least one character); returns how much."""
-        low, high = 0, min(len(text), self.budget_chars - self.chars)
-        while low < high:  # binary search: escapes make the cost of a prefix uneven
-            middle = (low + high + 1) // 2
-            chars, size = _json_size(text[:middle])
-            if self.chars + chars <= self.budget_chars and self.bytes + size <= self.budget_bytes:
-                low = middle
-            else:
-                high = middle - 1
-        if low == 0:
-            raise ValueError("the page budget is too small for one character")
-        self.add(text[:low])
-        return low
-
-    def pack(self, shown, end):
-        """The lines a search shows (``[number, text]`` each) as a page: ``(text, (line, 1) of the next, or end)``."""
-        for number, text in shown:
-            if not self.add(text):
-                if self.parts:
-                    return self.text(), (number, 1)
-                self.fill(text)
-        return self.text(), end
-
-    def text(self):
-        return "".join(self.parts)
 
 
 class PreviewBuilder:
@@ -6031,9 +6043,7 @@ class RemoteUpstream(Upstream):
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
             if owner is not None:
-                replacement = self._answered(owner, item)
-                if replacement is not None and not isinstance(msg, list):
-                    data = replacement   # what the hook changed msg to
+                self._answered(owner, item)
                 if not owner.outstanding:
                     owner.settled.set()  # after _answered: a waiter finds what it recorded
                 if owner.swallow:
@@ -6053,11 +6063,9 @@ class RemoteUpstream(Upstream):
                     exchange.waiting_since = now
 
     def _answered(self, exchange, msg):
-        """Hook: a response for ``exchange`` arrived (before it is forwarded).  Returns None, or the
-        bytes to forward instead of a lone message."""
+        """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
         if exchange.swallow:
             exchange.result = msg
-        return None
 
     def _on_event(self, event, exchange=None):
         if event.event != "message":
@@ -6412,7 +6420,6 @@ class StreamableHttpUpstream(RemoteUpstream):
                 log.info("connected to %s (Streamable HTTP, protocol %s, %s)" % (
                     self.config.display_url, self.protocol_version,
                     "with a session" if self.session_id else "no session"))
-        return None
 
     def _lists_modern_tools(self, line, params):
         return is_modern(request_version(params))
@@ -6924,7 +6931,7 @@ def remote_upstream_factory(transport, config, made=None):
 
 
 # ---------------------------------------------------------------------------
-# Relay: request tracking, timeouts, restarts, shutdown
+# Relay parts: options, request tracking and timeouts, trace, the reader tool, profiles, restarts
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
@@ -7427,6 +7434,10 @@ class Supervisor:
         for line in held:
             self.upstream.send(line + b"\n")
 
+
+# ---------------------------------------------------------------------------
+# Relay: routing lines between the client and the upstream, spilling, shutdown
+# ---------------------------------------------------------------------------
 
 class Relay:
     """Relays JSON-RPC lines between the client (our stdio) and one upstream.
@@ -11537,7 +11548,7 @@ def demo_reply_text(reply):
 
 
 # ---------------------------------------------------------------------------
-# CLI / main
+# CLI options: argument types, environment defaults, the option groups commands share
 # ---------------------------------------------------------------------------
 
 
@@ -11827,6 +11838,10 @@ def relay_options_from_args(args):
         max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool,
     )
 
+
+# ---------------------------------------------------------------------------
+# CLI / main: the commands, their parsers and the entry point
+# ---------------------------------------------------------------------------
 
 def cmd_stdio(args):
     command = args.upstream_command
