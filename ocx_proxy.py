@@ -6944,7 +6944,7 @@ SHUTTING_DOWN = "ocx-proxy is shutting down"
 # Upstream lines longer than this are routed on their envelope first, and only
 # parsed when they may be rewritten (smaller ones: parsing is the fast path).
 PEEK_LINE_BYTES = 64 * 1024
-# For upstream lines that are not JSON: see Relay._repair.
+# For upstream lines that are not JSON: see repaired.
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
 
 
@@ -7208,6 +7208,57 @@ class Reader:
             self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
 
 
+def client_messages(line):
+    """What one client line holds: ``(out, msgs, raws, refused)``.
+
+    ``msgs`` are its JSON-RPC messages (a batch's good members: JSON-RPC 2.0,
+    MCP before 2025-06-18), ``raws`` their own bytes and ``out`` the bytes to
+    relay, a batch of the good members when some are not (None when none is
+    good): nothing is re-serialized.  ``refused`` lists ``(raw, code,
+    message)`` for each message that cannot be relayed, to be answered.
+    """
+    try:
+        msg = parse_message(line, long_numbers=True)
+    except ValueError as exc:
+        if split_array(line) is None:
+            return None, [], [], [(line, PARSE_ERROR, "Parse error: %s" % exc)]
+        msg = []  # a batch with a bad member: the others still count
+    if not isinstance(msg, list):
+        if message_kind(msg) is None:
+            return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")]
+        return line, [msg], [line], []
+    members = split_array(line) or []
+    if not members:
+        return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: empty batch")]
+    msgs, raws, refused = [], [], []
+    for raw in members:
+        try:
+            msg = parse_message(raw, long_numbers=True)
+        except ValueError as exc:
+            refused.append((raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc))
+            continue
+        if message_kind(msg) is None:
+            refused.append((raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
+        else:
+            msgs.append(msg)
+            raws.append(raw)
+    out = line if len(raws) == len(members) else b"[" + b",".join(raws) + b"]"
+    return out if raws else None, msgs, raws, refused
+
+
+def repaired(line):
+    """(message, line) for an upstream line that is not JSON, repaired; ValueError, TypeError or
+    RecursionError when it cannot be.
+
+    Repairs keep what the server evidently meant: invalid UTF-8 becomes
+    U+FFFD, a raw control character in a string is escaped, and NaN or
+    Infinity becomes null, as JSON.stringify writes them.  Anything else
+    (cut short, nested too deep, not JSON at all) cannot be repaired.
+    """
+    msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
+    return msg, encode_message(msg)[:-1]
+
+
 class Requests:
     """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the ids
     of those we answered ourselves.
@@ -7371,6 +7422,25 @@ class Supervisor:
             self.initialize_ok = True
             self.protocol_version = msg["result"].get("protocolVersion")
 
+    def stop(self, signalled, finish):
+        """Shutdown, the upstream's input closed: its group gets TERM 2 s on and KILL 2 s later (after a
+        signal, which sent the TERM: KILL after KILL_GRACE), ``finish()`` half a second after the KILL;
+        nothing more once it exited."""
+        if signalled:
+            self.loop.call_later(KILL_GRACE, self._escalate, self.upstream, None, finish)
+        else:
+            sig = signal.SIGTERM if not IS_WINDOWS else None
+            self.loop.call_later(2.0, self._escalate, self.upstream, sig, finish)
+
+    def _escalate(self, upstream, sig, finish):
+        if upstream.exited:
+            return
+        upstream.kill_tree(sig)
+        if sig is not None:
+            self.loop.call_later(2.0, self._escalate, upstream, None, finish)
+        else:
+            self.loop.call_later(0.5, finish)
+
     def exit_reason(self, description):
         tail = list(self.upstream.stderr_tail)[-5:] if self.upstream is not None else []
         return description + (("; last stderr: " + " | ".join(tail)) if tail else "")
@@ -7515,10 +7585,7 @@ class Relay:
             return
         if first:
             upstream.close_input()
-        if signalled:
-            self.loop.call_later(KILL_GRACE, self._escalate, upstream, None)
-        else:
-            self.loop.call_later(2.0, self._escalate, upstream, signal.SIGTERM if not IS_WINDOWS else None)
+        self.supervisor.stop(signalled, self._finish)
 
     def terminate(self, signum):
         """Stop because of signal ``signum``; called from the signal handler.
@@ -7532,15 +7599,6 @@ class Relay:
         if upstream is not None and not IS_WINDOWS:
             upstream.kill_tree(signal.SIGTERM)
         self.loop.post(self.shutdown, "signal %d" % signum, True)
-
-    def _escalate(self, upstream, sig):
-        if upstream.exited:
-            return
-        upstream.kill_tree(sig)
-        if sig is not None:
-            self.loop.call_later(2.0, self._escalate, upstream, None)
-        else:
-            self.loop.call_later(0.5, self._finish)
 
     def _finish(self, reason=SHUTTING_DOWN):
         self.reader.stop()
@@ -7595,48 +7653,13 @@ class Relay:
         if not line or line.isspace():
             return
         try:
-            self._client_message(line)
+            out, msgs, raws, refused = client_messages(line)
+            for raw, code, message in refused:
+                self._refuse_client_line(raw, code, message)
+            if out is not None:
+                self._relay_client_line(out, msgs, raws)
         except Exception as exc:  # a bug here must not drop the lines after this one
             self._client_line_failed(line, exc)
-
-    def _client_message(self, line):
-        try:
-            msg = parse_message(line, long_numbers=True)
-        except ValueError as exc:
-            if split_array(line) is not None:  # a batch with a bad member: the others still count
-                self._client_batch(line)
-            else:
-                self._refuse_client_line(line, PARSE_ERROR, "Parse error: %s" % exc)
-            return
-        if isinstance(msg, list):
-            self._client_batch(line)
-        elif message_kind(msg) is None:
-            self._refuse_client_line(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
-        else:
-            self._relay_client_line(line, [msg], [line])
-
-    def _client_batch(self, line):
-        """A batch (JSON-RPC 2.0, MCP before 2025-06-18): its good members go on, each bad one is answered."""
-        members = split_array(line) or []
-        if not members:
-            self._refuse_client_line(line, INVALID_REQUEST, "Invalid Request: empty batch")
-            return
-        msgs, kept = [], []
-        for raw in members:
-            try:
-                msg = parse_message(raw, long_numbers=True)
-            except ValueError as exc:
-                self._refuse_client_line(raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc)
-                continue
-            if message_kind(msg) is None:
-                self._refuse_client_line(raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
-                continue
-            msgs.append(msg)
-            kept.append(raw)
-        if kept:
-            # The members keep their own bytes: nothing is re-serialized.
-            out = line if len(kept) == len(members) else b"[" + b",".join(kept) + b"]"
-            self._relay_client_line(out, msgs, kept)
 
     def _relay_client_line(self, line, msgs, raws):
         line, msgs, raws = self.reader.claim(line, msgs, raws)  # calls of the reader tool are ours to answer
@@ -7752,9 +7775,12 @@ class Relay:
             if msg is None:
                 msg = parse_message(line, long_numbers=True)
         except ValueError as exc:
-            msg, line = self._repair(line, exc)
-            if msg is None:
+            try:
+                msg, line = repaired(line)
+            except (ValueError, TypeError, RecursionError):
+                self._drop_upstream_line(line, "is not JSON (%s)" % exc)  # a request waiting for it is answered
                 return
+            log.warning("upstream sent a line that is not valid JSON (%s); relaying it repaired" % exc)
         if message_kind(msg) is None and not isinstance(msg, list):
             self._drop_upstream_line(line, "is not a JSON-RPC message")
             return
@@ -7886,24 +7912,6 @@ class Relay:
             return True
         limit = self.spill.budget.check_above
         return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
-
-    def _repair(self, line, exc):
-        """(message, line) for an upstream line that is not JSON: repaired if we can, else (None, line).
-
-        Repairs keep what the server evidently meant: invalid UTF-8 becomes
-        U+FFFD, a raw control character in a string is escaped, and NaN or
-        Infinity becomes null, as JSON.stringify writes them.  Anything else
-        (cut short, nested too deep, not JSON at all) is dropped, and a request
-        waiting for it is answered with an error.
-        """
-        try:
-            msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
-            repaired = encode_message(msg)[:-1]
-        except (ValueError, TypeError, RecursionError):
-            self._drop_upstream_line(line, "is not JSON (%s)" % exc)
-            return None, line
-        log.warning("upstream sent a line that is not valid JSON (%s); relaying it repaired" % exc)
-        return msg, repaired
 
     def _drop_upstream_line(self, line, defect):
         """Skip an upstream line we cannot relay, answering whoever waits for it."""
