@@ -7386,8 +7386,9 @@ class Supervisor:
     then, as their requests were answered.  ``is_replay_answer(msg)`` takes the
     answer to the replayed initialize out of the upstream's lines;
     ``note_answer`` learns from the client's own initialize whether there is a
-    handshake to replay.  ``paused()``: a new upstream starts with its reading
-    paused (backpressure); ``closing()``: no restart once shutdown began.
+    handshake to replay; ``stop`` ends the upstream at shutdown.  ``paused()``:
+    a new upstream starts with its reading paused (backpressure);
+    ``closing()``: no restart once shutdown began.
     """
 
     def __init__(self, loop, make_upstream, restarts, on_line, on_exit, paused, closing):
@@ -7884,18 +7885,8 @@ class Relay:
             log.info("dropped a late answer to %s request %r" % (pending.method, pending.msg_id))
             self.spill.discard(saved)
             return
-        try:
-            rewritten = self.spill.rewrite(None, msg, pending.method, pending.params, self._version_of(pending),
-                                           chars, saved=saved)
-        except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
-            log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
-            rewritten = None
-        if rewritten is None:
-            self._send_line(self._unsave(saved), msg, pending)
-        else:
-            out, files = rewritten
-            self._log_spill(pending.method, pending.msg_id, size, files)
-            self._send_line(out.encode("utf-8", "surrogatepass"), msg, pending, files)
+        out, files = self._check_size(None, msg, pending, chars, size, saved)
+        self._send_line(self._unsave(saved) if out is None else out, msg, pending, files)
         self._complete(msg)
 
     def _unsave(self, saved):
@@ -7950,13 +7941,8 @@ class Relay:
         spilled = None
         limit = self.spill.budget.check_above
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
-            try:
-                out, spilled = self._check_size(line, msg, pending)
-            except (ValueError, TypeError) as exc:  # JSON cannot hold it rewritten: 1e999, a LongNumber
-                log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
-                out, spilled = None, None
-            if out is not None:
-                line = out.encode("utf-8", "surrogatepass")
+            out, spilled = self._check_size(line, msg, pending, char_count(line), len(line))
+            line = line if out is None else out
         self._send_line(line, msg, pending, spilled)
 
     def _has_output_schemas(self, line, params):
@@ -8000,24 +7986,30 @@ class Relay:
         else:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
-    def _check_size(self, line, msg, pending):
-        """Return (replacement text or None, SpillFiles or None) for a line that may be over the budget.
+    def _check_size(self, line, msg, pending, chars, size, saved=None):
+        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check.
 
         It goes as it is, or compacted, when it fits the spill's ``Budget``
-        (``Budget.fit``); else it is spilled.
+        (``Budget.fit``); else it is spilled (``saved``: its line is saved
+        already, ``line`` is None).  A message JSON cannot hold rewritten
+        (1e999, a LongNumber) goes unchanged.
         """
-        chars = char_count(line)
-        fits, compact = self.spill.budget.fit(line, msg, chars)
-        if fits:
-            return compact, None
         method = pending.method if pending else None
-        params = pending.params if pending else None
-        rewritten = self.spill.rewrite(line, msg, method, params, self._version_of(pending), chars)
+        try:
+            fits, compact = (False, None) if saved else self.spill.budget.fit(line, msg, chars)
+            if fits:
+                return None if compact is None else compact.encode("utf-8", "surrogatepass"), None
+            rewritten = self.spill.rewrite(line, msg, method, pending.params if pending else None,
+                                           self._version_of(pending), chars, saved=saved)
+        except (ValueError, TypeError) as exc:
+            log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
+            return None, None
         if rewritten is None:
             return None, None
         out, files = rewritten
-        self._log_spill(method or msg.get("method"), msg.get("id"), len(line), files)
-        return out, files
+        log.info("spilled %s response %r (%d bytes) to %s" % (
+            method or msg.get("method") or "?", msg.get("id"), size, files.txt_path))
+        return out.encode("utf-8", "surrogatepass"), files
 
     def _version_of(self, pending):
         """The MCP version a spilled message is answered in: its request's, else the session's.
@@ -8029,9 +8021,6 @@ class Relay:
         revision, so nothing about it depends on guessing better.
         """
         return (pending.version if pending is not None else None) or self.supervisor.protocol_version
-
-    def _log_spill(self, method, msg_id, size, files):
-        log.info("spilled %s response %r (%d bytes) to %s" % (method or "?", msg_id, size, files.txt_path))
 
     def _answer_error(self, msg_id, code, message):
         """Answer the client ourselves, with a JSON-RPC error."""
