@@ -367,6 +367,10 @@ def utc_now_iso():
 # planted link included), O_NOFOLLOW is the belt to those braces.
 TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                    | getattr(os, "O_BINARY", 0))
+# Reading: O_NOFOLLOW refuses a link put in a file's place, O_NONBLOCK keeps a
+# FIFO from holding up the open (it changes nothing for a regular file).
+READ_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                   | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
 # A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
 # host (a hash of its name: a home directory may be shared by several machines)
@@ -453,6 +457,12 @@ class PrivateDir:
 
     def remove(self, name):
         os.unlink(self.at(name), dir_fd=self.fd)
+
+    def open_read(self, name):
+        """``(descriptor, its fstat)`` of ``name`` opened for reading (READ_FILE_FLAGS); OSError
+        (ELOOP for a link) when it cannot be.  The caller judges the stat and closes the descriptor."""
+        fd = os.open(self.at(name), READ_FILE_FLAGS, dir_fd=self.fd)
+        return fd, os.fstat(fd)
 
     def discard(self, names):
         """Remove ``names``, ignoring errors: undoes a write that failed part-way."""
@@ -2384,9 +2394,8 @@ class Spill:
     def _open_text(self, spill_id, index):
         """A descriptor of the ``.txt`` of a spill of ours, opened for reading inside the checked spill directory.
 
-        Nothing but the regular file we wrote is read: O_NOFOLLOW refuses a
-        link put in its place, O_NONBLOCK keeps a FIFO from holding up the
-        open (it changes nothing for a file), and a file of another size was
+        Nothing but the regular file we wrote is read (``PrivateDir.open_read``:
+        no link, no waiting on a FIFO), and a file of another size was
         changed since: the index would not match it.
         """
         path = self.spilled[spill_id][0]
@@ -2397,13 +2406,10 @@ class Spill:
         with where:
             if where.path != os.path.dirname(path):
                 raise gone
-            flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_BINARY", 0))
             try:
-                fd = os.open(where.at(spill_id + ".txt"), flags, dir_fd=where.fd)
+                fd, info = where.open_read(spill_id + ".txt")
             except OSError:
                 raise gone
-        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size != index.size:
             os.close(fd)
             raise ValueError("spill %s was changed on disk (%s); it can no longer be read" % (
@@ -4726,18 +4732,15 @@ class AuthStore:
 
     def _load(self, where, name):
         """The JSON object in file ``name`` of the checked directory ``where``; None when missing, not
-        an object, or refused (O_NOFOLLOW, O_NONBLOCK: a link or a FIFO put there is not waited on)."""
-        flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                 | getattr(os, "O_BINARY", 0))
+        an object, or refused (``PrivateDir.open_read``: a link or a FIFO put there is not waited on)."""
         try:
-            fd = os.open(where.at(name), flags, dir_fd=where.fd)
+            fd, info = where.open_read(name)
         except FileNotFoundError:
             return None
         except OSError as exc:
             return self._refuse(name, "a symbolic link" if exc.errno in (errno.ELOOP, errno.EMLINK)
                                 else exc.strerror)
         with os.fdopen(fd, "rb") as f:
-            info = os.fstat(fd)
             ours = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
             if not stat.S_ISREG(info.st_mode) or not ours:
                 return self._refuse(name, "not a regular file of ours")
