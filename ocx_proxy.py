@@ -8132,11 +8132,8 @@ MAX_DECODED_FIELDS = 1000000
 class ProtobufDecodeError(OcxError):
     """Bytes that are not the protobuf message they were decoded as.
 
-    ``offset`` is the byte position in the whole input, ``field`` and
-    ``wire_type`` the tag being read (or None when no tag applies),
-    ``where`` the message path, and ``snippet`` the text around the offset
-    when those bytes look like text (often the cause: a string or JSON where
-    a message was expected).
+    ``offset`` is the byte position in the whole input, ``field`` and ``wire_type`` the tag being read
+    (None when no tag applies), ``where`` the message path, ``snippet`` the text around the offset if any.
     """
 
     def __init__(self, reason, data, offset, field=None, wire_type=None, where=""):
@@ -8208,11 +8205,7 @@ _pack_double = struct.Struct("<d").pack
 
 
 def encode_varint(value):
-    """Base-128 varint of an integer in [-2**63, 2**64).
-
-    Negative numbers are int64 values in two's complement, so they always
-    take ten bytes (as every protobuf implementation writes them).
-    """
+    """Base-128 varint of an integer in [-2**63, 2**64); a negative one is int64 two's complement (ten bytes)."""
     if 0 <= value < 0x80:
         return _ONE_BYTE_VARINTS[value]
     if not -(1 << 63) <= value < 1 << 64:
@@ -8253,12 +8246,10 @@ def encode_string_field(field, text):
 
 
 def encode_value(obj):
-    """Serialize a JSON value as a ``google.protobuf.Value`` message.
+    """Serialize a JSON value (as ``json.loads`` returns it) as a ``google.protobuf.Value`` message.
 
-    ``obj`` is what ``json.loads`` returns: dict (with str keys), list, str,
-    int, float, bool or None.  Numbers become doubles, so an integer beyond
-    2**53 in magnitude, NaN and infinities raise OcxError naming their JSON
-    path (``$.properties.n.maximum``).  Object keys keep their order.
+    Numbers become doubles, so an integer beyond 2**53 in magnitude, NaN and infinities raise OcxError
+    naming their JSON path (``$.properties.n.maximum``).  Object keys keep their order.
     """
     return _encode_value(obj, (), 0)
 
@@ -8333,63 +8324,32 @@ def _json_path(path):
 
 
 def encode_tool_definition(name, description, input_schema, provider_identifier, tool_name):
-    """One ``McpToolDefinition``; fields in ascending order, empty strings omitted.
-
-    ``input_schema`` is a JSON value, written as serialized
-    ``google.protobuf.Value`` bytes (field 3), never as JSON text.
-    """
-    parts = []
-    if name:
-        parts.append(encode_string_field(1, name))
-    if description:
-        parts.append(encode_string_field(2, description))
-    if input_schema is not None:
-        parts.append(encode_bytes_field(3, encode_value(input_schema)))
-    if provider_identifier:
-        parts.append(encode_string_field(4, provider_identifier))
-    if tool_name:
-        parts.append(encode_string_field(5, tool_name))
-    return b"".join(parts)
+    """One ``McpToolDefinition``; ``input_schema`` (a JSON value) goes as a ``google.protobuf.Value``."""
+    schema = None if input_schema is None else encode_value(input_schema)
+    return _encode_singular((name, description, schema, provider_identifier, tool_name))
 
 
-def encode_mcp_tools_message(definitions):
-    """``McpTools { repeated McpToolDefinition mcp_tools = 1 }`` from encoded definitions."""
-    return b"".join(encode_bytes_field(1, definition) for definition in definitions)
+def encode_mcp_instructions(server_name, instructions):
+    """``McpInstructions { server_name = 1; instructions = 2 }``."""
+    return _encode_singular((server_name, instructions))
+
+
+def _encode_singular(values):
+    """Fields 1, 2, ... from strings (or encoded messages), in ascending order; empty ones omitted."""
+    return b"".join(encode_string_field(field, value) if isinstance(value, str) else encode_bytes_field(field, value)
+                    for field, value in enumerate(values, 1) if value)
 
 
 def encode_agent_run_request(mcp_tools=b"", empty_wrapper=False):
-    """An ``AgentRunRequest`` holding only field 4, ``mcp_tools``.
+    """An ``AgentRunRequest`` holding only field 4, a serialized ``McpTools``.
 
-    ``mcp_tools`` is a serialized McpTools message (see encode_mcp_tools).
-    When it is empty the field is left out, which makes Cursor add its own
-    native tool catalog, unless ``empty_wrapper`` is true: then the field is
-    written with length zero (``22 00``), which suppresses that catalog.
+    An empty one is left out, which makes Cursor add its own native tool catalog, unless ``empty_wrapper``:
+    then it is written with length zero (``22 00``), which suppresses that catalog.
     """
     mcp_tools = bytes(mcp_tools)
     if not mcp_tools and not empty_wrapper:
         return b""
     return encode_bytes_field(4, mcp_tools)
-
-
-def encode_mcp_instructions(server_name, instructions):
-    """``McpInstructions { server_name = 1; instructions = 2 }``."""
-    parts = []
-    if server_name:
-        parts.append(encode_string_field(1, server_name))
-    if instructions:
-        parts.append(encode_string_field(2, instructions))
-    return b"".join(parts)
-
-
-def encode_request_context_message(definitions, instructions=()):
-    """``RequestContext`` with ``tools`` (field 7) and ``mcp_instructions`` (field 14).
-
-    ``definitions`` are encoded McpToolDefinition messages, ``instructions``
-    encoded McpInstructions messages; encode_request_context says what Cursor does with them.
-    """
-    parts = [encode_bytes_field(7, definition) for definition in definitions]
-    parts.extend(encode_bytes_field(14, item) for item in instructions)
-    return b"".join(parts)
 
 
 def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
@@ -8493,11 +8453,9 @@ def _skip_value(data, pos, end, where, field, wire_type):
 
 
 def _iter_fields(data, pos, end, where, budget):
-    """Yield (field, wire type, tag offset, value) for each field in data[pos:end].
+    """Yield (field, wire type, tag offset, value) for each field in data[pos:end], taken from ``budget``.
 
-    ``value`` is an int for varints, bytes for fixed fields, a (start, end)
-    pair for length-delimited fields and None for skipped groups.  Each
-    field is taken from ``budget``.
+    ``value``: an int (varint), bytes (fixed), a (start, end) pair (length-delimited), None (skipped group).
     """
     while pos < end:
         tag_pos = pos
@@ -8548,11 +8506,9 @@ def _utf8_at(data, span, offset, field, where, name):
 def decode_value(data, max_fields=MAX_DECODED_FIELDS):
     """Decode serialized ``google.protobuf.Value`` bytes into a JSON value.
 
-    Strict: exactly one kind must be set, NaN/infinity and unknown fields are
-    refused, and any problem raises ProtobufDecodeError.  Integral doubles
-    within 2**53 come back as int, as a JSON printer would show them.  Like
-    every decoder here, it raises DecodeLimitError rather than decode more
-    than ``max_fields`` fields.
+    Strict: exactly one kind must be set, NaN/infinity and unknown fields are refused (ProtobufDecodeError).
+    Integral doubles within 2**53 come back as int.  Like every decoder here, it raises DecodeLimitError
+    rather than decode more than ``max_fields`` fields.
     """
     data = _as_bytes(data)
     return _decode_value(data, 0, len(data), "Value", 0, _FieldBudget(max_fields))
@@ -8574,33 +8530,30 @@ def _decode_value(data, pos, end, where, depth, budget):
     return result
 
 
+# google.protobuf.Value's kinds by field number, with the wire type each must have.
+VALUE_KINDS = {1: ("null_value", WIRE_VARINT), 2: ("number_value", WIRE_FIXED64), 3: ("string_value", WIRE_LEN),
+               4: ("bool_value", WIRE_VARINT), 5: ("struct_value", WIRE_LEN), 6: ("list_value", WIRE_LEN)}
+
+
 def _decode_value_kind(data, field, wire_type, offset, value, where, depth, budget):
-    if field == 1:
-        _expect(data, offset, field, wire_type, WIRE_VARINT, where, "null_value")
-        if value != 0:
-            raise ProtobufDecodeError("null_value must be 0, got %d" % value,
-                                      data, offset, field, wire_type, where)
-        return "null_value", None
+    if field not in VALUE_KINDS:
+        raise ProtobufDecodeError("google.protobuf.Value has no field %d" % field,
+                                  data, offset, field, wire_type, where)
+    kind, expected = VALUE_KINDS[field]
+    _expect(data, offset, field, wire_type, expected, where, kind)
+    if field == 1 and value != 0:
+        raise ProtobufDecodeError("null_value must be 0, got %d" % value, data, offset, field, wire_type, where)
+    if field == 4 and value > 1:
+        raise ProtobufDecodeError("bool_value must be 0 or 1, got %d" % value, data, offset, field, wire_type, where)
     if field == 2:
-        _expect(data, offset, field, wire_type, WIRE_FIXED64, where, "number_value")
-        return "number_value", _json_number(struct.unpack("<d", value)[0], data, offset, where)
+        return kind, _json_number(struct.unpack("<d", value)[0], data, offset, where)
     if field == 3:
-        _expect(data, offset, field, wire_type, WIRE_LEN, where, "string_value")
-        return "string_value", _utf8_at(data, value, offset, field, where, "string_value")
-    if field == 4:
-        _expect(data, offset, field, wire_type, WIRE_VARINT, where, "bool_value")
-        if value > 1:
-            raise ProtobufDecodeError("bool_value must be 0 or 1, got %d" % value,
-                                      data, offset, field, wire_type, where)
-        return "bool_value", bool(value)
+        return kind, _utf8_at(data, value, offset, field, where, kind)
     if field == 5:
-        _expect(data, offset, field, wire_type, WIRE_LEN, where, "struct_value")
-        return "struct_value", _decode_struct(data, value[0], value[1], where, depth + 1, budget)
+        return kind, _decode_struct(data, value[0], value[1], where, depth + 1, budget)
     if field == 6:
-        _expect(data, offset, field, wire_type, WIRE_LEN, where, "list_value")
-        return "list_value", _decode_list(data, value[0], value[1], where, depth + 1, budget)
-    raise ProtobufDecodeError("google.protobuf.Value has no field %d" % field,
-                              data, offset, field, wire_type, where)
+        return kind, _decode_list(data, value[0], value[1], where, depth + 1, budget)
+    return kind, None if field == 1 else bool(value)
 
 
 def _json_number(number, data, offset, where):
@@ -8669,9 +8622,13 @@ MCP_INSTRUCTIONS_FIELDS = {1: "server_name", 2: "instructions", 3: "server_ident
 
 
 def _decode_definition(data, pos, end, where, budget):
-    tool = {"name": "", "description": "", "input_schema": None,
-            "provider_identifier": "", "tool_name": ""}
+    tool = {"name": "", "description": "", "input_schema": None, "provider_identifier": "", "tool_name": ""}
     return _decode_singular(data, pos, end, where, budget, TOOL_DEFINITION_FIELDS, tool)
+
+
+def _decode_instructions(data, pos, end, where, budget):
+    item = {"server_name": "", "instructions": ""}
+    return _decode_singular(data, pos, end, where, budget, MCP_INSTRUCTIONS_FIELDS, item)
 
 
 def _decode_singular(data, pos, end, where, budget, names, item):
@@ -8693,37 +8650,43 @@ def _decode_singular(data, pos, end, where, budget, names, item):
     return item
 
 
-def _decode_mcp_tools(data, pos, end, where, budget):
-    tools = []
+def _decode_repeated(data, pos, end, where, budget, fields, result):
+    """Append each message of a repeated field in ``fields`` ({number: (name, decoder)}) to ``result[name]``.
+
+    Other fields go to ``result["other_fields"]`` when ``result`` has that key, else they are skipped.
+    """
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
-        if field != 1:
-            continue
-        _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_tools")
-        inner = "%s.mcp_tools[%d]" % (where, len(tools))
-        tools.append(_decode_definition(data, span[0], span[1], inner, budget))
-    return tools
+        if field in fields:
+            name, decode = fields[field]
+            _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
+            inner = "%s.%s[%d]" % (where, name, len(result[name]))
+            result[name].append(decode(data, span[0], span[1], inner, budget))
+        elif "other_fields" in result:
+            result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
+    return result
+
+
+def _decode_mcp_tools(data, pos, end, where, budget):
+    fields = {1: ("mcp_tools", _decode_definition)}
+    return _decode_repeated(data, pos, end, where, budget, fields, {"mcp_tools": []})["mcp_tools"]
 
 
 def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
     """Decode a serialized ``McpTools`` message into a list of tool dicts.
 
-    Each dict has name, description, input_schema (decoded JSON, None when
-    absent), provider_identifier and tool_name.  Unknown fields are skipped
-    like protobuf-es skips them; everything else that is malformed or
-    mis-shaped (wrong wire type, repeated singular field, bad UTF-8, an
-    input_schema that is not a Value) raises ProtobufDecodeError.
+    Each dict has name, description, input_schema (decoded JSON, None when absent), provider_identifier and
+    tool_name.  Unknown fields are skipped like protobuf-es skips them; anything else malformed or mis-shaped
+    raises ProtobufDecodeError.
     """
     data = _as_bytes(data)
     return _decode_mcp_tools(data, 0, len(data), "McpTools", _FieldBudget(max_fields))
 
 
 def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode the tool part of an ``AgentRunRequest``.
+    """Decode the tool part of an ``AgentRunRequest``: ``{"mcp_tools": ..., "other_fields": [...]}``.
 
-    Returns ``{"mcp_tools": ..., "other_fields": [...]}``: mcp_tools is None
-    when field 4 is absent (Cursor adds its native catalog), [] for the
-    empty wrapper, else the decoded tools.  Other fields are listed by
-    number, wire type and offset, not decoded.
+    mcp_tools is None when field 4 is absent (Cursor adds its native catalog), [] for the empty wrapper.
+    Other fields are listed by number, wire type and offset, not decoded.
     """
     data = _as_bytes(data)
     where = "AgentRunRequest"
@@ -8746,38 +8709,20 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
     Returns ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``.
     """
     data = _as_bytes(data)
-    where = "RequestContext"
+    fields = {7: ("tools", _decode_definition), 14: ("mcp_instructions", _decode_instructions)}
     result = {"tools": [], "mcp_instructions": [], "other_fields": []}
-    budget = _FieldBudget(max_fields)
-    for field, wire_type, offset, span in _iter_fields(data, 0, len(data), where, budget):
-        if field == 7:
-            _expect(data, offset, field, wire_type, WIRE_LEN, where, "tools")
-            inner = "%s.tools[%d]" % (where, len(result["tools"]))
-            result["tools"].append(_decode_definition(data, span[0], span[1], inner, budget))
-        elif field == 14:
-            _expect(data, offset, field, wire_type, WIRE_LEN, where, "mcp_instructions")
-            inner = "%s.mcp_instructions[%d]" % (where, len(result["mcp_instructions"]))
-            item = {"server_name": "", "instructions": ""}
-            result["mcp_instructions"].append(
-                _decode_singular(data, span[0], span[1], inner, budget, MCP_INSTRUCTIONS_FIELDS, item))
-        else:
-            result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
-    return result
+    return _decode_repeated(data, 0, len(data), "RequestContext", _FieldBudget(max_fields), fields, result)
 
 
 # -- schema-less decoding, like `protoc --decode_raw` -------------------------
 
 
 def decode_raw(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode any protobuf message without its schema.
+    """Decode any protobuf message without its schema into ``{"field", "wire_type", "offset", <value>}`` dicts.
 
-    Returns a list of ``{"field", "wire_type", "offset", <value>}`` dicts
-    where the value key is ``varint``, ``fixed64`` (+ ``double``),
-    ``fixed32`` (+ ``float``), ``group`` (nested list), or for
-    length-delimited fields ``string`` (valid UTF-8 text), ``message`` (a
-    nested list, when the payload parses as one) or ``bytes`` (hex).
-    Malformed input raises ProtobufDecodeError, with the same details as the
-    typed decoders.
+    The value key is ``varint``, ``fixed64`` (+ ``double``), ``fixed32`` (+ ``float``), ``group`` (a nested
+    list), or for length-delimited fields ``string`` (UTF-8 text), ``message`` (a nested list, when the
+    payload parses as one) or ``bytes`` (hex).  Malformed input raises ProtobufDecodeError.
     """
     data = _as_bytes(data)
     fields, _ = _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))
@@ -9112,8 +9057,8 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
     warning; nothing is truncated.
     """
     selected = filter_tools(tools, tool_choice)
-    data = encode_mcp_tools_message(_tool_definition(tool, provider_identifier)
-                                    for tool in selected)
+    # McpTools { repeated McpToolDefinition mcp_tools = 1 }
+    data = b"".join(encode_bytes_field(1, _tool_definition(tool, provider_identifier)) for tool in selected)
     for warning in cursor_limit_warnings(len(selected), len(data)):
         log.warning(warning)
     return data
@@ -9131,10 +9076,11 @@ def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None,
     that takes AgentRunRequest.mcp_tools.
     """
     selected = filter_tools(tools, tool_choice) if tools else []
-    definitions = [_tool_definition(tool, provider_identifier) for tool in selected]
-    instructions = [encode_mcp_instructions(item.get("server_name", ""), item.get("instructions", ""))
-                    for item in _instruction_items(mcp_instructions, provider_identifier)]
-    return encode_request_context_message(definitions, instructions)
+    parts = [encode_bytes_field(7, _tool_definition(tool, provider_identifier)) for tool in selected]
+    parts.extend(encode_bytes_field(14, encode_mcp_instructions(item.get("server_name", ""),
+                                                                 item.get("instructions", "")))
+                 for item in _instruction_items(mcp_instructions, provider_identifier))
+    return b"".join(parts)
 
 
 def _instruction_items(mcp_instructions, provider_identifier):
