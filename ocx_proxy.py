@@ -8113,8 +8113,7 @@ WIRE_START_GROUP = 3
 WIRE_END_GROUP = 4
 WIRE_FIXED32 = 5
 
-WIRE_TYPE_NAMES = {0: "varint", 1: "fixed64", 2: "length-delimited", 3: "start-group",
-                   4: "end-group", 5: "fixed32"}
+WIRE_TYPE_NAMES = ("varint", "fixed64", "length-delimited", "start-group", "end-group", "fixed32")
 
 # A JSON number travels as a double; past 2**53 two integers share one double.
 MAX_EXACT_INTEGER = 2 ** 53
@@ -8225,21 +8224,9 @@ def encode_tag(field, wire_type):
     return encode_varint(field << 3 | wire_type)
 
 
-def encode_varint_field(field, value):
-    return encode_tag(field, WIRE_VARINT) + encode_varint(value)
-
-
-def encode_double_field(field, value):
-    return encode_tag(field, WIRE_FIXED64) + _pack_double(value)
-
-
 def encode_bytes_field(field, payload):
     """A length-delimited field: tag, length, payload (a string, bytes or a message)."""
     return encode_tag(field, WIRE_LEN) + encode_varint(len(payload)) + payload
-
-
-def encode_string_field(field, text):
-    return encode_bytes_field(field, text.encode("utf-8"))
 
 
 # -- google.protobuf.Value ---------------------------------------------------
@@ -8264,19 +8251,19 @@ def _encode_value(obj, path, depth):
     if isinstance(obj, dict):
         return encode_bytes_field(5, _encode_struct(obj, path, depth + 1))
     if obj is None:
-        return encode_varint_field(1, 0)
+        return encode_tag(1, WIRE_VARINT) + encode_varint(0)
     if obj is True or obj is False:
-        return encode_varint_field(4, int(obj))
+        return encode_tag(4, WIRE_VARINT) + encode_varint(int(obj))
     if isinstance(obj, int):
         if abs(obj) > MAX_EXACT_INTEGER:
             raise OcxError("integer %d at %s is beyond 2^53 and cannot round-trip "
                            "through a protobuf double" % (obj, _json_path(path)))
-        return encode_double_field(2, float(obj))
+        return encode_tag(2, WIRE_FIXED64) + _pack_double(float(obj))
     if isinstance(obj, float):
-        if obj != obj or obj in (float("inf"), float("-inf")):
+        if not math.isfinite(obj):
             raise OcxError("number %r at %s cannot be carried by google.protobuf.Value"
                            % (obj, _json_path(path)))
-        return encode_double_field(2, obj)
+        return encode_tag(2, WIRE_FIXED64) + _pack_double(obj)
     if isinstance(obj, list):
         return encode_bytes_field(6, _encode_list(obj, path, depth + 1))
     raise OcxError("%s is a %s, which is not a JSON value" % (_json_path(path), type(obj).__name__))
@@ -8329,14 +8316,9 @@ def encode_tool_definition(name, description, input_schema, provider_identifier,
     return _encode_singular((name, description, schema, provider_identifier, tool_name))
 
 
-def encode_mcp_instructions(server_name, instructions):
-    """``McpInstructions { server_name = 1; instructions = 2 }``."""
-    return _encode_singular((server_name, instructions))
-
-
 def _encode_singular(values):
     """Fields 1, 2, ... from strings (or encoded messages), in ascending order; empty ones omitted."""
-    return b"".join(encode_string_field(field, value) if isinstance(value, str) else encode_bytes_field(field, value)
+    return b"".join(encode_bytes_field(field, value.encode("utf-8") if isinstance(value, str) else value)
                     for field, value in enumerate(values, 1) if value)
 
 
@@ -8546,7 +8528,11 @@ def _decode_value_kind(data, field, wire_type, offset, value, where, depth, budg
     if field == 4 and value > 1:
         raise ProtobufDecodeError("bool_value must be 0 or 1, got %d" % value, data, offset, field, wire_type, where)
     if field == 2:
-        return kind, _json_number(struct.unpack("<d", value)[0], data, offset, where)
+        number = struct.unpack("<d", value)[0]
+        if not math.isfinite(number):
+            raise ProtobufDecodeError("number_value %r has no JSON form" % number,
+                                      data, offset, field, wire_type, where)
+        return kind, int(number) if number.is_integer() and abs(number) <= MAX_EXACT_INTEGER else number
     if field == 3:
         return kind, _utf8_at(data, value, offset, field, where, kind)
     if field == 5:
@@ -8554,15 +8540,6 @@ def _decode_value_kind(data, field, wire_type, offset, value, where, depth, budg
     if field == 6:
         return kind, _decode_list(data, value[0], value[1], where, depth + 1, budget)
     return kind, None if field == 1 else bool(value)
-
-
-def _json_number(number, data, offset, where):
-    if number != number or number in (float("inf"), float("-inf")):
-        raise ProtobufDecodeError("number_value %r has no JSON form" % number,
-                                  data, offset, 2, WIRE_FIXED64, where)
-    if number.is_integer() and abs(number) <= MAX_EXACT_INTEGER:
-        return int(number)
-    return number
 
 
 def _decode_struct(data, pos, end, where, depth, budget):
@@ -8775,7 +8752,7 @@ def _decode_raw_value(data, pos, end, depth, item, where, budget):
 
 
 def _add_finite(item, key, number):
-    if number == number and number not in (float("inf"), float("-inf")):
+    if math.isfinite(number):
         item[key] = number
 
 
@@ -8838,12 +8815,8 @@ def freeform_input_schema():
 
 
 def split_catalog(document):
-    """Return (tools list, tool_choice or None) from any accepted catalog document.
-
-    Accepted: a bare tools array; a request body with ``tools`` (and maybe
-    ``tool_choice``); an MCP ``tools/list`` result, or the whole JSON-RPC
-    response holding it; a single tool object.
-    """
+    """(tools list, tool_choice or None) from a tools array, a request body with ``tools`` (and maybe
+    ``tool_choice``), an MCP ``tools/list`` result or the JSON-RPC response holding it, or one tool object."""
     if isinstance(document, list):
         return document, None
     if isinstance(document, dict):
@@ -8868,13 +8841,10 @@ def _json_kind(value):
 
 
 def normalize_tools(tools, notes=None):
-    """Normalise a tool catalog in any client dialect; see the section comment.
+    """Normalise a tool list, or any document split_catalog() accepts, in any client dialect.
 
-    ``tools`` is a list, or any document split_catalog() accepts.  Hosted
-    tools without a schema (web_search, image_generation...) and repeated
-    wire names are dropped; each drop adds a sentence to ``notes`` when a
-    list is given, else it is logged.  A tool of unknown shape raises OcxError
-    naming its index.
+    Hosted tools without a schema and repeated wire names are dropped, each with a sentence in ``notes``
+    when a list is given, else logged.  A tool of unknown shape raises OcxError naming its index.
     """
     if not isinstance(tools, list):
         tools = split_catalog(tools)[0]
@@ -8965,15 +8935,10 @@ def _schema_of(tool):
 
 
 def filter_tools(tools, tool_choice):
-    """The tools a ``tool_choice`` allows, in catalog order.
+    """The tools a ``tool_choice`` (any dialect; see tool_choice_names) allows, in catalog order.
 
-    ``None``, ``"auto"`` and ``"required"`` (Anthropic ``auto``/``any``)
-    keep all; ``"none"`` keeps none; a named choice (Responses
-    ``{"type": "function", "name": ...}``, Chat ``{"type": "function",
-    "function": {"name": ...}}``, Anthropic ``{"type": "tool", "name": ...}``)
-    or ``{"type": "allowed_tools", "tools": [...]}`` keeps the tools matching
-    a listed name by raw name, wire name (``ns__name``) or ``ns.name``.  The
-    allowed_tools ``mode`` does not change which tools are kept.
+    A named choice or ``allowed_tools`` keeps the tools matching a listed name by raw name, wire name
+    (``ns__name``) or ``ns.name``; the allowed_tools ``mode`` does not change which tools are kept.
     """
     tools = normalize_tools(tools)
     names = tool_choice_names(tool_choice)
@@ -8983,11 +8948,11 @@ def filter_tools(tools, tool_choice):
 
 
 def tool_choice_names(tool_choice):
-    """None when a choice keeps every tool, else the set of names it allows."""
-    if tool_choice is None or tool_choice in ("auto", "required"):
+    """None when a choice keeps every tool (None, auto, required, Anthropic any), else the names it allows."""
+    if tool_choice is None:
         return None
-    if tool_choice == "none":
-        return set()
+    if tool_choice in ("auto", "none", "required"):
+        tool_choice = {"type": tool_choice}
     if not isinstance(tool_choice, dict):
         raise OcxError("unsupported tool_choice %s: expected \"auto\", \"none\", \"required\" "
                        "or an object" % json.dumps(tool_choice))
@@ -9048,13 +9013,10 @@ def _tool_definition(tool, provider_identifier):
 
 
 def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDER):
-    """Serialize a catalog as Cursor's ``McpTools`` message.
+    """Serialize a catalog (as normalize_tools() takes it, filtered by ``tool_choice``) as Cursor's ``McpTools``.
 
-    ``tools`` is anything normalize_tools() accepts; ``tool_choice`` filters
-    it (filter_tools).  Each survivor becomes a McpToolDefinition whose
-    ``name`` and ``tool_name`` are its wire name.  Returns b"" when no tool
-    survives.  Crossing Cursor's limits (``CLIENTS["cursor"]``) logs a
-    warning; nothing is truncated.
+    Each tool's ``name`` and ``tool_name`` are its wire name.  Crossing Cursor's limits logs a warning;
+    nothing is truncated.
     """
     selected = filter_tools(tools, tool_choice)
     # McpTools { repeated McpToolDefinition mcp_tools = 1 }
@@ -9068,17 +9030,14 @@ def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None,
                            provider_identifier=CURSOR_PROVIDER):
     """Serialize the second channel, ``RequestContext``, with only tool fields set.
 
-    ``tools`` go to field 7 as the same McpToolDefinition entries
-    encode_mcp_tools writes; ``mcp_instructions`` (field 14) is None, a
-    string (filed under ``provider_identifier`` as server name), a
-    ``{"server_name", "instructions"}`` dict or a list of those.  Cursor
-    describes these tools to the model but does not make them callable:
-    that takes AgentRunRequest.mcp_tools.
+    ``mcp_instructions`` is None, a string (under ``provider_identifier`` as server name), a
+    ``{"server_name", "instructions"}`` dict or a list of those.  Cursor describes these tools to the
+    model but does not make them callable: that takes AgentRunRequest.mcp_tools.
     """
     selected = filter_tools(tools, tool_choice) if tools else []
     parts = [encode_bytes_field(7, _tool_definition(tool, provider_identifier)) for tool in selected]
-    parts.extend(encode_bytes_field(14, encode_mcp_instructions(item.get("server_name", ""),
-                                                                 item.get("instructions", "")))
+    # McpInstructions { server_name = 1; instructions = 2 }
+    parts.extend(encode_bytes_field(14, _encode_singular((item.get("server_name", ""), item.get("instructions", ""))))
                  for item in _instruction_items(mcp_instructions, provider_identifier))
     return b"".join(parts)
 
@@ -9100,12 +9059,8 @@ def _instruction_items(mcp_instructions, provider_identifier):
 
 
 def cursor_display_name(tool, provider_identifier=None):
-    """The name Cursor shows the model: ``mcp_<provider>_<tool>``.
-
-    ``tool`` is a wire name, a decoded definition (provider_identifier and
-    tool_name) or a normalised tool (wire_name; provider defaults to
-    CURSOR_PROVIDER).
-    """
+    """The name Cursor shows the model, ``mcp_<provider>_<tool>``, of a wire name, a decoded definition or a
+    normalised tool."""
     if isinstance(tool, dict):
         name = tool.get("tool_name") or tool.get("wire_name") or tool.get("name")
         provider = provider_identifier or tool.get("provider_identifier") or CURSOR_PROVIDER
@@ -9115,11 +9070,8 @@ def cursor_display_name(tool, provider_identifier=None):
 
 
 def normalize_cursor_wire_name(name, provider_identifier=CURSOR_PROVIDER):
-    """Fold a display name the model echoed (``mcp_<provider>_x``) back to ``x``.
-
-    Only that exact prefix is removed: ``mcp_`` alone is the start of many
-    real tool names (``mcp__fs__read_file``).
-    """
+    """Fold a display name the model echoed (``mcp_<provider>_x``) back to ``x``; only that exact prefix
+    goes, as ``mcp_`` alone starts many real tool names (``mcp__fs__read_file``)."""
     prefix = "mcp_%s_" % provider_identifier
     if name.startswith(prefix) and len(name) > len(prefix):
         return name[len(prefix):]
@@ -9155,13 +9107,9 @@ ALIAS_PREFIX_CHARS = 40 - 1 - ALIAS_HASH_CHARS
 
 
 def load_capture_catalog(path, tool_choice=None):
-    """Read, bound-check and filter a catalog file; return (tools, tool_choice used).
+    """Read, bound-check (the CAPTURE_MAX_* limits) and filter a catalog file; return (tools, tool_choice used).
 
-    The file must be a regular file of at most 2 MiB that does not change
-    while it is read.  ``tool_choice`` (None: the document's own) filters it;
-    at most 128 tools may remain, each schema at most 32 levels deep and
-    with no external ``$ref``.  Any violation raises OcxError naming the
-    limit.
+    ``tool_choice`` None means the document's own.  A violation raises OcxError naming the limit.
     """
     data = _read_bounded_regular_file(path, CAPTURE_MAX_CATALOG_BYTES)
     document = load_json_strict(data, "catalog %s" % path)
@@ -9229,13 +9177,8 @@ def _check_capture_schema(tool):
 
 
 def capture_aliases(wire_names):
-    """Map each wire name to an alias matching ``^[A-Za-z0-9_-]{1,40}$``.
-
-    A name that fits is its own alias and is reserved first.  The others get
-    a cleaned prefix plus 16 hex characters of the name's sha256, assigned
-    in sorted order and re-hashed on a clash, so the result does not depend
-    on catalog order.
-    """
+    """Map each wire name to an alias matching ALIAS_RE: itself when it fits (reserved first), else a cleaned
+    prefix and a sha256 digest, assigned in sorted order and re-hashed on a clash (catalog order is moot)."""
     aliases = {}
     for name in wire_names:
         if ALIAS_RE.match(name):
@@ -9268,10 +9211,8 @@ def capture_allowed_tools(server_name, aliases):
 class CaptureSession:
     """One capture-only MCP session, independent of any transport.
 
-    ``handle_line`` takes one JSON-RPC line and returns the messages to send
-    back (possibly none).  Accepted calls and refusals are written to
-    ``out`` (a binary file) as NDJSON and flushed at once.  ``failed`` turns
-    true on the first refusal; the process then exits with status 3.
+    ``handle_line`` takes one JSON-RPC line and returns the messages to send back.  Accepted calls and
+    refusals are written to ``out`` (binary) as NDJSON at once; ``failed`` turns true on the first refusal.
     """
 
     def __init__(self, tools, out, server_name=CAPTURE_SERVER_NAME, max_calls=CAPTURE_MAX_CALLS,
