@@ -11280,9 +11280,14 @@ def demo_tool_result(name, arguments, notify):
     return None
 
 
-DEMO_RESOURCE = {"uri": "demo://big-log", "name": "big-log", "mimeType": "text/plain",
-                 "description": "A long log file"}
 DEMO_PROMPT = {"name": "review", "description": "Review a long diff", "arguments": []}
+# What the demo server answers to the methods whose result does not depend on the request.
+DEMO_RESULTS = {
+    "ping": {}, "logging/setLevel": {}, "tools/list": {"tools": DEMO_TOOLS}, "prompts/list": {"prompts": [DEMO_PROMPT]},
+    "resources/list": {"resources": [{"uri": "demo://big-log", "name": "big-log", "mimeType": "text/plain",
+                                      "description": "A long log file"}]},
+    "resources/templates/list": {"resourceTemplates": []},
+}
 
 
 def demo_server_answer(msg, notify):
@@ -11309,25 +11314,15 @@ def demo_method_result(method, params):
         return {"protocolVersion": served_version(params.get("protocolVersion")),
                 "serverInfo": {"name": "ocx-demo", "version": __version__},
                 "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}}
-    if method in ("ping", "logging/setLevel"):
-        return {}
-    if method == "tools/list":
-        return {"tools": DEMO_TOOLS}
-    if method == "resources/list":
-        return {"resources": [DEMO_RESOURCE]}
-    if method == "resources/templates/list":
-        return {"resourceTemplates": []}
     if method == "resources/read":
         text = "\n".join("%s INFO request %d served in %d ms" % ("2026-01-01T00:00:00Z", i, i % 97)
                          for i in range(3000))
         return {"contents": [{"uri": params.get("uri"), "mimeType": "text/plain", "text": text}]}
-    if method == "prompts/list":
-        return {"prompts": [DEMO_PROMPT]}
     if method == "prompts/get":
         diff = "\n".join("+ added line %d" % i for i in range(2000))
         return {"description": DEMO_PROMPT["description"],
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Review this diff:\n" + diff}}]}
-    return None
+    return DEMO_RESULTS.get(method)
 
 
 def run_demo_server(stdin=None, stdout=None):
