@@ -8395,11 +8395,23 @@ def _read_length(data, pos, end, where, field):
     return start, start + length
 
 
-def _skip_fixed(data, pos, end, where, field, wire_type, size):
+# The fixed wire types: their size, and how decode_raw shows them (unsigned, and as a float when finite).
+FIXED_FORMATS = {WIRE_FIXED64: (8, "fixed64", "<Q", "double", "<d"),
+                 WIRE_FIXED32: (4, "fixed32", "<I", "float", "<f")}
+
+
+def _read_value(data, pos, end, where, field, wire_type):
+    """(value, next position) of a field that is no group: an int, the fixed bytes or a (start, end) span."""
+    if wire_type == WIRE_VARINT:
+        return _read_varint(data, pos, end, where, field, wire_type)
+    if wire_type == WIRE_LEN:
+        span = _read_length(data, pos, end, where, field)
+        return span, span[1]
+    size = FIXED_FORMATS[wire_type][0]
     if end - pos < size:
         raise ProtobufDecodeError("data ends inside a %d-byte fixed field" % size,
                                   data, pos, field, wire_type, where)
-    return pos + size
+    return data[pos:pos + size], pos + size
 
 
 def _skip_group(data, pos, end, where, field):
@@ -8418,20 +8430,8 @@ def _skip_group(data, pos, end, where, field):
                 raise ProtobufDecodeError("end-group tag does not match its start-group",
                                           data, tag_pos, inner, wire_type, where)
         else:
-            pos = _skip_value(data, pos, end, where, inner, wire_type)
+            pos = _read_value(data, pos, end, where, inner, wire_type)[1]
     return pos
-
-
-def _skip_value(data, pos, end, where, field, wire_type):
-    if wire_type == WIRE_VARINT:
-        return _read_varint(data, pos, end, where, field, wire_type)[1]
-    if wire_type == WIRE_FIXED64:
-        return _skip_fixed(data, pos, end, where, field, wire_type, 8)
-    if wire_type == WIRE_FIXED32:
-        return _skip_fixed(data, pos, end, where, field, wire_type, 4)
-    if wire_type == WIRE_LEN:
-        return _read_length(data, pos, end, where, field)[1]
-    return _skip_group(data, pos, end, where, field)
 
 
 def _iter_fields(data, pos, end, where, budget):
@@ -8443,17 +8443,13 @@ def _iter_fields(data, pos, end, where, budget):
         tag_pos = pos
         budget.take(tag_pos)
         field, wire_type, pos = _read_tag(data, pos, end, where)
-        if wire_type == WIRE_VARINT:
-            value, pos = _read_varint(data, pos, end, where, field, wire_type)
-        elif wire_type == WIRE_LEN:
-            value = _read_length(data, pos, end, where, field)
-            pos = value[1]
-        elif wire_type == WIRE_END_GROUP:
+        if wire_type == WIRE_END_GROUP:
             raise ProtobufDecodeError("end-group tag without a start-group",
                                       data, tag_pos, field, wire_type, where)
+        if wire_type == WIRE_START_GROUP:
+            value, pos = None, _skip_group(data, pos, end, where, field)
         else:
-            start, pos = pos, _skip_value(data, pos, end, where, field, wire_type)
-            value = None if wire_type == WIRE_START_GROUP else data[start:pos]
+            value, pos = _read_value(data, pos, end, where, field, wire_type)
         yield field, wire_type, tag_pos, value
 
 
@@ -8730,30 +8726,24 @@ def _decode_raw_fields(data, pos, end, depth, group, budget):
 
 def _decode_raw_value(data, pos, end, depth, item, where, budget):
     field, wire_type = item["field"], item["wire_type"]
-    if wire_type == WIRE_VARINT:
-        item["varint"], pos = _read_varint(data, pos, end, where, field, wire_type)
-    elif wire_type == WIRE_FIXED64:
-        start, pos = pos, _skip_fixed(data, pos, end, where, field, wire_type, 8)
-        item["fixed64"] = struct.unpack("<Q", data[start:pos])[0]
-        _add_finite(item, "double", struct.unpack("<d", data[start:pos])[0])
-    elif wire_type == WIRE_FIXED32:
-        start, pos = pos, _skip_fixed(data, pos, end, where, field, wire_type, 4)
-        item["fixed32"] = struct.unpack("<I", data[start:pos])[0]
-        _add_finite(item, "float", struct.unpack("<f", data[start:pos])[0])
-    elif wire_type == WIRE_START_GROUP:
+    if wire_type == WIRE_START_GROUP:
         if depth >= MAX_RAW_DEPTH:
             raise ProtobufDecodeError("groups nested deeper than %d" % MAX_RAW_DEPTH,
                                       data, pos, field, wire_type, where)
         item["group"], pos = _decode_raw_fields(data, pos, end, depth + 1, field, budget)
+        return pos
+    value, pos = _read_value(data, pos, end, where, field, wire_type)
+    if wire_type == WIRE_VARINT:
+        item["varint"] = value
+    elif wire_type == WIRE_LEN:
+        item.update(_guess_payload(data, value[0], value[1], depth, budget))
     else:
-        start, pos = _read_length(data, pos, end, where, field)
-        item.update(_guess_payload(data, start, pos, depth, budget))
+        _, name, unsigned, float_name, floating = FIXED_FORMATS[wire_type]
+        item[name] = struct.unpack(unsigned, value)[0]
+        number = struct.unpack(floating, value)[0]
+        if math.isfinite(number):
+            item[float_name] = number
     return pos
-
-
-def _add_finite(item, key, number):
-    if math.isfinite(number):
-        item[key] = number
 
 
 def _guess_payload(data, start, end, depth, budget):
