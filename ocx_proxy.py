@@ -8785,9 +8785,8 @@ CURSOR_PROVIDER = "opencodex-responses"
 # Tools the model provider runs itself: they carry no schema a client could
 # execute, so they cannot be advertised as callable functions.
 HOSTED_TOOL_TYPES = frozenset([
-    "web_search", "web_search_preview", "web_search_preview_2025_03_11", "image_generation",
-    "file_search", "code_interpreter", "computer_use_preview", "computer_use", "mcp",
-    "local_shell",
+    "web_search", "web_search_preview", "web_search_preview_2025_03_11", "image_generation", "file_search",
+    "code_interpreter", "computer_use_preview", "computer_use", "mcp", "local_shell",
 ])
 # Anthropic's versioned built-in tools (bash_20250124, web_search_20250305...).
 DATED_TOOL_TYPE_RE = re.compile(r"^[a-z_]+_\d{8}\Z")
@@ -9391,8 +9390,7 @@ def check_capture_output(spec):
 
 
 def open_capture_output(spec):
-    """``--out``: FILE (appended to) or ``fd:N``; checked by check_capture_output first."""
-    check_capture_output(spec)
+    """``--out``, which the caller has checked with check_capture_output: FILE (appended to) or ``fd:N``."""
     if spec.startswith("fd:"):
         return os.fdopen(int(spec[3:]), "wb")
     try:
@@ -11390,7 +11388,8 @@ def describe_demo_reply(write, title, reply):
     if title:
         write("-> %s\n" % title)
     result = reply.get("result") or {}
-    meta = (result.get("_meta") or {}).get(SPILL_META_KEY) or ((reply.get("error") or {}).get("data") or {}).get(SPILL_META_KEY)
+    error_data = (reply.get("error") or {}).get("data") or {}
+    meta = (result.get("_meta") or {}).get(SPILL_META_KEY) or error_data.get(SPILL_META_KEY)
     if meta:
         write("   client received %d characters (spilled: the original had %d)\n" % (size, meta["original_chars"]))
         write("   full text: %s\n   raw JSON : %s\n" % (meta["txt"], meta["json"]))
