@@ -8957,7 +8957,7 @@ def tool_choice_names(tool_choice):
         return set([name])
     if kind == "allowed_tools":
         return _allowed_names(tool_choice)
-    if kind in HOSTED_TOOL_TYPES:
+    if isinstance(kind, str) and kind in HOSTED_TOOL_TYPES:
         return None  # a hosted tool was chosen; its absence leaves the functions as "auto"
     raise OcxError("unsupported tool_choice type %s" % json.dumps(kind))
 

@@ -187,7 +187,7 @@ def test_named_choices(choice, expected):
 
 
 @pytest.mark.parametrize("choice", ["sometimes", 5, {"type": "function"}, {"type": "weird"},
-                                    {"type": "allowed_tools"}])
+                                    {"type": "allowed_tools"}, {"type": ["function"]}, {"type": {}}])
 def test_unsupported_choices_raise(choice):
     with pytest.raises(ox.OcxError):
         ox.filter_tools(CATALOG, choice)
