@@ -5757,12 +5757,9 @@ def progress_key(token):
 class RemoteUpstream(Upstream):
     """Shared machinery of the remote transports.
 
-    ``send()`` (loop thread) queues each client message; a sender thread
-    dispatches them in client order.  A request gets its own worker thread,
-    so a long call never delays others (one that nothing waits before starts
-    its worker from the loop thread at once); notifications and responses
-    are posted in order after every earlier request has been written.
-    Messages from the server are handed to the loop with ``_emit``.
+    ``send()`` (loop thread) queues each client message; a sender thread dispatches them in client
+    order.  A request gets a worker thread of its own, so a long call never delays others;
+    notifications and responses go after every earlier request has been written.
     """
 
     hands_over = True  # auto mode may hand the queued messages to another transport
@@ -5814,12 +5811,10 @@ class RemoteUpstream(Upstream):
                 self.outbox.put(exchange)
 
     def _dispatch_now(self, exchange):
-        """Start a request's worker from the loop thread when nothing waits before it (nothing queued,
-        the gate open), a thread hand-over fewer than through the sender; False: queue it.
+        """Start a request's worker from the loop thread when nothing waits before it; False: queue it.
 
-        initialize always goes through the sender: it may hold the gate, and
-        the sender must then be waiting at the gate, not inside the outbox
-        with the next message in hand (auto mode hands the outbox over)."""
+        initialize always goes through the sender: it may hold the gate, and the sender must then wait
+        at the gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
         with self.lock:
             if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
                     or self.stopping.is_set() or self.sender is None):
@@ -5863,12 +5858,8 @@ class RemoteUpstream(Upstream):
         self.flowing.set()
 
     def _post_line(self, data, msg=None):
-        """Worker threads: hand ``data`` (and ``msg``, what it parses to) to the loop, first waiting
-        while the client is not reading.
-
-        The worker then reads no further from its HTTP answer, so the server's
-        writes block in TCP: backpressure, as a paused pipe gives it on stdio.
-        """
+        """Worker threads: hand ``data`` (``msg``: what it parses to) to the loop, first waiting while
+        the client is not reading: the server's writes then block in TCP (backpressure)."""
         while not self.flowing.wait(0.25):
             if self.stopping.is_set():
                 return
@@ -5886,8 +5877,8 @@ class RemoteUpstream(Upstream):
     # -- any thread --------------------------------------------------------
 
     def spawn(self, name, target, *args, **kw):
-        """Run ``target(*args)`` on a reused worker thread, or on a ``dedicated=True`` thread
-        that is returned (for joining); a bug there is logged, never a traceback."""
+        """Run ``target(*args)`` on a reused worker thread, or on a returned ``dedicated=True`` thread;
+        a bug there is logged, never a traceback."""
         def run():
             try:
                 target(*args)
@@ -5908,14 +5899,11 @@ class RemoteUpstream(Upstream):
     def http(self, method, parts, headers, body=None, on_written=None, timeout=None):
         """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
 
-        A redirect to another origin is returned as is: the caller reports it,
-        and our credentials never travel to a different host.  With OAuth, the
-        bearer token goes along, and a 401 (or 403 insufficient_scope) is
-        answered once by ``OAuthClient.authorize`` and the request sent again;
-        AuthorizationRequired (an OSError) when no token came in time.  The
-        token store is read before a request only while we hold tokens (another
-        relay may refresh them): a server that never asked for a login costs no
-        lookups, and its first 401 finds tokens stored since.
+        A redirect to another origin is returned as is: our credentials never reach another host.
+        With OAuth, one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and
+        the request sent again (AuthorizationRequired, an OSError, when no token came in time).  The
+        token store is read only while we hold tokens: a server that never asked for a login costs no
+        lookups.
         """
         from urllib.parse import urljoin, urlsplit
 
@@ -5946,6 +5934,22 @@ class RemoteUpstream(Upstream):
                 log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
                     redact_url(parts.geturl(), self.config.secrets), redact_url(target.geturl(), self.config.secrets)))
             parts = target
+
+    def open_stream(self, headers):
+        """GET an event stream: (conn, response, None); (None, response, why) for an answer that is not
+        one (its body read); (None, None, why) when the request failed."""
+        import http.client
+
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            return None, None, describe_http_exception(exc, self.config)
+        if resp.status == 200 and content_type(resp) == "text/event-stream":
+            return conn, resp, None
+        why = http_error_text(resp.status, resp.reason, self.pool.drain(conn, resp))
+        if resp.status == 200:
+            why += " (Content-Type %r, not an event stream)" % content_type(resp)
+        return None, resp, why
 
     def report_exit(self, description):
         self.stopping.set()
@@ -5983,9 +5987,8 @@ class RemoteUpstream(Upstream):
             self.loop.post(self._deliver, encode_message(error_response(msg_id, code, reason, data))[:-1])
 
     def fail_status(self, exchange, resp, body):
-        """A non-2xx answer whose ``body`` we read.  Errors are answers: the JSON-RPC error it holds
-        goes to the client, code, message and data intact, under the request's id (the body's may be
-        null); any other body fails the exchange with our error quoting it (``data.httpStatus``)."""
+        """A non-2xx answer: the JSON-RPC error its ``body`` holds goes to the client intact, under the
+        request's id; any other body fails the exchange with our error quoting it (``data.httpStatus``)."""
         found = jsonrpc_error(body, content_type(resp))
         if found is not None and exchange.outstanding:
             try:
@@ -6011,8 +6014,7 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, reason)
 
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON) from the server to the client, noting answered requests;
-        the relay gets it parsed, so it is parsed once."""
+        """Hand one message (bytes of JSON) from the server to the relay, parsed, noting answered requests."""
         data = bytes(data).strip()
         if not data:
             return
@@ -6081,15 +6083,10 @@ class RemoteUpstream(Upstream):
             self._emit(event.data, exchange)
 
     def _pump(self, conn, resp, parser, on_event, done, deadline):
-        """Read SSE from ``resp`` until ``done()``, EOF, an error or the deadline.
-
-        ``deadline()`` (a monotonic time or None) is asked before every read and
-        bounds it by the wall clock, so neither comments nor a trickle of bytes
-        keep a stream alive past it.  Returns (outcome, got): STREAM_DONE, _EOF,
-        _TIMEOUT or _DROPPED, and whether any event arrived.  Raises
-        UpstreamDataError (an oversized line or event, a bad chunk size) once
-        the events before the fault are handled.
-        """
+        """Read SSE from ``resp`` until ``done()``, EOF, an error or ``deadline()`` (asked before every
+        read: no trickle of bytes keeps a stream alive past it).  Returns (STREAM_DONE, _EOF, _TIMEOUT
+        or _DROPPED, whether any event arrived); UpstreamDataError once the events before the fault
+        are handled."""
         got = False
         while True:
             if self.stopping.is_set() and not self.closing:
@@ -6119,8 +6116,7 @@ class RemoteUpstream(Upstream):
                 raise UpstreamDataError(parser.error)
 
     def replay_handshake(self):
-        """Say the client's handshake again, to a new session or stream (the answers are ours): None
-        when the server took it, else why not.  The caller holds the gate meanwhile."""
+        """Say the client's handshake again (the answers are ours), the gate held: None, or why it failed."""
         self.replays += 1
         replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
         with self.lock:
@@ -6134,8 +6130,7 @@ class RemoteUpstream(Upstream):
         return why
 
     def await_answer(self, exchange, seconds, option):
-        """Wait for the answers to an exchange's requests: at most ``seconds`` without one or a progress
-        notification for it (comments and other traffic keep a stream, not a request, alive)."""
+        """Wait for an exchange's answers: at most ``seconds`` without one or a progress notification for it."""
         exchange.waiting_since = time.monotonic()
         while exchange.outstanding and not self.stopping.is_set():
             deadline = exchange.answer_deadline(seconds)
@@ -6183,15 +6178,13 @@ class RemoteUpstream(Upstream):
             self._worker(exchange)
 
     def _track(self, exchange):
-        """Note a request being dispatched (``self.lock`` held): in flight, and written before the
-        next notification goes."""
+        """Note a request being dispatched (``self.lock`` held): in flight, written before the next notification."""
         for key in exchange.outstanding:
             self.inflight[key] = exchange
         self.earlier = [event for event in self.earlier if not event.is_set()]
         self.earlier.append(exchange.written)
 
     def _start_request(self, exchange):
-        """Run a request (``_track``ed) in a worker thread of its own."""
         try:
             self._before_request(exchange)
             self.spawn("ocx-http-post", self._worker, exchange)
@@ -6256,11 +6249,9 @@ class RemoteUpstream(Upstream):
 class StreamableHttpUpstream(RemoteUpstream):
     """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.
 
-    Each message goes in its own era (see ``RemoteExchange``), side by side on
-    one server: a legacy one in the session the client's initialize opened
-    (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28
-    one with no session, its version, method and name mirrored in headers, and
-    its response stream closed to cancel it.
+    Each message goes in its own era (``RemoteExchange``): a legacy one in the session the client's
+    initialize opened (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28 one
+    with no session, its version, method and name mirrored in headers.
     """
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
@@ -6288,10 +6279,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         return self.config.headers(extra + list(more))
 
     def modern_headers(self, exchange):
-        """What a 2026-07-28 request mirrors in headers: its version and method, and for
-        NAMED_METHODS the name, for tools/call the arguments the tool's x-mcp-header
-        annotations name.  ValueError for a version or method no header can carry,
-        InvalidParams for a name that is not a string (the header is required)."""
+        """What a 2026-07-28 request mirrors in headers: version, method, the name (NAMED_METHODS), and
+        the tools/call arguments its tool's x-mcp-header annotations name.  ValueError for a version or
+        method no header can carry, InvalidParams for a name that is not a string."""
         for value in (exchange.version, exchange.method):
             if not isinstance(value, str) or not PLAIN_HEADER_VALUE_RE.match(value):
                 raise ValueError("%r cannot be sent in an HTTP header" % (value,))
@@ -6428,9 +6418,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         return is_modern(request_version(params))
 
     def _learn_tools(self, msg, params):
-        """Note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first page starts
-        over) and leave out the tools whose annotations are invalid, with a warning, as the spec
-        tells clients to.  A ``Rewrite``: True when it left any out."""
+        """A ``Rewrite``: note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first
+        page starts over) and leave out, with a warning, the tools whose annotations are invalid."""
         result = msg.get("result")
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
@@ -6456,11 +6445,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops
         (a 2026-07-28 request's stream cannot be resumed: the request fails).
 
-        The whole wait, resumptions included, ends --sse-read-timeout after the
-        stream opened or after the last progress notification for the request
-        (any event for a 2026-07-28 request).  subscriptions/listen answers
-        nothing: it carries notifications until cancelled, so its stream need
-        only stay alive, as the GET stream it replaces.
+        The wait, resumptions included, ends --sse-read-timeout after the stream opened or the last
+        progress for the request.  subscriptions/listen answers nothing: its stream need only stay alive.
         """
         exchange.waiting_since = time.monotonic()
         if exchange.modern and exchange.method == "subscriptions/listen":
@@ -6494,19 +6480,14 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _resume_post_stream(self, exchange, parser, deadline):
         """GET the rest of an answer stream from its last event id: a ``_pump_answer`` outcome, or
         STREAM_FAILED for a resume that brought no event."""
-        import http.client
-
         log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
         headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
-        try:
-            conn, resp = self.http("GET", self.target, headers)
-        except (OSError, http.client.HTTPException) as exc:
-            log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
+        conn, resp, why = self.open_stream(headers)
+        if resp is None:
+            log.debug("resume failed: %s" % why)
             return STREAM_FAILED
-        if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = self.pool.drain(conn, resp)
-            self.fail_exchange(exchange, "could not resume the response stream: "
-                               + http_error_text(resp.status, resp.reason, body), resp.status)
+        if conn is None:
+            self.fail_exchange(exchange, "could not resume the response stream: " + why, resp.status)
             return STREAM_INVALID
         exchange.conn = conn
         parser.reset_stream()
@@ -6529,9 +6510,8 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     @staticmethod
     def _stream_ends(conn, resp):
-        """After the last answer on a POST's stream (already on its way to the client): True when the
-        server ends the stream within STREAM_END_GRACE with nothing more, as servers do, so that its
-        connection is kept for the next request instead of a new one per message."""
+        """After the last answer on a POST's stream: True when the server ends it within STREAM_END_GRACE,
+        so that its connection is kept for the next request."""
         conn.deadline = time.monotonic() + STREAM_END_GRACE
         try:
             return resp.read1(READ_CHUNK) == b""
@@ -6591,23 +6571,19 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _get_stream_once(self, parser, current):
         """One GET stream, read until it ends: STREAM_WORKED, _FAILED or _STOP (the server wants none,
         the session expired, or a newer stream took over)."""
-        import http.client
-
         headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
         session_used = self.session_id
-        try:
-            conn, resp = self.http("GET", self.target, headers)
-        except (OSError, http.client.HTTPException) as exc:
-            log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
+        conn, resp, why = self.open_stream(headers)
+        if resp is None:
+            log.debug("GET stream: %s" % why)
             return STREAM_FAILED
-        if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = self.pool.drain(conn, resp)
+        if conn is None:
             if resp.status == 405:
                 log.debug("the server offers no GET stream (HTTP 405)")
             elif resp.status == 404 and session_used is not None:
                 log.debug("GET stream: session expired; it reopens after re-initializing")
             else:
-                self.note("debug", "GET stream: " + http_error_text(resp.status, resp.reason, body))
+                self.note("debug", "GET stream: " + why)
                 if not permanent_error(resp.status):
                     return STREAM_FAILED
             return STREAM_STOP  # the server does not want one: no retries, no noise
@@ -6687,9 +6663,8 @@ class StreamableHttpUpstream(RemoteUpstream):
 class SseUpstream(RemoteUpstream):
     """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.
 
-    If the stream drops, the requests waiting on it get JSON-RPC errors; we
-    reconnect, take the new endpoint and replay the client's initialize and
-    initialized before anything else is sent.
+    If the stream drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new
+    endpoint and replay the client's handshake before anything else is sent.
     """
 
     hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
@@ -6744,21 +6719,14 @@ class SseUpstream(RemoteUpstream):
                 return
 
     def _stream_once(self):
-        """One GET: (STREAM_DROPPED, why) after an endpoint arrived, else (STREAM_FAILED, _REFUSED or _FATAL, why)."""
-        import http.client
-
+        """One GET: (STREAM_DROPPED, why) after an endpoint came, else (STREAM_FAILED, _REFUSED or _FATAL, why)."""
         headers = self.config.headers([("Accept", "text/event-stream"), ("Cache-Control", "no-cache")])
         log.debug("GET %s (%s)" % (self.config.display_url, self.config.describe_headers(headers)))
-        try:
-            conn, resp = self.http("GET", self.target, headers)
-        except (OSError, http.client.HTTPException) as exc:
-            return STREAM_FAILED, describe_http_exception(exc, self.config)
-        if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = self.pool.drain(conn, resp)
-            text = http_error_text(resp.status, resp.reason, body)
-            if resp.status == 200:
-                text += " (Content-Type %r, not an event stream)" % content_type(resp)
-            return (STREAM_REFUSED if permanent_error(resp.status) or resp.status == 200 else STREAM_FAILED), text
+        conn, resp, why = self.open_stream(headers)
+        if resp is None:
+            return STREAM_FAILED, why
+        if conn is None:
+            return (STREAM_REFUSED if permanent_error(resp.status) or resp.status == 200 else STREAM_FAILED), why
         parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}
         endpoint_deadline = conn.deadline  # --timeout after the GET started
@@ -6850,10 +6818,7 @@ class SseUpstream(RemoteUpstream):
 
 class AutoUpstream(Upstream):
     """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405
-    without a JSON-RPC error in the body.
-
-    ``memory`` (a dict shared across restarts) remembers the answer so that a
-    restarted upstream does not probe again.
+    without a JSON-RPC error in the body.  ``memory`` (shared across restarts) remembers the answer.
     """
 
     def __init__(self, loop, config, on_line, on_exit, memory):
@@ -6867,21 +6832,9 @@ class AutoUpstream(Upstream):
         self.stderr_tail = self.inner.stderr_tail
         self.rewrites = self.inner.rewrites
 
-    @property
-    def exited(self):
-        return self.inner.exited
-
-    @exited.setter
-    def exited(self, value):
-        pass  # the inner transport owns it
-
-    @property
-    def fatal(self):
-        return self.inner.fatal
-
-    @fatal.setter
-    def fatal(self, value):
-        pass  # the inner transport owns it
+    # the inner transport owns these: Upstream.__init__ setting them changes nothing
+    exited = property(lambda self: self.inner.exited, lambda self, value: None)
+    fatal = property(lambda self: self.inner.fatal, lambda self, value: None)
 
     def start(self):
         self.inner.handshake = self.handshake
@@ -6947,10 +6900,7 @@ SHUTTING_DOWN = "ocx-proxy is shutting down"
 # Upstream lines longer than this are routed on their envelope first, and only
 # parsed when they may be rewritten (smaller ones: parsing is the fast path).
 PEEK_LINE_BYTES = 64 * 1024
-# For upstream lines that are not JSON: see repaired.
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
-
-
 # Requests that last as long as the client wants (2026-07-28: the listen stream
 # replaced the GET stream): --request-timeout does not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
@@ -6983,11 +6933,8 @@ class RelayOptions:
 
 
 class Pending:
-    """A client request the upstream has not answered yet.
-
-    ``params`` are kept only where a preview (resources/read) or a rewrite (tools/list) needs them;
-    ``version`` is the one the request names in ``_meta`` (2026-07-28 on), else None.
-    """
+    """A client request the upstream has not answered yet (``params`` only where a preview or a rewrite
+    needs them; ``version``: the one the request names in ``_meta``, else None)."""
 
     __slots__ = ("msg_id", "method", "params", "version", "started", "timer")
 
@@ -7214,11 +7161,9 @@ class Reader:
 def client_messages(line):
     """What one client line holds: ``(out, msgs, raws, refused)``.
 
-    ``msgs`` are its JSON-RPC messages (a batch's good members: JSON-RPC 2.0,
-    MCP before 2025-06-18), ``raws`` their own bytes and ``out`` the bytes to
-    relay, a batch of the good members when some are not (None when none is
-    good): nothing is re-serialized.  ``refused`` lists ``(raw, code,
-    message)`` for each message that cannot be relayed, to be answered.
+    ``msgs`` are its JSON-RPC messages (a batch's good members), ``raws`` their own bytes, ``out``
+    the bytes to relay (a batch of the good members alone when some are not; None when none is):
+    nothing is re-serialized.  ``refused``: ``(raw, code, message)`` of each message to refuse.
     """
     try:
         msg = parse_message(line, long_numbers=True)
@@ -7251,28 +7196,19 @@ def client_messages(line):
 
 def repaired(line):
     """(message, line) for an upstream line that is not JSON, repaired; ValueError, TypeError or
-    RecursionError when it cannot be.
-
-    Repairs keep what the server evidently meant: invalid UTF-8 becomes
-    U+FFFD, a raw control character in a string is escaped, and NaN or
-    Infinity becomes null, as JSON.stringify writes them.  Anything else
-    (cut short, nested too deep, not JSON at all) cannot be repaired.
+    RecursionError when it cannot be.  Invalid UTF-8 becomes U+FFFD, a raw control character in a
+    string is escaped, NaN or Infinity becomes null (as JSON.stringify writes them).
     """
     msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
     return msg, encode_message(msg)[:-1]
 
 
 class Requests:
-    """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the ids
-    of those we answered ourselves.
+    """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the last
+    ABANDONED_LIMIT ids of those we answered ourselves, whose late answers are dropped.
 
-    ``add(msg)`` tracks a request and starts its --request-timeout timer
-    (``timeout`` seconds, 0: none; never for OPEN_ENDED methods).  When a timer
-    fires, the request leaves the table, its id is abandoned and
-    ``on_timeout(pending)`` answers it.  ``take(key)`` removes a request and
-    stops its timer; ``drop(key)`` also abandons it: the server's answer, if it
-    ever comes, is dropped (``late(key)`` says so, once).  Only the last
-    ABANDONED_LIMIT abandoned ids are remembered.
+    ``add(msg)`` starts a request's --request-timeout timer (``timeout`` seconds, 0: none; never for
+    OPEN_ENDED methods); when it fires, the request is dropped and ``on_timeout(pending)`` answers it.
     """
 
     def __init__(self, loop, timeout, on_timeout):
@@ -7294,7 +7230,6 @@ class Requests:
         return self.pending.get(key)
 
     def is_open(self, pending):
-        """Whether ``pending`` still waits for its answer (it did not time out, nor was it answered)."""
         return self.pending.get(id_key(pending.msg_id)) is pending
 
     def take(self, key):
@@ -7322,11 +7257,7 @@ class Requests:
 
     def take_all(self):
         """Empty the table (timers stopped); returns what it held."""
-        pending, self.pending = self.pending, {}
-        for entry in pending.values():
-            if entry.timer:
-                entry.timer.cancel()
-        return list(pending.values())
+        return [self.take(key) for key in list(self.pending)]
 
     def _timed_out(self, pending):
         if self.is_open(pending):
@@ -7337,12 +7268,9 @@ class Requests:
 class ClientProfile:
     """The client profile in use (``client_profile``): the spill's Budget and whether outputSchema is kept.
 
-    With ``--client NAME`` it is chosen at once (``known``); with auto the
-    generic profile applies until the client's first request names the client
-    (``choose``).  The spill's Budget is replaced here and only here
-    (``Budget.for_client``): the spill, its previews, the reader and the size
-    checks all read it from ``spill.budget``, so a profile chosen mid-session
-    reaches each of them at once.  Options given on the command line win.
+    With ``--client NAME`` it is chosen at once (``known``); with auto the generic profile applies
+    until the client's first request names the client (``choose``).  ``spill.budget`` is replaced
+    here and only here, so a profile chosen mid-session reaches every reader of it at once.
     """
 
     def __init__(self, spill, options):
@@ -7358,12 +7286,8 @@ class ClientProfile:
         self.name = name
 
     def choose(self, msg):
-        """--client auto: the profile of the client that sent ``msg``, its first request.
-
-        The client names itself in ``initialize`` (clientInfo) or, from
-        2026-07-28 on, in every request's ``_meta``; a client that does not,
-        or one we do not know, gets the generic profile.
-        """
+        """--client auto: the profile of the client that sent ``msg``, its first request (named in
+        initialize's clientInfo or, from 2026-07-28 on, in ``_meta``; else the generic profile)."""
         self.known = True
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
@@ -7381,17 +7305,9 @@ class Supervisor:
     """The upstream's life: started, restarted when it exits (``--restart`` times, each a little later),
     re-initialized by replaying the client's handshake; or dead for good.
 
-    ``make_upstream(loop, on_line, on_exit)`` builds each upstream (``start``);
-    they share one ``Handshake``.  ``state`` is UPSTREAM_UP (client lines go to
-    ``upstream``), UPSTREAM_RESTARTING (they wait in ``held`` until the new
-    upstream is initialized) or UPSTREAM_DEAD (``dead_reason`` says why).  The relay calls ``exited(reason)`` once it has answered the
-    requests the upstream took with it: lines held for a restart are dropped
-    then, as their requests were answered.  ``is_replay_answer(msg)`` takes the
-    answer to the replayed initialize out of the upstream's lines;
-    ``note_answer`` learns from the client's own initialize whether there is a
-    handshake to replay; ``stop`` ends the upstream at shutdown.  ``paused()``:
-    a new upstream starts with its reading paused (backpressure);
-    ``closing()``: no restart once shutdown began.
+    ``make_upstream(loop, on_line, on_exit)`` builds each upstream; they share one ``Handshake``.
+    ``state``: UPSTREAM_UP, _RESTARTING or _DEAD (``dead_reason``).  ``paused()``: a new upstream
+    starts with its reading paused; ``closing()``: no restart once shutdown began.
     """
 
     def __init__(self, loop, make_upstream, restarts, on_line, on_exit, paused, closing):
@@ -7421,7 +7337,6 @@ class Supervisor:
         self.upstream.start()
 
     def note_answer(self, method, msg):
-        """The upstream answered a client request of ``method`` with ``msg``."""
         if method == "initialize" and isinstance(msg.get("result"), dict):
             self.initialize_ok = True
             self.protocol_version = msg["result"].get("protocolVersion")
@@ -7487,7 +7402,6 @@ class Supervisor:
         self.upstream.send(line + b"\n")
 
     def is_replay_answer(self, msg_id):
-        """Whether ``msg_id`` is the id of the replayed initialize, whose answer is ours."""
         return self.replaying is not None and msg_id == self.replaying
 
     def replay_answered(self, msg):
@@ -7514,13 +7428,9 @@ class Supervisor:
 # ---------------------------------------------------------------------------
 
 class Relay:
-    """Relays JSON-RPC lines between the client (our stdio) and one upstream.
-
-    Client requests are tracked by id so that each one is answered exactly
-    once: by the upstream, or by us with a JSON-RPC error when the upstream
-    dies, times out or cannot be reached.  Upstream lines go through the
-    spill check before they reach the client.  ``make_upstream(loop,
-    on_line, on_exit)`` builds a fresh upstream; it is called again on each restart.
+    """Relays JSON-RPC lines between the client (our stdio) and one upstream (``make_upstream``, see
+    ``Supervisor``): each client request is answered exactly once, by the upstream or by us with a
+    JSON-RPC error; upstream lines go through the spill check on their way to the client.
     """
 
     def __init__(self, loop, options, make_upstream, client_in_fd=0, client_out_fd=1):
@@ -7572,11 +7482,8 @@ class Relay:
                                     use_threads=self.options.use_threads)
 
     def shutdown(self, reason="client closed stdin", signalled=False):
-        """Stop politely: close the upstream's input, then TERM and KILL its group.
-
-        After a signal (see ``terminate``) the upstream had its TERM already
-        and gets ``KILL_GRACE`` seconds, even if a polite shutdown was under way.
-        """
+        """Stop politely: close the upstream's input, then TERM and KILL its group (after a signal,
+        see ``terminate``: KILL after ``KILL_GRACE``, even if a polite shutdown was under way)."""
         if self.closing and not signalled:
             return
         first = not self.closing
@@ -7594,10 +7501,8 @@ class Relay:
     def terminate(self, signum):
         """Stop because of signal ``signum``; called from the signal handler.
 
-        A client that signals us may SIGKILL us a moment later (Codex CLI: 30 ms
-        after SIGTERM to our process group, which does not include the
-        upstream's), so the upstream's group gets its SIGTERM here and now,
-        not from the loop.  The rest of the shutdown runs on the loop.
+        A client that signals us may SIGKILL us a moment later (Codex CLI: 30 ms after SIGTERM to our
+        process group, not the upstream's), so the upstream's group gets its SIGTERM here and now.
         """
         upstream = self.upstream
         if upstream is not None and not IS_WINDOWS:
@@ -7807,11 +7712,8 @@ class Relay:
             self._complete(answer)
 
     def _pass_through(self, line):
-        """Relay a big line on its envelope alone when nothing in it will be rewritten.
-
-        Returns False when the line needs the full parse: it may be spilled or
-        stripped, it is not plain JSON-RPC, or it ends the initialize handshake.
-        """
+        """Relay a big line on its envelope alone when nothing in it will be rewritten; False when it
+        needs the full parse (it may be rewritten, it is not plain JSON-RPC, or it answers initialize)."""
         envelope = peek_envelope(line)
         kind = envelope.kind() if envelope is not None else None
         if kind is None:
@@ -7834,15 +7736,12 @@ class Relay:
         return True
 
     def _spill_later(self, line, envelope, pending):
-        """Save a big answer that will be spilled now, and parse it once its bytes are let go.
+        """Save a big answer that will be spilled now, and parse it once its bytes are let go; False:
+        parse it now, as smaller ones are.
 
-        Parsing needs the text and the parsed value at once; with the bytes
-        still held (by the reader that handed us the line) that is three
-        copies.  So the exact line goes to its ``.json`` now and is read back
-        as text on the next loop turn, when nothing holds the bytes: two
-        copies at most.  Upstream lines that arrive meanwhile wait in
-        ``behind_spill``, so the client sees them in the same order.  Returns False
-        when the line is to be parsed now, as smaller ones are.
+        With the bytes still held (by the reader that handed us the line), parsing makes three
+        copies; read back as text on the next loop turn, two at most.  Upstream lines that arrive
+        meanwhile wait in ``behind_spill``, so the client sees them in order.
         """
         if pending is None or never_spilled(pending.method):
             return False
@@ -7954,10 +7853,10 @@ class Relay:
     def _offers_reader(self, line, params):
         return self.reader.offered
 
-    def _send_line(self, line, msg, pending, spilled=None):
-        """Write one upstream line (no newline) to the client; ``msg`` is for the trace only."""
+    def _send_line(self, line, msg, pending, spilled=None, direction="upstream->client"):
+        """Write one line (no newline) to the client; ``msg`` is for the trace only."""
         if self.trace:
-            self.trace.record("upstream->client", msg, len(line), pending, spilled)
+            self.trace.record(direction, msg, len(line), pending, spilled)
         if not self.client_out.write_line(line):
             self._hold_upstream()
 
@@ -7990,12 +7889,9 @@ class Relay:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
     def _check_size(self, line, msg, pending, chars, size, saved=None):
-        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check.
-
-        It goes as it is, or compacted, when it fits the spill's ``Budget``
-        (``Budget.fit``); else it is spilled (``saved``: its line is saved
-        already, ``line`` is None).  A message JSON cannot hold rewritten
-        (1e999, a LongNumber) goes unchanged.
+        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check:
+        as it is or compacted when it fits ``spill.budget``, else spilled (``saved``: its line is saved
+        already, ``line`` is None); one JSON cannot hold rewritten (1e999, a LongNumber) goes unchanged.
         """
         method = pending.method if pending else None
         try:
@@ -8015,14 +7911,8 @@ class Relay:
         return out.encode("utf-8", "surrogatepass"), files
 
     def _version_of(self, pending):
-        """The MCP version a spilled message is answered in: its request's, else the session's.
-
-        A 2026-07-28 request names its version in ``_meta``, and one relay may
-        carry both eras (a server/discover probe, then an initialize fallback),
-        so the request decides.  A notification (a log line) has no request
-        here: it gets the session's version; its shape is the same in every
-        revision, so nothing about it depends on guessing better.
-        """
+        """The MCP version a spilled message is answered in: its request's (one relay may carry both
+        eras), else the session's (a notification's shape is the same in every revision)."""
         return (pending.version if pending is not None else None) or self.supervisor.protocol_version
 
     def _answer_error(self, msg_id, code, message):
@@ -8031,11 +7921,7 @@ class Relay:
 
     def _answer(self, msg):
         """Send the client an answer of ours (not the upstream's)."""
-        line = encode_message(msg)
-        if self.trace:
-            self.trace.record("proxy->client", msg, len(line) - 1)
-        if not self.client_out.write(line):
-            self._hold_upstream()
+        self._send_line(encode_message(msg)[:-1], msg, None, direction="proxy->client")
 
     def _fail_all_pending(self, reason):
         for entry in self.requests.take_all():
@@ -8058,10 +7944,7 @@ SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed
 
 
 def strip_output_schemas(msg, params=None):
-    """Remove ``outputSchema`` from a tools/list result (see --keep-output-schema); True when any went.
-
-    A ``Rewrite`` (``params`` unused).
-    """
+    """A ``Rewrite``: remove ``outputSchema`` from a tools/list result (see --keep-output-schema)."""
     result = msg.get("result")
     tools = result.get("tools") if isinstance(result, dict) else None
     changed = False
