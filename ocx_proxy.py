@@ -5613,8 +5613,7 @@ class CallbackListener:
 # Remote transports: what every remote transport shares (sender, workers, exchanges)
 # ---------------------------------------------------------------------------
 
-# Worker threads do the blocking HTTP work; everything they learn goes to the
-# loop thread through ``loop.post`` (failures: ``RemoteUpstream.fail_exchange``).
+# Worker threads do the blocking HTTP work; what they learn goes to the loop thread (``loop.post``).
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
@@ -5630,8 +5629,7 @@ NAMED_METHODS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "
 SCHEMA_DATA_KEYWORDS = frozenset(["const", "default", "enum", "examples"])
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+\Z")
 MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
-# What reading an SSE stream came to.  RemoteUpstream._pump answers one of the
-# first four; the steps around it add the others.
+# What reading an SSE stream came to (RemoteUpstream._pump: the first four).
 STREAM_DONE = "done"                # the caller's condition holds
 STREAM_EOF = "eof"                  # the server closed the stream
 STREAM_TIMEOUT = "timeout"          # the deadline passed
@@ -5652,10 +5650,8 @@ class InvalidParams(ValueError):
 def param_headers(tool):
     """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
     (a list of (name, path of property names), None), or (None, why the annotations are invalid).
-
-    An annotation is valid on a string, integer or boolean property reached from
-    ``inputSchema`` through ``properties`` alone, its value a header token unique
-    among the tool's annotations regardless of case.
+    An annotation is valid on a string, integer or boolean property reached from ``inputSchema``
+    through ``properties`` alone, its value a header token unique among the tool's, ignoring case.
     """
     found = []
     why = _annotations(tool.get("inputSchema"), (), True, found)
@@ -5700,20 +5696,14 @@ def param_value(arguments, path):
         if not isinstance(value, dict) or key not in value:
             return None
         value = value[key]
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
+    if isinstance(value, (int, float, str)):  # a bool too: json.dumps(True) == "true"
         return value if isinstance(value, str) else json.dumps(value)
     return value.text if isinstance(value, LongNumber) else None
 
 
 class RemoteExchange:
     """One client message on its way to the server, and the request ids still waiting for answers.
-
-    ``modern``: it names a 2026-07-28-era version in its ``_meta`` (no session, no
-    resumption; Streamable HTTP mirrors it in headers); else it belongs to the
-    session the client's initialize opened, if any.
-    """
+    ``modern``: it names a 2026-07-28-era version in its ``_meta`` (no session, no resumption)."""
 
     def __init__(self, line, msg, swallow=False):
         self.line = line
@@ -5749,9 +5739,7 @@ class RemoteExchange:
 
 def progress_key(token):
     """Dictionary key for a progress token (a string or an integer, like an id), else None."""
-    if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool):
-        return id_key(token)
-    return None
+    return id_key(token) if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool) else None
 
 
 class RemoteUpstream(Upstream):
@@ -6019,8 +6007,7 @@ class RemoteUpstream(Upstream):
         if not data:
             return
         if b"\n" in data or b"\r" in data:
-            # Multi-line SSE data or a pretty-printed body: JSON strings never hold raw
-            # line breaks, so they are whitespace and the message stays one line.
+            # Multi-line SSE data or a pretty-printed body: outside strings, line breaks are whitespace.
             data = data.replace(b"\r", b" ").replace(b"\n", b" ")
         try:
             msg = parse_message(data, long_numbers=True)
@@ -6120,8 +6107,7 @@ class RemoteUpstream(Upstream):
         self.replays += 1
         replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
         with self.lock:
-            for key in replay.outstanding:
-                self.inflight[key] = replay
+            self.inflight.update(dict.fromkeys(replay.outstanding, replay))
         self.post_exchange(replay)
         self.await_answer(replay, self.config.timeout or 60, "--timeout")  # legacy SSE: it comes on the stream
         why = replay.failure or Handshake.refusal(replay.result)
@@ -6193,8 +6179,7 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
 
     def _before_request(self, exchange):
-        """Hook run before a request's worker starts (in the sender thread, or the loop thread's
-        ``_dispatch_now``): it may hold the gate for what follows."""
+        """Hook run before a request's worker starts: it may hold the gate for what follows."""
 
     def send_deadline(self, exchange):
         """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
@@ -6217,8 +6202,6 @@ class RemoteUpstream(Upstream):
 
     def post_exchange(self, exchange):
         raise NotImplementedError
-
-    # -- closing -----------------------------------------------------------
 
     def _close_thread(self):
         deadline = time.monotonic() + CLOSE_GRACE
@@ -6264,7 +6247,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.get_conn = None
         self.announced = False
         self.tool_headers = {}             # tool name -> the Mcp-Param-* headers it asks for (param_headers)
-        self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list", self._lists_modern_tools,
+        self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list",
+                                                lambda line, params: is_modern(request_version(params)),
                                                 self._learn_tools),)}
 
     def request_headers(self, accept=ACCEPT_BOTH, body=True, session=True, last_event_id=None, more=()):
@@ -6320,7 +6304,10 @@ class StreamableHttpUpstream(RemoteUpstream):
             if first_init and self._try_fallback(exchange, resp, body):
                 return
             if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
-                return self._retry_in_new_session(exchange, session_used)
+                if self.reinitialize(session_used):  # the session expired: POST it again in a new one
+                    return self.post_exchange(exchange, retried=True)
+                return self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and "
+                                          "re-initializing failed", 404)
             return self.fail_status(exchange, resp, body)
         if first_init:
             self._adopt_session(resp)
@@ -6335,7 +6322,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.start_get_stream()
 
     def _post(self, exchange, session):
-        """Send the POST and read the answer's headers: (conn, response), or None after failing the exchange."""
+        """POST and read the answer's headers: (conn, response), or None after failing the exchange."""
         import http.client
 
         try:
@@ -6362,12 +6349,6 @@ class StreamableHttpUpstream(RemoteUpstream):
             return None
         exchange.conn = conn
         return conn, resp
-
-    def _retry_in_new_session(self, exchange, stale_session):
-        """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
-        if self.reinitialize(stale_session):
-            return self.post_exchange(exchange, retried=True)
-        self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
@@ -6414,9 +6395,6 @@ class StreamableHttpUpstream(RemoteUpstream):
                     self.config.display_url, self.protocol_version,
                     "with a session" if self.session_id else "no session"))
 
-    def _lists_modern_tools(self, line, params):
-        return is_modern(request_version(params))
-
     def _learn_tools(self, msg, params):
         """A ``Rewrite``: note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first
         page starts over) and leave out, with a warning, the tools whose annotations are invalid."""
@@ -6442,12 +6420,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         return True
 
     def _read_post_stream(self, exchange, conn, resp):
-        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops
-        (a 2026-07-28 request's stream cannot be resumed: the request fails).
-
-        The wait, resumptions included, ends --sse-read-timeout after the stream opened or the last
-        progress for the request.  subscriptions/listen answers nothing: its stream need only stay alive.
-        """
+        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops (a
+        2026-07-28 request's cannot be).  The wait, resumptions included, ends --sse-read-timeout after
+        the stream opened or the last progress; subscriptions/listen's stream need only stay alive."""
         exchange.waiting_since = time.monotonic()
         if exchange.modern and exchange.method == "subscriptions/listen":
             deadline = self.silence_deadline
@@ -6495,8 +6470,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         return STREAM_FAILED if outcome in (STREAM_EOF, STREAM_DROPPED) else outcome
 
     def _pump_answer(self, exchange, conn, resp, parser, deadline):
-        """One connection of an answer stream: the ``_pump`` outcome (STREAM_PROGRESSED for a stream
-        that dropped after some event); STREAM_INVALID after failing the exchange for bad data."""
+        """One connection of an answer stream: the ``_pump`` outcome, STREAM_PROGRESSED for one that
+        dropped after some event, or STREAM_INVALID after failing the exchange for bad data."""
         done = lambda: not exchange.outstanding  # noqa: E731
         try:
             outcome, got = self._pump(conn, resp, parser, lambda e: self._on_event(e, exchange), done, deadline)
@@ -6518,8 +6493,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         except Exception:  # as in _pump: a timeout, a broken connection, a bad chunk size
             return False
 
-    # -- session expiry ----------------------------------------------------
-
     def reinitialize(self, stale_session):
         """Start a new session after a 404: replay the client's initialize and initialized."""
         with self.reinit_lock:
@@ -6540,9 +6513,8 @@ class StreamableHttpUpstream(RemoteUpstream):
             finally:
                 self.gate.release("handshake")
 
-    # -- the GET stream for server-initiated messages ----------------------
-
     def start_get_stream(self):
+        """(Re)open the GET stream for messages the server starts on its own."""
         with self.lock:
             self.get_generation += 1
             generation = self.get_generation
@@ -6602,8 +6574,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.pool.discard(conn)
         log.debug("GET stream ended (%s)" % outcome)
         return STREAM_WORKED if worked else STREAM_FAILED
-
-    # -- auto-detect and shutdown ------------------------------------------
 
     def _try_fallback(self, exchange, resp, body):
         """auto: when the initialize POST is refused as a legacy server refuses it (no JSON-RPC error
@@ -6707,7 +6677,8 @@ class SseUpstream(RemoteUpstream):
             gave_up = False
             if kind == STREAM_DROPPED:
                 backoff.reset()
-                self.note("warning", "the SSE stream from %s dropped (%s); reconnecting" % (self.config.display_url, text))
+                self.note("warning", "the SSE stream from %s dropped (%s); reconnecting"
+                          % (self.config.display_url, text))
             else:
                 gave_up = backoff.failed() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
@@ -6897,12 +6868,10 @@ UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Supervisor
 UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 ABANDONED_LIMIT = 4096
 SHUTTING_DOWN = "ocx-proxy is shutting down"
-# Upstream lines longer than this are routed on their envelope first, and only
-# parsed when they may be rewritten (smaller ones: parsing is the fast path).
+# Longer upstream lines are routed on their envelope, and parsed only when they may be rewritten.
 PEEK_LINE_BYTES = 64 * 1024
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
-# Requests that last as long as the client wants (2026-07-28: the listen stream
-# replaced the GET stream): --request-timeout does not apply to them.
+# Requests that last as long as the client wants: --request-timeout does not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
 
 
@@ -6951,8 +6920,7 @@ class Trace:
     """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted."""
 
     def __init__(self, path):
-        # O_NOFOLLOW: a link someone planted at the name (/tmp/trace.ndjson) must
-        # not make us append to whatever file it points at.
+        # O_NOFOLLOW: we never append to whatever a link planted at the name points at.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         try:
             fd = os.open(path, flags, 0o600)
@@ -7243,13 +7211,10 @@ class Requests:
         """``take``, and abandon the request when it was pending: we answer it ourselves."""
         pending = self.take(key)
         if pending is not None:
-            self.abandon(key)
+            self.abandoned[key] = True
+            while len(self.abandoned) > ABANDONED_LIMIT:
+                self.abandoned.popitem(last=False)
         return pending
-
-    def abandon(self, key):
-        self.abandoned[key] = True
-        while len(self.abandoned) > ABANDONED_LIMIT:
-            self.abandoned.popitem(last=False)
 
     def late(self, key):
         """True when ``key`` was abandoned: its answer, which came now, is to be dropped (said once)."""
@@ -7267,11 +7232,8 @@ class Requests:
 
 class ClientProfile:
     """The client profile in use (``client_profile``): the spill's Budget and whether outputSchema is kept.
-
-    With ``--client NAME`` it is chosen at once (``known``); with auto the generic profile applies
-    until the client's first request names the client (``choose``).  ``spill.budget`` is replaced
-    here and only here, so a profile chosen mid-session reaches every reader of it at once.
-    """
+    With --client auto, the generic one until the client's first request names the client (``choose``);
+    ``spill.budget`` is replaced here and only here."""
 
     def __init__(self, spill, options):
         self.spill = spill
@@ -7345,11 +7307,8 @@ class Supervisor:
         """Shutdown, the upstream's input closed: its group gets TERM 2 s on and KILL 2 s later (after a
         signal, which sent the TERM: KILL after KILL_GRACE), ``finish()`` half a second after the KILL;
         nothing more once it exited."""
-        if signalled:
-            self.loop.call_later(KILL_GRACE, self._escalate, self.upstream, None, finish)
-        else:
-            sig = signal.SIGTERM if not IS_WINDOWS else None
-            self.loop.call_later(2.0, self._escalate, self.upstream, sig, finish)
+        sig = None if signalled or IS_WINDOWS else signal.SIGTERM
+        self.loop.call_later(KILL_GRACE if signalled else 2.0, self._escalate, self.upstream, sig, finish)
 
     def _escalate(self, upstream, sig, finish):
         if upstream.exited:
@@ -7396,8 +7355,7 @@ class Supervisor:
             log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
             line = None
         if line is None:
-            self._restart_done()
-            return
+            return self._restart_done()
         self.replaying = replaying
         self.upstream.send(line + b"\n")
 
@@ -7451,8 +7409,7 @@ class Relay:
                                      use_threads=options.use_threads, limit=options.max_buffer_bytes)
         self.client_lines = LineSplitter(options.max_message_bytes)
         self.client_in = None
-        # Backpressure (--max-buffer-bytes): reading from one side stops while
-        # the other side has more than that waiting for it.
+        # Backpressure (--max-buffer-bytes): a side waits while the other has too much to read.
         self.upstream_held = False       # the client is not reading: the upstream waits
         self.client_held = False         # the upstream is not reading: the client waits
         self.requests = Requests(loop, options.request_timeout, self._timed_out)
@@ -7499,11 +7456,8 @@ class Relay:
         self.supervisor.stop(signalled, self._finish)
 
     def terminate(self, signum):
-        """Stop because of signal ``signum``; called from the signal handler.
-
-        A client that signals us may SIGKILL us a moment later (Codex CLI: 30 ms after SIGTERM to our
-        process group, not the upstream's), so the upstream's group gets its SIGTERM here and now.
-        """
+        """Stop because of signal ``signum`` (from the signal handler).  A client that signals us may
+        SIGKILL us a moment later (Codex CLI: 30 ms on), so the upstream's group gets its SIGTERM now."""
         upstream = self.upstream
         if upstream is not None and not IS_WINDOWS:
             upstream.kill_tree(signal.SIGTERM)
@@ -7659,8 +7613,7 @@ class Relay:
     # -- upstream -> client ------------------------------------------------
 
     def _upstream_line(self, line, msg=None):
-        """Handle one line from the upstream (``msg``: what it parses to, when the transport parsed
-        it): whatever goes wrong costs this line only."""
+        """Handle one upstream line (``msg``: its parse, if any): whatever goes wrong costs this line only."""
         if self.behind_spill is not None:
             self.behind_spill.append(line)  # see _spill_later
             return
@@ -7736,13 +7689,9 @@ class Relay:
         return True
 
     def _spill_later(self, line, envelope, pending):
-        """Save a big answer that will be spilled now, and parse it once its bytes are let go; False:
-        parse it now, as smaller ones are.
-
-        With the bytes still held (by the reader that handed us the line), parsing makes three
-        copies; read back as text on the next loop turn, two at most.  Upstream lines that arrive
-        meanwhile wait in ``behind_spill``, so the client sees them in order.
-        """
+        """Save a big answer that will be spilled now, and parse it on the next loop turn, when its bytes
+        are let go (two copies at most, not three); False: parse it now.  Upstream lines that arrive
+        meanwhile wait in ``behind_spill``, so the client sees them in order."""
         if pending is None or never_spilled(pending.method):
             return False
         chars = char_count(line)
@@ -7898,8 +7847,10 @@ class Relay:
             fits, compact = (False, None) if saved else self.spill.budget.fit(line, msg, chars)
             if fits:
                 return None if compact is None else compact.encode("utf-8", "surrogatepass"), None
+            # a request names its version (one relay may carry both eras), a log line gets the session's
+            version = (pending.version if pending is not None else None) or self.supervisor.protocol_version
             rewritten = self.spill.rewrite(line, msg, method, pending.params if pending else None,
-                                           self._version_of(pending), chars, saved=saved)
+                                           version, chars, saved=saved)
         except (ValueError, TypeError) as exc:
             log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
             return None, None
@@ -7909,11 +7860,6 @@ class Relay:
         log.info("spilled %s response %r (%d bytes) to %s" % (
             method or msg.get("method") or "?", msg.get("id"), size, files.txt_path))
         return out.encode("utf-8", "surrogatepass"), files
-
-    def _version_of(self, pending):
-        """The MCP version a spilled message is answered in: its request's (one relay may carry both
-        eras), else the session's (a notification's shape is the same in every revision)."""
-        return (pending.version if pending is not None else None) or self.supervisor.protocol_version
 
     def _answer_error(self, msg_id, code, message):
         """Answer the client ourselves, with a JSON-RPC error."""
