@@ -5613,8 +5613,7 @@ class CallbackListener:
 # Remote transports: what every remote transport shares (sender, workers, exchanges)
 # ---------------------------------------------------------------------------
 
-# Worker threads do the blocking HTTP work; everything they learn goes to the
-# loop thread through ``loop.post`` (failures: ``RemoteUpstream.fail_exchange``).
+# Worker threads do the blocking HTTP work; what they learn goes to the loop thread (``loop.post``).
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
@@ -5630,8 +5629,7 @@ NAMED_METHODS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "
 SCHEMA_DATA_KEYWORDS = frozenset(["const", "default", "enum", "examples"])
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]+\Z")
 MAX_ENDPOINT_BYTES = 8192  # a legacy endpoint event holds one URL
-# What reading an SSE stream came to.  RemoteUpstream._pump answers one of the
-# first four; the steps around it add the others.
+# What reading an SSE stream came to (RemoteUpstream._pump: the first four).
 STREAM_DONE = "done"                # the caller's condition holds
 STREAM_EOF = "eof"                  # the server closed the stream
 STREAM_TIMEOUT = "timeout"          # the deadline passed
@@ -5652,10 +5650,8 @@ class InvalidParams(ValueError):
 def param_headers(tool):
     """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
     (a list of (name, path of property names), None), or (None, why the annotations are invalid).
-
-    An annotation is valid on a string, integer or boolean property reached from
-    ``inputSchema`` through ``properties`` alone, its value a header token unique
-    among the tool's annotations regardless of case.
+    An annotation is valid on a string, integer or boolean property reached from ``inputSchema``
+    through ``properties`` alone, its value a header token unique among the tool's, ignoring case.
     """
     found = []
     why = _annotations(tool.get("inputSchema"), (), True, found)
@@ -5700,20 +5696,14 @@ def param_value(arguments, path):
         if not isinstance(value, dict) or key not in value:
             return None
         value = value[key]
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
+    if isinstance(value, (int, float, str)):  # a bool too: json.dumps(True) == "true"
         return value if isinstance(value, str) else json.dumps(value)
     return value.text if isinstance(value, LongNumber) else None
 
 
 class RemoteExchange:
     """One client message on its way to the server, and the request ids still waiting for answers.
-
-    ``modern``: it names a 2026-07-28-era version in its ``_meta`` (no session, no
-    resumption; Streamable HTTP mirrors it in headers); else it belongs to the
-    session the client's initialize opened, if any.
-    """
+    ``modern``: it names a 2026-07-28-era version in its ``_meta`` (no session, no resumption)."""
 
     def __init__(self, line, msg, swallow=False):
         self.line = line
@@ -5749,20 +5739,15 @@ class RemoteExchange:
 
 def progress_key(token):
     """Dictionary key for a progress token (a string or an integer, like an id), else None."""
-    if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool):
-        return id_key(token)
-    return None
+    return id_key(token) if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool) else None
 
 
 class RemoteUpstream(Upstream):
     """Shared machinery of the remote transports.
 
-    ``send()`` (loop thread) queues each client message; a sender thread
-    dispatches them in client order.  A request gets its own worker thread,
-    so a long call never delays others (one that nothing waits before starts
-    its worker from the loop thread at once); notifications and responses
-    are posted in order after every earlier request has been written.
-    Messages from the server are handed to the loop with ``_emit``.
+    ``send()`` (loop thread) queues each client message; a sender thread dispatches them in client
+    order.  A request gets a worker thread of its own, so a long call never delays others;
+    notifications and responses go after every earlier request has been written.
     """
 
     hands_over = True  # auto mode may hand the queued messages to another transport
@@ -5814,12 +5799,10 @@ class RemoteUpstream(Upstream):
                 self.outbox.put(exchange)
 
     def _dispatch_now(self, exchange):
-        """Start a request's worker from the loop thread when nothing waits before it (nothing queued,
-        the gate open), a thread hand-over fewer than through the sender; False: queue it.
+        """Start a request's worker from the loop thread when nothing waits before it; False: queue it.
 
-        initialize always goes through the sender: it may hold the gate, and
-        the sender must then be waiting at the gate, not inside the outbox
-        with the next message in hand (auto mode hands the outbox over)."""
+        initialize always goes through the sender: it may hold the gate, and the sender must then wait
+        at the gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
         with self.lock:
             if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
                     or self.stopping.is_set() or self.sender is None):
@@ -5863,12 +5846,8 @@ class RemoteUpstream(Upstream):
         self.flowing.set()
 
     def _post_line(self, data, msg=None):
-        """Worker threads: hand ``data`` (and ``msg``, what it parses to) to the loop, first waiting
-        while the client is not reading.
-
-        The worker then reads no further from its HTTP answer, so the server's
-        writes block in TCP: backpressure, as a paused pipe gives it on stdio.
-        """
+        """Worker threads: hand ``data`` (``msg``: what it parses to) to the loop, first waiting while
+        the client is not reading: the server's writes then block in TCP (backpressure)."""
         while not self.flowing.wait(0.25):
             if self.stopping.is_set():
                 return
@@ -5886,8 +5865,8 @@ class RemoteUpstream(Upstream):
     # -- any thread --------------------------------------------------------
 
     def spawn(self, name, target, *args, **kw):
-        """Run ``target(*args)`` on a reused worker thread, or on a ``dedicated=True`` thread
-        that is returned (for joining); a bug there is logged, never a traceback."""
+        """Run ``target(*args)`` on a reused worker thread, or on a returned ``dedicated=True`` thread;
+        a bug there is logged, never a traceback."""
         def run():
             try:
                 target(*args)
@@ -5908,14 +5887,11 @@ class RemoteUpstream(Upstream):
     def http(self, method, parts, headers, body=None, on_written=None, timeout=None):
         """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
 
-        A redirect to another origin is returned as is: the caller reports it,
-        and our credentials never travel to a different host.  With OAuth, the
-        bearer token goes along, and a 401 (or 403 insufficient_scope) is
-        answered once by ``OAuthClient.authorize`` and the request sent again;
-        AuthorizationRequired (an OSError) when no token came in time.  The
-        token store is read before a request only while we hold tokens (another
-        relay may refresh them): a server that never asked for a login costs no
-        lookups, and its first 401 finds tokens stored since.
+        A redirect to another origin is returned as is: our credentials never reach another host.
+        With OAuth, one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and
+        the request sent again (AuthorizationRequired, an OSError, when no token came in time).  The
+        token store is read only while we hold tokens: a server that never asked for a login costs no
+        lookups.
         """
         from urllib.parse import urljoin, urlsplit
 
@@ -5946,6 +5922,22 @@ class RemoteUpstream(Upstream):
                 log.info("%s redirects to %s; that URL is used from now on (consider it for --url)" % (
                     redact_url(parts.geturl(), self.config.secrets), redact_url(target.geturl(), self.config.secrets)))
             parts = target
+
+    def open_stream(self, headers):
+        """GET an event stream: (conn, response, None); (None, response, why) for an answer that is not
+        one (its body read); (None, None, why) when the request failed."""
+        import http.client
+
+        try:
+            conn, resp = self.http("GET", self.target, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            return None, None, describe_http_exception(exc, self.config)
+        if resp.status == 200 and content_type(resp) == "text/event-stream":
+            return conn, resp, None
+        why = http_error_text(resp.status, resp.reason, self.pool.drain(conn, resp))
+        if resp.status == 200:
+            why += " (Content-Type %r, not an event stream)" % content_type(resp)
+        return None, resp, why
 
     def report_exit(self, description):
         self.stopping.set()
@@ -5983,9 +5975,8 @@ class RemoteUpstream(Upstream):
             self.loop.post(self._deliver, encode_message(error_response(msg_id, code, reason, data))[:-1])
 
     def fail_status(self, exchange, resp, body):
-        """A non-2xx answer whose ``body`` we read.  Errors are answers: the JSON-RPC error it holds
-        goes to the client, code, message and data intact, under the request's id (the body's may be
-        null); any other body fails the exchange with our error quoting it (``data.httpStatus``)."""
+        """A non-2xx answer: the JSON-RPC error its ``body`` holds goes to the client intact, under the
+        request's id; any other body fails the exchange with our error quoting it (``data.httpStatus``)."""
         found = jsonrpc_error(body, content_type(resp))
         if found is not None and exchange.outstanding:
             try:
@@ -6011,14 +6002,12 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, reason)
 
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON) from the server to the client, noting answered requests;
-        the relay gets it parsed, so it is parsed once."""
+        """Hand one message (bytes of JSON) from the server to the relay, parsed, noting answered requests."""
         data = bytes(data).strip()
         if not data:
             return
         if b"\n" in data or b"\r" in data:
-            # Multi-line SSE data or a pretty-printed body: JSON strings never hold raw
-            # line breaks, so they are whitespace and the message stays one line.
+            # Multi-line SSE data or a pretty-printed body: outside strings, line breaks are whitespace.
             data = data.replace(b"\r", b" ").replace(b"\n", b" ")
         try:
             msg = parse_message(data, long_numbers=True)
@@ -6081,15 +6070,10 @@ class RemoteUpstream(Upstream):
             self._emit(event.data, exchange)
 
     def _pump(self, conn, resp, parser, on_event, done, deadline):
-        """Read SSE from ``resp`` until ``done()``, EOF, an error or the deadline.
-
-        ``deadline()`` (a monotonic time or None) is asked before every read and
-        bounds it by the wall clock, so neither comments nor a trickle of bytes
-        keep a stream alive past it.  Returns (outcome, got): STREAM_DONE, _EOF,
-        _TIMEOUT or _DROPPED, and whether any event arrived.  Raises
-        UpstreamDataError (an oversized line or event, a bad chunk size) once
-        the events before the fault are handled.
-        """
+        """Read SSE from ``resp`` until ``done()``, EOF, an error or ``deadline()`` (asked before every
+        read: no trickle of bytes keeps a stream alive past it).  Returns (STREAM_DONE, _EOF, _TIMEOUT
+        or _DROPPED, whether any event arrived); UpstreamDataError once the events before the fault
+        are handled."""
         got = False
         while True:
             if self.stopping.is_set() and not self.closing:
@@ -6119,13 +6103,11 @@ class RemoteUpstream(Upstream):
                 raise UpstreamDataError(parser.error)
 
     def replay_handshake(self):
-        """Say the client's handshake again, to a new session or stream (the answers are ours): None
-        when the server took it, else why not.  The caller holds the gate meanwhile."""
+        """Say the client's handshake again (the answers are ours), the gate held: None, or why it failed."""
         self.replays += 1
         replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
         with self.lock:
-            for key in replay.outstanding:
-                self.inflight[key] = replay
+            self.inflight.update(dict.fromkeys(replay.outstanding, replay))
         self.post_exchange(replay)
         self.await_answer(replay, self.config.timeout or 60, "--timeout")  # legacy SSE: it comes on the stream
         why = replay.failure or Handshake.refusal(replay.result)
@@ -6134,8 +6116,7 @@ class RemoteUpstream(Upstream):
         return why
 
     def await_answer(self, exchange, seconds, option):
-        """Wait for the answers to an exchange's requests: at most ``seconds`` without one or a progress
-        notification for it (comments and other traffic keep a stream, not a request, alive)."""
+        """Wait for an exchange's answers: at most ``seconds`` without one or a progress notification for it."""
         exchange.waiting_since = time.monotonic()
         while exchange.outstanding and not self.stopping.is_set():
             deadline = exchange.answer_deadline(seconds)
@@ -6183,15 +6164,13 @@ class RemoteUpstream(Upstream):
             self._worker(exchange)
 
     def _track(self, exchange):
-        """Note a request being dispatched (``self.lock`` held): in flight, and written before the
-        next notification goes."""
+        """Note a request being dispatched (``self.lock`` held): in flight, written before the next notification."""
         for key in exchange.outstanding:
             self.inflight[key] = exchange
         self.earlier = [event for event in self.earlier if not event.is_set()]
         self.earlier.append(exchange.written)
 
     def _start_request(self, exchange):
-        """Run a request (``_track``ed) in a worker thread of its own."""
         try:
             self._before_request(exchange)
             self.spawn("ocx-http-post", self._worker, exchange)
@@ -6200,8 +6179,7 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
 
     def _before_request(self, exchange):
-        """Hook run before a request's worker starts (in the sender thread, or the loop thread's
-        ``_dispatch_now``): it may hold the gate for what follows."""
+        """Hook run before a request's worker starts: it may hold the gate for what follows."""
 
     def send_deadline(self, exchange):
         """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
@@ -6224,8 +6202,6 @@ class RemoteUpstream(Upstream):
 
     def post_exchange(self, exchange):
         raise NotImplementedError
-
-    # -- closing -----------------------------------------------------------
 
     def _close_thread(self):
         deadline = time.monotonic() + CLOSE_GRACE
@@ -6256,11 +6232,9 @@ class RemoteUpstream(Upstream):
 class StreamableHttpUpstream(RemoteUpstream):
     """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.
 
-    Each message goes in its own era (see ``RemoteExchange``), side by side on
-    one server: a legacy one in the session the client's initialize opened
-    (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28
-    one with no session, its version, method and name mirrored in headers, and
-    its response stream closed to cancel it.
+    Each message goes in its own era (``RemoteExchange``): a legacy one in the session the client's
+    initialize opened (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28 one
+    with no session, its version, method and name mirrored in headers.
     """
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
@@ -6273,7 +6247,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.get_conn = None
         self.announced = False
         self.tool_headers = {}             # tool name -> the Mcp-Param-* headers it asks for (param_headers)
-        self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list", self._lists_modern_tools,
+        self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list",
+                                                lambda line, params: is_modern(request_version(params)),
                                                 self._learn_tools),)}
 
     def request_headers(self, accept=ACCEPT_BOTH, body=True, session=True, last_event_id=None, more=()):
@@ -6288,10 +6263,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         return self.config.headers(extra + list(more))
 
     def modern_headers(self, exchange):
-        """What a 2026-07-28 request mirrors in headers: its version and method, and for
-        NAMED_METHODS the name, for tools/call the arguments the tool's x-mcp-header
-        annotations name.  ValueError for a version or method no header can carry,
-        InvalidParams for a name that is not a string (the header is required)."""
+        """What a 2026-07-28 request mirrors in headers: version, method, the name (NAMED_METHODS), and
+        the tools/call arguments its tool's x-mcp-header annotations name.  ValueError for a version or
+        method no header can carry, InvalidParams for a name that is not a string."""
         for value in (exchange.version, exchange.method):
             if not isinstance(value, str) or not PLAIN_HEADER_VALUE_RE.match(value):
                 raise ValueError("%r cannot be sent in an HTTP header" % (value,))
@@ -6330,7 +6304,10 @@ class StreamableHttpUpstream(RemoteUpstream):
             if first_init and self._try_fallback(exchange, resp, body):
                 return
             if resp.status == 404 and session_used is not None and not retried and not exchange.swallow:
-                return self._retry_in_new_session(exchange, session_used)
+                if self.reinitialize(session_used):  # the session expired: POST it again in a new one
+                    return self.post_exchange(exchange, retried=True)
+                return self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and "
+                                          "re-initializing failed", 404)
             return self.fail_status(exchange, resp, body)
         if first_init:
             self._adopt_session(resp)
@@ -6345,7 +6322,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.start_get_stream()
 
     def _post(self, exchange, session):
-        """Send the POST and read the answer's headers: (conn, response), or None after failing the exchange."""
+        """POST and read the answer's headers: (conn, response), or None after failing the exchange."""
         import http.client
 
         try:
@@ -6372,12 +6349,6 @@ class StreamableHttpUpstream(RemoteUpstream):
             return None
         exchange.conn = conn
         return conn, resp
-
-    def _retry_in_new_session(self, exchange, stale_session):
-        """HTTP 404 for the session we sent: re-initialize, then POST the message once more."""
-        if self.reinitialize(stale_session):
-            return self.post_exchange(exchange, retried=True)
-        self.fail_exchange(exchange, "HTTP 404 from upstream: the session expired and re-initializing failed", 404)
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
@@ -6424,13 +6395,9 @@ class StreamableHttpUpstream(RemoteUpstream):
                     self.config.display_url, self.protocol_version,
                     "with a session" if self.session_id else "no session"))
 
-    def _lists_modern_tools(self, line, params):
-        return is_modern(request_version(params))
-
     def _learn_tools(self, msg, params):
-        """Note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first page starts
-        over) and leave out the tools whose annotations are invalid, with a warning, as the spec
-        tells clients to.  A ``Rewrite``: True when it left any out."""
+        """A ``Rewrite``: note the x-mcp-header annotations of a 2026-07-28 tools/list page (the first
+        page starts over) and leave out, with a warning, the tools whose annotations are invalid."""
         result = msg.get("result")
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
@@ -6453,15 +6420,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         return True
 
     def _read_post_stream(self, exchange, conn, resp):
-        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops
-        (a 2026-07-28 request's stream cannot be resumed: the request fails).
-
-        The whole wait, resumptions included, ends --sse-read-timeout after the
-        stream opened or after the last progress notification for the request
-        (any event for a 2026-07-28 request).  subscriptions/listen answers
-        nothing: it carries notifications until cancelled, so its stream need
-        only stay alive, as the GET stream it replaces.
-        """
+        """Relay a POST's SSE answer event by event; resume it with GET + Last-Event-ID if it drops (a
+        2026-07-28 request's cannot be).  The wait, resumptions included, ends --sse-read-timeout after
+        the stream opened or the last progress; subscriptions/listen's stream need only stay alive."""
         exchange.waiting_since = time.monotonic()
         if exchange.modern and exchange.method == "subscriptions/listen":
             deadline = self.silence_deadline
@@ -6494,19 +6455,14 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _resume_post_stream(self, exchange, parser, deadline):
         """GET the rest of an answer stream from its last event id: a ``_pump_answer`` outcome, or
         STREAM_FAILED for a resume that brought no event."""
-        import http.client
-
         log.debug("resuming the response stream of %s from event %r" % (exchange.method, parser.last_id))
         headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
-        try:
-            conn, resp = self.http("GET", self.target, headers)
-        except (OSError, http.client.HTTPException) as exc:
-            log.debug("resume failed: %s" % describe_http_exception(exc, self.config))
+        conn, resp, why = self.open_stream(headers)
+        if resp is None:
+            log.debug("resume failed: %s" % why)
             return STREAM_FAILED
-        if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = self.pool.drain(conn, resp)
-            self.fail_exchange(exchange, "could not resume the response stream: "
-                               + http_error_text(resp.status, resp.reason, body), resp.status)
+        if conn is None:
+            self.fail_exchange(exchange, "could not resume the response stream: " + why, resp.status)
             return STREAM_INVALID
         exchange.conn = conn
         parser.reset_stream()
@@ -6514,8 +6470,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         return STREAM_FAILED if outcome in (STREAM_EOF, STREAM_DROPPED) else outcome
 
     def _pump_answer(self, exchange, conn, resp, parser, deadline):
-        """One connection of an answer stream: the ``_pump`` outcome (STREAM_PROGRESSED for a stream
-        that dropped after some event); STREAM_INVALID after failing the exchange for bad data."""
+        """One connection of an answer stream: the ``_pump`` outcome, STREAM_PROGRESSED for one that
+        dropped after some event, or STREAM_INVALID after failing the exchange for bad data."""
         done = lambda: not exchange.outstanding  # noqa: E731
         try:
             outcome, got = self._pump(conn, resp, parser, lambda e: self._on_event(e, exchange), done, deadline)
@@ -6529,16 +6485,13 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     @staticmethod
     def _stream_ends(conn, resp):
-        """After the last answer on a POST's stream (already on its way to the client): True when the
-        server ends the stream within STREAM_END_GRACE with nothing more, as servers do, so that its
-        connection is kept for the next request instead of a new one per message."""
+        """After the last answer on a POST's stream: True when the server ends it within STREAM_END_GRACE,
+        so that its connection is kept for the next request."""
         conn.deadline = time.monotonic() + STREAM_END_GRACE
         try:
             return resp.read1(READ_CHUNK) == b""
         except Exception:  # as in _pump: a timeout, a broken connection, a bad chunk size
             return False
-
-    # -- session expiry ----------------------------------------------------
 
     def reinitialize(self, stale_session):
         """Start a new session after a 404: replay the client's initialize and initialized."""
@@ -6560,9 +6513,8 @@ class StreamableHttpUpstream(RemoteUpstream):
             finally:
                 self.gate.release("handshake")
 
-    # -- the GET stream for server-initiated messages ----------------------
-
     def start_get_stream(self):
+        """(Re)open the GET stream for messages the server starts on its own."""
         with self.lock:
             self.get_generation += 1
             generation = self.get_generation
@@ -6591,23 +6543,19 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _get_stream_once(self, parser, current):
         """One GET stream, read until it ends: STREAM_WORKED, _FAILED or _STOP (the server wants none,
         the session expired, or a newer stream took over)."""
-        import http.client
-
         headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
         session_used = self.session_id
-        try:
-            conn, resp = self.http("GET", self.target, headers)
-        except (OSError, http.client.HTTPException) as exc:
-            log.debug("GET stream: %s" % describe_http_exception(exc, self.config))
+        conn, resp, why = self.open_stream(headers)
+        if resp is None:
+            log.debug("GET stream: %s" % why)
             return STREAM_FAILED
-        if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = self.pool.drain(conn, resp)
+        if conn is None:
             if resp.status == 405:
                 log.debug("the server offers no GET stream (HTTP 405)")
             elif resp.status == 404 and session_used is not None:
                 log.debug("GET stream: session expired; it reopens after re-initializing")
             else:
-                self.note("debug", "GET stream: " + http_error_text(resp.status, resp.reason, body))
+                self.note("debug", "GET stream: " + why)
                 if not permanent_error(resp.status):
                     return STREAM_FAILED
             return STREAM_STOP  # the server does not want one: no retries, no noise
@@ -6626,8 +6574,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.pool.discard(conn)
         log.debug("GET stream ended (%s)" % outcome)
         return STREAM_WORKED if worked else STREAM_FAILED
-
-    # -- auto-detect and shutdown ------------------------------------------
 
     def _try_fallback(self, exchange, resp, body):
         """auto: when the initialize POST is refused as a legacy server refuses it (no JSON-RPC error
@@ -6687,9 +6633,8 @@ class StreamableHttpUpstream(RemoteUpstream):
 class SseUpstream(RemoteUpstream):
     """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.
 
-    If the stream drops, the requests waiting on it get JSON-RPC errors; we
-    reconnect, take the new endpoint and replay the client's initialize and
-    initialized before anything else is sent.
+    If the stream drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new
+    endpoint and replay the client's handshake before anything else is sent.
     """
 
     hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
@@ -6732,7 +6677,8 @@ class SseUpstream(RemoteUpstream):
             gave_up = False
             if kind == STREAM_DROPPED:
                 backoff.reset()
-                self.note("warning", "the SSE stream from %s dropped (%s); reconnecting" % (self.config.display_url, text))
+                self.note("warning", "the SSE stream from %s dropped (%s); reconnecting"
+                          % (self.config.display_url, text))
             else:
                 gave_up = backoff.failed() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
@@ -6744,21 +6690,14 @@ class SseUpstream(RemoteUpstream):
                 return
 
     def _stream_once(self):
-        """One GET: (STREAM_DROPPED, why) after an endpoint arrived, else (STREAM_FAILED, _REFUSED or _FATAL, why)."""
-        import http.client
-
+        """One GET: (STREAM_DROPPED, why) after an endpoint came, else (STREAM_FAILED, _REFUSED or _FATAL, why)."""
         headers = self.config.headers([("Accept", "text/event-stream"), ("Cache-Control", "no-cache")])
         log.debug("GET %s (%s)" % (self.config.display_url, self.config.describe_headers(headers)))
-        try:
-            conn, resp = self.http("GET", self.target, headers)
-        except (OSError, http.client.HTTPException) as exc:
-            return STREAM_FAILED, describe_http_exception(exc, self.config)
-        if resp.status != 200 or content_type(resp) != "text/event-stream":
-            body = self.pool.drain(conn, resp)
-            text = http_error_text(resp.status, resp.reason, body)
-            if resp.status == 200:
-                text += " (Content-Type %r, not an event stream)" % content_type(resp)
-            return (STREAM_REFUSED if permanent_error(resp.status) or resp.status == 200 else STREAM_FAILED), text
+        conn, resp, why = self.open_stream(headers)
+        if resp is None:
+            return STREAM_FAILED, why
+        if conn is None:
+            return (STREAM_REFUSED if permanent_error(resp.status) or resp.status == 200 else STREAM_FAILED), why
         parser = SseParser(limit=self.config.max_message_bytes)
         state = {"fatal": None}
         endpoint_deadline = conn.deadline  # --timeout after the GET started
@@ -6850,10 +6789,7 @@ class SseUpstream(RemoteUpstream):
 
 class AutoUpstream(Upstream):
     """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405
-    without a JSON-RPC error in the body.
-
-    ``memory`` (a dict shared across restarts) remembers the answer so that a
-    restarted upstream does not probe again.
+    without a JSON-RPC error in the body.  ``memory`` (shared across restarts) remembers the answer.
     """
 
     def __init__(self, loop, config, on_line, on_exit, memory):
@@ -6867,21 +6803,9 @@ class AutoUpstream(Upstream):
         self.stderr_tail = self.inner.stderr_tail
         self.rewrites = self.inner.rewrites
 
-    @property
-    def exited(self):
-        return self.inner.exited
-
-    @exited.setter
-    def exited(self, value):
-        pass  # the inner transport owns it
-
-    @property
-    def fatal(self):
-        return self.inner.fatal
-
-    @fatal.setter
-    def fatal(self, value):
-        pass  # the inner transport owns it
+    # the inner transport owns these: Upstream.__init__ setting them changes nothing
+    exited = property(lambda self: self.inner.exited, lambda self, value: None)
+    fatal = property(lambda self: self.inner.fatal, lambda self, value: None)
 
     def start(self):
         self.inner.handshake = self.handshake
@@ -6944,15 +6868,10 @@ UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Supervisor
 UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 ABANDONED_LIMIT = 4096
 SHUTTING_DOWN = "ocx-proxy is shutting down"
-# Upstream lines longer than this are routed on their envelope first, and only
-# parsed when they may be rewritten (smaller ones: parsing is the fast path).
+# Longer upstream lines are routed on their envelope, and parsed only when they may be rewritten.
 PEEK_LINE_BYTES = 64 * 1024
-# For upstream lines that are not JSON: see repaired.
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
-
-
-# Requests that last as long as the client wants (2026-07-28: the listen stream
-# replaced the GET stream): --request-timeout does not apply to them.
+# Requests that last as long as the client wants: --request-timeout does not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
 
 
@@ -6983,11 +6902,8 @@ class RelayOptions:
 
 
 class Pending:
-    """A client request the upstream has not answered yet.
-
-    ``params`` are kept only where a preview (resources/read) or a rewrite (tools/list) needs them;
-    ``version`` is the one the request names in ``_meta`` (2026-07-28 on), else None.
-    """
+    """A client request the upstream has not answered yet (``params`` only where a preview or a rewrite
+    needs them; ``version``: the one the request names in ``_meta``, else None)."""
 
     __slots__ = ("msg_id", "method", "params", "version", "started", "timer")
 
@@ -7004,8 +6920,7 @@ class Trace:
     """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted."""
 
     def __init__(self, path):
-        # O_NOFOLLOW: a link someone planted at the name (/tmp/trace.ndjson) must
-        # not make us append to whatever file it points at.
+        # O_NOFOLLOW: we never append to whatever a link planted at the name points at.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         try:
             fd = os.open(path, flags, 0o600)
@@ -7214,11 +7129,9 @@ class Reader:
 def client_messages(line):
     """What one client line holds: ``(out, msgs, raws, refused)``.
 
-    ``msgs`` are its JSON-RPC messages (a batch's good members: JSON-RPC 2.0,
-    MCP before 2025-06-18), ``raws`` their own bytes and ``out`` the bytes to
-    relay, a batch of the good members when some are not (None when none is
-    good): nothing is re-serialized.  ``refused`` lists ``(raw, code,
-    message)`` for each message that cannot be relayed, to be answered.
+    ``msgs`` are its JSON-RPC messages (a batch's good members), ``raws`` their own bytes, ``out``
+    the bytes to relay (a batch of the good members alone when some are not; None when none is):
+    nothing is re-serialized.  ``refused``: ``(raw, code, message)`` of each message to refuse.
     """
     try:
         msg = parse_message(line, long_numbers=True)
@@ -7251,28 +7164,19 @@ def client_messages(line):
 
 def repaired(line):
     """(message, line) for an upstream line that is not JSON, repaired; ValueError, TypeError or
-    RecursionError when it cannot be.
-
-    Repairs keep what the server evidently meant: invalid UTF-8 becomes
-    U+FFFD, a raw control character in a string is escaped, and NaN or
-    Infinity becomes null, as JSON.stringify writes them.  Anything else
-    (cut short, nested too deep, not JSON at all) cannot be repaired.
+    RecursionError when it cannot be.  Invalid UTF-8 becomes U+FFFD, a raw control character in a
+    string is escaped, NaN or Infinity becomes null (as JSON.stringify writes them).
     """
     msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
     return msg, encode_message(msg)[:-1]
 
 
 class Requests:
-    """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the ids
-    of those we answered ourselves.
+    """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the last
+    ABANDONED_LIMIT ids of those we answered ourselves, whose late answers are dropped.
 
-    ``add(msg)`` tracks a request and starts its --request-timeout timer
-    (``timeout`` seconds, 0: none; never for OPEN_ENDED methods).  When a timer
-    fires, the request leaves the table, its id is abandoned and
-    ``on_timeout(pending)`` answers it.  ``take(key)`` removes a request and
-    stops its timer; ``drop(key)`` also abandons it: the server's answer, if it
-    ever comes, is dropped (``late(key)`` says so, once).  Only the last
-    ABANDONED_LIMIT abandoned ids are remembered.
+    ``add(msg)`` starts a request's --request-timeout timer (``timeout`` seconds, 0: none; never for
+    OPEN_ENDED methods); when it fires, the request is dropped and ``on_timeout(pending)`` answers it.
     """
 
     def __init__(self, loop, timeout, on_timeout):
@@ -7294,7 +7198,6 @@ class Requests:
         return self.pending.get(key)
 
     def is_open(self, pending):
-        """Whether ``pending`` still waits for its answer (it did not time out, nor was it answered)."""
         return self.pending.get(id_key(pending.msg_id)) is pending
 
     def take(self, key):
@@ -7308,13 +7211,10 @@ class Requests:
         """``take``, and abandon the request when it was pending: we answer it ourselves."""
         pending = self.take(key)
         if pending is not None:
-            self.abandon(key)
+            self.abandoned[key] = True
+            while len(self.abandoned) > ABANDONED_LIMIT:
+                self.abandoned.popitem(last=False)
         return pending
-
-    def abandon(self, key):
-        self.abandoned[key] = True
-        while len(self.abandoned) > ABANDONED_LIMIT:
-            self.abandoned.popitem(last=False)
 
     def late(self, key):
         """True when ``key`` was abandoned: its answer, which came now, is to be dropped (said once)."""
@@ -7322,11 +7222,7 @@ class Requests:
 
     def take_all(self):
         """Empty the table (timers stopped); returns what it held."""
-        pending, self.pending = self.pending, {}
-        for entry in pending.values():
-            if entry.timer:
-                entry.timer.cancel()
-        return list(pending.values())
+        return [self.take(key) for key in list(self.pending)]
 
     def _timed_out(self, pending):
         if self.is_open(pending):
@@ -7336,14 +7232,8 @@ class Requests:
 
 class ClientProfile:
     """The client profile in use (``client_profile``): the spill's Budget and whether outputSchema is kept.
-
-    With ``--client NAME`` it is chosen at once (``known``); with auto the
-    generic profile applies until the client's first request names the client
-    (``choose``).  The spill's Budget is replaced here and only here
-    (``Budget.for_client``): the spill, its previews, the reader and the size
-    checks all read it from ``spill.budget``, so a profile chosen mid-session
-    reaches each of them at once.  Options given on the command line win.
-    """
+    With --client auto, the generic one until the client's first request names the client (``choose``);
+    ``spill.budget`` is replaced here and only here."""
 
     def __init__(self, spill, options):
         self.spill = spill
@@ -7358,12 +7248,8 @@ class ClientProfile:
         self.name = name
 
     def choose(self, msg):
-        """--client auto: the profile of the client that sent ``msg``, its first request.
-
-        The client names itself in ``initialize`` (clientInfo) or, from
-        2026-07-28 on, in every request's ``_meta``; a client that does not,
-        or one we do not know, gets the generic profile.
-        """
+        """--client auto: the profile of the client that sent ``msg``, its first request (named in
+        initialize's clientInfo or, from 2026-07-28 on, in ``_meta``; else the generic profile)."""
         self.known = True
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
@@ -7381,17 +7267,9 @@ class Supervisor:
     """The upstream's life: started, restarted when it exits (``--restart`` times, each a little later),
     re-initialized by replaying the client's handshake; or dead for good.
 
-    ``make_upstream(loop, on_line, on_exit)`` builds each upstream (``start``);
-    they share one ``Handshake``.  ``state`` is UPSTREAM_UP (client lines go to
-    ``upstream``), UPSTREAM_RESTARTING (they wait in ``held`` until the new
-    upstream is initialized) or UPSTREAM_DEAD (``dead_reason`` says why).  The relay calls ``exited(reason)`` once it has answered the
-    requests the upstream took with it: lines held for a restart are dropped
-    then, as their requests were answered.  ``is_replay_answer(msg)`` takes the
-    answer to the replayed initialize out of the upstream's lines;
-    ``note_answer`` learns from the client's own initialize whether there is a
-    handshake to replay; ``stop`` ends the upstream at shutdown.  ``paused()``:
-    a new upstream starts with its reading paused (backpressure);
-    ``closing()``: no restart once shutdown began.
+    ``make_upstream(loop, on_line, on_exit)`` builds each upstream; they share one ``Handshake``.
+    ``state``: UPSTREAM_UP, _RESTARTING or _DEAD (``dead_reason``).  ``paused()``: a new upstream
+    starts with its reading paused; ``closing()``: no restart once shutdown began.
     """
 
     def __init__(self, loop, make_upstream, restarts, on_line, on_exit, paused, closing):
@@ -7421,7 +7299,6 @@ class Supervisor:
         self.upstream.start()
 
     def note_answer(self, method, msg):
-        """The upstream answered a client request of ``method`` with ``msg``."""
         if method == "initialize" and isinstance(msg.get("result"), dict):
             self.initialize_ok = True
             self.protocol_version = msg["result"].get("protocolVersion")
@@ -7430,11 +7307,8 @@ class Supervisor:
         """Shutdown, the upstream's input closed: its group gets TERM 2 s on and KILL 2 s later (after a
         signal, which sent the TERM: KILL after KILL_GRACE), ``finish()`` half a second after the KILL;
         nothing more once it exited."""
-        if signalled:
-            self.loop.call_later(KILL_GRACE, self._escalate, self.upstream, None, finish)
-        else:
-            sig = signal.SIGTERM if not IS_WINDOWS else None
-            self.loop.call_later(2.0, self._escalate, self.upstream, sig, finish)
+        sig = None if signalled or IS_WINDOWS else signal.SIGTERM
+        self.loop.call_later(KILL_GRACE if signalled else 2.0, self._escalate, self.upstream, sig, finish)
 
     def _escalate(self, upstream, sig, finish):
         if upstream.exited:
@@ -7481,13 +7355,11 @@ class Supervisor:
             log.error("could not replay the client's initialize (%s); the new upstream is not initialized" % exc)
             line = None
         if line is None:
-            self._restart_done()
-            return
+            return self._restart_done()
         self.replaying = replaying
         self.upstream.send(line + b"\n")
 
     def is_replay_answer(self, msg_id):
-        """Whether ``msg_id`` is the id of the replayed initialize, whose answer is ours."""
         return self.replaying is not None and msg_id == self.replaying
 
     def replay_answered(self, msg):
@@ -7514,13 +7386,9 @@ class Supervisor:
 # ---------------------------------------------------------------------------
 
 class Relay:
-    """Relays JSON-RPC lines between the client (our stdio) and one upstream.
-
-    Client requests are tracked by id so that each one is answered exactly
-    once: by the upstream, or by us with a JSON-RPC error when the upstream
-    dies, times out or cannot be reached.  Upstream lines go through the
-    spill check before they reach the client.  ``make_upstream(loop,
-    on_line, on_exit)`` builds a fresh upstream; it is called again on each restart.
+    """Relays JSON-RPC lines between the client (our stdio) and one upstream (``make_upstream``, see
+    ``Supervisor``): each client request is answered exactly once, by the upstream or by us with a
+    JSON-RPC error; upstream lines go through the spill check on their way to the client.
     """
 
     def __init__(self, loop, options, make_upstream, client_in_fd=0, client_out_fd=1):
@@ -7541,8 +7409,7 @@ class Relay:
                                      use_threads=options.use_threads, limit=options.max_buffer_bytes)
         self.client_lines = LineSplitter(options.max_message_bytes)
         self.client_in = None
-        # Backpressure (--max-buffer-bytes): reading from one side stops while
-        # the other side has more than that waiting for it.
+        # Backpressure (--max-buffer-bytes): a side waits while the other has too much to read.
         self.upstream_held = False       # the client is not reading: the upstream waits
         self.client_held = False         # the upstream is not reading: the client waits
         self.requests = Requests(loop, options.request_timeout, self._timed_out)
@@ -7572,11 +7439,8 @@ class Relay:
                                     use_threads=self.options.use_threads)
 
     def shutdown(self, reason="client closed stdin", signalled=False):
-        """Stop politely: close the upstream's input, then TERM and KILL its group.
-
-        After a signal (see ``terminate``) the upstream had its TERM already
-        and gets ``KILL_GRACE`` seconds, even if a polite shutdown was under way.
-        """
+        """Stop politely: close the upstream's input, then TERM and KILL its group (after a signal,
+        see ``terminate``: KILL after ``KILL_GRACE``, even if a polite shutdown was under way)."""
         if self.closing and not signalled:
             return
         first = not self.closing
@@ -7592,13 +7456,8 @@ class Relay:
         self.supervisor.stop(signalled, self._finish)
 
     def terminate(self, signum):
-        """Stop because of signal ``signum``; called from the signal handler.
-
-        A client that signals us may SIGKILL us a moment later (Codex CLI: 30 ms
-        after SIGTERM to our process group, which does not include the
-        upstream's), so the upstream's group gets its SIGTERM here and now,
-        not from the loop.  The rest of the shutdown runs on the loop.
-        """
+        """Stop because of signal ``signum`` (from the signal handler).  A client that signals us may
+        SIGKILL us a moment later (Codex CLI: 30 ms on), so the upstream's group gets its SIGTERM now."""
         upstream = self.upstream
         if upstream is not None and not IS_WINDOWS:
             upstream.kill_tree(signal.SIGTERM)
@@ -7754,8 +7613,7 @@ class Relay:
     # -- upstream -> client ------------------------------------------------
 
     def _upstream_line(self, line, msg=None):
-        """Handle one line from the upstream (``msg``: what it parses to, when the transport parsed
-        it): whatever goes wrong costs this line only."""
+        """Handle one upstream line (``msg``: its parse, if any): whatever goes wrong costs this line only."""
         if self.behind_spill is not None:
             self.behind_spill.append(line)  # see _spill_later
             return
@@ -7807,11 +7665,8 @@ class Relay:
             self._complete(answer)
 
     def _pass_through(self, line):
-        """Relay a big line on its envelope alone when nothing in it will be rewritten.
-
-        Returns False when the line needs the full parse: it may be spilled or
-        stripped, it is not plain JSON-RPC, or it ends the initialize handshake.
-        """
+        """Relay a big line on its envelope alone when nothing in it will be rewritten; False when it
+        needs the full parse (it may be rewritten, it is not plain JSON-RPC, or it answers initialize)."""
         envelope = peek_envelope(line)
         kind = envelope.kind() if envelope is not None else None
         if kind is None:
@@ -7834,16 +7689,9 @@ class Relay:
         return True
 
     def _spill_later(self, line, envelope, pending):
-        """Save a big answer that will be spilled now, and parse it once its bytes are let go.
-
-        Parsing needs the text and the parsed value at once; with the bytes
-        still held (by the reader that handed us the line) that is three
-        copies.  So the exact line goes to its ``.json`` now and is read back
-        as text on the next loop turn, when nothing holds the bytes: two
-        copies at most.  Upstream lines that arrive meanwhile wait in
-        ``behind_spill``, so the client sees them in the same order.  Returns False
-        when the line is to be parsed now, as smaller ones are.
-        """
+        """Save a big answer that will be spilled now, and parse it on the next loop turn, when its bytes
+        are let go (two copies at most, not three); False: parse it now.  Upstream lines that arrive
+        meanwhile wait in ``behind_spill``, so the client sees them in order."""
         if pending is None or never_spilled(pending.method):
             return False
         chars = char_count(line)
@@ -7954,10 +7802,10 @@ class Relay:
     def _offers_reader(self, line, params):
         return self.reader.offered
 
-    def _send_line(self, line, msg, pending, spilled=None):
-        """Write one upstream line (no newline) to the client; ``msg`` is for the trace only."""
+    def _send_line(self, line, msg, pending, spilled=None, direction="upstream->client"):
+        """Write one line (no newline) to the client; ``msg`` is for the trace only."""
         if self.trace:
-            self.trace.record("upstream->client", msg, len(line), pending, spilled)
+            self.trace.record(direction, msg, len(line), pending, spilled)
         if not self.client_out.write_line(line):
             self._hold_upstream()
 
@@ -7990,20 +7838,19 @@ class Relay:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
     def _check_size(self, line, msg, pending, chars, size, saved=None):
-        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check.
-
-        It goes as it is, or compacted, when it fits the spill's ``Budget``
-        (``Budget.fit``); else it is spilled (``saved``: its line is saved
-        already, ``line`` is None).  A message JSON cannot hold rewritten
-        (1e999, a LongNumber) goes unchanged.
+        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check:
+        as it is or compacted when it fits ``spill.budget``, else spilled (``saved``: its line is saved
+        already, ``line`` is None); one JSON cannot hold rewritten (1e999, a LongNumber) goes unchanged.
         """
         method = pending.method if pending else None
         try:
             fits, compact = (False, None) if saved else self.spill.budget.fit(line, msg, chars)
             if fits:
                 return None if compact is None else compact.encode("utf-8", "surrogatepass"), None
+            # a request names its version (one relay may carry both eras), a log line gets the session's
+            version = (pending.version if pending is not None else None) or self.supervisor.protocol_version
             rewritten = self.spill.rewrite(line, msg, method, pending.params if pending else None,
-                                           self._version_of(pending), chars, saved=saved)
+                                           version, chars, saved=saved)
         except (ValueError, TypeError) as exc:
             log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
             return None, None
@@ -8014,28 +7861,13 @@ class Relay:
             method or msg.get("method") or "?", msg.get("id"), size, files.txt_path))
         return out.encode("utf-8", "surrogatepass"), files
 
-    def _version_of(self, pending):
-        """The MCP version a spilled message is answered in: its request's, else the session's.
-
-        A 2026-07-28 request names its version in ``_meta``, and one relay may
-        carry both eras (a server/discover probe, then an initialize fallback),
-        so the request decides.  A notification (a log line) has no request
-        here: it gets the session's version; its shape is the same in every
-        revision, so nothing about it depends on guessing better.
-        """
-        return (pending.version if pending is not None else None) or self.supervisor.protocol_version
-
     def _answer_error(self, msg_id, code, message):
         """Answer the client ourselves, with a JSON-RPC error."""
         self._answer(error_response(msg_id, code, message))
 
     def _answer(self, msg):
         """Send the client an answer of ours (not the upstream's)."""
-        line = encode_message(msg)
-        if self.trace:
-            self.trace.record("proxy->client", msg, len(line) - 1)
-        if not self.client_out.write(line):
-            self._hold_upstream()
+        self._send_line(encode_message(msg)[:-1], msg, None, direction="proxy->client")
 
     def _fail_all_pending(self, reason):
         for entry in self.requests.take_all():
@@ -8058,10 +7890,7 @@ SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed
 
 
 def strip_output_schemas(msg, params=None):
-    """Remove ``outputSchema`` from a tools/list result (see --keep-output-schema); True when any went.
-
-    A ``Rewrite`` (``params`` unused).
-    """
+    """A ``Rewrite``: remove ``outputSchema`` from a tools/list result (see --keep-output-schema)."""
     result = msg.get("result")
     tools = result.get("tools") if isinstance(result, dict) else None
     changed = False
