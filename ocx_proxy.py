@@ -65,6 +65,7 @@ import binascii
 import codecs
 import collections
 import errno
+import functools
 import heapq
 import io
 import itertools
@@ -118,8 +119,8 @@ class Logger:
     """One-line log records on stderr; stdout belongs to the MCP channel.  A message is one line
     whatever it quotes (``printable``)."""
 
-    def __init__(self, level="info", stream=None):
-        self.level = LOG_LEVELS[level]
+    def __init__(self, stream=None):
+        self.level = LOG_LEVELS["info"]
         self.stream = stream
         self.lock = threading.Lock()
 
@@ -127,7 +128,7 @@ class Logger:
         return LOG_LEVELS[level] >= self.level
 
     def log(self, level, message):
-        if LOG_LEVELS[level] < self.level:
+        if not self.enabled(level):
             return
         stream = self.stream or sys.stderr
         line = "ocx-proxy: %s%s\n" % ("" if level == "info" else level + ": ", printable(message))
@@ -138,17 +139,10 @@ class Logger:
             except (OSError, ValueError):
                 pass  # stderr gone: nothing sensible left to do with a log line
 
-    def debug(self, message):
-        self.log("debug", message)
-
-    def info(self, message):
-        self.log("info", message)
-
-    def warning(self, message):
-        self.log("warning", message)
-
-    def error(self, message):
-        self.log("error", message)
+    debug = functools.partialmethod(log, "debug")
+    info = functools.partialmethod(log, "info")
+    warning = functools.partialmethod(log, "warning")
+    error = functools.partialmethod(log, "error")
 
 
 log = Logger()
@@ -161,11 +155,8 @@ REDACTED = "[redacted]"
 
 
 def redact(obj):
-    """Return a copy of ``obj`` with secret-looking values replaced.
-
-    Keys that name credentials (SECRET_NAME_RE: Authorization, Cookie,
-    *token*, *secret*, api-key...) lose their value; ``Bearer xyz`` inside any string is masked.
-    """
+    """A copy of ``obj`` where keys that name credentials (SECRET_NAME_RE) lose their value and
+    ``Bearer xyz`` inside any string is masked."""
     if isinstance(obj, dict):
         return {k: (REDACTED if SECRET_NAME_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -219,11 +210,8 @@ MAX_JSON_DEPTH = 200
 
 
 def read_at_most(stream, size):
-    """Read a binary stream until its end or ``size`` bytes, whichever is first.
-
-    Reads go in 64 KiB pieces, so an endless input (``/dev/zero``) costs
-    ``size`` bytes and no more.
-    """
+    """Read a binary stream until its end or ``size`` bytes, in 64 KiB pieces: an endless input
+    (``/dev/zero``) costs ``size`` bytes and no more."""
     chunks = []
     while size > 0:
         chunk = stream.read(min(size, 1 << 16))
@@ -235,11 +223,8 @@ def read_at_most(stream, size):
 
 
 def read_input_bytes(source, limit=MAX_INPUT_BYTES):
-    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes.
-
-    Reading stops one byte past the limit.  OcxError when unreadable or
-    longer, naming --max-input-bytes, the option that raises the limit.
-    """
+    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes (reading stops one byte
+    past it); OcxError when unreadable or longer, naming --max-input-bytes."""
     stdin = source in (None, "-")
     try:
         if stdin:
@@ -265,12 +250,9 @@ _MAX_DOUBLE_INT = int(sys.float_info.max)
 def load_json_strict(data, what):
     """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).
 
-    Only what every JSON reader accepts gets through: NaN, Infinity, numbers
-    beyond the range of a double (``1e999``), strings with a lone surrogate
-    and nesting deeper than MAX_JSON_DEPTH are refused, so nothing derived
-    from the value can put them into JSON we write, and no later walk over
-    it meets RecursionError.  Any defect raises OcxError, one line starting
-    with ``what``.
+    NaN, Infinity, numbers beyond a double (``1e999``), lone surrogates and nesting deeper than
+    MAX_JSON_DEPTH are refused, so nothing derived from the value puts them into JSON we write and
+    no later walk meets RecursionError.  Any defect raises OcxError, one line starting with ``what``.
     """
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
@@ -423,10 +405,9 @@ def _write_all(fd, data):
 class PrivateDir:
     """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).
 
-    On POSIX ``fd`` is a descriptor of the very directory that was checked and
-    every file is created, renamed and removed relative to it, so renaming or
-    replacing its path meanwhile cannot send a file elsewhere.  On Windows
-    ``fd`` is None and plain paths are used.
+    On POSIX every file is created, renamed and removed relative to ``fd``, the very directory that
+    was checked, so renaming or replacing its path meanwhile cannot send a file elsewhere.  On
+    Windows ``fd`` is None and plain paths are used.
     """
 
     def __init__(self, path, fd=None):
@@ -475,12 +456,9 @@ class PrivateDir:
     def write(self, name, data):
         """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
 
-        The bytes go to a new temporary file (``temp_name``), created 0600 with O_EXCL and
-        O_NOFOLLOW under a name with 64 random bits, so no planted link is
-        ever opened; then it is renamed to ``name``.  rename() replaces the
-        directory entry, a symbolic link included, and never writes through
-        it.  On any failure (disk full, I/O error...) the temporary file is
-        removed and the error raised: a full disk is left no fuller.
+        The bytes go to a new 0600 file (``temp_name``, TEMP_FILE_FLAGS: no planted link is ever
+        opened), then renamed to ``name``: rename() replaces a symbolic link, never writes through it.
+        On any failure the temporary file is removed and the error raised: a full disk is left no fuller.
         """
         temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
@@ -530,18 +508,11 @@ def _is_ours(fd, uid, made, shared_bits):
 
 
 def open_spill_dir(path, create=True):
-    """Open the directory spill files go to for ``--output-dir path``; a ``PrivateDir``.
+    """The directory spill files go to for ``--output-dir path``, as ``open_private_dir`` opens it.
 
-    That is ``path`` itself when it is ours and nobody else may write to it.
-    Otherwise (another user's directory, or a shared one such as /tmp or a
-    0777 directory) it is a private ``ocx-proxy-<uid>`` directory inside it,
-    created 0700; an existing one is used only when it is a real directory,
-    ours, and closed to group and others.  A ``path`` that is a symbolic link
-    to a directory owned by someone else is refused.  Refusals raise OSError
-    with a one-line reason.  Missing parents of ``path`` are created with the
-    default mode; only the directory we write in is made private.  Returns
-    None when ``create`` is false and the directory does not exist yet.
-    Windows has no owners and modes to check: ``path`` is used as it is.
+    A shared or foreign ``path`` (/tmp, a 0777 directory) holds a private ``ocx-proxy-<uid>``
+    directory, used only when it is a real directory, ours, mode 0700; a symbolic link to someone
+    else's directory is refused.  Refusals raise OSError with a one-line reason.
     """
     return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
 
@@ -622,9 +593,8 @@ _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 def dumps(obj, indent=None):
     """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).
 
-    A ``LongNumber`` is written as the digits it was read from.  NaN and
-    infinities raise ValueError: JSON has no such numbers, and a client's
-    parser would refuse the whole line.
+    A ``LongNumber`` is written as the text it was read from.  NaN and infinities raise ValueError:
+    a client's parser would refuse the whole line.
     """
     digits = []
 
@@ -712,13 +682,11 @@ def error_response(msg_id, code, message, data=None):
 
 
 class LongNumber:
-    """An integer too long for ``int()`` (4,300 digits and more: Python 3.11, and 3.8+ since 2022).
+    """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged.
 
-    ``parse_message(..., long_numbers=True)`` leaves one in place of such an
-    integer, its digits as they came: ``dumps`` writes them back unchanged,
-    and as a request id it is a key like any other (equal to the same digits).
-    Nothing converts it to an int: that is the quadratic work the limit exists
-    to prevent.
+    ``parse_message(..., long_numbers=True)`` leaves one in place of an integer too long for ``int()``
+    (4,300 digits and more since 2022): as a request id it is a key like any other.  Nothing converts
+    it to an int: that is the quadratic work the limit exists to prevent.
     """
 
     __slots__ = ("text",)
@@ -751,12 +719,9 @@ _LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int
 
 
 def parse_message(line, long_numbers=False):
-    """Parse one line (bytes) into a JSON value; raises ValueError when it is not JSON.
-
-    Besides invalid UTF-8 and syntax errors, that means ``NaN``/``Infinity``
-    and nesting too deep for the parser.  With ``long_numbers``, an integer
-    too long for ``int()`` becomes a ``LongNumber`` instead of an error.
-    """
+    """Parse one line (bytes) into a JSON value; ValueError when it is not JSON (invalid UTF-8,
+    ``NaN``/``Infinity``, nesting too deep).  With ``long_numbers``, an integer too long for ``int()``
+    becomes a ``LongNumber`` instead of an error."""
     return parse_text(line.decode("utf-8"), long_numbers)
 
 
@@ -785,11 +750,8 @@ def valid_id(msg_id):
 
 
 def id_key(msg_id):
-    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests.
-
-    An invalid id (object, array, boolean, non-finite) gets a key of its own
-    that matches nothing, so looking one up never raises.
-    """
+    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests; an invalid id gets a key
+    of its own that matches nothing, so looking one up never raises."""
     if not valid_id(msg_id):
         return object()
     return (isinstance(msg_id, str), msg_id)
@@ -818,12 +780,8 @@ _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
 class Envelope:
     """The top-level routing fields of one JSON object line, read without parsing the rest.
 
-    ``has_id`` tells whether an ``id`` key is there;
-    ``id`` is its value when it is a string, number or null (else
-    ``has_valid_id`` is false); ``has_method`` tells a request or notification
-    and ``method`` is its name when that is a string; ``has_result`` and
-    ``has_error`` say which answer key is present.  Nothing nested is
-    validated, so a line can have an envelope and still not be valid JSON.
+    ``id`` is the id when ``has_valid_id``; ``method`` is the method when it is a string.  Nothing
+    nested is validated, so a line can have an envelope and still not be valid JSON.
     """
 
     __slots__ = ("id", "has_id", "has_valid_id", "has_method", "method", "has_result", "has_error")
@@ -853,12 +811,10 @@ class Envelope:
 def peek_envelope(line, partial=False):
     """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.
 
-    Nested values are skipped by scanning for brackets and string ends, never
-    by recursion, so a value nested 100,000 levels deep, an integer of any
-    length or a control character inside a string costs nothing and cannot
-    hide the ``id`` of a request or a response from us.  With ``partial``,
-    an object cut short or broken still gives the keys read before the break
-    (enough to tell which request a broken answer was meant for).
+    Nested values are skipped by scanning for brackets and string ends, never by recursion, so
+    no nesting depth, integer length or control character hides a top-level ``id`` from us.  With
+    ``partial``, a broken object still gives the keys read before the break (enough to tell which
+    request a broken answer was meant for).
     """
     pos = _skip_space(line, 0)
     if pos >= len(line) or line[pos] != 0x7B:  # "{"
@@ -869,10 +825,7 @@ def peek_envelope(line, partial=False):
 
 def _read_members(line, pos, envelope, cut=False):
     """Note the members of the object whose "{" is just before ``pos``; False when it is broken.
-
-    With ``cut`` (``line`` is only the first bytes of a longer line), a value
-    that reaches the end of ``line`` may go on past it, so it is not noted.
-    """
+    With ``cut`` (``line`` is the start of a longer line), a value reaching its end is not noted."""
     end = len(line)
     pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
@@ -1043,11 +996,8 @@ def _skip_chunks(data, pos, depth):
 
 
 def split_array(line):
-    """The members of a JSON array line as a list of bytes, or None when it is not one.
-
-    Nothing is parsed: each member keeps its exact bytes, so the good members
-    of a batch can go on even when another one is not JSON at all.
-    """
+    """The members of a JSON array line as a list of their exact bytes, or None when it is not one:
+    the good members of a batch go on even when another one is not JSON at all."""
     end = len(line)
     pos = _skip_space(line, 0)
     if pos >= end or line[pos] != 0x5B:  # "["
@@ -1076,12 +1026,9 @@ _NOT_CONTROL = bytes(sorted(set(range(256)) - set(range(0x20)) | set(b"\t\r")))
 
 
 def relayable_unparsed(line):
-    """True when ``line`` may reach a client without a full parse.
-
-    That is: valid UTF-8, no raw control character, no ``NaN``/``Infinity``
-    (those may be inside a string: then the full parse decides).  Each test
-    is a C-speed pass that holds no copy of the line.
-    """
+    """True when ``line`` is valid UTF-8 with no raw control character and no ``NaN``/``Infinity``
+    (maybe inside a string: the full parse decides): it may reach a client without a full parse.
+    Each test is a C-speed pass that holds no copy of the line."""
     if line.translate(None, _NOT_CONTROL) or b"NaN" in line or b"Infinity" in line:
         return False
     if line.isascii():
@@ -1122,10 +1069,8 @@ _TAIL_ID_RE = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|
 class OversizedLine:
     """A line longer than the cap: its size and both ends, the rest was dropped as it came.
 
-    ``envelope()`` recovers what it can of the routing fields: the top-level
-    keys that fit in the first ``KEEP`` bytes (so a request's ``method`` and an
-    ``id`` written before a huge ``params``), else an ``id`` that is the last
-    member, from the last ``KEEP`` bytes.  An id in the middle is lost.
+    ``envelope()`` recovers the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is
+    the last member, from the last ``KEEP`` bytes.  An id in the middle is lost.
     """
 
     KEEP = 65536
@@ -1165,10 +1110,8 @@ class OversizedLine:
 class LineSplitter:
     """Turns a byte stream into lines without the trailing CR/LF.
 
-    Chunks without a newline are kept as they came and joined once when the
-    line ends, so a multi-megabyte line arriving in 64 KiB chunks costs linear
-    time and a single copy; a chunk holding exactly one line (the usual case)
-    costs one slice.  A line longer than ``max_line`` bytes is never held: its
+    Chunks without a newline are kept as they came and joined once when the line ends: a big line
+    costs linear time and a single copy.  A line longer than ``max_line`` bytes is never held: its
     bytes are dropped as they come and it is returned as an ``OversizedLine``.
     """
 
@@ -1579,28 +1522,17 @@ def utf8_len(text):
 def pretty_json(text):
     """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
 
-    Numbers keep their exact spelling: a float is parsed as a placeholder and
-    its original text put back, so 1.50 or 1e5 do not become 1.5 or 100000.0.
+    Numbers keep their exact spelling: a float is read as a ``LongNumber`` of its text, so 1.50 or
+    1e5 do not become 1.5 or 100000.0.
     """
     stripped = text.strip()
     if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return None
-    floats = []
-    tag = "\x00%sF" % os.urandom(4).hex()
-
-    def keep_float(spelling):
-        floats.append(spelling)
-        return "%s%d" % (tag, len(floats) - 1)
-
+    decoder = json.JSONDecoder(parse_float=LongNumber, parse_constant=_refuse_json_constant)
     try:
-        value = json.JSONDecoder(parse_float=keep_float, parse_constant=_refuse_json_constant).decode(stripped)
-        out = json.dumps(value, indent=2, ensure_ascii=False)
+        return dumps(decoder.decode(stripped), indent=2)
     except (ValueError, RecursionError):
         return None
-    if floats:
-        quoted = re.compile('"%s(\\d+)"' % re.escape(json.dumps(tag, ensure_ascii=False)[1:-1]))
-        out = quoted.sub(lambda match: floats[int(match.group(1))], out)
-    return out
 
 
 def _is_continuation(text, i):
