@@ -2567,13 +2567,9 @@ class Timer:
 
 
 class Loop:
-    """A small single-threaded event loop over ``selectors``.
-
-    It dispatches fd readiness callbacks, timers, and callbacks posted from
-    other threads with ``post()`` (which wakes the loop through a socketpair,
-    so it works on Windows too).  Everything that touches relay state runs on
-    the loop's thread.
-    """
+    """A single-threaded event loop over ``selectors``: fd readiness callbacks, timers, and callbacks
+    ``post()``-ed from other threads (a socketpair wakes it, on Windows too).  Everything that
+    touches relay state runs on the loop's thread."""
 
     def __init__(self):
         self.selector = selectors.DefaultSelector()
@@ -2677,12 +2673,8 @@ class Loop:
         while self.running:
             if posted:
                 timeout = 0
-            elif timers:
-                timeout = timers[0][0] - monotonic()
-                if timeout < 0:
-                    timeout = 0
             else:
-                timeout = None
+                timeout = max(0, timers[0][0] - monotonic()) if timers else None
             for key, mask in wait(timeout):
                 fd = key.fd
                 handlers = callbacks.get(fd)
@@ -2702,12 +2694,11 @@ class Loop:
             while posted:
                 callback, args = posted.popleft()
                 callback(*args)
-            if timers and timers[0][0] <= monotonic():
-                now = monotonic()
-                while timers and timers[0][0] <= now:
-                    timer = heappop(timers)[2]
-                    if not timer.cancelled:
-                        timer.callback(*timer.args)
+            now = monotonic()
+            while timers and timers[0][0] <= now:
+                timer = heappop(timers)[2]
+                if not timer.cancelled:
+                    timer.callback(*timer.args)
 
     def close(self):
         self.selector.close()
@@ -2718,10 +2709,9 @@ class Loop:
 class PipeReader:
     """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.
 
-    ``pause()`` stops reading until ``resume()`` (a chunk already read is
-    still delivered), so that a writer on the other end of the pipe blocks:
-    that is how backpressure reaches a peer.  ``stop()`` ends the deliveries.
-    One subclass per mechanism; ``pipe_reader()`` picks one.
+    ``pause()`` stops reading until ``resume()`` (a chunk already read is still delivered), so that
+    the writer at the other end blocks: that is how backpressure reaches a peer.  ``stop()`` ends
+    the deliveries.  One subclass per mechanism; ``pipe_reader()`` picks one.
     """
 
     def __init__(self, loop, fd, on_data):
@@ -2746,11 +2736,8 @@ class PipeReader:
 
 
 class SelectPipeReader(PipeReader):
-    """Reads when the loop reports the fd readable.
-
-    The constructor raises OSError/ValueError for an fd the selector refuses
-    (regular files, Windows pipes).
-    """
+    """Reads when the loop reports the fd readable; OSError/ValueError for an fd the selector refuses
+    (regular files, Windows pipes)."""
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -2775,17 +2762,13 @@ class SelectPipeReader(PipeReader):
             self.loop.add_reader(self.fd, self._readable)
 
     def stop(self):
-        """Stop delivering data and unregister the fd."""
         self.loop.remove_reader(self.fd)
         self.closed = True
 
 
 class ThreadPipeReader(PipeReader):
-    """A daemon thread does blocking reads and posts each chunk to the loop.
-
-    For what select cannot wait on (Windows pipes, regular files), or forced
-    with ``--io threads``.
-    """
+    """A daemon thread does blocking reads and posts each chunk to the loop: for what select cannot
+    wait on (Windows pipes, regular files), or with ``--io threads``."""
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -2841,17 +2824,12 @@ def pipe_reader(loop, fd, on_data, use_threads=False):
 class PipeWriter:
     """Writes bytes to ``fd`` without ever blocking the loop.
 
-    Queued bytes are referenced, never copied (so a 100 MB line costs nothing
-    more while it waits): callers must not change a buffer after writing it.
-
-    ``write()`` returns False once more than ``limit`` bytes wait: the caller
-    should stop producing (stop reading from the peer that feeds us) and ask
-    ``when_drained(callback)``, which calls ``callback()`` once, on the loop
-    thread, when no more than half of ``limit`` waits.  ``limit`` is a high-water
-    mark, not a cap: a single larger write is still queued whole.
-    ``on_error(exc)`` is called once if the reader went away (EPIPE).
-    ``close()`` closes after everything queued is written, and closes the fd
-    only with ``close_fd``.  One subclass per mechanism; ``pipe_writer()`` picks one.
+    Queued bytes are referenced, never copied: callers must not change a buffer after writing it.
+    ``write()`` returns False once more than ``limit`` bytes wait (a high-water mark, not a cap):
+    the caller should stop reading from the peer that feeds us until ``when_drained(callback)``.
+    ``on_error(exc)`` is called once if the reader went away (EPIPE).  ``close()`` closes after
+    everything queued is written, the fd too with ``close_fd``.  One subclass per mechanism;
+    ``pipe_writer()`` picks one.
     """
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
@@ -2988,10 +2966,8 @@ class SelectPipeWriter(PipeWriter):
 
 
 class ThreadPipeWriter(PipeWriter):
-    """A daemon thread does blocking writes from the queue.
-
-    The queue is shared with the loop thread under ``ready``, a condition on the drain check's lock.
-    """
+    """A daemon thread does blocking writes from the queue, shared with the loop thread under
+    ``ready`` (a condition on the drain check's lock)."""
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
@@ -3017,9 +2993,7 @@ class ThreadPipeWriter(PipeWriter):
             if data is None:
                 break
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.fd, view):]
+                _write_all(self.fd, data)
             except OSError as exc:
                 self.failed = True
                 with self.ready:
@@ -3062,13 +3036,11 @@ def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limi
 
 
 class BoundedRun:
-    """A helper program beside the loop: its stdout is read through ``loop``, and it is killed after ``seconds``.
+    """A helper program beside the loop, killed after ``seconds``; Popen's OSError when it cannot start.
 
-    ``on_done(output)`` is called once, on the loop thread: with all the
-    program wrote on stdout once it closed it, or with None when it was
-    killed (the time bound, ``stop()``).  Its stdin is ``stdin`` (a file
-    descriptor, which the caller still owns) and its stderr is discarded.
-    Popen raises OSError when it cannot start.
+    ``on_done(output)`` is called once, on the loop thread: with all it wrote on stdout, or None
+    when it was killed (the time bound, ``stop()``).  ``stdin`` is a file descriptor the caller
+    still owns; stderr is discarded.
     """
 
     def __init__(self, loop, argv, stdin, seconds, on_done, use_threads=False):
@@ -3123,10 +3095,8 @@ KILL_GRACE = 1.0   # seconds from SIGTERM to SIGKILL when we are being stopped o
 
 
 def child_environment(env_pairs=(), pass_environment=False, environ=None):
-    """Build the child's environment: safe defaults (or everything) plus ``NAME=VALUE`` pairs.
-
-    Values expand ``${VAR}`` from our environment; an unset one is a UsageError.
-    """
+    """The child's environment: safe defaults (or everything) plus ``NAME=VALUE`` pairs, whose values
+    expand ``${VAR}`` from ours (an unset one is a UsageError)."""
     environ = os.environ if environ is None else environ
     if pass_environment:
         env = dict(environ)
@@ -3150,12 +3120,9 @@ def resolve_command(command, env):
 
 
 class Handshake:
-    """The client's ``initialize`` request and ``notifications/initialized``, to say them again.
-
-    A new server behind the same client (a restarted child, a new Streamable
-    HTTP session, a reconnected legacy SSE stream) must hear them first, and
-    the answer is ours: the client had one.
-    """
+    """The client's ``initialize`` request and ``notifications/initialized``, to say them again to a
+    new server behind the same client (a restarted child, a new session or stream); the answer is
+    ours: the client had one."""
 
     def __init__(self):
         self.initialize_line = None    # bytes, no newline
@@ -3212,36 +3179,24 @@ def apply_rewrites(rewrites, line, msg, params):
 class Upstream:
     """The contract between the relay and a transport to the real server.
 
-    The relay calls ``start()`` once, ``send(data)`` with one or more complete
-    JSON-RPC lines (bytes ending in a newline) in the client's order, and
-    ``close_input()`` when it wants the upstream to finish; ``kill_tree()`` and
-    ``reap()`` at the very end.  The upstream calls, always on the loop thread
-    (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
-    message line from the server (no newline), or an ``OversizedLine`` for
-    one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
-    once when it is gone for good; it then sets ``exited``, and ``fatal``
-    too when no retry can help (a refused legacy SSE endpoint): the command
-    then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
-    quoted in error messages.  ``handshake`` is the client's ``Handshake``:
-    whoever speaks for the client sets it before ``start()`` and notes the
-    client's messages in it (the relay keeps one across restarts); a
-    transport that opens a new session or stream on its own replays it.
-    ``rewrites`` ({method: tuple of ``Rewrite``}) are the transport's own
-    changes to the answers to that method's requests: whoever speaks for the
-    client runs them, before any of its own (the relay: see ``Relay.rewrites``).
+    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (bytes ending in a
+    newline) in the client's order, ``close_input()`` when it wants the upstream to finish, and
+    ``kill_tree()`` and ``reap()`` at the very end.  The upstream calls, on the loop thread,
+    ``on_line(bytes)`` for every line from the server (no newline; an ``OversizedLine`` over
+    ``--max-message-bytes``; a transport that parses lines passes the message too, ``on_line(bytes,
+    message)``, so that it is parsed once) and ``on_exit(description)`` exactly once when it is gone
+    for good; it then sets ``exited``, and ``fatal`` when no retry can help (the command exits with
+    status 1).  ``stderr_tail`` holds recent diagnostic lines for error messages.  ``handshake`` is
+    the client's ``Handshake``: whoever speaks for the client sets it before ``start()`` and notes
+    the client's messages in it; a transport that opens a new session or stream replays it.
+    ``rewrites`` ({method: tuple of ``Rewrite``}) are the transport's own changes to answers, run
+    before the relay's (``Relay.rewrites``).
 
-    A transport that parses lines passes the message too, ``on_line(bytes,
-    message)`` (as ``parse_message(line, long_numbers=True)`` gives it, or
-    None), so that it is parsed once.
-
-    Flow control, so that a slow peer slows the other one down instead of
-    filling our memory: ``pause_reading()`` asks the upstream to stop reading
-    from the server (lines already read may still arrive) until
-    ``resume_reading()``; ``send()`` returns False when more than
-    ``--max-buffer-bytes`` wait for the server, and ``when_drained(callback)``
-    then calls ``callback()`` once, on the loop thread, when half of that has
-    gone out.  The defaults suit a transport that cannot push back: pausing
-    does nothing and ``send()`` is never full.
+    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still
+    arrive) until ``resume_reading()``; ``send()`` returns False when more than
+    ``--max-buffer-bytes`` wait, and ``when_drained(callback)`` then calls ``callback()`` once, on
+    the loop thread, when half of that has gone out.  The defaults suit a transport that cannot
+    push back.
     """
 
     def __init__(self, loop, on_line, on_exit):
@@ -3303,18 +3258,12 @@ if not os.read(0, 1):
 class Watchdog:
     """A helper process that stops a process group when we die without stopping it.
 
-    It blocks reading a pipe whose write end only we hold.  However we die,
-    even by SIGKILL, the kernel closes that end: the watchdog reads EOF, sends
-    SIGTERM to the group and SIGKILL after ``KILL_GRACE`` if anything is left,
-    grandchildren included.  ``release()`` tells it that we dealt with the group
-    ourselves.  It runs in its own session, so the signal a client sends to
-    our process group does not take it down with us, and its stdout and stderr
-    are /dev/null, so it never keeps the client's pipes open after we are gone.
-
-    A separate interpreter rather than ``PR_SET_PDEATHSIG``: that is Linux
-    only, reaches the direct child but not what it started, and needs a
-    ``preexec_fn`` (unsafe once threads run).  Starting one costs us about
-    0.5 ms; its own start-up (about 10 ms of CPU) runs beside the server's.
+    It blocks reading a pipe whose write end only we hold: however we die, even by SIGKILL, it reads
+    EOF and sends the group SIGTERM, then SIGKILL after ``KILL_GRACE``.  ``release()`` tells it we
+    dealt with the group ourselves.  Its own session keeps a client's signal to our group from
+    taking it down with us; its stdout and stderr are /dev/null, so it never holds the client's
+    pipes open.  Not ``PR_SET_PDEATHSIG``: that is Linux only, misses grandchildren and needs a
+    ``preexec_fn`` (unsafe once threads run).  Starting one costs us about 0.5 ms.
     """
 
     def __init__(self, group):
@@ -3357,11 +3306,9 @@ class Watchdog:
 class StdioUpstream(Upstream):
     """The MCP server as a child process speaking newline-delimited JSON on stdio.
 
-    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr
-    is copied to ours, prefixed, and its last lines are kept in
-    ``stderr_tail``.  The child runs in its own process group so that shutdown
-    can reach everything it started, and a ``Watchdog`` stops that group if
-    we die before we could.
+    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr is copied to ours,
+    prefixed.  It runs in its own process group, which shutdown (or a ``Watchdog``, if we die
+    first) stops whole.
     """
 
     def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None,
@@ -3523,16 +3470,13 @@ class StdioUpstream(Upstream):
         """Signal the child's whole process group (SIGKILL by default)."""
         if self.process is None:
             return
-        if IS_WINDOWS:
-            try:
-                self.process.kill()
-            except OSError:
-                pass
-            return
         try:
-            os.killpg(self.process.pid, signal.SIGKILL if sig is None else sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+            if IS_WINDOWS:
+                self.process.kill()
+            else:
+                os.killpg(self.process.pid, signal.SIGKILL if sig is None else sig)
+        except OSError:
+            pass  # gone already
 
     def reap(self):
         if self.process is not None:
