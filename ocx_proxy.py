@@ -740,13 +740,9 @@ def parse_text(text, long_numbers=False):
 
 def valid_id(msg_id):
     """True for a JSON-RPC id: a string, a finite number (not a boolean; a ``LongNumber`` too) or null."""
-    if msg_id is None or isinstance(msg_id, (str, LongNumber)):
-        return True
-    if isinstance(msg_id, bool):
-        return False
-    if isinstance(msg_id, int):
-        return True
-    return isinstance(msg_id, float) and math.isfinite(msg_id)
+    if isinstance(msg_id, float):
+        return math.isfinite(msg_id)
+    return msg_id is None or isinstance(msg_id, (str, LongNumber, int)) and not isinstance(msg_id, bool)
 
 
 def id_key(msg_id):
@@ -784,16 +780,8 @@ class Envelope:
     nested is validated, so a line can have an envelope and still not be valid JSON.
     """
 
-    __slots__ = ("id", "has_id", "has_valid_id", "has_method", "method", "has_result", "has_error")
-
-    def __init__(self):
-        self.id = None
-        self.has_id = False
-        self.has_valid_id = False
-        self.has_method = False
-        self.method = None
-        self.has_result = False
-        self.has_error = False
+    id = method = None
+    has_id = has_valid_id = has_method = has_result = has_error = False
 
     def kind(self):
         """Like ``message_kind``: 'request', 'notification', 'response' or None."""
@@ -1475,13 +1463,9 @@ _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
 def never_spilled(method, result=None):
-    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten.
-
-    Lifecycle and catalog answers describe the session; an interim result
-    (``resultType`` other than "complete": input_required, task) or a task
-    waiting for input carries what the client must act on.  Only a final
-    result may become a preview.
-    """
+    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten: lifecycle
+    and catalog answers describe the session, and an interim result (``resultType`` other than
+    "complete") or a task waiting for input carries what the client must act on."""
     if method in NEVER_SPILL or (method or "").endswith("/list"):
         return True
     if not isinstance(result, dict):
@@ -1491,11 +1475,8 @@ def never_spilled(method, result=None):
 
 
 def task_tool_result(method, result):
-    """The final CallToolResult a tasks/get result embeds (a completed task), else None.
-
-    The tasks extension of 2026-07-28 inlines it as ``result``; the tasks/get
-    of 2025-11-25 never carries one.
-    """
+    """The final CallToolResult a tasks/get result embeds (a completed task of the 2026-07-28 tasks
+    extension), else None."""
     if method != "tasks/get" or not isinstance(result, dict) or result.get("status") != "completed":
         return None
     inner = result.get("result")
@@ -1521,10 +1502,7 @@ def utf8_len(text):
 
 def pretty_json(text):
     """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
-
-    Numbers keep their exact spelling: a float is read as a ``LongNumber`` of its text, so 1.50 or
-    1e5 do not become 1.5 or 100000.0.
-    """
+    Floats are read as ``LongNumber``: 1.50 or 1e5 do not become 1.5 or 100000.0."""
     stripped = text.strip()
     if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return None
@@ -1545,11 +1523,8 @@ def _is_continuation(text, i):
 
 
 def make_preview(text, budget):
-    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters.
-
-    About three quarters go to the head and one quarter to the tail; both ends
-    are moved to a line break when one is near, and never inside a character.
-    """
+    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters: about three quarters
+    to the head, both ends moved to a line break when one is near, and never inside a character."""
     if len(text) <= budget:
         return text, "", 0
     head_len = budget * 3 // 4
@@ -1565,13 +1540,8 @@ def make_preview(text, budget):
     return text[:head_len], text[tail_start:], tail_start - head_len
 
 
-class SpillFiles:
+class SpillFiles(collections.namedtuple("SpillFiles", "json_path txt_path blob_paths")):
     """Paths written for one spilled message."""
-
-    def __init__(self, json_path, txt_path, blob_paths):
-        self.json_path = json_path
-        self.txt_path = txt_path
-        self.blob_paths = blob_paths
 
     def meta(self, original_chars, preview_chars):
         meta = {
@@ -1624,12 +1594,8 @@ class ReadableText:
         return "\n\n".join(self.parts)
 
     def encoded(self, step=1 << 20):
-        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.
-
-        A lone surrogate (JSON can carry one, UTF-8 cannot) becomes U+FFFD, one
-        character of 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid
-        UTF-8 for any tool, and for the reader.
-        """
+        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.  A lone surrogate
+        becomes U+FFFD, 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid UTF-8 for any tool."""
         for n, part in enumerate(self.parts):
             if n:
                 yield b"\n\n"
