@@ -203,9 +203,8 @@ def expand_env_refs(value, environ=None):
 # What a command reads from a FILE argument or stdin (decode, encode-tools,
 # check --file), unless --max-input-bytes says otherwise.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-# Far deeper than any real JSON Schema, and shallow enough that every walk
-# over a document we accept (check rules, encoders) stays clear of the
-# recursion limit.
+# Far deeper than any real JSON Schema, and shallow enough that every walk over a document we accept (check
+# rules, encoders) stays clear of the recursion limit.
 MAX_JSON_DEPTH = 200
 
 
@@ -354,11 +353,10 @@ TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLO
 READ_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
-# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
-# host (a hash of its name: a home directory may be shared by several machines)
-# of the writing relay tell, at the next start, a temporary file left by one
-# that was killed while writing from one being written now.  Older versions
-# wrote ".<name>.<random>.tmp".
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and host (a hash of its name: a
+# home directory may be shared by several machines) of the writing relay tell, at the next start, a temporary
+# file left by one that was killed while writing from one being written now.  Older versions wrote
+# ".<name>.<random>.tmp".
 TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
                           r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
 HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
@@ -583,9 +581,8 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-# json cannot write raw text: dumps writes a LongNumber as a string holding this
-# tag, then puts its digits in place of that string.  The tag is random, so no
-# string a peer sends can pass for it.
+# json cannot write raw text: dumps writes a LongNumber as a string holding this tag, then puts its digits in
+# place of that string.  The tag is random, so no string a peer sends can pass for it.
 _LONG_TAG = "\x00%sL" % os.urandom(8).hex()
 _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
@@ -621,9 +618,8 @@ _JSON_SLICE = 1 << 16  # characters of one string escaped at a time
 
 
 def _json_chunks(value, newline):
-    # ``newline`` is a line break and the current indentation.  Leaves are
-    # written in place rather than by a nested generator: this is as fast
-    # as json.dumps(indent=2).
+    # ``newline`` is a line break and the current indentation.  Leaves are written in place rather than by a
+    # nested generator: this is as fast as json.dumps(indent=2).
     text = _json_leaf(value)
     if text is not None:
         yield text
@@ -711,9 +707,8 @@ def _long_int(text):
         return LongNumber(text)
 
 
-# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so
-# that what we read is what any client can read.  One decoder each, made once:
-# json.loads(text, **options) would build a new one per line.
+# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so that what we read is what any
+# client can read.  One decoder each, made once: json.loads(text, **options) would build a new one per line.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant)
 _LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int=_long_int)
 
@@ -799,10 +794,9 @@ class Envelope:
 def peek_envelope(line, partial=False):
     """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.
 
-    Nested values are skipped by scanning for brackets and string ends, never by recursion, so
-    no nesting depth, integer length or control character hides a top-level ``id`` from us.  With
-    ``partial``, a broken object still gives the keys read before the break (enough to tell which
-    request a broken answer was meant for).
+    Nested values are skipped by scanning for brackets and string ends, never by recursion, so no nesting depth,
+    integer length or control character hides a top-level ``id`` from us.  With ``partial``, a broken object
+    still gives the keys read before the break (enough to tell which request a broken answer was meant for).
     """
     pos = _skip_space(line, 0)
     if pos >= len(line) or line[pos] != 0x7B:  # "{"
@@ -943,11 +937,10 @@ _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
 def _skip_chunks(data, pos, depth):
     """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.
 
-    ``pos`` is outside any string.  Returns the position and depth where the
-    chunk holding the end starts, or (-1, 0) when a string never ends.  A
-    chunk costs a few C-speed passes: escape pairs blanked, everything but
-    quotes and brackets dropped, strings and matched bracket pairs removed;
-    what is left is "}" * closed + "{" * opened.
+    ``pos`` is outside any string.  Returns the position and depth where the chunk holding the end starts, or
+    (-1, 0) when a string never ends.  A chunk costs a few C-speed passes: escape pairs blanked, everything but
+    quotes and brackets dropped, strings and matched bracket pairs removed; what is left is "}" * closed + "{" *
+    opened.
     """
     end = len(data)
     while end - pos > _SKIP_CHUNK:
@@ -1183,9 +1176,8 @@ class LineSplitter:
 # Protocol versions: what each MCP revision has
 # ---------------------------------------------------------------------------
 
-# Every MCP revision we know, oldest first, with the features the code asks
-# version_has() about.  A new revision is one more row, a new question one more
-# word in the rows that have it; nothing else compares versions.
+# Every MCP revision we know, oldest first, with the features the code asks version_has() about.  A new revision
+# is one more row, a new question one more word in the rows that have it; nothing else compares versions.
 #   handshake           initialize / notifications/initialized before anything else
 #   http_sse            the HTTP+SSE transport (GET stream plus an endpoint for POSTs)
 #   streamable_http     one POST per message; sessions: its Mcp-Session-Id header
@@ -1212,11 +1204,8 @@ MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if
 
 
 def version_has(version, feature):
-    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.
-
-    A version we do not know has the features of the newest known one before
-    it (the dates sort as strings); one that is not a string has none.
-    """
+    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.  A version we do
+    not know has those of the newest known one before it; one that is not a string has none."""
     if not isinstance(version, str):
         return False
     known = [v for v in PROTOCOL_VERSIONS if v <= version]
@@ -1232,20 +1221,13 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 def is_modern(version):
-    """True for a stateless revision (2026-07-28 and later): no handshake, no session.
-
-    Its requests name the version themselves (``request_version``) and its
-    results say their kind in ``resultType``.
-    """
+    """True for a stateless revision (2026-07-28 and later): no handshake, no session."""
     return version_has(version, "result_type") and not version_has(version, "handshake")
 
 
 def request_version(params):
-    """The version a request names in ``params._meta`` (2026-07-28 and later), else None.
-
-    A request without it belongs to its session: the version ``initialize``
-    negotiated, if any.
-    """
+    """The version a request names in ``params._meta`` (2026-07-28 and later), else None (the
+    request belongs to its session)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(META_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) else None
@@ -2790,12 +2772,11 @@ def pipe_reader(loop, fd, on_data, use_threads=False):
 class PipeWriter:
     """Writes bytes to ``fd`` without ever blocking the loop.
 
-    Queued bytes are referenced, never copied: callers must not change a buffer after writing it.
-    ``write()`` returns False once more than ``limit`` bytes wait (a high-water mark, not a cap):
-    the caller should stop reading from the peer that feeds us until ``when_drained(callback)``.
-    ``on_error(exc)`` is called once if the reader went away (EPIPE).  ``close()`` closes after
-    everything queued is written, the fd too with ``close_fd``.  One subclass per mechanism;
-    ``pipe_writer()`` picks one.
+    Queued bytes are referenced, never copied: callers must not change a buffer after writing it. ``write()``
+    returns False once more than ``limit`` bytes wait (a high-water mark, not a cap): the caller should stop
+    reading from the peer that feeds us until ``when_drained(callback)``. ``on_error(exc)`` is called once if
+    the reader went away (EPIPE).  ``close()`` closes after everything queued is written, the fd too with
+    ``close_fd``.  One subclass per mechanism; ``pipe_writer()`` picks one.
     """
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
@@ -3145,24 +3126,22 @@ def apply_rewrites(rewrites, line, msg, params):
 class Upstream:
     """The contract between the relay and a transport to the real server.
 
-    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (bytes ending in a
-    newline) in the client's order, ``close_input()`` when it wants the upstream to finish, and
-    ``kill_tree()`` and ``reap()`` at the very end.  The upstream calls, on the loop thread,
-    ``on_line(bytes)`` for every line from the server (no newline; an ``OversizedLine`` over
-    ``--max-message-bytes``; a transport that parses lines passes the message too, ``on_line(bytes,
-    message)``, so that it is parsed once) and ``on_exit(description)`` exactly once when it is gone
-    for good; it then sets ``exited``, and ``fatal`` when no retry can help (the command exits with
-    status 1).  ``stderr_tail`` holds recent diagnostic lines for error messages.  ``handshake`` is
-    the client's ``Handshake``: whoever speaks for the client sets it before ``start()`` and notes
-    the client's messages in it; a transport that opens a new session or stream replays it.
-    ``rewrites`` ({method: tuple of ``Rewrite``}) are the transport's own changes to answers, run
-    before the relay's (``Relay.rewrites``).
+    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (bytes ending in a newline) in
+    the client's order, ``close_input()`` when it wants the upstream to finish, and ``kill_tree()`` and
+    ``reap()`` at the very end.  The upstream calls, on the loop thread, ``on_line(bytes)`` for every line from
+    the server (no newline; an ``OversizedLine`` over ``--max-message-bytes``; a transport that parses lines
+    passes the message too, ``on_line(bytes, message)``, so that it is parsed once) and ``on_exit(description)``
+    exactly once when it is gone for good; it then sets ``exited``, and ``fatal`` when no retry can help (the
+    command exits with status 1).  ``stderr_tail`` holds recent diagnostic lines for error messages.
+    ``handshake`` is the client's ``Handshake``: whoever speaks for the client sets it before ``start()`` and
+    notes the client's messages in it; a transport that opens a new session or stream replays it. ``rewrites``
+    ({method: tuple of ``Rewrite``}) are the transport's own changes to answers, run before the relay's
+    (``Relay.rewrites``).
 
-    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still
-    arrive) until ``resume_reading()``; ``send()`` returns False when more than
-    ``--max-buffer-bytes`` wait, and ``when_drained(callback)`` then calls ``callback()`` once, on
-    the loop thread, when half of that has gone out.  The defaults suit a transport that cannot
-    push back.
+    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still arrive) until
+    ``resume_reading()``; ``send()`` returns False when more than ``--max-buffer-bytes`` wait, and
+    ``when_drained(callback)`` then calls ``callback()`` once, on the loop thread, when half of that has gone
+    out.  The defaults suit a transport that cannot push back.
     """
 
     def __init__(self, loop, on_line, on_exit):
@@ -3201,10 +3180,9 @@ class Upstream:
         """Release resources after exit."""
 
 
-# The watchdog's program, run as ``python -I -S -c WATCHDOG_PROGRAM GROUP GRACE TERM KILL``.
-# A byte on stdin releases it; EOF means the relay died without a word.  Signal
-# numbers come as arguments: importing ``signal`` (and with it ``enum``) would
-# double the watchdog's start-up CPU.
+# The watchdog's program, run as ``python -I -S -c WATCHDOG_PROGRAM GROUP GRACE TERM KILL``.  A byte on stdin
+# releases it; EOF means the relay died without a word.  Signal numbers come as arguments: importing ``signal``
+# (and with it ``enum``) would double the watchdog's start-up CPU.
 WATCHDOG_PROGRAM = """\
 import os, sys, time
 group, grace, term, kill = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -3272,9 +3250,8 @@ class Watchdog:
 class StdioUpstream(Upstream):
     """The MCP server as a child process speaking newline-delimited JSON on stdio.
 
-    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr is copied to ours,
-    prefixed.  It runs in its own process group, which shutdown (or a ``Watchdog``, if we die
-    first) stops whole.
+    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr is copied to ours, prefixed.  It
+    runs in its own process group, which shutdown (or a ``Watchdog``, if we die first) stops whole.
     """
 
     def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None,
