@@ -247,12 +247,10 @@ _MAX_DOUBLE_INT = int(sys.float_info.max)
 
 
 def load_json_strict(data, what):
-    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).
-
-    NaN, Infinity, numbers beyond a double (``1e999``), lone surrogates and nesting deeper than
-    MAX_JSON_DEPTH are refused, so nothing derived from the value puts them into JSON we write and
-    no later walk meets RecursionError.  Any defect raises OcxError, one line starting with ``what``.
-    """
+    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).  NaN, Infinity, numbers
+    beyond a double (``1e999``), lone surrogates and nesting deeper than MAX_JSON_DEPTH are refused, so nothing
+    derived from the value puts them into JSON we write and no later walk meets RecursionError.  Any defect raises
+    OcxError, one line starting with ``what``."""
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
         value = json.loads(text, parse_constant=_refuse_json_constant,
@@ -401,12 +399,9 @@ def _write_all(fd, data):
 
 
 class PrivateDir:
-    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).
-
-    On POSIX every file is created, renamed and removed relative to ``fd``, the very directory that
-    was checked, so renaming or replacing its path meanwhile cannot send a file elsewhere.  On
-    Windows ``fd`` is None and plain paths are used.
-    """
+    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).  On POSIX every file is
+    created, renamed and removed relative to ``fd``, the very directory that was checked, so renaming or replacing
+    its path meanwhile cannot send a file elsewhere.  On Windows ``fd`` is None and plain paths are used."""
 
     def __init__(self, path, fd=None):
         self.path = path
@@ -452,12 +447,10 @@ class PrivateDir:
                 pass
 
     def write(self, name, data):
-        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
-
-        The bytes go to a new 0600 file (``temp_name``, TEMP_FILE_FLAGS: no planted link is ever
-        opened), then renamed to ``name``: rename() replaces a symbolic link, never writes through it.
-        On any failure the temporary file is removed and the error raised: a full disk is left no fuller.
-        """
+        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.  The bytes go to a
+        new 0600 file (``temp_name``, TEMP_FILE_FLAGS: no planted link is ever opened), then renamed to ``name``:
+        rename() replaces a symbolic link, never writes through it.  On any failure the temporary file is removed
+        and the error raised: a full disk is left no fuller."""
         temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
@@ -474,10 +467,8 @@ class PrivateDir:
 
 
 def _open_dir(name, create, dir_fd=None, follow=True):
-    """Open directory ``name``, made 0700 first when missing and ``create``.
-
-    Returns ``(fd, made)``, or ``(None, False)`` when it is missing and not ``create``.
-    """
+    """Open directory ``name``, made 0700 first when missing and ``create``.  Returns ``(fd, made)``, or ``(None,
+    False)`` when it is missing and not ``create``."""
     made = False
     if create:
         try:
@@ -506,12 +497,10 @@ def _is_ours(fd, uid, made, shared_bits):
 
 
 def open_spill_dir(path, create=True):
-    """The directory spill files go to for ``--output-dir path``, as ``open_private_dir`` opens it.
-
-    A shared or foreign ``path`` (/tmp, a 0777 directory) holds a private ``ocx-proxy-<uid>``
-    directory, used only when it is a real directory, ours, mode 0700; a symbolic link to someone
-    else's directory is refused.  Refusals raise OSError with a one-line reason.
-    """
+    """The directory spill files go to for ``--output-dir path``, as ``open_private_dir`` opens it.  A shared or
+    foreign ``path`` (/tmp, a 0777 directory) holds a private ``ocx-proxy-<uid>`` directory, used only when it is a
+    real directory, ours, mode 0700; a symbolic link to someone else's directory is refused.  Refusals raise
+    OSError with a one-line reason."""
     return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
 
 
@@ -588,11 +577,9 @@ _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
 
 def dumps(obj, indent=None):
-    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).
-
-    A ``LongNumber`` is written as the text it was read from.  NaN and infinities raise ValueError:
-    a client's parser would refuse the whole line.
-    """
+    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).  A ``LongNumber``
+    is written as the text it was read from.  NaN and infinities raise ValueError: a client's parser would refuse
+    the whole line."""
     digits = []
 
     def long_number(value):
@@ -679,11 +666,9 @@ def error_response(msg_id, code, message, data=None):
 
 class LongNumber:
     """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged.
-
-    ``parse_message(..., long_numbers=True)`` leaves one in place of an integer too long for ``int()``
-    (4,300 digits and more since 2022): as a request id it is a key like any other.  Nothing converts
-    it to an int: that is the quadratic work the limit exists to prevent.
-    """
+    ``parse_message(..., long_numbers=True)`` leaves one in place of an integer too long for ``int()`` (4,300
+    digits and more since 2022): as a request id it is a key like any other.  Nothing converts it to an int: that
+    is the quadratic work the limit exists to prevent."""
 
     __slots__ = ("text",)
 
@@ -769,11 +754,9 @@ _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
 
 
 class Envelope:
-    """The top-level routing fields of one JSON object line, read without parsing the rest.
-
-    ``id`` is the id when ``has_valid_id``; ``method`` is the method when it is a string.  Nothing
-    nested is validated, so a line can have an envelope and still not be valid JSON.
-    """
+    """The top-level routing fields of one JSON object line, read without parsing the rest.  ``id`` is the id when
+    ``has_valid_id``; ``method`` is the method when it is a string.  Nothing nested is validated, so a line can
+    have an envelope and still not be valid JSON."""
 
     id = method = None
     has_id = has_valid_id = has_method = has_result = has_error = False
@@ -792,12 +775,10 @@ class Envelope:
 
 
 def peek_envelope(line, partial=False):
-    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.
-
-    Nested values are skipped by scanning for brackets and string ends, never by recursion, so no nesting depth,
-    integer length or control character hides a top-level ``id`` from us.  With ``partial``, a broken object
-    still gives the keys read before the break (enough to tell which request a broken answer was meant for).
-    """
+    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.  Nested values are skipped by
+    scanning for brackets and string ends, never by recursion, so no nesting depth, integer length or control
+    character hides a top-level ``id`` from us.  With ``partial``, a broken object still gives the keys read before
+    the break (enough to tell which request a broken answer was meant for)."""
     pos = _skip_space(line, 0)
     if pos >= len(line) or line[pos] != 0x7B:  # "{"
         return None
@@ -935,13 +916,10 @@ _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
 
 
 def _skip_chunks(data, pos, depth):
-    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.
-
-    ``pos`` is outside any string.  Returns the position and depth where the chunk holding the end starts, or
-    (-1, 0) when a string never ends.  A chunk costs a few C-speed passes: escape pairs blanked, everything but
-    quotes and brackets dropped, strings and matched bracket pairs removed; what is left is "}" * closed + "{" *
-    opened.
-    """
+    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.  ``pos`` is outside any string.
+    Returns the position and depth where the chunk holding the end starts, or (-1, 0) when a string never ends.  A
+    chunk costs a few C-speed passes: escape pairs blanked, everything but quotes and brackets dropped, strings and
+    matched bracket pairs removed; what is left is "}" * closed + "{" * opened."""
     end = len(data)
     while end - pos > _SKIP_CHUNK:
         chunk = data[pos:pos + _SKIP_CHUNK].replace(b"\\\\", b"__").replace(b'\\"', b"__")
@@ -1048,11 +1026,9 @@ _TAIL_ID_RE = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|
 
 
 class OversizedLine:
-    """A line longer than the cap: its size and both ends, the rest was dropped as it came.
-
-    ``envelope()`` recovers the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is
-    the last member, from the last ``KEEP`` bytes.  An id in the middle is lost.
-    """
+    """A line longer than the cap: its size and both ends, the rest was dropped as it came.  ``envelope()``
+    recovers the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is the last member, from the last
+    ``KEEP`` bytes.  An id in the middle is lost."""
 
     KEEP = 65536
     __slots__ = ("head", "tail", "size")
@@ -1089,12 +1065,10 @@ class OversizedLine:
 
 
 class LineSplitter:
-    """Turns a byte stream into lines without the trailing CR/LF.
-
-    Chunks without a newline are kept as they came and joined once when the line ends: a big line
-    costs linear time and a single copy.  A line longer than ``max_line`` bytes is never held: its
-    bytes are dropped as they come and it is returned as an ``OversizedLine``.
-    """
+    """Turns a byte stream into lines without the trailing CR/LF.  Chunks without a newline are kept as they came
+    and joined once when the line ends: a big line costs linear time and a single copy.  A line longer than
+    ``max_line`` bytes is never held: its bytes are dropped as they come and it is returned as an
+    ``OversizedLine``."""
 
     def __init__(self, max_line=None):
         self.chunks = []  # bytes received after the last newline
@@ -2655,12 +2629,10 @@ class Loop:
 
 
 class PipeReader:
-    """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.
-
-    ``pause()`` stops reading until ``resume()`` (a chunk already read is still delivered), so that
-    the writer at the other end blocks: that is how backpressure reaches a peer.  ``stop()`` ends
-    the deliveries.  One subclass per mechanism; ``pipe_reader()`` picks one.
-    """
+    """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.  ``pause()`` stops reading
+    until ``resume()`` (a chunk already read is still delivered), so that the writer at the other end blocks: that
+    is how backpressure reaches a peer.  ``stop()`` ends the deliveries.  One subclass per mechanism;
+    ``pipe_reader()`` picks one."""
 
     def __init__(self, loop, fd, on_data):
         self.loop = loop
@@ -2770,14 +2742,12 @@ def pipe_reader(loop, fd, on_data, use_threads=False):
 
 
 class PipeWriter:
-    """Writes bytes to ``fd`` without ever blocking the loop.
-
-    Queued bytes are referenced, never copied: callers must not change a buffer after writing it. ``write()``
-    returns False once more than ``limit`` bytes wait (a high-water mark, not a cap): the caller should stop
-    reading from the peer that feeds us until ``when_drained(callback)``. ``on_error(exc)`` is called once if
-    the reader went away (EPIPE).  ``close()`` closes after everything queued is written, the fd too with
-    ``close_fd``.  One subclass per mechanism; ``pipe_writer()`` picks one.
-    """
+    """Writes bytes to ``fd`` without ever blocking the loop.  Queued bytes are referenced, never copied: callers
+    must not change a buffer after writing it.  ``write()`` returns False once more than ``limit`` bytes wait (a
+    high-water mark, not a cap): the caller should stop reading from the peer that feeds us until
+    ``when_drained(callback)``.  ``on_error(exc)`` is called once if the reader went away (EPIPE).  ``close()``
+    closes after everything queued is written, the fd too with ``close_fd``.  One subclass per mechanism;
+    ``pipe_writer()`` picks one."""
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         self.loop = loop
@@ -2984,11 +2954,8 @@ def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limi
 
 class BoundedRun:
     """A helper program beside the loop, killed after ``seconds``; Popen's OSError when it cannot start.
-
-    ``on_done(output)`` is called once, on the loop thread: with all it wrote on stdout, or None
-    when it was killed (the time bound, ``stop()``).  ``stdin`` is a file descriptor the caller
-    still owns; stderr is discarded.
-    """
+    ``on_done(output)`` is called once, on the loop thread: with all it wrote on stdout, or None when it was killed
+    (the time bound, ``stop()``).  ``stdin`` is a file descriptor the caller still owns; stderr is discarded."""
 
     def __init__(self, loop, argv, stdin, seconds, on_done, use_threads=False):
         self.on_done = on_done
@@ -3134,7 +3101,7 @@ class Upstream:
     exactly once when it is gone for good; it then sets ``exited``, and ``fatal`` when no retry can help (the
     command exits with status 1).  ``stderr_tail`` holds recent diagnostic lines for error messages.
     ``handshake`` is the client's ``Handshake``: whoever speaks for the client sets it before ``start()`` and
-    notes the client's messages in it; a transport that opens a new session or stream replays it. ``rewrites``
+    notes the client's messages in it; a transport that opens a new session or stream replays it.  ``rewrites``
     ({method: tuple of ``Rewrite``}) are the transport's own changes to answers, run before the relay's
     (``Relay.rewrites``).
 
@@ -3248,11 +3215,9 @@ class Watchdog:
 
 
 class StdioUpstream(Upstream):
-    """The MCP server as a child process speaking newline-delimited JSON on stdio.
-
-    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr is copied to ours, prefixed.  It
-    runs in its own process group, which shutdown (or a ``Watchdog``, if we die first) stops whole.
-    """
+    """The MCP server as a child process speaking newline-delimited JSON on stdio.  ``on_exit`` fires when its
+    stdout closes or the process ends.  Its stderr is copied to ours, prefixed.  It runs in its own process group,
+    which shutdown (or a ``Watchdog``, if we die first) stops whole."""
 
     def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None,
                  max_message_bytes=MAX_MESSAGE_BYTES, max_buffer_bytes=MAX_BUFFER_BYTES):
