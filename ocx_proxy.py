@@ -147,8 +147,7 @@ class Logger:
 
 log = Logger()
 
-# A name (JSON key, HTTP header, URL query parameter) that holds a credential:
-# one rule for every place that masks one (redact, headers, redact_url).
+# A name (JSON key, HTTP header, URL query parameter) that holds a credential; redact, headers, redact_url mask it.
 SECRET_NAME_RE = re.compile(r"auth|cookie|token|secret|pass|key|sig|session|code|credential", re.I)
 SECRET_VALUE_RE = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 REDACTED = "[redacted]"
@@ -200,8 +199,7 @@ def expand_env_refs(value, environ=None):
     return ENV_REF_RE.sub(repl, value)
 
 
-# What a command reads from a FILE argument or stdin (decode, encode-tools,
-# check --file), unless --max-input-bytes says otherwise.
+# What a command reads from a FILE argument or stdin (decode, encode-tools, check --file): --max-input-bytes.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 # Far deeper than any real JSON Schema, and shallow enough that every walk over a document we accept (check
 # rules, encoders) stays clear of the recursion limit.
@@ -239,8 +237,7 @@ def read_input_bytes(source, limit=MAX_INPUT_BYTES):
     return data
 
 
-# A surrogate escape such as \ud800 is the only way JSON text can smuggle a
-# lone surrogate (UTF-8 cannot encode one), so only such text is searched.
+# Only JSON text with a surrogate escape (\ud800) can smuggle a lone surrogate: only such text is searched.
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 _LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 _MAX_DOUBLE_INT = int(sys.float_info.max)
@@ -342,12 +339,10 @@ def utc_now_iso():
 # Private files: a checked 0700 directory, files written 0600 and renamed into place
 # ---------------------------------------------------------------------------
 
-# Files are only ever opened new: O_EXCL refuses an existing name (a
-# planted link included), O_NOFOLLOW is the belt to those braces.
+# Files are only opened new: O_EXCL refuses any existing name (a planted link too), O_NOFOLLOW is the belt.
 TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                    | getattr(os, "O_BINARY", 0))
-# Reading: O_NOFOLLOW refuses a link put in a file's place, O_NONBLOCK keeps a
-# FIFO from holding up the open (it changes nothing for a regular file).
+# Reading: O_NOFOLLOW refuses a link put in a file's place, O_NONBLOCK a FIFO holding up the open.
 READ_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
@@ -358,8 +353,7 @@ PRIVATE_DIR_PREFIX = "ocx-proxy-"
 TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
                           r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
 HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
-# A temporary file untouched this long is stale whoever wrote it: writing one
-# takes seconds, and every write updates its time.
+# A temporary file untouched this long is stale whoever wrote it: every write updates its time.
 STALE_TEMP_SECONDS = 3600
 
 
@@ -564,8 +558,7 @@ UPSTREAM_ERROR = -32000
 REQUEST_TIMEOUT = -32001
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data.supported lists the versions the server speaks
 
-# Resource bounds (see README "Limits"): one message, and the bytes we hold for
-# a peer that is not reading, before we push back or give up.
+# Resource bounds (README "Limits"): one message, and what we hold for a peer that is not reading.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
@@ -1169,12 +1162,11 @@ PROTOCOL_VERSIONS = {
     # Stateless: no initialize and no session; every request names its version.
     "2026-07-28": frozenset(["streamable_http", "resource_link", "structured_content", "result_type"]),
 }
-# What servers of ours (capture, demo-server) speak, newest first, and what
-# check asks for: the revisions with an initialize to answer.
+# Newest first: what servers of ours (capture, demo-server) speak and check asks for (the revisions with an
+# initialize to answer), and the stateless revisions (what check asks for with server/discover).
 SERVED_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" in PROTOCOL_VERSIONS[v])
+MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if v not in SERVED_PROTOCOL_VERSIONS)
 LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
-# The stateless revisions, newest first (what check asks for with server/discover).
-MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" not in PROTOCOL_VERSIONS[v])
 
 
 def version_has(version, feature):
@@ -1375,8 +1367,7 @@ def client_profile_for(name):
 # Spill files: limits, names, the files of one spill and the readable text of a message
 # ---------------------------------------------------------------------------
 
-# Defaults of --max-response-chars and --preview-chars for a client we do not
-# know (CLIENTS' generic profile), and of --retention-days.
+# Defaults of --max-response-chars, --preview-chars (CLIENTS' generic profile) and --retention-days.
 MAX_RESPONSE_CHARS = CLIENTS["generic"]["profile"]["budget_chars"]
 PREVIEW_CHARS = CLIENTS["generic"]["profile"]["preview_chars"]
 RETENTION_DAYS = 7
@@ -1384,28 +1375,23 @@ RETENTION_DAYS = 7
 # image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
 # screenshot and far below what the model APIs accept in one image.
 MAX_IMAGE_BYTES = 1 << 20
-# Responses to these methods keep a session alive or describe it: rewriting them
-# would break the client, so an oversized one is forwarded with a warning.
+# Responses that keep a session alive or describe it: an oversized one is forwarded, with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel", "server/discover",
                          "subscriptions/listen"])
-# Methods whose result is another method's, spilled with that one's preview:
-# 2025-11-25's tasks/result answers with the tool's own CallToolResult.
+# Methods whose result is another method's, spilled with that one's preview (tasks/result: a CallToolResult).
 SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
 # The tool the relay adds to tools/list to read spilled text (Spill.read, Spill.search).
 READER_TOOL_NAME = "read_spilled_output"
-# Bounds of its arguments: numbers beyond any text we hold, a few lines of
-# context, and a pattern that fits any command line (see Spill.search).
+# Bounds of its arguments: numbers beyond any text, lines of context, a pattern any command line holds.
 READER_MAX_NUMBER = 10 ** 12
 READER_MAX_CONTEXT = 100
 READER_MAX_PATTERN = 1000
-# A pattern search is killed after this many seconds (wall clock); by half of
-# it, the search answers what it found so far and where to go on.
+# A pattern search is killed after this many seconds; by half of it, it answers what it found so far.
 SEARCH_SECONDS = 5
 # Where lines and characters are in a .txt is noted every this many bytes (TextIndex).
 TEXT_INDEX_STEP = 1 << 16
-# JSON texts longer than this go to the .txt as they are: pretty-printing
-# parses them whole, which costs memory and time out of proportion.
+# JSON texts longer than this go to the .txt as they are: pretty-printing parses them whole.
 PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+\Z")
 MIME_EXTENSIONS = {
@@ -1413,8 +1399,7 @@ MIME_EXTENSIONS = {
     "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3",
     "audio/ogg": ".ogg", "application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt",
 }
-# Characters a preview must not start with: they belong to the character before
-# (zero-width joiner, variation selectors; skin tones and combining marks are tested apart).
+# Characters a preview must not start with (skin tones and combining marks are tested apart).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
@@ -2469,8 +2454,7 @@ class PreviewBuilder:
 # ---------------------------------------------------------------------------
 
 READ_CHUNK = 1 << 16
-# A line shorter than this is copied once to append its newline (one system call);
-# a longer one is queued as it is, the newline after it.
+# A line shorter than this is copied once to append its newline; a longer one is queued as it is.
 WRITE_COPY_LIMIT = 1 << 16
 
 
@@ -2505,8 +2489,6 @@ class Loop:
         self.running = False
         self.add_reader(self.wake_r.fileno(), self._drain_wake)
 
-    # -- registration ------------------------------------------------------
-
     def _update(self, fd, event, callback):
         handlers = dict(self.callbacks.get(fd, {}))
         old_mask = sum(handlers)  # the keys are the event bits
@@ -2539,8 +2521,6 @@ class Loop:
     def remove_writer(self, fd):
         self._update(fd, selectors.EVENT_WRITE, None)
 
-    # -- timers and posted calls -------------------------------------------
-
     def call_later(self, delay, callback, *args):
         timer = Timer(callback, args)
         heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
@@ -2560,8 +2540,6 @@ class Loop:
                 pass
         except OSError:
             pass
-
-    # -- running -----------------------------------------------------------
 
     def stop(self):
         self.running = False
@@ -2583,8 +2561,7 @@ class Loop:
                         log.debug(line)
 
     def _spin(self):
-        # Hot loop: everything it touches is bound to a local once (the
-        # containers are only ever mutated in place, never replaced).
+        # Hot loop: what it touches is bound to locals once (the containers are mutated, never replaced).
         wait = self.selector.select
         callbacks = self.callbacks
         posted = self.posted
@@ -2706,8 +2683,7 @@ class ThreadPipeReader(PipeReader):
                 continue
             except OSError:
                 data = b""
-            # One chunk at a time: the next read waits until the loop has taken
-            # this one, so a pause() made while handling it is never overrun.
+            # One chunk at a time, so that a pause() made while the loop handles it is never overrun.
             self.delivered.clear()
             self.loop.post(self._deliver, data)
             if not data:
@@ -2866,11 +2842,11 @@ class SelectPipeWriter(PipeWriter):
             self._close_now()
 
     def _close_now(self):
-        if self.close_fd:
-            self._close_fd()
-            return
         try:
-            os.set_blocking(self.fd, self.restore_blocking)
+            if self.close_fd:
+                os.close(self.fd)
+            else:
+                os.set_blocking(self.fd, self.restore_blocking)
         except OSError:
             pass
 
@@ -2997,9 +2973,8 @@ class BoundedRun:
 # Upstreams: the transport contract and the stdio child process
 # ---------------------------------------------------------------------------
 
-# The environment a stdio server gets by default: the same small, safe set the
-# official SDKs pass (anything else must be given with --env or
-# --pass-environment, so tokens in our environment do not leak to the child).
+# The environment a stdio server gets by default, as the official SDKs pass it (anything else must be given
+# with --env or --pass-environment: tokens in our environment do not leak to the child).
 SAFE_ENV_POSIX = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 SAFE_ENV_WINDOWS = ("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
                     "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME",
@@ -3249,8 +3224,7 @@ class StdioUpstream(Upstream):
             return
         if not IS_WINDOWS:
             self.watchdog = Watchdog(self.process.pid)
-        # The writer owns a duplicate of the pipe so that closing it never leaves
-        # Popen's file object holding a dead descriptor (EBADF at garbage collection).
+        # The writer owns a duplicate: closing it never leaves Popen's file object a dead descriptor (EBADF).
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()
         self.stdin = pipe_writer(self.loop, stdin_fd, on_error=self._stdin_error,
@@ -3322,8 +3296,7 @@ class StdioUpstream(Upstream):
 
     def _exited_without_eof(self):
         if self.paused:
-            # What the child wrote before exiting is still in the pipe, waiting
-            # for the client to catch up: its end of file will tell.
+            # What it wrote before exiting waits in the pipe for the client to catch up: EOF will tell.
             self.poll_timer = self.loop.call_later(0.5, self._poll)
         else:
             self._report_exit()
@@ -3401,13 +3374,11 @@ class StdioUpstream(Upstream):
             self.watchdog.release()
 
 
-def stdio_upstream_factory(command, env, *, cwd=None, use_threads=False, max_message_bytes=MAX_MESSAGE_BYTES,
-                           max_buffer_bytes=MAX_BUFFER_BYTES):
-    """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream``."""
+def stdio_upstream_factory(command, env, **options):
+    """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream`` (``options``: its
+    ``cwd``, ``use_threads``, ``max_message_bytes``, ``max_buffer_bytes``)."""
     def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, command, env, cwd=cwd, use_threads=use_threads, on_line=on_line,
-                             on_exit=on_exit, max_message_bytes=max_message_bytes,
-                             max_buffer_bytes=max_buffer_bytes)
+        return StdioUpstream(loop, command, env, on_line=on_line, on_exit=on_exit, **options)
 
     return make_upstream
 
