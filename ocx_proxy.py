@@ -372,7 +372,6 @@ def stale_temp(match, mtime, now):
 
 
 def process_exists(pid):
-    """Whether process ``pid`` exists (POSIX; signal 0 only asks)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -385,7 +384,6 @@ def process_exists(pid):
 
 
 def _write_all(fd, data):
-    """Write ``data`` (bytes, or an iterable of bytes chunks) to ``fd``."""
     for chunk in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
         view = memoryview(chunk)
         while view:
@@ -645,12 +643,10 @@ def _json_leaf(value):
 
 
 def result_response(msg_id, result):
-    """A JSON-RPC result response object."""
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
 def error_response(msg_id, code, message, data=None):
-    """A JSON-RPC error response object."""
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -3066,7 +3062,8 @@ def apply_rewrites(rewrites, line, msg, params):
 
 
 class Upstream:
-    """The contract between the relay and a transport to the real server.
+    """The contract between the relay and a transport to the real server; a transport defines ``start``,
+    ``send`` and ``close_input``.
 
     The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (bytes ending in a newline) in
     the client's order, ``close_input()`` when it wants the upstream to finish, and ``kill_tree()`` and
@@ -3095,15 +3092,6 @@ class Upstream:
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.handshake = Handshake()
         self.rewrites = {}
-
-    def start(self):
-        raise NotImplementedError
-
-    def send(self, data):
-        raise NotImplementedError
-
-    def close_input(self):
-        raise NotImplementedError
 
     def pause_reading(self):
         """Stop reading from the server until ``resume_reading()`` (default: no-op)."""
@@ -3144,13 +3132,11 @@ if not os.read(0, 1):
 class Watchdog:
     """A helper process that stops a process group when we die without stopping it.
 
-    It blocks reading a pipe whose write end only we hold: however we die, even by SIGKILL, it reads
-    EOF and sends the group SIGTERM, then SIGKILL after ``KILL_GRACE``.  ``release()`` tells it we
-    dealt with the group ourselves.  Its own session keeps a client's signal to our group from
-    taking it down with us; its stdout and stderr are /dev/null, so it never holds the client's
-    pipes open.  Not ``PR_SET_PDEATHSIG``: that is Linux only, misses grandchildren and needs a
-    ``preexec_fn`` (unsafe once threads run).  Starting one costs us about 0.5 ms.
-    """
+    It blocks reading a pipe whose write end only we hold: however we die, even by SIGKILL, it reads EOF and
+    sends the group SIGTERM, then SIGKILL after ``KILL_GRACE``.  ``release()`` tells it we dealt with the group
+    ourselves.  Its own session keeps a client's signal to our group from taking it down with us; its stdout
+    and stderr are /dev/null.  Not ``PR_SET_PDEATHSIG``: that is Linux only, misses grandchildren and needs a
+    ``preexec_fn`` (unsafe once threads run)."""
 
     def __init__(self, group):
         """Start watching process group ``group`` (POSIX only)."""
