@@ -65,6 +65,7 @@ import binascii
 import codecs
 import collections
 import errno
+import functools
 import heapq
 import io
 import itertools
@@ -118,8 +119,8 @@ class Logger:
     """One-line log records on stderr; stdout belongs to the MCP channel.  A message is one line
     whatever it quotes (``printable``)."""
 
-    def __init__(self, level="info", stream=None):
-        self.level = LOG_LEVELS[level]
+    def __init__(self, stream=None):
+        self.level = LOG_LEVELS["info"]
         self.stream = stream
         self.lock = threading.Lock()
 
@@ -127,7 +128,7 @@ class Logger:
         return LOG_LEVELS[level] >= self.level
 
     def log(self, level, message):
-        if LOG_LEVELS[level] < self.level:
+        if not self.enabled(level):
             return
         stream = self.stream or sys.stderr
         line = "ocx-proxy: %s%s\n" % ("" if level == "info" else level + ": ", printable(message))
@@ -138,34 +139,23 @@ class Logger:
             except (OSError, ValueError):
                 pass  # stderr gone: nothing sensible left to do with a log line
 
-    def debug(self, message):
-        self.log("debug", message)
-
-    def info(self, message):
-        self.log("info", message)
-
-    def warning(self, message):
-        self.log("warning", message)
-
-    def error(self, message):
-        self.log("error", message)
+    debug = functools.partialmethod(log, "debug")
+    info = functools.partialmethod(log, "info")
+    warning = functools.partialmethod(log, "warning")
+    error = functools.partialmethod(log, "error")
 
 
 log = Logger()
 
-# A name (JSON key, HTTP header, URL query parameter) that holds a credential:
-# one rule for every place that masks one (redact, headers, redact_url).
+# A name (JSON key, HTTP header, URL query parameter) that holds a credential; redact, headers, redact_url mask it.
 SECRET_NAME_RE = re.compile(r"auth|cookie|token|secret|pass|key|sig|session|code|credential", re.I)
 SECRET_VALUE_RE = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 REDACTED = "[redacted]"
 
 
 def redact(obj):
-    """Return a copy of ``obj`` with secret-looking values replaced.
-
-    Keys that name credentials (SECRET_NAME_RE: Authorization, Cookie,
-    *token*, *secret*, api-key...) lose their value; ``Bearer xyz`` inside any string is masked.
-    """
+    """A copy of ``obj`` where keys that name credentials (SECRET_NAME_RE) lose their value and
+    ``Bearer xyz`` inside any string is masked."""
     if isinstance(obj, dict):
         return {k: (REDACTED if SECRET_NAME_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -209,21 +199,16 @@ def expand_env_refs(value, environ=None):
     return ENV_REF_RE.sub(repl, value)
 
 
-# What a command reads from a FILE argument or stdin (decode, encode-tools,
-# check --file), unless --max-input-bytes says otherwise.
+# What a command reads from a FILE argument or stdin (decode, encode-tools, check --file): --max-input-bytes.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-# Far deeper than any real JSON Schema, and shallow enough that every walk
-# over a document we accept (check rules, encoders) stays clear of the
-# recursion limit.
+# Far deeper than any real JSON Schema, and shallow enough that every walk over a document we accept (check
+# rules, encoders) stays clear of the recursion limit.
 MAX_JSON_DEPTH = 200
 
 
 def read_at_most(stream, size):
-    """Read a binary stream until its end or ``size`` bytes, whichever is first.
-
-    Reads go in 64 KiB pieces, so an endless input (``/dev/zero``) costs
-    ``size`` bytes and no more.
-    """
+    """Read a binary stream until its end or ``size`` bytes, in 64 KiB pieces: an endless input
+    (``/dev/zero``) costs ``size`` bytes and no more."""
     chunks = []
     while size > 0:
         chunk = stream.read(min(size, 1 << 16))
@@ -235,11 +220,8 @@ def read_at_most(stream, size):
 
 
 def read_input_bytes(source, limit=MAX_INPUT_BYTES):
-    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes.
-
-    Reading stops one byte past the limit.  OcxError when unreadable or
-    longer, naming --max-input-bytes, the option that raises the limit.
-    """
+    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes (reading stops one byte
+    past it); OcxError when unreadable or longer, naming --max-input-bytes."""
     stdin = source in (None, "-")
     try:
         if stdin:
@@ -255,23 +237,17 @@ def read_input_bytes(source, limit=MAX_INPUT_BYTES):
     return data
 
 
-# A surrogate escape such as \ud800 is the only way JSON text can smuggle a
-# lone surrogate (UTF-8 cannot encode one), so only such text is searched.
+# Only JSON text with a surrogate escape (\ud800) can smuggle a lone surrogate: only such text is searched.
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 _LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 _MAX_DOUBLE_INT = int(sys.float_info.max)
 
 
 def load_json_strict(data, what):
-    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).
-
-    Only what every JSON reader accepts gets through: NaN, Infinity, numbers
-    beyond the range of a double (``1e999``), strings with a lone surrogate
-    and nesting deeper than MAX_JSON_DEPTH are refused, so nothing derived
-    from the value can put them into JSON we write, and no later walk over
-    it meets RecursionError.  Any defect raises OcxError, one line starting
-    with ``what``.
-    """
+    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).  NaN, Infinity, numbers
+    beyond a double (``1e999``), lone surrogates and nesting deeper than MAX_JSON_DEPTH are refused, so nothing
+    derived from the value puts them into JSON we write and no later walk meets RecursionError.  Any defect raises
+    OcxError, one line starting with ``what``."""
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
         value = json.loads(text, parse_constant=_refuse_json_constant,
@@ -363,25 +339,21 @@ def utc_now_iso():
 # Private files: a checked 0700 directory, files written 0600 and renamed into place
 # ---------------------------------------------------------------------------
 
-# Files are only ever opened new: O_EXCL refuses an existing name (a
-# planted link included), O_NOFOLLOW is the belt to those braces.
+# Files are only opened new: O_EXCL refuses any existing name (a planted link too), O_NOFOLLOW is the belt.
 TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                    | getattr(os, "O_BINARY", 0))
-# Reading: O_NOFOLLOW refuses a link put in a file's place, O_NONBLOCK keeps a
-# FIFO from holding up the open (it changes nothing for a regular file).
+# Reading: O_NOFOLLOW refuses a link put in a file's place, O_NONBLOCK a FIFO holding up the open.
 READ_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
-# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and
-# host (a hash of its name: a home directory may be shared by several machines)
-# of the writing relay tell, at the next start, a temporary file left by one
-# that was killed while writing from one being written now.  Older versions
-# wrote ".<name>.<random>.tmp".
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and host (a hash of its name: a
+# home directory may be shared by several machines) of the writing relay tell, at the next start, a temporary
+# file left by one that was killed while writing from one being written now.  Older versions wrote
+# ".<name>.<random>.tmp".
 TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
                           r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
 HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
-# A temporary file untouched this long is stale whoever wrote it: writing one
-# takes seconds, and every write updates its time.
+# A temporary file untouched this long is stale whoever wrote it: every write updates its time.
 STALE_TEMP_SECONDS = 3600
 
 
@@ -400,7 +372,6 @@ def stale_temp(match, mtime, now):
 
 
 def process_exists(pid):
-    """Whether process ``pid`` exists (POSIX; signal 0 only asks)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -413,7 +384,6 @@ def process_exists(pid):
 
 
 def _write_all(fd, data):
-    """Write ``data`` (bytes, or an iterable of bytes chunks) to ``fd``."""
     for chunk in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
         view = memoryview(chunk)
         while view:
@@ -421,13 +391,9 @@ def _write_all(fd, data):
 
 
 class PrivateDir:
-    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).
-
-    On POSIX ``fd`` is a descriptor of the very directory that was checked and
-    every file is created, renamed and removed relative to it, so renaming or
-    replacing its path meanwhile cannot send a file elsewhere.  On Windows
-    ``fd`` is None and plain paths are used.
-    """
+    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).  On POSIX every file is
+    created, renamed and removed relative to ``fd``, the very directory that was checked, so renaming or replacing
+    its path meanwhile cannot send a file elsewhere.  On Windows ``fd`` is None and plain paths are used."""
 
     def __init__(self, path, fd=None):
         self.path = path
@@ -473,15 +439,10 @@ class PrivateDir:
                 pass
 
     def write(self, name, data):
-        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.
-
-        The bytes go to a new temporary file (``temp_name``), created 0600 with O_EXCL and
-        O_NOFOLLOW under a name with 64 random bits, so no planted link is
-        ever opened; then it is renamed to ``name``.  rename() replaces the
-        directory entry, a symbolic link included, and never writes through
-        it.  On any failure (disk full, I/O error...) the temporary file is
-        removed and the error raised: a full disk is left no fuller.
-        """
+        """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.  The bytes go to a
+        new 0600 file (``temp_name``, TEMP_FILE_FLAGS: no planted link is ever opened), then renamed to ``name``:
+        rename() replaces a symbolic link, never writes through it.  On any failure the temporary file is removed
+        and the error raised: a full disk is left no fuller."""
         temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
@@ -498,10 +459,8 @@ class PrivateDir:
 
 
 def _open_dir(name, create, dir_fd=None, follow=True):
-    """Open directory ``name``, made 0700 first when missing and ``create``.
-
-    Returns ``(fd, made)``, or ``(None, False)`` when it is missing and not ``create``.
-    """
+    """Open directory ``name``, made 0700 first when missing and ``create``.  Returns ``(fd, made)``, or ``(None,
+    False)`` when it is missing and not ``create``."""
     made = False
     if create:
         try:
@@ -530,19 +489,10 @@ def _is_ours(fd, uid, made, shared_bits):
 
 
 def open_spill_dir(path, create=True):
-    """Open the directory spill files go to for ``--output-dir path``; a ``PrivateDir``.
-
-    That is ``path`` itself when it is ours and nobody else may write to it.
-    Otherwise (another user's directory, or a shared one such as /tmp or a
-    0777 directory) it is a private ``ocx-proxy-<uid>`` directory inside it,
-    created 0700; an existing one is used only when it is a real directory,
-    ours, and closed to group and others.  A ``path`` that is a symbolic link
-    to a directory owned by someone else is refused.  Refusals raise OSError
-    with a one-line reason.  Missing parents of ``path`` are created with the
-    default mode; only the directory we write in is made private.  Returns
-    None when ``create`` is false and the directory does not exist yet.
-    Windows has no owners and modes to check: ``path`` is used as it is.
-    """
+    """The directory spill files go to for ``--output-dir path``, as ``open_private_dir`` opens it.  A shared or
+    foreign ``path`` (/tmp, a 0777 directory) holds a private ``ocx-proxy-<uid>`` directory, used only when it is a
+    real directory, ours, mode 0700; a symbolic link to someone else's directory is refused.  Refusals raise
+    OSError with a one-line reason."""
     return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
 
 
@@ -606,26 +556,21 @@ UPSTREAM_ERROR = -32000
 REQUEST_TIMEOUT = -32001
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data.supported lists the versions the server speaks
 
-# Resource bounds (see README "Limits"): one message, and the bytes we hold for
-# a peer that is not reading, before we push back or give up.
+# Resource bounds (README "Limits"): one message, and what we hold for a peer that is not reading.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-# json cannot write raw text: dumps writes a LongNumber as a string holding this
-# tag, then puts its digits in place of that string.  The tag is random, so no
-# string a peer sends can pass for it.
+# json cannot write raw text: dumps writes a LongNumber as a string holding this tag, then puts its digits in
+# place of that string.  The tag is random, so no string a peer sends can pass for it.
 _LONG_TAG = "\x00%sL" % os.urandom(8).hex()
 _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
 
 def dumps(obj, indent=None):
-    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).
-
-    A ``LongNumber`` is written as the digits it was read from.  NaN and
-    infinities raise ValueError: JSON has no such numbers, and a client's
-    parser would refuse the whole line.
-    """
+    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).  A ``LongNumber``
+    is written as the text it was read from.  NaN and infinities raise ValueError: a client's parser would refuse
+    the whole line."""
     digits = []
 
     def long_number(value):
@@ -651,9 +596,8 @@ _JSON_SLICE = 1 << 16  # characters of one string escaped at a time
 
 
 def _json_chunks(value, newline):
-    # ``newline`` is a line break and the current indentation.  Leaves are
-    # written in place rather than by a nested generator: this is as fast
-    # as json.dumps(indent=2).
+    # ``newline`` is a line break and the current indentation.  Leaves are written in place rather than by a
+    # nested generator: this is as fast as json.dumps(indent=2).
     text = _json_leaf(value)
     if text is not None:
         yield text
@@ -699,12 +643,10 @@ def _json_leaf(value):
 
 
 def result_response(msg_id, result):
-    """A JSON-RPC result response object."""
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
 def error_response(msg_id, code, message, data=None):
-    """A JSON-RPC error response object."""
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -712,14 +654,10 @@ def error_response(msg_id, code, message, data=None):
 
 
 class LongNumber:
-    """An integer too long for ``int()`` (4,300 digits and more: Python 3.11, and 3.8+ since 2022).
-
-    ``parse_message(..., long_numbers=True)`` leaves one in place of such an
-    integer, its digits as they came: ``dumps`` writes them back unchanged,
-    and as a request id it is a key like any other (equal to the same digits).
-    Nothing converts it to an int: that is the quadratic work the limit exists
-    to prevent.
-    """
+    """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged.
+    ``parse_message(..., long_numbers=True)`` leaves one in place of an integer too long for ``int()`` (4,300
+    digits and more since 2022): as a request id it is a key like any other.  Nothing converts it to an int: that
+    is the quadratic work the limit exists to prevent."""
 
     __slots__ = ("text",)
 
@@ -743,20 +681,16 @@ def _long_int(text):
         return LongNumber(text)
 
 
-# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so
-# that what we read is what any client can read.  One decoder each, made once:
-# json.loads(text, **options) would build a new one per line.
+# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so that what we read is what any
+# client can read.  One decoder each, made once: json.loads(text, **options) would build a new one per line.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant)
 _LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int=_long_int)
 
 
 def parse_message(line, long_numbers=False):
-    """Parse one line (bytes) into a JSON value; raises ValueError when it is not JSON.
-
-    Besides invalid UTF-8 and syntax errors, that means ``NaN``/``Infinity``
-    and nesting too deep for the parser.  With ``long_numbers``, an integer
-    too long for ``int()`` becomes a ``LongNumber`` instead of an error.
-    """
+    """Parse one line (bytes) into a JSON value; ValueError when it is not JSON (invalid UTF-8,
+    ``NaN``/``Infinity``, nesting too deep).  With ``long_numbers``, an integer too long for ``int()``
+    becomes a ``LongNumber`` instead of an error."""
     return parse_text(line.decode("utf-8"), long_numbers)
 
 
@@ -775,21 +709,14 @@ def parse_text(text, long_numbers=False):
 
 def valid_id(msg_id):
     """True for a JSON-RPC id: a string, a finite number (not a boolean; a ``LongNumber`` too) or null."""
-    if msg_id is None or isinstance(msg_id, (str, LongNumber)):
-        return True
-    if isinstance(msg_id, bool):
-        return False
-    if isinstance(msg_id, int):
-        return True
-    return isinstance(msg_id, float) and math.isfinite(msg_id)
+    if isinstance(msg_id, float):
+        return math.isfinite(msg_id)
+    return msg_id is None or isinstance(msg_id, (str, LongNumber, int)) and not isinstance(msg_id, bool)
 
 
 def id_key(msg_id):
-    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests.
-
-    An invalid id (object, array, boolean, non-finite) gets a key of its own
-    that matches nothing, so looking one up never raises.
-    """
+    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests; an invalid id gets a key
+    of its own that matches nothing, so looking one up never raises."""
     if not valid_id(msg_id):
         return object()
     return (isinstance(msg_id, str), msg_id)
@@ -816,26 +743,12 @@ _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
 
 
 class Envelope:
-    """The top-level routing fields of one JSON object line, read without parsing the rest.
+    """The top-level routing fields of one JSON object line, read without parsing the rest.  ``id`` is the id when
+    ``has_valid_id``; ``method`` is the method when it is a string.  Nothing nested is validated, so a line can
+    have an envelope and still not be valid JSON."""
 
-    ``has_id`` tells whether an ``id`` key is there;
-    ``id`` is its value when it is a string, number or null (else
-    ``has_valid_id`` is false); ``has_method`` tells a request or notification
-    and ``method`` is its name when that is a string; ``has_result`` and
-    ``has_error`` say which answer key is present.  Nothing nested is
-    validated, so a line can have an envelope and still not be valid JSON.
-    """
-
-    __slots__ = ("id", "has_id", "has_valid_id", "has_method", "method", "has_result", "has_error")
-
-    def __init__(self):
-        self.id = None
-        self.has_id = False
-        self.has_valid_id = False
-        self.has_method = False
-        self.method = None
-        self.has_result = False
-        self.has_error = False
+    id = method = None
+    has_id = has_valid_id = has_method = has_result = has_error = False
 
     def kind(self):
         """Like ``message_kind``: 'request', 'notification', 'response' or None."""
@@ -851,15 +764,10 @@ class Envelope:
 
 
 def peek_envelope(line, partial=False):
-    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.
-
-    Nested values are skipped by scanning for brackets and string ends, never
-    by recursion, so a value nested 100,000 levels deep, an integer of any
-    length or a control character inside a string costs nothing and cannot
-    hide the ``id`` of a request or a response from us.  With ``partial``,
-    an object cut short or broken still gives the keys read before the break
-    (enough to tell which request a broken answer was meant for).
-    """
+    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.  Nested values are skipped by
+    scanning for brackets and string ends, never by recursion, so no nesting depth, integer length or control
+    character hides a top-level ``id`` from us.  With ``partial``, a broken object still gives the keys read before
+    the break (enough to tell which request a broken answer was meant for)."""
     pos = _skip_space(line, 0)
     if pos >= len(line) or line[pos] != 0x7B:  # "{"
         return None
@@ -869,10 +777,7 @@ def peek_envelope(line, partial=False):
 
 def _read_members(line, pos, envelope, cut=False):
     """Note the members of the object whose "{" is just before ``pos``; False when it is broken.
-
-    With ``cut`` (``line`` is only the first bytes of a longer line), a value
-    that reaches the end of ``line`` may go on past it, so it is not noted.
-    """
+    With ``cut`` (``line`` is the start of a longer line), a value reaching its end is not noted."""
     end = len(line)
     pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
@@ -1000,14 +905,10 @@ _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
 
 
 def _skip_chunks(data, pos, depth):
-    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.
-
-    ``pos`` is outside any string.  Returns the position and depth where the
-    chunk holding the end starts, or (-1, 0) when a string never ends.  A
-    chunk costs a few C-speed passes: escape pairs blanked, everything but
-    quotes and brackets dropped, strings and matched bracket pairs removed;
-    what is left is "}" * closed + "{" * opened.
-    """
+    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.  ``pos`` is outside any string.
+    Returns the position and depth where the chunk holding the end starts, or (-1, 0) when a string never ends.  A
+    chunk costs a few C-speed passes: escape pairs blanked, everything but quotes and brackets dropped, strings and
+    matched bracket pairs removed; what is left is "}" * closed + "{" * opened."""
     end = len(data)
     while end - pos > _SKIP_CHUNK:
         chunk = data[pos:pos + _SKIP_CHUNK].replace(b"\\\\", b"__").replace(b'\\"', b"__")
@@ -1043,11 +944,8 @@ def _skip_chunks(data, pos, depth):
 
 
 def split_array(line):
-    """The members of a JSON array line as a list of bytes, or None when it is not one.
-
-    Nothing is parsed: each member keeps its exact bytes, so the good members
-    of a batch can go on even when another one is not JSON at all.
-    """
+    """The members of a JSON array line as a list of their exact bytes, or None when it is not one:
+    the good members of a batch go on even when another one is not JSON at all."""
     end = len(line)
     pos = _skip_space(line, 0)
     if pos >= end or line[pos] != 0x5B:  # "["
@@ -1076,12 +974,9 @@ _NOT_CONTROL = bytes(sorted(set(range(256)) - set(range(0x20)) | set(b"\t\r")))
 
 
 def relayable_unparsed(line):
-    """True when ``line`` may reach a client without a full parse.
-
-    That is: valid UTF-8, no raw control character, no ``NaN``/``Infinity``
-    (those may be inside a string: then the full parse decides).  Each test
-    is a C-speed pass that holds no copy of the line.
-    """
+    """True when ``line`` is valid UTF-8 with no raw control character and no ``NaN``/``Infinity``
+    (maybe inside a string: the full parse decides): it may reach a client without a full parse.
+    Each test is a C-speed pass that holds no copy of the line."""
     if line.translate(None, _NOT_CONTROL) or b"NaN" in line or b"Infinity" in line:
         return False
     if line.isascii():
@@ -1120,13 +1015,9 @@ _TAIL_ID_RE = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|
 
 
 class OversizedLine:
-    """A line longer than the cap: its size and both ends, the rest was dropped as it came.
-
-    ``envelope()`` recovers what it can of the routing fields: the top-level
-    keys that fit in the first ``KEEP`` bytes (so a request's ``method`` and an
-    ``id`` written before a huge ``params``), else an ``id`` that is the last
-    member, from the last ``KEEP`` bytes.  An id in the middle is lost.
-    """
+    """A line longer than the cap: its size and both ends, the rest was dropped as it came.  ``envelope()``
+    recovers the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is the last member, from the last
+    ``KEEP`` bytes.  An id in the middle is lost."""
 
     KEEP = 65536
     __slots__ = ("head", "tail", "size")
@@ -1163,14 +1054,10 @@ class OversizedLine:
 
 
 class LineSplitter:
-    """Turns a byte stream into lines without the trailing CR/LF.
-
-    Chunks without a newline are kept as they came and joined once when the
-    line ends, so a multi-megabyte line arriving in 64 KiB chunks costs linear
-    time and a single copy; a chunk holding exactly one line (the usual case)
-    costs one slice.  A line longer than ``max_line`` bytes is never held: its
-    bytes are dropped as they come and it is returned as an ``OversizedLine``.
-    """
+    """Turns a byte stream into lines without the trailing CR/LF.  Chunks without a newline are kept as they came
+    and joined once when the line ends: a big line costs linear time and a single copy.  A line longer than
+    ``max_line`` bytes is never held: its bytes are dropped as they come and it is returned as an
+    ``OversizedLine``."""
 
     def __init__(self, max_line=None):
         self.chunks = []  # bytes received after the last newline
@@ -1252,9 +1139,8 @@ class LineSplitter:
 # Protocol versions: what each MCP revision has
 # ---------------------------------------------------------------------------
 
-# Every MCP revision we know, oldest first, with the features the code asks
-# version_has() about.  A new revision is one more row, a new question one more
-# word in the rows that have it; nothing else compares versions.
+# Every MCP revision we know, oldest first, with the features the code asks version_has() about.  A new revision
+# is one more row, a new question one more word in the rows that have it; nothing else compares versions.
 #   handshake           initialize / notifications/initialized before anything else
 #   http_sse            the HTTP+SSE transport (GET stream plus an endpoint for POSTs)
 #   streamable_http     one POST per message; sessions: its Mcp-Session-Id header
@@ -1272,20 +1158,16 @@ PROTOCOL_VERSIONS = {
     # Stateless: no initialize and no session; every request names its version.
     "2026-07-28": frozenset(["streamable_http", "resource_link", "structured_content", "result_type"]),
 }
-# What servers of ours (capture, demo-server) speak, newest first, and what
-# check asks for: the revisions with an initialize to answer.
+# Newest first: what servers of ours (capture, demo-server) speak and check asks for (the revisions with an
+# initialize to answer), and the stateless revisions (what check asks for with server/discover).
 SERVED_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" in PROTOCOL_VERSIONS[v])
+MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if v not in SERVED_PROTOCOL_VERSIONS)
 LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
-# The stateless revisions, newest first (what check asks for with server/discover).
-MODERN_PROTOCOL_VERSIONS = tuple(v for v in reversed(list(PROTOCOL_VERSIONS)) if "handshake" not in PROTOCOL_VERSIONS[v])
 
 
 def version_has(version, feature):
-    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.
-
-    A version we do not know has the features of the newest known one before
-    it (the dates sort as strings); one that is not a string has none.
-    """
+    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.  A version we do
+    not know has those of the newest known one before it; one that is not a string has none."""
     if not isinstance(version, str):
         return False
     known = [v for v in PROTOCOL_VERSIONS if v <= version]
@@ -1301,20 +1183,13 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 def is_modern(version):
-    """True for a stateless revision (2026-07-28 and later): no handshake, no session.
-
-    Its requests name the version themselves (``request_version``) and its
-    results say their kind in ``resultType``.
-    """
+    """True for a stateless revision (2026-07-28 and later): no handshake, no session."""
     return version_has(version, "result_type") and not version_has(version, "handshake")
 
 
 def request_version(params):
-    """The version a request names in ``params._meta`` (2026-07-28 and later), else None.
-
-    A request without it belongs to its session: the version ``initialize``
-    negotiated, if any.
-    """
+    """The version a request names in ``params._meta`` (2026-07-28 and later), else None (the
+    request belongs to its session)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(META_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) else None
@@ -1488,8 +1363,7 @@ def client_profile_for(name):
 # Spill files: limits, names, the files of one spill and the readable text of a message
 # ---------------------------------------------------------------------------
 
-# Defaults of --max-response-chars and --preview-chars for a client we do not
-# know (CLIENTS' generic profile), and of --retention-days.
+# Defaults of --max-response-chars, --preview-chars (CLIENTS' generic profile) and --retention-days.
 MAX_RESPONSE_CHARS = CLIENTS["generic"]["profile"]["budget_chars"]
 PREVIEW_CHARS = CLIENTS["generic"]["profile"]["preview_chars"]
 RETENTION_DAYS = 7
@@ -1497,28 +1371,23 @@ RETENTION_DAYS = 7
 # image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
 # screenshot and far below what the model APIs accept in one image.
 MAX_IMAGE_BYTES = 1 << 20
-# Responses to these methods keep a session alive or describe it: rewriting them
-# would break the client, so an oversized one is forwarded with a warning.
+# Responses that keep a session alive or describe it: an oversized one is forwarded, with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel", "server/discover",
                          "subscriptions/listen"])
-# Methods whose result is another method's, spilled with that one's preview:
-# 2025-11-25's tasks/result answers with the tool's own CallToolResult.
+# Methods whose result is another method's, spilled with that one's preview (tasks/result: a CallToolResult).
 SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
 # The tool the relay adds to tools/list to read spilled text (Spill.read, Spill.search).
 READER_TOOL_NAME = "read_spilled_output"
-# Bounds of its arguments: numbers beyond any text we hold, a few lines of
-# context, and a pattern that fits any command line (see Spill.search).
+# Bounds of its arguments: numbers beyond any text, lines of context, a pattern any command line holds.
 READER_MAX_NUMBER = 10 ** 12
 READER_MAX_CONTEXT = 100
 READER_MAX_PATTERN = 1000
-# A pattern search is killed after this many seconds (wall clock); by half of
-# it, the search answers what it found so far and where to go on.
+# A pattern search is killed after this many seconds; by half of it, it answers what it found so far.
 SEARCH_SECONDS = 5
 # Where lines and characters are in a .txt is noted every this many bytes (TextIndex).
 TEXT_INDEX_STEP = 1 << 16
-# JSON texts longer than this go to the .txt as they are: pretty-printing
-# parses them whole, which costs memory and time out of proportion.
+# JSON texts longer than this go to the .txt as they are: pretty-printing parses them whole.
 PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+\Z")
 MIME_EXTENSIONS = {
@@ -1526,19 +1395,14 @@ MIME_EXTENSIONS = {
     "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3",
     "audio/ogg": ".ogg", "application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt",
 }
-# Characters a preview must not start with: they belong to the character before
-# (zero-width joiner, variation selectors; skin tones and combining marks are tested apart).
+# Characters a preview must not start with (skin tones and combining marks are tested apart).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
 def never_spilled(method, result=None):
-    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten.
-
-    Lifecycle and catalog answers describe the session; an interim result
-    (``resultType`` other than "complete": input_required, task) or a task
-    waiting for input carries what the client must act on.  Only a final
-    result may become a preview.
-    """
+    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten: lifecycle
+    and catalog answers describe the session, and an interim result (``resultType`` other than
+    "complete") or a task waiting for input carries what the client must act on."""
     if method in NEVER_SPILL or (method or "").endswith("/list"):
         return True
     if not isinstance(result, dict):
@@ -1548,11 +1412,8 @@ def never_spilled(method, result=None):
 
 
 def task_tool_result(method, result):
-    """The final CallToolResult a tasks/get result embeds (a completed task), else None.
-
-    The tasks extension of 2026-07-28 inlines it as ``result``; the tasks/get
-    of 2025-11-25 never carries one.
-    """
+    """The final CallToolResult a tasks/get result embeds (a completed task of the 2026-07-28 tasks
+    extension), else None."""
     if method != "tasks/get" or not isinstance(result, dict) or result.get("status") != "completed":
         return None
     inner = result.get("result")
@@ -1578,29 +1439,15 @@ def utf8_len(text):
 
 def pretty_json(text):
     """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
-
-    Numbers keep their exact spelling: a float is parsed as a placeholder and
-    its original text put back, so 1.50 or 1e5 do not become 1.5 or 100000.0.
-    """
+    Floats are read as ``LongNumber``: 1.50 or 1e5 do not become 1.5 or 100000.0."""
     stripped = text.strip()
     if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return None
-    floats = []
-    tag = "\x00%sF" % os.urandom(4).hex()
-
-    def keep_float(spelling):
-        floats.append(spelling)
-        return "%s%d" % (tag, len(floats) - 1)
-
+    decoder = json.JSONDecoder(parse_float=LongNumber, parse_constant=_refuse_json_constant)
     try:
-        value = json.JSONDecoder(parse_float=keep_float, parse_constant=_refuse_json_constant).decode(stripped)
-        out = json.dumps(value, indent=2, ensure_ascii=False)
+        return dumps(decoder.decode(stripped), indent=2)
     except (ValueError, RecursionError):
         return None
-    if floats:
-        quoted = re.compile('"%s(\\d+)"' % re.escape(json.dumps(tag, ensure_ascii=False)[1:-1]))
-        out = quoted.sub(lambda match: floats[int(match.group(1))], out)
-    return out
 
 
 def _is_continuation(text, i):
@@ -1613,11 +1460,8 @@ def _is_continuation(text, i):
 
 
 def make_preview(text, budget):
-    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters.
-
-    About three quarters go to the head and one quarter to the tail; both ends
-    are moved to a line break when one is near, and never inside a character.
-    """
+    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters: about three quarters
+    to the head, both ends moved to a line break when one is near, and never inside a character."""
     if len(text) <= budget:
         return text, "", 0
     head_len = budget * 3 // 4
@@ -1633,13 +1477,8 @@ def make_preview(text, budget):
     return text[:head_len], text[tail_start:], tail_start - head_len
 
 
-class SpillFiles:
+class SpillFiles(collections.namedtuple("SpillFiles", "json_path txt_path blob_paths")):
     """Paths written for one spilled message."""
-
-    def __init__(self, json_path, txt_path, blob_paths):
-        self.json_path = json_path
-        self.txt_path = txt_path
-        self.blob_paths = blob_paths
 
     def meta(self, original_chars, preview_chars):
         meta = {
@@ -1692,12 +1531,8 @@ class ReadableText:
         return "\n\n".join(self.parts)
 
     def encoded(self, step=1 << 20):
-        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.
-
-        A lone surrogate (JSON can carry one, UTF-8 cannot) becomes U+FFFD, one
-        character of 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid
-        UTF-8 for any tool, and for the reader.
-        """
+        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.  A lone surrogate
+        becomes U+FFFD, 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid UTF-8 for any tool."""
         for n, part in enumerate(self.parts):
             if n:
                 yield b"\n\n"
@@ -2615,8 +2450,7 @@ class PreviewBuilder:
 # ---------------------------------------------------------------------------
 
 READ_CHUNK = 1 << 16
-# A line shorter than this is copied once to append its newline (one system call);
-# a longer one is queued as it is, the newline after it.
+# A line shorter than this is copied once to append its newline; a longer one is queued as it is.
 WRITE_COPY_LIMIT = 1 << 16
 
 
@@ -2635,13 +2469,9 @@ class Timer:
 
 
 class Loop:
-    """A small single-threaded event loop over ``selectors``.
-
-    It dispatches fd readiness callbacks, timers, and callbacks posted from
-    other threads with ``post()`` (which wakes the loop through a socketpair,
-    so it works on Windows too).  Everything that touches relay state runs on
-    the loop's thread.
-    """
+    """A single-threaded event loop over ``selectors``: fd readiness callbacks, timers, and callbacks
+    ``post()``-ed from other threads (a socketpair wakes it, on Windows too).  Everything that
+    touches relay state runs on the loop's thread."""
 
     def __init__(self):
         self.selector = selectors.DefaultSelector()
@@ -2654,8 +2484,6 @@ class Loop:
         self.callbacks = {}  # fd -> {event: callback}
         self.running = False
         self.add_reader(self.wake_r.fileno(), self._drain_wake)
-
-    # -- registration ------------------------------------------------------
 
     def _update(self, fd, event, callback):
         handlers = dict(self.callbacks.get(fd, {}))
@@ -2689,8 +2517,6 @@ class Loop:
     def remove_writer(self, fd):
         self._update(fd, selectors.EVENT_WRITE, None)
 
-    # -- timers and posted calls -------------------------------------------
-
     def call_later(self, delay, callback, *args):
         timer = Timer(callback, args)
         heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
@@ -2710,8 +2536,6 @@ class Loop:
                 pass
         except OSError:
             pass
-
-    # -- running -----------------------------------------------------------
 
     def stop(self):
         self.running = False
@@ -2733,8 +2557,7 @@ class Loop:
                         log.debug(line)
 
     def _spin(self):
-        # Hot loop: everything it touches is bound to a local once (the
-        # containers are only ever mutated in place, never replaced).
+        # Hot loop: what it touches is bound to locals once (the containers are mutated, never replaced).
         wait = self.selector.select
         callbacks = self.callbacks
         posted = self.posted
@@ -2745,12 +2568,8 @@ class Loop:
         while self.running:
             if posted:
                 timeout = 0
-            elif timers:
-                timeout = timers[0][0] - monotonic()
-                if timeout < 0:
-                    timeout = 0
             else:
-                timeout = None
+                timeout = max(0, timers[0][0] - monotonic()) if timers else None
             for key, mask in wait(timeout):
                 fd = key.fd
                 handlers = callbacks.get(fd)
@@ -2770,12 +2589,11 @@ class Loop:
             while posted:
                 callback, args = posted.popleft()
                 callback(*args)
-            if timers and timers[0][0] <= monotonic():
-                now = monotonic()
-                while timers and timers[0][0] <= now:
-                    timer = heappop(timers)[2]
-                    if not timer.cancelled:
-                        timer.callback(*timer.args)
+            now = monotonic()
+            while timers and timers[0][0] <= now:
+                timer = heappop(timers)[2]
+                if not timer.cancelled:
+                    timer.callback(*timer.args)
 
     def close(self):
         self.selector.close()
@@ -2784,13 +2602,10 @@ class Loop:
 
 
 class PipeReader:
-    """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.
-
-    ``pause()`` stops reading until ``resume()`` (a chunk already read is
-    still delivered), so that a writer on the other end of the pipe blocks:
-    that is how backpressure reaches a peer.  ``stop()`` ends the deliveries.
-    One subclass per mechanism; ``pipe_reader()`` picks one.
-    """
+    """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.  ``pause()`` stops reading
+    until ``resume()`` (a chunk already read is still delivered), so that the writer at the other end blocks: that
+    is how backpressure reaches a peer.  ``stop()`` ends the deliveries.  One subclass per mechanism;
+    ``pipe_reader()`` picks one."""
 
     def __init__(self, loop, fd, on_data):
         self.loop = loop
@@ -2814,11 +2629,8 @@ class PipeReader:
 
 
 class SelectPipeReader(PipeReader):
-    """Reads when the loop reports the fd readable.
-
-    The constructor raises OSError/ValueError for an fd the selector refuses
-    (regular files, Windows pipes).
-    """
+    """Reads when the loop reports the fd readable; OSError/ValueError for an fd the selector refuses
+    (regular files, Windows pipes)."""
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -2843,17 +2655,13 @@ class SelectPipeReader(PipeReader):
             self.loop.add_reader(self.fd, self._readable)
 
     def stop(self):
-        """Stop delivering data and unregister the fd."""
         self.loop.remove_reader(self.fd)
         self.closed = True
 
 
 class ThreadPipeReader(PipeReader):
-    """A daemon thread does blocking reads and posts each chunk to the loop.
-
-    For what select cannot wait on (Windows pipes, regular files), or forced
-    with ``--io threads``.
-    """
+    """A daemon thread does blocking reads and posts each chunk to the loop: for what select cannot
+    wait on (Windows pipes, regular files), or with ``--io threads``."""
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -2871,8 +2679,7 @@ class ThreadPipeReader(PipeReader):
                 continue
             except OSError:
                 data = b""
-            # One chunk at a time: the next read waits until the loop has taken
-            # this one, so a pause() made while handling it is never overrun.
+            # One chunk at a time, so that a pause() made while the loop handles it is never overrun.
             self.delivered.clear()
             self.loop.post(self._deliver, data)
             if not data:
@@ -2907,20 +2714,12 @@ def pipe_reader(loop, fd, on_data, use_threads=False):
 
 
 class PipeWriter:
-    """Writes bytes to ``fd`` without ever blocking the loop.
-
-    Queued bytes are referenced, never copied (so a 100 MB line costs nothing
-    more while it waits): callers must not change a buffer after writing it.
-
-    ``write()`` returns False once more than ``limit`` bytes wait: the caller
-    should stop producing (stop reading from the peer that feeds us) and ask
-    ``when_drained(callback)``, which calls ``callback()`` once, on the loop
-    thread, when no more than half of ``limit`` waits.  ``limit`` is a high-water
-    mark, not a cap: a single larger write is still queued whole.
-    ``on_error(exc)`` is called once if the reader went away (EPIPE).
-    ``close()`` closes after everything queued is written, and closes the fd
-    only with ``close_fd``.  One subclass per mechanism; ``pipe_writer()`` picks one.
-    """
+    """Writes bytes to ``fd`` without ever blocking the loop.  Queued bytes are referenced, never copied: callers
+    must not change a buffer after writing it.  ``write()`` returns False once more than ``limit`` bytes wait (a
+    high-water mark, not a cap): the caller should stop reading from the peer that feeds us until
+    ``when_drained(callback)``.  ``on_error(exc)`` is called once if the reader went away (EPIPE).  ``close()``
+    closes after everything queued is written, the fd too with ``close_fd``.  One subclass per mechanism;
+    ``pipe_writer()`` picks one."""
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         self.loop = loop
@@ -3039,11 +2838,11 @@ class SelectPipeWriter(PipeWriter):
             self._close_now()
 
     def _close_now(self):
-        if self.close_fd:
-            self._close_fd()
-            return
         try:
-            os.set_blocking(self.fd, self.restore_blocking)
+            if self.close_fd:
+                os.close(self.fd)
+            else:
+                os.set_blocking(self.fd, self.restore_blocking)
         except OSError:
             pass
 
@@ -3056,10 +2855,8 @@ class SelectPipeWriter(PipeWriter):
 
 
 class ThreadPipeWriter(PipeWriter):
-    """A daemon thread does blocking writes from the queue.
-
-    The queue is shared with the loop thread under ``ready``, a condition on the drain check's lock.
-    """
+    """A daemon thread does blocking writes from the queue, shared with the loop thread under
+    ``ready`` (a condition on the drain check's lock)."""
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         PipeWriter.__init__(self, loop, fd, on_error, close_fd, limit)
@@ -3085,9 +2882,7 @@ class ThreadPipeWriter(PipeWriter):
             if data is None:
                 break
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.fd, view):]
+                _write_all(self.fd, data)
             except OSError as exc:
                 self.failed = True
                 with self.ready:
@@ -3130,14 +2925,9 @@ def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limi
 
 
 class BoundedRun:
-    """A helper program beside the loop: its stdout is read through ``loop``, and it is killed after ``seconds``.
-
-    ``on_done(output)`` is called once, on the loop thread: with all the
-    program wrote on stdout once it closed it, or with None when it was
-    killed (the time bound, ``stop()``).  Its stdin is ``stdin`` (a file
-    descriptor, which the caller still owns) and its stderr is discarded.
-    Popen raises OSError when it cannot start.
-    """
+    """A helper program beside the loop, killed after ``seconds``; Popen's OSError when it cannot start.
+    ``on_done(output)`` is called once, on the loop thread: with all it wrote on stdout, or None when it was killed
+    (the time bound, ``stop()``).  ``stdin`` is a file descriptor the caller still owns; stderr is discarded."""
 
     def __init__(self, loop, argv, stdin, seconds, on_done, use_threads=False):
         self.on_done = on_done
@@ -3179,9 +2969,8 @@ class BoundedRun:
 # Upstreams: the transport contract and the stdio child process
 # ---------------------------------------------------------------------------
 
-# The environment a stdio server gets by default: the same small, safe set the
-# official SDKs pass (anything else must be given with --env or
-# --pass-environment, so tokens in our environment do not leak to the child).
+# The environment a stdio server gets by default, as the official SDKs pass it (anything else must be given
+# with --env or --pass-environment: tokens in our environment do not leak to the child).
 SAFE_ENV_POSIX = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 SAFE_ENV_WINDOWS = ("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
                     "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME",
@@ -3191,10 +2980,8 @@ KILL_GRACE = 1.0   # seconds from SIGTERM to SIGKILL when we are being stopped o
 
 
 def child_environment(env_pairs=(), pass_environment=False, environ=None):
-    """Build the child's environment: safe defaults (or everything) plus ``NAME=VALUE`` pairs.
-
-    Values expand ``${VAR}`` from our environment; an unset one is a UsageError.
-    """
+    """The child's environment: safe defaults (or everything) plus ``NAME=VALUE`` pairs, whose values
+    expand ``${VAR}`` from ours (an unset one is a UsageError)."""
     environ = os.environ if environ is None else environ
     if pass_environment:
         env = dict(environ)
@@ -3218,12 +3005,9 @@ def resolve_command(command, env):
 
 
 class Handshake:
-    """The client's ``initialize`` request and ``notifications/initialized``, to say them again.
-
-    A new server behind the same client (a restarted child, a new Streamable
-    HTTP session, a reconnected legacy SSE stream) must hear them first, and
-    the answer is ours: the client had one.
-    """
+    """The client's ``initialize`` request and ``notifications/initialized``, to say them again to a
+    new server behind the same client (a restarted child, a new session or stream); the answer is
+    ours: the client had one."""
 
     def __init__(self):
         self.initialize_line = None    # bytes, no newline
@@ -3278,38 +3062,25 @@ def apply_rewrites(rewrites, line, msg, params):
 
 
 class Upstream:
-    """The contract between the relay and a transport to the real server.
+    """The contract between the relay and a transport to the real server; a transport defines ``start``,
+    ``send`` and ``close_input``.
 
-    The relay calls ``start()`` once, ``send(data)`` with one or more complete
-    JSON-RPC lines (bytes ending in a newline) in the client's order, and
-    ``close_input()`` when it wants the upstream to finish; ``kill_tree()`` and
-    ``reap()`` at the very end.  The upstream calls, always on the loop thread
-    (use ``loop.post`` from worker threads), ``on_line(bytes)`` for every
-    message line from the server (no newline), or an ``OversizedLine`` for
-    one over ``--max-message-bytes``, and ``on_exit(description)`` exactly
-    once when it is gone for good; it then sets ``exited``, and ``fatal``
-    too when no retry can help (a refused legacy SSE endpoint): the command
-    then exits with status 1.  ``stderr_tail`` holds recent diagnostic lines
-    quoted in error messages.  ``handshake`` is the client's ``Handshake``:
-    whoever speaks for the client sets it before ``start()`` and notes the
-    client's messages in it (the relay keeps one across restarts); a
-    transport that opens a new session or stream on its own replays it.
-    ``rewrites`` ({method: tuple of ``Rewrite``}) are the transport's own
-    changes to the answers to that method's requests: whoever speaks for the
-    client runs them, before any of its own (the relay: see ``Relay.rewrites``).
+    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (bytes ending in a newline) in
+    the client's order, ``close_input()`` when it wants the upstream to finish, and ``kill_tree()`` and
+    ``reap()`` at the very end.  The upstream calls, on the loop thread, ``on_line(bytes)`` for every line from
+    the server (no newline; an ``OversizedLine`` over ``--max-message-bytes``; a transport that parses lines
+    passes the message too, ``on_line(bytes, message)``, so that it is parsed once) and ``on_exit(description)``
+    exactly once when it is gone for good; it then sets ``exited``, and ``fatal`` when no retry can help (the
+    command exits with status 1).  ``stderr_tail`` holds recent diagnostic lines for error messages.
+    ``handshake`` is the client's ``Handshake``: whoever speaks for the client sets it before ``start()`` and
+    notes the client's messages in it; a transport that opens a new session or stream replays it.  ``rewrites``
+    ({method: tuple of ``Rewrite``}) are the transport's own changes to answers, run before the relay's
+    (``Relay.rewrites``).
 
-    A transport that parses lines passes the message too, ``on_line(bytes,
-    message)`` (as ``parse_message(line, long_numbers=True)`` gives it, or
-    None), so that it is parsed once.
-
-    Flow control, so that a slow peer slows the other one down instead of
-    filling our memory: ``pause_reading()`` asks the upstream to stop reading
-    from the server (lines already read may still arrive) until
-    ``resume_reading()``; ``send()`` returns False when more than
-    ``--max-buffer-bytes`` wait for the server, and ``when_drained(callback)``
-    then calls ``callback()`` once, on the loop thread, when half of that has
-    gone out.  The defaults suit a transport that cannot push back: pausing
-    does nothing and ``send()`` is never full.
+    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still arrive) until
+    ``resume_reading()``; ``send()`` returns False when more than ``--max-buffer-bytes`` wait, and
+    ``when_drained(callback)`` then calls ``callback()`` once, on the loop thread, when half of that has gone
+    out.  The defaults suit a transport that cannot push back.
     """
 
     def __init__(self, loop, on_line, on_exit):
@@ -3321,15 +3092,6 @@ class Upstream:
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.handshake = Handshake()
         self.rewrites = {}
-
-    def start(self):
-        raise NotImplementedError
-
-    def send(self, data):
-        raise NotImplementedError
-
-    def close_input(self):
-        raise NotImplementedError
 
     def pause_reading(self):
         """Stop reading from the server until ``resume_reading()`` (default: no-op)."""
@@ -3348,10 +3110,9 @@ class Upstream:
         """Release resources after exit."""
 
 
-# The watchdog's program, run as ``python -I -S -c WATCHDOG_PROGRAM GROUP GRACE TERM KILL``.
-# A byte on stdin releases it; EOF means the relay died without a word.  Signal
-# numbers come as arguments: importing ``signal`` (and with it ``enum``) would
-# double the watchdog's start-up CPU.
+# The watchdog's program, run as ``python -I -S -c WATCHDOG_PROGRAM GROUP GRACE TERM KILL``.  A byte on stdin
+# releases it; EOF means the relay died without a word.  Signal numbers come as arguments: importing ``signal``
+# (and with it ``enum``) would double the watchdog's start-up CPU.
 WATCHDOG_PROGRAM = """\
 import os, sys, time
 group, grace, term, kill = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -3371,19 +3132,11 @@ if not os.read(0, 1):
 class Watchdog:
     """A helper process that stops a process group when we die without stopping it.
 
-    It blocks reading a pipe whose write end only we hold.  However we die,
-    even by SIGKILL, the kernel closes that end: the watchdog reads EOF, sends
-    SIGTERM to the group and SIGKILL after ``KILL_GRACE`` if anything is left,
-    grandchildren included.  ``release()`` tells it that we dealt with the group
-    ourselves.  It runs in its own session, so the signal a client sends to
-    our process group does not take it down with us, and its stdout and stderr
-    are /dev/null, so it never keeps the client's pipes open after we are gone.
-
-    A separate interpreter rather than ``PR_SET_PDEATHSIG``: that is Linux
-    only, reaches the direct child but not what it started, and needs a
-    ``preexec_fn`` (unsafe once threads run).  Starting one costs us about
-    0.5 ms; its own start-up (about 10 ms of CPU) runs beside the server's.
-    """
+    It blocks reading a pipe whose write end only we hold: however we die, even by SIGKILL, it reads EOF and
+    sends the group SIGTERM, then SIGKILL after ``KILL_GRACE``.  ``release()`` tells it we dealt with the group
+    ourselves.  Its own session keeps a client's signal to our group from taking it down with us; its stdout
+    and stderr are /dev/null.  Not ``PR_SET_PDEATHSIG``: that is Linux only, misses grandchildren and needs a
+    ``preexec_fn`` (unsafe once threads run)."""
 
     def __init__(self, group):
         """Start watching process group ``group`` (POSIX only)."""
@@ -3423,14 +3176,9 @@ class Watchdog:
 
 
 class StdioUpstream(Upstream):
-    """The MCP server as a child process speaking newline-delimited JSON on stdio.
-
-    ``on_exit`` fires when its stdout closes or the process ends.  Its stderr
-    is copied to ours, prefixed, and its last lines are kept in
-    ``stderr_tail``.  The child runs in its own process group so that shutdown
-    can reach everything it started, and a ``Watchdog`` stops that group if
-    we die before we could.
-    """
+    """The MCP server as a child process speaking newline-delimited JSON on stdio.  ``on_exit`` fires when its
+    stdout closes or the process ends.  Its stderr is copied to ours, prefixed.  It runs in its own process group,
+    which shutdown (or a ``Watchdog``, if we die first) stops whole."""
 
     def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None,
                  max_message_bytes=MAX_MESSAGE_BYTES, max_buffer_bytes=MAX_BUFFER_BYTES):
@@ -3462,8 +3210,7 @@ class StdioUpstream(Upstream):
             return
         if not IS_WINDOWS:
             self.watchdog = Watchdog(self.process.pid)
-        # The writer owns a duplicate of the pipe so that closing it never leaves
-        # Popen's file object holding a dead descriptor (EBADF at garbage collection).
+        # The writer owns a duplicate: closing it never leaves Popen's file object a dead descriptor (EBADF).
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()
         self.stdin = pipe_writer(self.loop, stdin_fd, on_error=self._stdin_error,
@@ -3535,8 +3282,7 @@ class StdioUpstream(Upstream):
 
     def _exited_without_eof(self):
         if self.paused:
-            # What the child wrote before exiting is still in the pipe, waiting
-            # for the client to catch up: its end of file will tell.
+            # What it wrote before exiting waits in the pipe for the client to catch up: EOF will tell.
             self.poll_timer = self.loop.call_later(0.5, self._poll)
         else:
             self._report_exit()
@@ -3591,16 +3337,13 @@ class StdioUpstream(Upstream):
         """Signal the child's whole process group (SIGKILL by default)."""
         if self.process is None:
             return
-        if IS_WINDOWS:
-            try:
-                self.process.kill()
-            except OSError:
-                pass
-            return
         try:
-            os.killpg(self.process.pid, signal.SIGKILL if sig is None else sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+            if IS_WINDOWS:
+                self.process.kill()
+            else:
+                os.killpg(self.process.pid, signal.SIGKILL if sig is None else sig)
+        except OSError:
+            pass  # gone already
 
     def reap(self):
         if self.process is not None:
@@ -3617,13 +3360,11 @@ class StdioUpstream(Upstream):
             self.watchdog.release()
 
 
-def stdio_upstream_factory(command, env, *, cwd=None, use_threads=False, max_message_bytes=MAX_MESSAGE_BYTES,
-                           max_buffer_bytes=MAX_BUFFER_BYTES):
-    """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream``."""
+def stdio_upstream_factory(command, env, **options):
+    """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream`` (``options``: its
+    ``cwd``, ``use_threads``, ``max_message_bytes``, ``max_buffer_bytes``)."""
     def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, command, env, cwd=cwd, use_threads=use_threads, on_line=on_line,
-                             on_exit=on_exit, max_message_bytes=max_message_bytes,
-                             max_buffer_bytes=max_buffer_bytes)
+        return StdioUpstream(loop, command, env, on_line=on_line, on_exit=on_exit, **options)
 
     return make_upstream
 
