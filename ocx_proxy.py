@@ -3667,18 +3667,11 @@ SseEvent = collections.namedtuple("SseEvent", "event data last_id")
 
 
 class SseParser:
-    """Incremental ``text/event-stream`` parser (the WHATWG rules both transports need).
+    """Incremental ``text/event-stream`` parser (WHATWG rules); data stays bytes, relayed byte-exact.
 
-    Lines end in CRLF, LF or CR; ``:`` starts a comment; ``data`` lines are
-    joined with LF; ``id`` (without NUL) sets the last event id, which also
-    survives events with empty data (the 2025-11-25 priming event); ``retry``
-    takes ASCII digits only.  Data stays bytes so that a result is relayed
-    byte-exact.  ``reset_stream()`` starts a new connection but keeps the last
-    event id and retry for resumption.
-
-    Memory is bounded by ``limit``: an event's data or an unfinished line
-    (its field name aside) longer than that sets ``error`` and the parser
-    stops; the events completed before it are still returned.
+    The last event id also survives events with empty data (the 2025-11-25 priming event) and
+    ``reset_stream()`` (a new connection resumes from it).  An event's data or an unfinished line
+    longer than ``limit`` sets ``error`` and stops the parser; the events before it are returned.
     """
 
     LINE_END = re.compile(b"[\r\n]")
@@ -3712,12 +3705,9 @@ class SseParser:
             if match is None:
                 break
             pos = match.start()
-            if buf[pos] == 13:
-                if pos + 1 == len(buf):
-                    break  # a CR at the very end: an LF may follow in the next chunk
-                end = pos + 2 if buf[pos + 1] == 10 else pos + 1
-            else:
-                end = pos + 1
+            if buf[pos] == 13 and pos + 1 == len(buf):
+                break  # a CR at the very end: an LF may follow in the next chunk
+            end = pos + 2 if buf[pos:pos + 2] == b"\r\n" else pos + 1
             event = self._line(bytes(buf[start:pos]))
             if self.error:
                 return events
@@ -3743,15 +3733,9 @@ class SseParser:
                 line = line[3:]
         if not line:
             return self._dispatch()
-        if line[:1] == b":":
-            return None
-        colon = line.find(b":")
-        if colon >= 0:
-            field, value = line[:colon], line[colon + 1:]
-            if value[:1] == b" ":
-                value = value[1:]
-        else:
-            field, value = line, b""
+        field, _, value = line.partition(b":")   # a comment (":...") has the empty field name: ignored
+        if value[:1] == b" ":
+            value = value[1:]
         if field == b"data":
             self.size += len(value) + 1
             if self.size - 1 > self.limit:
@@ -3852,13 +3836,10 @@ def no_proxy_matches(host, port, no_proxy):
             continue
         if entry == "*":
             return True
-        entry_port = None
         if entry.count(":") == 1 or (entry.startswith("[") and "]:" in entry):
             entry, _, entry_port = entry.rpartition(":")
-            if not entry_port.isdigit():
+            if not entry_port.isdigit() or int(entry_port) != port:
                 continue
-        if entry_port is not None and int(entry_port) != port:
-            continue
         entry = entry.strip("[]")
         if "/" in entry:
             try:
@@ -3961,9 +3942,7 @@ class RemoteConfig:
         if self.proxy is not None and self.proxy.auth:
             self.secrets.append(self.proxy.auth)
         self.oauth = None          # an OAuthClient when the server may answer 401 (attach_oauth)
-        self.ssl_context = None
-        if parts.scheme.lower() == "https" or cacert:
-            self.ssl_context = self._make_ssl_context()
+        self.ssl_context = self._make_ssl_context() if parts.scheme.lower() == "https" or cacert else None
 
     def _make_ssl_context(self):
         import ssl
@@ -4061,11 +4040,9 @@ def http_error_text(status, reason, body):
 
 
 def jsonrpc_error(body, kind):
-    """The JSON-RPC error response an HTTP error body holds, else None.
+    """The JSON-RPC error response (integer code, string message) an HTTP error body holds, else None.
 
-    ``kind`` is the body's Content-Type: JSON (or none given) is one message,
-    an event stream gives its first message event.  An error response is an
-    object whose ``error`` has an integer code and a string message.
+    ``kind`` is the body's Content-Type: JSON (or none) is one message, an event stream its first event.
     """
     if kind == "text/event-stream":
         events = SseParser(limit=ERROR_BODY_LIMIT).feed(body + b"\n\n")
@@ -4107,14 +4084,11 @@ def time_left(deadline):
 
 
 class ResponseReader(io.RawIOBase):
-    """The raw stream http.client reads a response through: no recv outlives ``conn.deadline``.
+    """The raw stream http.client reads a response through (it only calls ``makefile`` on the socket):
+    no recv outlives ``conn.deadline``, a wall-clock bound on the status line, the headers and the body.
 
-    A socket timeout bounds each recv, so a server that trickles a byte a
-    second never trips it.  This re-arms the timeout with the time left
-    before every recv, which makes the deadline a wall-clock bound on the
-    status line, the headers (http.client caps their size, not their pace)
-    and the body.  http.client only calls ``makefile`` on the socket it is
-    given, so a reader stands in for it (see ``bound_responses``).
+    A socket timeout bounds each recv, so a server trickling a byte a second never trips it: the
+    timeout is re-armed with the time left before every recv.
     """
 
     def __init__(self, conn, sock):
@@ -4150,12 +4124,10 @@ def bound_responses(conn, deadline):
 
 
 def chunk_size_error(resp, exc=None):
-    """UpstreamDataError if ``resp`` broke the chunked framing, else None.
+    """UpstreamDataError if ``resp`` broke the chunked framing (``exc``: what a read raised), else None.
 
-    http.client takes any integer as a chunk size (2^64 later fails with
-    OverflowError, a negative one reads garbage) and turns a size that is not
-    hex into a bare IncompleteRead; ``exc`` is the exception a read raised.
-    """
+    http.client takes any integer as a chunk size (2^64 later fails with OverflowError, a negative
+    one reads garbage) and turns a size that is not hex into a bare IncompleteRead."""
     if not getattr(resp, "chunked", False):
         return None
     left = resp.chunk_left
@@ -4172,10 +4144,7 @@ def chunk_size_error(resp, exc=None):
 def read_body(resp, limit):
     """The whole body of ``resp`` (read under its connection's deadline), at most ``limit`` bytes.
 
-    Raises UpstreamDataError past the limit (before reading anything when
-    Content-Length says so) or for a bad chunk size; socket.timeout or
-    http.client errors when the body does not arrive in full.
-    """
+    UpstreamDataError past the limit (at once when Content-Length says so) or for a bad chunk size."""
     if resp.length is not None and resp.length > limit:
         raise UpstreamDataError("upstream announced a body of %d bytes, more than %d (--max-message-bytes)"
                                 % (resp.length, limit))
@@ -4210,13 +4179,8 @@ def content_type(resp):
 
 
 class HttpPool:
-    """Keep-alive ``http.client`` connections to one origin, shared by worker threads.
-
-    ``exchange()`` sends a request on an idle connection when one is still
-    open (a connection the server closed while idle is noticed and dropped)
-    or on a new one, and retries once on a fresh connection when a reused one
-    turns out to be dead before any answer arrived.
-    """
+    """Keep-alive ``http.client`` connections to one origin, shared by worker threads; a request on a
+    reused connection that turns out dead before any answer is retried once on a new one."""
 
     def __init__(self, config):
         self.config = config
@@ -4277,10 +4241,8 @@ class HttpPool:
     def exchange(self, method, parts, headers, body=None, on_written=None, timeout=None):
         """Send one request and read its status line and headers: returns (conn, response).
 
-        ``timeout`` (default ``--timeout``) bounds the whole exchange, wall
-        clock: connecting, sending, the headers and, since ``conn.deadline``
-        stays set, reading a plain body.  Event-stream readers move the deadline.
-        """
+        ``timeout`` (default ``--timeout``) bounds the whole exchange, wall clock, and, since
+        ``conn.deadline`` stays set, reading a plain body.  Event-stream readers move the deadline."""
         import http.client
 
         if self.config.proxy is not None and parts.scheme.lower() == "http" and self.config.proxy.auth:
@@ -4418,13 +4380,9 @@ class Backoff:
 
 
 class WorkerThreads:
-    """Daemon threads reused from task to task.
+    """Daemon threads reused from task to task; a thread idle for ``idle_seconds`` ends.
 
-    ``run(task)`` hands the task to an idle thread, or starts a new one when
-    none is idle: a task never waits behind a busy one (a long tool call must
-    not delay a ping), yet a steady stream of requests does not pay for a new
-    thread each time.  A thread idle for ``idle_seconds`` ends.
-    """
+    ``run(task)`` starts a new thread when none is idle: a long tool call must not delay a ping."""
 
     def __init__(self, idle_seconds=30.0):
         self.idle_seconds = idle_seconds
