@@ -3952,13 +3952,13 @@ class RemoteConfig:
         if cert_file:
             try:
                 context.load_verify_locations(cafile=cert_file)
-            except (OSError, ssl.SSLError) as exc:
+            except OSError as exc:   # ssl.SSLError is one
                 log.warning("SSL_CERT_FILE=%s could not be loaded (%s); using the system CAs" % (cert_file, exc))
         if self.cacert:
             try:
                 context.load_verify_locations(cafile=self.cacert)
-            except (OSError, ssl.SSLError) as exc:
-                raise UsageError("--cacert %s could not be loaded: %s" % (self.cacert, getattr(exc, "strerror", None) or exc))
+            except OSError as exc:
+                raise UsageError("--cacert %s could not be loaded: %s" % (self.cacert, exc.strerror or exc))
         if self.insecure:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
@@ -4266,15 +4266,12 @@ class HttpPool:
                 if on_written is not None:
                     on_written()
                 return conn, conn.getresponse()
-            except (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine) as exc:
+            except BaseException as exc:
                 self.discard(conn)
-                if reused:
-                    log.debug("kept-alive connection was closed by the server (%s); retrying on a new one" % exc)
-                    continue
-                raise
-            except BaseException:
-                self.discard(conn)
-                raise
+                dead = isinstance(exc, (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine))
+                if not (reused and dead):
+                    raise
+                log.debug("kept-alive connection was closed by the server (%s); retrying on a new one" % exc)
         raise OSError("no connection")  # not reached
 
     def release(self, conn, resp):
@@ -4425,11 +4422,8 @@ WORKERS = WorkerThreads()
 # STABLE port (the registered redirect URI keeps it), and keep the tokens on
 # disk so the next relay, and the next client window, need no new login.
 
-# The loopback ports of redirect URIs.  Authorization servers compare redirect
-# URIs exactly, so a registration keeps its ports: a pre-registered client uses
-# OAUTH_CALLBACK_PORT (or --oauth-callback-port); our own registrations list a
-# few ports derived from the issuer above it, so that logins to different
-# servers at the same time each have their own.
+# The loopback ports of redirect URIs, which authorization servers compare exactly: a pre-registered
+# client uses OAUTH_CALLBACK_PORT (or --oauth-callback-port); ours list a few above it (callback_ports).
 OAUTH_CALLBACK_PORT = 33418
 OAUTH_CALLBACK_RANGE = 1000
 OAUTH_CALLBACK_CHOICES = 3
@@ -4481,12 +4475,9 @@ def parse_www_authenticate(value):
 
 
 def resource_covers(resource, url):
-    """True when protected-resource metadata naming ``resource`` may speak for ``url``.
-
-    RFC 9728 section 3.3: a client must not take a token for another resource.
-    The origin must be the server URL's; the path may differ (servers name
-    their root, or their Streamable HTTP endpoint while we talk to /sse).
-    """
+    """True when protected-resource metadata naming ``resource`` may speak for ``url`` (RFC 9728 3.3):
+    the same origin; the path may differ (servers name their root, or their Streamable HTTP endpoint
+    while we talk to /sse)."""
     from urllib.parse import urlsplit
 
     ours, theirs = urlsplit(url), urlsplit(resource)
@@ -4556,9 +4547,8 @@ def string_member(doc, name):
 
 
 def token_lifetime(value):
-    """``expires_in`` as seconds to compute with: a positive JSON number, at most
-    OAUTH_MAX_LIFETIME (1e400 and 400-digit integers too); None for anything else (NaN, 0, -5,
-    "3600"), as if the token endpoint had not said."""
+    """``expires_in`` as seconds: a positive JSON number, at most OAUTH_MAX_LIFETIME; None for anything
+    else (NaN, 0, -5, "3600"), as if the token endpoint had not said."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         return None
     return float(min(value, OAUTH_MAX_LIFETIME))
@@ -4573,33 +4563,25 @@ def stored_expiry(doc):
     return float(expires)
 
 
-def well_known_urls(url, suffix, path_aware_only=False):
-    """RFC 8414 / 9728 well-known URLs for ``url``: the path inserted after the prefix first, then
-    (for OpenID) the path with the suffix appended, then the root one."""
-    from urllib.parse import urlsplit, urlunsplit
+def well_known_urls(url, suffix):
+    """RFC 9728 well-known URLs for ``url``: the path inserted after the prefix first, then the root one."""
+    from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
-    found = []
-    if path:
-        found.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/" + suffix + path, "", "")))
-    if not path_aware_only or not path:
-        found.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/" + suffix, "", "")))
-    return found
+    root = "%s://%s/.well-known/%s" % (parts.scheme, parts.netloc, suffix)
+    return [root + path, root] if path else [root]
 
 
 def auth_metadata_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID Connect (both forms)."""
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import urlsplit
 
     parts = urlsplit(issuer)
     path = parts.path.rstrip("/")
-    root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    if not path:
-        return [root + "/.well-known/oauth-authorization-server", root + "/.well-known/openid-configuration"]
-    return [root + "/.well-known/oauth-authorization-server" + path,
-            root + "/.well-known/openid-configuration" + path,
-            root + path + "/.well-known/openid-configuration"]
+    root = "%s://%s" % (parts.scheme, parts.netloc)
+    urls = [root + "/.well-known/oauth-authorization-server" + path, root + "/.well-known/openid-configuration" + path]
+    return urls + [root + path + "/.well-known/openid-configuration"] if path else urls
 
 
 def callback_uri(port):
@@ -4619,9 +4601,8 @@ def callback_port_of(uri):
 
 
 def callback_ports(issuer):
-    """The ports a new registration with ``issuer`` lists (without --oauth-callback-port): derived
-    from the issuer, so that logins to different servers do not meet on one port and a renewed
-    registration gets the same ones; several, so that servers sharing an issuer log in side by side."""
+    """The ports a new registration with ``issuer`` lists: derived from the issuer, so that logins to
+    different servers do not meet on one port; several, so that servers sharing an issuer do not either."""
     import hashlib
 
     digest = hashlib.sha256(issuer.encode("utf-8")).digest()
@@ -4657,16 +4638,13 @@ def _key(*parts):
 
 
 class AuthStore:
-    """The token directory: JSON files, each written 0600 and replaced atomically (as spill files
-    are), in a directory checked before every read and write: ours, and nobody else may write to
-    it.  Another user's or a shared directory is refused whole; a file in it that is a symbolic
-    link, or not a regular file of ours, is not read.
+    """The token directory: JSON files written 0600 and replaced atomically, in a directory checked
+    before every read and write (another user's or a shared one is refused whole; a link, or a file
+    not ours, is not read).
 
-    ``client-<issuer>.json``: our registration with that issuer (exact string);
-    ``tokens-<issuer+resource>.json``: the tokens for that resource;
-    ``server-<url>.json``: the issuer and resource whose tokens a server URL last stored (the
-    configured URL, and the resource its metadata named), so that finding a server's tokens is
-    one open, however many servers the directory holds."""
+    ``client-<issuer>.json``: our registration with that issuer; ``tokens-<issuer+resource>.json``:
+    the tokens for that resource; ``server-<url>.json``: the issuer and resource whose tokens a server
+    URL (or resource) last stored, so that finding a server's tokens is one open."""
 
     def __init__(self, directory):
         self.directory = directory
@@ -4690,7 +4668,7 @@ class AuthStore:
 
     def _load(self, where, name):
         """The JSON object in file ``name`` of the checked directory ``where``; None when missing, not
-        an object, or refused (``PrivateDir.open_read``: a link or a FIFO put there is not waited on)."""
+        an object, or refused."""
         try:
             fd, info = where.open_read(name)
         except FileNotFoundError:
@@ -4715,8 +4693,7 @@ class AuthStore:
         return None
 
     def read(self, path):
-        """The JSON object stored at ``path`` (one of ``self.path``'s), else None; OSError when the
-        directory is refused."""
+        """The JSON object stored at ``path`` (one of ``self.path``'s), else None."""
         where = self.open()
         if where is None:
             return None
@@ -4763,9 +4740,8 @@ class AuthStore:
             self.write(self.path("server", url), {"url": url, "issuer": issuer, "resource": resource})
 
     def tokens_for(self, url):
-        """Every token document stored for ``url`` (its resource or the server URL it was stored
-        for), newest first: a scan of the directory, for auth status and logout (it finds what
-        earlier versions stored, and other issuers' tokens, too)."""
+        """Every token document stored for ``url`` (as resource or server URL), newest first: a scan,
+        for auth status and logout, that finds what earlier versions stored too."""
         found = []
         where = self.open()
         if where is None:
@@ -4781,10 +4757,9 @@ class AuthStore:
 
 
 class LoginLock:
-    """An advisory lock on a file in the token directory, so that several relays for one server run
-    one login.  The operating system drops it when the holder exits, however it exits, so a crashed
-    relay leaves nothing to take over (flock on POSIX, a one-byte msvcrt lock on Windows).  The file
-    itself stays: unlinking it would let a third relay lock a new file while a second holds the old."""
+    """An advisory lock (flock, or msvcrt on Windows) so that several relays for one server run one
+    login; the system drops it however the holder exits.  The file stays: unlinking it would let a
+    third relay lock a new file while a second holds the old."""
 
     def __init__(self, path):
         self.path = path
@@ -4794,12 +4769,17 @@ class LoginLock:
         """True when we hold the lock now; False when another process does."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            _lock_nowait(fd)
-        except (BlockingIOError, PermissionError):
+            try:
+                import fcntl
+            except ImportError:
+                import msvcrt
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
             os.close(fd)
-            return False
-        except OSError:
-            os.close(fd)
+            if isinstance(exc, (BlockingIOError, PermissionError)):   # held elsewhere
+                return False
             raise
         self.fd = fd
         return True
@@ -4808,17 +4788,6 @@ class LoginLock:
         if self.fd is not None:
             fd, self.fd = self.fd, None
             os.close(fd)   # closing drops the lock
-
-
-def _lock_nowait(fd):
-    """Lock ``fd`` exclusively or raise BlockingIOError / PermissionError (held elsewhere)."""
-    try:
-        import fcntl
-    except ImportError:
-        import msvcrt
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-    else:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 # ---------------------------------------------------------------------------
@@ -4898,9 +4867,7 @@ class OAuthClient:
                     raise AuthorizationRequired("the server still refuses the token after %d step-up logins "
                                                 "(HTTP 403 insufficient_scope)" % OAUTH_STEP_UPS)
                 self.step_ups += 1
-                self.scope = params.get("scope") or self.scope
-            elif params.get("scope"):
-                self.scope = params["scope"]
+            self.scope = params.get("scope") or self.scope
             if status == 401 and self.tokens and self.tokens.get("refresh_token") and self._refresh():
                 return
             self._start_login(params)
@@ -5091,16 +5058,10 @@ class OAuthClient:
     # -- client identity ---------------------------------------------------------
 
     def _client_of(self, doc):
-        """The client that holds the tokens ``doc``, with the credentials and the way of sending
-        them (``client_auth``) it logged in with: a configured one (--oauth-client-id/-file), else
-        the one registered at the issuer."""
-        configured = self._configured_client()
+        """The client that holds the tokens ``doc``, sending its secret as it did then: the configured
+        one, else the one registered at the issuer."""
+        configured = self._configured_client(doc.get("client_auth"))
         if configured is not None and configured["client_id"] == doc.get("client_id"):
-            secret = configured.get("client_secret")
-            if secret and secret not in self.config.secrets:
-                self.config.secrets.append(secret)
-            configured["token_endpoint_auth_method"] = doc.get("client_auth") or (
-                "client_secret_basic" if secret else "none")
             return configured
         stored = self._stored_client(doc["issuer"])
         if stored and stored.get("client_id") == doc.get("client_id"):
@@ -5112,7 +5073,9 @@ class OAuthClient:
         doc = self.store.read(self.store.path("client", issuer))
         return doc if doc and doc.get("issuer") == issuer else None
 
-    def _configured_client(self):
+    def _configured_client(self, method=None):
+        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says
+        (default: client_secret_basic, or none without a secret)."""
         settings = self.settings
         if settings.client_file:
             try:
@@ -5122,25 +5085,25 @@ class OAuthClient:
                 raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
             if not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
                 raise UsageError("--oauth-client-file %s: a JSON object with client_id expected" % settings.client_file)
-            return {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
-        if settings.client_id:
-            return {"client_id": settings.client_id, "client_secret": settings.client_secret}
-        return None
+            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
+        elif settings.client_id:
+            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
+        else:
+            return None
+        secret = client["client_secret"]
+        if secret and secret not in self.config.secrets:
+            self.config.secrets.append(secret)
+        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if secret else "none")
+        return client
 
     def client_for(self, metadata):
-        """The configured client (--oauth-client-id/-file) with the way it authenticates, or None."""
-        configured = self._configured_client()
-        if configured is not None:
-            if configured.get("client_secret"):
-                self.config.secrets.append(configured["client_secret"])
-            methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-            if not configured.get("client_secret"):
-                configured["token_endpoint_auth_method"] = "none"
-            else:
-                configured["token_endpoint_auth_method"] = (
-                    "client_secret_post" if "client_secret_basic" not in methods and "client_secret_post" in methods
-                    else "client_secret_basic")
-        return configured
+        """The configured client, sending its secret as ``metadata`` allows, or None."""
+        client = self._configured_client()
+        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        post_only = "client_secret_basic" not in methods and "client_secret_post" in methods
+        if client and client["client_secret"] and post_only:
+            client["token_endpoint_auth_method"] = "client_secret_post"
+        return client
 
     def _registered(self, issuer, fixed):
         """Our registration with ``issuer`` and the ports of its redirect URIs we may use (only
@@ -5227,8 +5190,7 @@ class OAuthClient:
         """Start the login thread unless one runs (called with self.lock held)."""
         if self.login_thread is not None and self.login_thread.is_alive():
             return
-        self.login_error = None
-        self.login_url = None
+        self.login_error = self.login_url = None
         replacing = (self.tokens or {}).get("saved_at") or 0   # 0: we had none
         self.login_thread = threading.Thread(target=self._login_thread, args=(params, replacing),
                                              name="ocx-oauth-login", daemon=True)
@@ -5349,6 +5311,8 @@ class OAuthClient:
 
     def _listen_waiting(self, port, deadline):
         """A listener on ``port``, waiting while it is busy (a pre-registered redirect URI needs it)."""
+        other = ("register http://127.0.0.1:PORT/callback with another PORT for this client and give "
+                 "--oauth-callback-port PORT")
         announced = False
         while True:
             try:
@@ -5357,13 +5321,11 @@ class OAuthClient:
                 reason = exc.strerror or str(exc)
             if time.monotonic() >= deadline:
                 raise OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
-                                 "redirect URI needs it: free it, or register http://127.0.0.1:PORT/callback with "
-                                 "another PORT for this client and give --oauth-callback-port PORT" % (port, reason))
+                                 "redirect URI needs it: free it, or %s" % (port, reason, other))
             if not announced:
                 announced = True
                 log.warning("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting "
-                            "for it (another login?) up to --oauth-timeout; or register http://127.0.0.1:PORT/callback "
-                            "with another PORT for this client and give --oauth-callback-port PORT" % (port, reason))
+                            "for it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
             time.sleep(0.2)
 
     def _open_browser(self, url):
@@ -5479,9 +5441,7 @@ class CallbackListener:
         while True:
             try:
                 conn, _ = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:   # out of descriptors, or the connection was reset: the others go on
+            except OSError:   # none waiting, out of descriptors, or the connection was reset: the others go on
                 return
             conn.setblocking(False)
             if len(pending) >= OAUTH_CALLBACK_MAX_CONNECTIONS:   # a flood: the oldest goes, not the newest
