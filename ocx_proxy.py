@@ -3632,10 +3632,9 @@ def stdio_upstream_factory(command, env, *, cwd=None, use_threads=False, max_mes
 # HTTP client: SSE parser, URLs, proxies, TLS, connection pool, worker threads
 # ---------------------------------------------------------------------------
 
-# Blocking http.client machinery for the remote transports, run on worker
-# threads.  A hostile server cannot make us wait or buffer without end: every
-# read runs under a wall-clock deadline (``ResponseReader``) and one answer is
-# capped at --max-message-bytes (``read_body``, ``SseParser``).
+# Blocking http.client machinery for the remote transports, run on worker threads.  A hostile server cannot
+# make us wait or buffer without end: every read runs under a wall-clock deadline (``ResponseReader``) and
+# one answer is capped at --max-message-bytes (``read_body``, ``SseParser``).
 
 ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
 EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
@@ -3927,8 +3926,7 @@ class RemoteConfig:
                 value = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
                 self.header_list.append(("Authorization", value))
                 self.secrets.append(value)
-            if parts.password:
-                self.secrets.append(parts.password)
+            self.keep_secret(parts.password)
             netloc = parts.netloc.rpartition("@")[2]
             parts = parts._replace(netloc=netloc)
         self.parts = parts
@@ -3939,8 +3937,8 @@ class RemoteConfig:
         self.insecure = insecure
         self.max_message_bytes = max_message_bytes  # one SSE event or JSON body
         self.proxy = proxy_for(parts, self.environ)
-        if self.proxy is not None and self.proxy.auth:
-            self.secrets.append(self.proxy.auth)
+        if self.proxy is not None:
+            self.keep_secret(self.proxy.auth)
         self.oauth = None          # an OAuthClient when the server may answer 401 (attach_oauth)
         self.ssl_context = self._make_ssl_context() if parts.scheme.lower() == "https" or cacert else None
 
@@ -3973,6 +3971,10 @@ class RemoteConfig:
 
     def scrub(self, text):
         return scrub_secrets(text, self.secrets)
+
+    def keep_secret(self, *values):
+        """Mask ``values`` (those set) wherever ``scrub`` and the redacted URLs are used from now on."""
+        self.secrets.extend(value for value in values if value and value not in self.secrets)
 
     def headers(self, extra=()):
         """User headers (repeated names joined) plus ours, as a dict for http.client."""
@@ -4095,8 +4097,7 @@ class ResponseReader(io.RawIOBase):
         io.RawIOBase.__init__(self)
         self.conn = conn
         self.sock = sock
-        # the socket's own raw file: it keeps the socket open after the connection
-        # lets go of it (a response that ends with the connection)
+        # the socket's own raw file keeps the socket open after the connection lets go of it
         self.raw = sock.makefile("rb", buffering=0)
 
     def makefile(self, mode="rb", *args, **kw):
@@ -4206,8 +4207,7 @@ class HttpPool:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         bound_responses(conn, deadline)
         conn.connect()
-        # http.client writes the headers and the body apart: Nagle would hold the body back
-        # until the server acknowledges the headers
+        # http.client writes headers and body apart: Nagle would hold the body until the headers are acked
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
@@ -4415,26 +4415,23 @@ WORKERS = WorkerThreads()
 # OAuth: discovery rules, callback ports, PKCE, the token store
 # ---------------------------------------------------------------------------
 
-# The MCP authorization flow (basic/authorization, 2025-06-18 and later) for a
-# relay that has no user interface: a server answers 401, we find its
-# authorization server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless
-# given a client, run authorization code + PKCE with a loopback listener on a
-# STABLE port (the registered redirect URI keeps it), and keep the tokens on
-# disk so the next relay, and the next client window, need no new login.
+# The MCP authorization flow (2025-06-18 and later) for a relay without a user interface: a server answers
+# 401, we find its authorization server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless given a
+# client, run authorization code + PKCE with a loopback listener on a STABLE port (the registered redirect
+# URI keeps it), and keep the tokens on disk so the next relay, and the next client window, need no login.
 
 # The loopback ports of redirect URIs, which authorization servers compare exactly: a pre-registered
 # client uses OAUTH_CALLBACK_PORT (or --oauth-callback-port); ours list a few above it (callback_ports).
 OAUTH_CALLBACK_PORT = 33418
 OAUTH_CALLBACK_RANGE = 1000
 OAUTH_CALLBACK_CHOICES = 3
-# The callback listener's bounds: the time a connection has to send its request
-# head, the size of that head, the connections kept at once (the oldest goes).
+# The callback listener's bounds: the time a connection has to send its request head, the size of that
+# head, the connections kept at once (the oldest goes).
 OAUTH_CALLBACK_READ_TIMEOUT = 10.0
 OAUTH_CALLBACK_MAX_REQUEST = 64 * 1024
 OAUTH_CALLBACK_MAX_CONNECTIONS = 32
 OAUTH_TIMEOUT = 300.0
-# How long one request waits for a pending login: agent clients give initialize
-# some tens of seconds, and the login goes on in the background after that.
+# How long one request waits for a pending login: agent clients give initialize some tens of seconds.
 OAUTH_REQUEST_WAIT = 20.0
 # Refresh this long before the access token expires.
 OAUTH_EXPIRY_MARGIN = 60.0
@@ -4458,9 +4455,8 @@ class OAuthError(OcxError):
     error = None  # the OAuth error code the endpoint answered with, if it gave one
 
 
-# Token endpoint answers meaning the authorization server no longer knows our
-# registration (it restarted, or purged it): register again instead of logging
-# in with a client id that can only fail in the browser.
+# Token endpoint answers meaning the authorization server no longer knows our registration (it restarted,
+# or purged it): register again instead of logging in with a client id that can only fail in the browser.
 FORGOTTEN_CLIENT_ERRORS = ("invalid_client", "unauthorized_client")
 
 
@@ -4848,9 +4844,8 @@ class OAuthClient:
             return self.tokens.get("access_token") if self.tokens else None
 
     def authorize(self, status, challenge, used):
-        """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer
-        token another relay stored, or log in (waiting a bounded time).  Returns normally when a new
-        token is there; raises AuthorizationRequired with instructions otherwise."""
+        """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer token,
+        or log in (waiting a bounded time); AuthorizationRequired, with instructions, when none is there."""
         params = parse_www_authenticate(challenge)
         with self.lock:
             self._reload()
@@ -4890,8 +4885,7 @@ class OAuthClient:
     # -- tokens --------------------------------------------------------------
 
     def _reload(self):
-        """The tokens as stored now (another relay may have refreshed or replaced them); none at all
-        from a refused directory (``authorize`` says why)."""
+        """The tokens as stored now (another relay may have refreshed or replaced them)."""
         try:
             if self.tokens_path is not None:
                 self.tokens = self.store.read(self.tokens_path)
@@ -4925,8 +4919,7 @@ class OAuthClient:
         elif "expires_in" in answer:
             log.warning("the token endpoint's expires_in %s is no lifetime; the token is used until the server "
                         "refuses it" % quoted(answer["expires_in"]))
-        self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"])
-                                   if s and s not in self.config.secrets)
+        self.config.keep_secret(doc["access_token"], doc["refresh_token"])
         path = self.store.path("tokens", issuer, self.resource)
         self.store.write(path, doc)
         self._hold(path, doc)
@@ -4991,11 +4984,9 @@ class OAuthClient:
     # -- discovery -------------------------------------------------------------
 
     def discover(self, params=None):
-        """The authorization server's metadata (issuer, endpoints), from the challenge's
-        resource_metadata, else the path-aware then root PRM; without PRM (2025-03-26) the
-        server's root is the authorization server, with /authorize, /token, /register as defaults.
-        Metadata for another issuer, or naming an endpoint that is not https (``endpoint_problem``),
-        is refused here, before anything is registered or opened."""
+        """The authorization server's metadata, found through the protected-resource metadata; without
+        it (2025-03-26) the server's root is the authorization server.  Metadata for another issuer, or
+        an endpoint ``endpoint_problem`` refuses, is refused here, before anything is sent to it."""
         from urllib.parse import urljoin, urlsplit
 
         params = params or {}
@@ -5090,10 +5081,8 @@ class OAuthClient:
             client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
         else:
             return None
-        secret = client["client_secret"]
-        if secret and secret not in self.config.secrets:
-            self.config.secrets.append(secret)
-        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if secret else "none")
+        self.config.keep_secret(client["client_secret"])
+        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
         return client
 
     def client_for(self, metadata):
@@ -5106,16 +5095,15 @@ class OAuthClient:
         return client
 
     def _registered(self, issuer, fixed):
-        """Our registration with ``issuer`` and the ports of its redirect URIs we may use (only
-        ``fixed`` when it is given), or (None, [])."""
+        """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
         client = self._stored_client(issuer)
         if not client:
             return None, []
         # "redirect_uri": one port, as registrations were stored before they listed several
         registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
         ports = [port for port in registered if port and fixed in (None, port)]
-        if ports and client.get("client_secret"):
-            self.config.secrets.append(client["client_secret"])
+        if ports:
+            self.config.keep_secret(client.get("client_secret"))
         return (client, ports) if ports else (None, [])
 
     def register(self, metadata, redirect_uris):
@@ -5140,15 +5128,13 @@ class OAuthClient:
         client = {"issuer": issuer, "client_id": doc["client_id"],
                   "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
                   "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
-        if client["client_secret"]:
-            self.config.secrets.append(client["client_secret"])
+        self.config.keep_secret(client["client_secret"])
         self.store.write(self.store.path("client", issuer), client)
         log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
         return client
 
     def forget_client(self, issuer, client_id, reason=None):
-        """Drop our stored registration with ``issuer`` when it is ``client_id`` (another relay may
-        have registered anew meanwhile): the next login registers again.  ``reason`` is said."""
+        """Drop our stored registration with ``issuer`` when it is still ``client_id``; ``reason`` is said."""
         try:
             stored = self._stored_client(issuer)
             if stored is not None and stored.get("client_id") == client_id:
@@ -5207,10 +5193,8 @@ class OAuthClient:
     def login(self, params=None, deadline=None, replacing=None):
         """Run the whole login (or wait for another relay's): returns when tokens are stored.
 
-        ``replacing`` is the ``saved_at`` of the tokens this login replaces as the relay last saw
-        them (0: none).  Tokens stored under any other stamp come from another relay's login, even
-        one that finished before this call, and are taken instead of a second login.  None (``auth
-        login``) replaces whatever is stored when the call starts."""
+        ``replacing``: the ``saved_at`` of the tokens this login replaces (0: none; None: what is stored
+        now).  Tokens stored under another stamp are another relay's login, taken instead of a second."""
         self.store.open(create=True).close()   # a refused directory: no login, nothing sent anywhere
         metadata = self.discover(params)
         issuer = metadata["issuer"]
@@ -5283,10 +5267,8 @@ class OAuthClient:
     def _listen(self, metadata, deadline):
         """The loopback listener and the client whose redirect URI it serves.
 
-        A pre-registered client has one port (--oauth-callback-port, default OAUTH_CALLBACK_PORT):
-        while it is busy, most likely with another login, we wait for it until ``deadline``.  Our
-        registration lists several ports and the first free one serves; when all are busy, or we
-        have none, we register anew, listing the ports derived from the issuer (or the one given)."""
+        A pre-registered client's one port is waited for while busy; of our registration's, the first
+        free one serves; when all are busy, or we have none, we register anew (``callback_ports``)."""
         fixed = self.settings.callback_port
         configured = self.client_for(metadata)
         if configured is not None:
@@ -5329,8 +5311,7 @@ class OAuthClient:
             time.sleep(0.2)
 
     def _open_browser(self, url):
-        """Open ``url`` in a browser run detached from our stdio (the MCP channel), when there is a
-        graphical one or BROWSER; else, or with --oauth-no-browser, print it for the user."""
+        """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""
         graphical = bool(os.environ.get("BROWSER") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
                          or sys.platform in ("darwin", "win32"))
         if self.settings.browser and graphical:
@@ -5348,8 +5329,7 @@ class OAuthClient:
     # -- commands ---------------------------------------------------------------
 
     def stored(self):
-        """Every stored token document for this server (for auth status / logout): [(path, doc)],
-        those a relay takes first."""
+        """Every stored token document for this server, [(path, doc)], those a relay takes first."""
         found = self.store.tokens_for(self.url)
         path, doc = self.store.lookup(self.url)
         if doc is not None and path not in [p for p, _ in found]:
@@ -5357,8 +5337,7 @@ class OAuthClient:
         return found
 
     def forget(self, path, doc):
-        """Remove the tokens ``doc`` stored at ``path``, what points to them, and the registration
-        that holds them (a new login registers afresh)."""
+        """Remove the tokens ``doc`` stored at ``path``, what points to them, and their registration."""
         self.store.remove(path)
         for url in {url for url in (self.url, doc.get("url"), doc.get("resource")) if isinstance(url, str)}:
             self.store.remove(self.store.path("server", url))
@@ -5366,9 +5345,8 @@ class OAuthClient:
             self.forget_client(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
-        """Revoke the tokens ``doc`` holds at the authorization server (RFC 7009), refresh token
-        first (servers may drop its access tokens with it).  Returns None when the server offers no
-        revocation endpoint, else the reason it failed or "" when it succeeded."""
+        """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without a revocation
+        endpoint, else why it failed, or ""."""
         endpoint = doc.get("revocation_endpoint")
         if not isinstance(endpoint, str):
             return None
@@ -5389,9 +5367,8 @@ class OAuthClient:
 class CallbackListener:
     """The loopback listener for the authorization response: ``http://127.0.0.1:PORT/callback``.
 
-    One thread (the login's), non-blocking sockets: a connection that sends no complete request
-    head within OAUTH_CALLBACK_READ_TIMEOUT is dropped, so an idle one (browsers open spare
-    connections) or a slow one never delays another, and the deadline holds whatever is open."""
+    Non-blocking: a connection without a whole request head within OAUTH_CALLBACK_READ_TIMEOUT is
+    dropped, so an idle one (browsers open spare connections) or a slow one delays no other."""
 
     def __init__(self, port):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -5409,9 +5386,7 @@ class CallbackListener:
 
     def wait(self, state, deadline):
         """The parameters of the first ``GET /callback`` that carries ``state`` and a code or an
-        error, or None at ``deadline``.  Every request gets a page at once; anything else (another
-        path, another state: a stale tab or any local page, no code, not HTTP) gets an error page
-        and the wait goes on."""
+        error, or None at ``deadline``.  Any other request gets an error page and the wait goes on."""
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
@@ -5457,7 +5432,7 @@ class CallbackListener:
 
     def _read(self, conn, entry, state):
         """Read what ``conn`` has: False while its request head is incomplete, else (the page sent)
-        the authorization response's parameters when it is ours, None when it is not."""
+        the authorization response's parameters, or None when it is not ours."""
         try:
             data = conn.recv(8192)
         except (BlockingIOError, InterruptedError):
