@@ -4481,9 +4481,8 @@ def resource_covers(resource, url):
 
 
 def default_resource(url):
-    """The resource indicator (RFC 8707) for ``url`` when no protected-resource metadata names one:
-    ``url`` without the query parameters whose names look like credentials (``?api_key=...`` must
-    reach no authorization server, and no login URL we print)."""
+    """The resource indicator (RFC 8707) for ``url`` when no metadata names one: ``url`` without the
+    query parameters whose names look like credentials (they must reach no authorization server)."""
     from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
     parts = urlsplit(url)
@@ -4495,10 +4494,8 @@ def default_resource(url):
 def endpoint_problem(url):
     """Why ``url`` may not be an authorization server or one of its endpoints; None when it may.
 
-    Only https, or http to this machine (localhost, 127.0.0.0/8, ::1: tests, the conformance suite,
-    local servers), gets a code, a PKCE verifier, a client secret or a refresh token, or is opened
-    in a browser: never javascript:, file:, data:, an option such as ``-a`` to a real browser, or
-    plain http across a network."""
+    Only https, or http to this machine, gets a code, a verifier, a secret or a refresh token, or is
+    opened in a browser: never javascript:, file:, an option such as ``-a``, or http across a network."""
     import ipaddress
     from urllib.parse import urlsplit
 
@@ -4522,15 +4519,13 @@ def endpoint_problem(url):
 
 
 def quoted(value):
-    """Something a server sent (any JSON value), fit for one of our messages: one line
-    (``printable``), at most EXCERPT_CHARS characters."""
+    """Something a server sent (any JSON value) as one printable line of at most EXCERPT_CHARS characters."""
     text = printable(value if isinstance(value, str) else json.dumps(value))
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
 
 def error_said(doc):
-    """The ``error`` and ``error_description`` of an OAuth error answer (RFC 6749 4.1.2.1, 5.2),
-    quoted; "" when it has neither."""
+    """The quoted ``error`` and ``error_description`` of an OAuth error answer; "" when it has neither."""
     if not isinstance(doc, dict):
         return ""
     return ": ".join(quoted(doc[name]) for name in ("error", "error_description") if doc.get(name))
@@ -4551,8 +4546,7 @@ def token_lifetime(value):
 
 
 def stored_expiry(doc):
-    """When the stored tokens ``doc`` expire (seconds since the epoch), or None: a value an
-    earlier version stored as it came (NaN, 1e400, a string) means "unknown", as no expires_in did."""
+    """When the stored tokens ``doc`` expire (seconds since the epoch); None for unknown or not sane (NaN, 1e400)."""
     expires = doc.get("expires_at")
     if isinstance(expires, bool) or not isinstance(expires, (int, float)) or not 0 < expires < 1e11:
         return None
@@ -4621,8 +4615,7 @@ def pkce_pair():
 
 
 def default_auth_dir(environ=None):
-    """``OCX_PROXY_AUTH_DIR``, else ``ocx-proxy-auth`` in the platform's cache directory
-    (apart from the spill directory, so spill retention never touches it)."""
+    """``OCX_PROXY_AUTH_DIR``, else ``ocx-proxy-auth`` in the cache directory (spill retention never touches it)."""
     environ = os.environ if environ is None else environ
     return environ.get("OCX_PROXY_AUTH_DIR") or user_cache_dir("ocx-proxy-auth", environ)
 
@@ -4650,8 +4643,7 @@ class AuthStore:
         return os.path.join(self.directory, "%s-%s.json" % (kind, _key(*key)))
 
     def open(self, create=False):
-        """The directory, checked, as a PrivateDir (made 0700 when missing and ``create``); None when
-        it is missing.  OSError with a one-line reason when it is refused."""
+        """The directory, checked, as a PrivateDir (made when missing and ``create``), or None; OSError if refused."""
         return open_private_dir(self.directory, create, self._not_ours)
 
     def _not_ours(self, fd, uid):
