@@ -3373,10 +3373,9 @@ def stdio_upstream_factory(command, env, **options):
 # HTTP client: SSE parser, URLs, proxies, TLS, connection pool, worker threads
 # ---------------------------------------------------------------------------
 
-# Blocking http.client machinery for the remote transports, run on worker
-# threads.  A hostile server cannot make us wait or buffer without end: every
-# read runs under a wall-clock deadline (``ResponseReader``) and one answer is
-# capped at --max-message-bytes (``read_body``, ``SseParser``).
+# Blocking http.client machinery for the remote transports, run on worker threads.  A hostile server cannot
+# make us wait or buffer without end: every read runs under a wall-clock deadline (``ResponseReader``) and
+# one answer is capped at --max-message-bytes (``read_body``, ``SseParser``).
 
 ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
 EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
@@ -3408,18 +3407,11 @@ SseEvent = collections.namedtuple("SseEvent", "event data last_id")
 
 
 class SseParser:
-    """Incremental ``text/event-stream`` parser (the WHATWG rules both transports need).
+    """Incremental ``text/event-stream`` parser (WHATWG rules); data stays bytes, relayed byte-exact.
 
-    Lines end in CRLF, LF or CR; ``:`` starts a comment; ``data`` lines are
-    joined with LF; ``id`` (without NUL) sets the last event id, which also
-    survives events with empty data (the 2025-11-25 priming event); ``retry``
-    takes ASCII digits only.  Data stays bytes so that a result is relayed
-    byte-exact.  ``reset_stream()`` starts a new connection but keeps the last
-    event id and retry for resumption.
-
-    Memory is bounded by ``limit``: an event's data or an unfinished line
-    (its field name aside) longer than that sets ``error`` and the parser
-    stops; the events completed before it are still returned.
+    The last event id also survives events with empty data (the 2025-11-25 priming event) and
+    ``reset_stream()`` (a new connection resumes from it).  An event's data or an unfinished line
+    longer than ``limit`` sets ``error`` and stops the parser; the events before it are returned.
     """
 
     LINE_END = re.compile(b"[\r\n]")
@@ -3453,12 +3445,9 @@ class SseParser:
             if match is None:
                 break
             pos = match.start()
-            if buf[pos] == 13:
-                if pos + 1 == len(buf):
-                    break  # a CR at the very end: an LF may follow in the next chunk
-                end = pos + 2 if buf[pos + 1] == 10 else pos + 1
-            else:
-                end = pos + 1
+            if buf[pos] == 13 and pos + 1 == len(buf):
+                break  # a CR at the very end: an LF may follow in the next chunk
+            end = pos + 2 if buf[pos:pos + 2] == b"\r\n" else pos + 1
             event = self._line(bytes(buf[start:pos]))
             if self.error:
                 return events
@@ -3484,15 +3473,9 @@ class SseParser:
                 line = line[3:]
         if not line:
             return self._dispatch()
-        if line[:1] == b":":
-            return None
-        colon = line.find(b":")
-        if colon >= 0:
-            field, value = line[:colon], line[colon + 1:]
-            if value[:1] == b" ":
-                value = value[1:]
-        else:
-            field, value = line, b""
+        field, _, value = line.partition(b":")   # a comment (":...") has the empty field name: ignored
+        if value[:1] == b" ":
+            value = value[1:]
         if field == b"data":
             self.size += len(value) + 1
             if self.size - 1 > self.limit:
@@ -3593,13 +3576,10 @@ def no_proxy_matches(host, port, no_proxy):
             continue
         if entry == "*":
             return True
-        entry_port = None
         if entry.count(":") == 1 or (entry.startswith("[") and "]:" in entry):
             entry, _, entry_port = entry.rpartition(":")
-            if not entry_port.isdigit():
+            if not entry_port.isdigit() or int(entry_port) != port:
                 continue
-        if entry_port is not None and int(entry_port) != port:
-            continue
         entry = entry.strip("[]")
         if "/" in entry:
             try:
@@ -3687,8 +3667,7 @@ class RemoteConfig:
                 value = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
                 self.header_list.append(("Authorization", value))
                 self.secrets.append(value)
-            if parts.password:
-                self.secrets.append(parts.password)
+            self.keep_secret(parts.password)
             netloc = parts.netloc.rpartition("@")[2]
             parts = parts._replace(netloc=netloc)
         self.parts = parts
@@ -3699,12 +3678,10 @@ class RemoteConfig:
         self.insecure = insecure
         self.max_message_bytes = max_message_bytes  # one SSE event or JSON body
         self.proxy = proxy_for(parts, self.environ)
-        if self.proxy is not None and self.proxy.auth:
-            self.secrets.append(self.proxy.auth)
+        if self.proxy is not None:
+            self.keep_secret(self.proxy.auth)
         self.oauth = None          # an OAuthClient when the server may answer 401 (attach_oauth)
-        self.ssl_context = None
-        if parts.scheme.lower() == "https" or cacert:
-            self.ssl_context = self._make_ssl_context()
+        self.ssl_context = self._make_ssl_context() if parts.scheme.lower() == "https" or cacert else None
 
     def _make_ssl_context(self):
         import ssl
@@ -3714,13 +3691,13 @@ class RemoteConfig:
         if cert_file:
             try:
                 context.load_verify_locations(cafile=cert_file)
-            except (OSError, ssl.SSLError) as exc:
+            except OSError as exc:   # ssl.SSLError is one
                 log.warning("SSL_CERT_FILE=%s could not be loaded (%s); using the system CAs" % (cert_file, exc))
         if self.cacert:
             try:
                 context.load_verify_locations(cafile=self.cacert)
-            except (OSError, ssl.SSLError) as exc:
-                raise UsageError("--cacert %s could not be loaded: %s" % (self.cacert, getattr(exc, "strerror", None) or exc))
+            except OSError as exc:
+                raise UsageError("--cacert %s could not be loaded: %s" % (self.cacert, exc.strerror or exc))
         if self.insecure:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
@@ -3735,6 +3712,10 @@ class RemoteConfig:
 
     def scrub(self, text):
         return scrub_secrets(text, self.secrets)
+
+    def keep_secret(self, *values):
+        """Mask ``values`` (those set) wherever ``scrub`` and the redacted URLs are used from now on."""
+        self.secrets.extend(value for value in values if value and value not in self.secrets)
 
     def headers(self, extra=()):
         """User headers (repeated names joined) plus ours, as a dict for http.client."""
@@ -3802,11 +3783,9 @@ def http_error_text(status, reason, body):
 
 
 def jsonrpc_error(body, kind):
-    """The JSON-RPC error response an HTTP error body holds, else None.
+    """The JSON-RPC error response (integer code, string message) an HTTP error body holds, else None.
 
-    ``kind`` is the body's Content-Type: JSON (or none given) is one message,
-    an event stream gives its first message event.  An error response is an
-    object whose ``error`` has an integer code and a string message.
+    ``kind`` is the body's Content-Type: JSON (or none) is one message, an event stream its first event.
     """
     if kind == "text/event-stream":
         events = SseParser(limit=ERROR_BODY_LIMIT).feed(body + b"\n\n")
@@ -3848,22 +3827,18 @@ def time_left(deadline):
 
 
 class ResponseReader(io.RawIOBase):
-    """The raw stream http.client reads a response through: no recv outlives ``conn.deadline``.
+    """The raw stream http.client reads a response through (it only calls ``makefile`` on the socket):
+    no recv outlives ``conn.deadline``, a wall-clock bound on the status line, the headers and the body.
 
-    A socket timeout bounds each recv, so a server that trickles a byte a
-    second never trips it.  This re-arms the timeout with the time left
-    before every recv, which makes the deadline a wall-clock bound on the
-    status line, the headers (http.client caps their size, not their pace)
-    and the body.  http.client only calls ``makefile`` on the socket it is
-    given, so a reader stands in for it (see ``bound_responses``).
+    A socket timeout bounds each recv, so a server trickling a byte a second never trips it: the
+    timeout is re-armed with the time left before every recv.
     """
 
     def __init__(self, conn, sock):
         io.RawIOBase.__init__(self)
         self.conn = conn
         self.sock = sock
-        # the socket's own raw file: it keeps the socket open after the connection
-        # lets go of it (a response that ends with the connection)
+        # the socket's own raw file keeps the socket open after the connection lets go of it
         self.raw = sock.makefile("rb", buffering=0)
 
     def makefile(self, mode="rb", *args, **kw):
@@ -3891,12 +3866,10 @@ def bound_responses(conn, deadline):
 
 
 def chunk_size_error(resp, exc=None):
-    """UpstreamDataError if ``resp`` broke the chunked framing, else None.
+    """UpstreamDataError if ``resp`` broke the chunked framing (``exc``: what a read raised), else None.
 
-    http.client takes any integer as a chunk size (2^64 later fails with
-    OverflowError, a negative one reads garbage) and turns a size that is not
-    hex into a bare IncompleteRead; ``exc`` is the exception a read raised.
-    """
+    http.client takes any integer as a chunk size (2^64 later fails with OverflowError, a negative
+    one reads garbage) and turns a size that is not hex into a bare IncompleteRead."""
     if not getattr(resp, "chunked", False):
         return None
     left = resp.chunk_left
@@ -3913,10 +3886,7 @@ def chunk_size_error(resp, exc=None):
 def read_body(resp, limit):
     """The whole body of ``resp`` (read under its connection's deadline), at most ``limit`` bytes.
 
-    Raises UpstreamDataError past the limit (before reading anything when
-    Content-Length says so) or for a bad chunk size; socket.timeout or
-    http.client errors when the body does not arrive in full.
-    """
+    UpstreamDataError past the limit (at once when Content-Length says so) or for a bad chunk size."""
     if resp.length is not None and resp.length > limit:
         raise UpstreamDataError("upstream announced a body of %d bytes, more than %d (--max-message-bytes)"
                                 % (resp.length, limit))
@@ -3951,13 +3921,8 @@ def content_type(resp):
 
 
 class HttpPool:
-    """Keep-alive ``http.client`` connections to one origin, shared by worker threads.
-
-    ``exchange()`` sends a request on an idle connection when one is still
-    open (a connection the server closed while idle is noticed and dropped)
-    or on a new one, and retries once on a fresh connection when a reused one
-    turns out to be dead before any answer arrived.
-    """
+    """Keep-alive ``http.client`` connections to one origin, shared by worker threads; a request on a
+    reused connection that turns out dead before any answer is retried once on a new one."""
 
     def __init__(self, config):
         self.config = config
@@ -3983,8 +3948,7 @@ class HttpPool:
             conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.auth} if proxy.auth else None)
         bound_responses(conn, deadline)
         conn.connect()
-        # http.client writes the headers and the body apart: Nagle would hold the body back
-        # until the server acknowledges the headers
+        # http.client writes headers and body apart: Nagle would hold the body until the headers are acked
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
@@ -4018,10 +3982,8 @@ class HttpPool:
     def exchange(self, method, parts, headers, body=None, on_written=None, timeout=None):
         """Send one request and read its status line and headers: returns (conn, response).
 
-        ``timeout`` (default ``--timeout``) bounds the whole exchange, wall
-        clock: connecting, sending, the headers and, since ``conn.deadline``
-        stays set, reading a plain body.  Event-stream readers move the deadline.
-        """
+        ``timeout`` (default ``--timeout``) bounds the whole exchange, wall clock, and, since
+        ``conn.deadline`` stays set, reading a plain body.  Event-stream readers move the deadline."""
         import http.client
 
         if self.config.proxy is not None and parts.scheme.lower() == "http" and self.config.proxy.auth:
@@ -4045,15 +4007,12 @@ class HttpPool:
                 if on_written is not None:
                     on_written()
                 return conn, conn.getresponse()
-            except (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine) as exc:
+            except BaseException as exc:
                 self.discard(conn)
-                if reused:
-                    log.debug("kept-alive connection was closed by the server (%s); retrying on a new one" % exc)
-                    continue
-                raise
-            except BaseException:
-                self.discard(conn)
-                raise
+                dead = isinstance(exc, (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine))
+                if not (reused and dead):
+                    raise
+                log.debug("kept-alive connection was closed by the server (%s); retrying on a new one" % exc)
         raise OSError("no connection")  # not reached
 
     def release(self, conn, resp):
@@ -4159,13 +4118,9 @@ class Backoff:
 
 
 class WorkerThreads:
-    """Daemon threads reused from task to task.
+    """Daemon threads reused from task to task; a thread idle for ``idle_seconds`` ends.
 
-    ``run(task)`` hands the task to an idle thread, or starts a new one when
-    none is idle: a task never waits behind a busy one (a long tool call must
-    not delay a ping), yet a steady stream of requests does not pay for a new
-    thread each time.  A thread idle for ``idle_seconds`` ends.
-    """
+    ``run(task)`` starts a new thread when none is idle: a long tool call must not delay a ping."""
 
     def __init__(self, idle_seconds=30.0):
         self.idle_seconds = idle_seconds
@@ -4201,29 +4156,23 @@ WORKERS = WorkerThreads()
 # OAuth: discovery rules, callback ports, PKCE, the token store
 # ---------------------------------------------------------------------------
 
-# The MCP authorization flow (basic/authorization, 2025-06-18 and later) for a
-# relay that has no user interface: a server answers 401, we find its
-# authorization server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless
-# given a client, run authorization code + PKCE with a loopback listener on a
-# STABLE port (the registered redirect URI keeps it), and keep the tokens on
-# disk so the next relay, and the next client window, need no new login.
+# The MCP authorization flow (2025-06-18 and later) for a relay without a user interface: a server answers
+# 401, we find its authorization server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless given a
+# client, run authorization code + PKCE with a loopback listener on a STABLE port (the registered redirect
+# URI keeps it), and keep the tokens on disk so the next relay, and the next client window, need no login.
 
-# The loopback ports of redirect URIs.  Authorization servers compare redirect
-# URIs exactly, so a registration keeps its ports: a pre-registered client uses
-# OAUTH_CALLBACK_PORT (or --oauth-callback-port); our own registrations list a
-# few ports derived from the issuer above it, so that logins to different
-# servers at the same time each have their own.
+# The loopback ports of redirect URIs, which authorization servers compare exactly: a pre-registered
+# client uses OAUTH_CALLBACK_PORT (or --oauth-callback-port); ours list a few above it (callback_ports).
 OAUTH_CALLBACK_PORT = 33418
 OAUTH_CALLBACK_RANGE = 1000
 OAUTH_CALLBACK_CHOICES = 3
-# The callback listener's bounds: the time a connection has to send its request
-# head, the size of that head, the connections kept at once (the oldest goes).
+# The callback listener's bounds: the time a connection has to send its request head, the size of that
+# head, the connections kept at once (the oldest goes).
 OAUTH_CALLBACK_READ_TIMEOUT = 10.0
 OAUTH_CALLBACK_MAX_REQUEST = 64 * 1024
 OAUTH_CALLBACK_MAX_CONNECTIONS = 32
 OAUTH_TIMEOUT = 300.0
-# How long one request waits for a pending login: agent clients give initialize
-# some tens of seconds, and the login goes on in the background after that.
+# How long one request waits for a pending login: agent clients give initialize some tens of seconds.
 OAUTH_REQUEST_WAIT = 20.0
 # Refresh this long before the access token expires.
 OAUTH_EXPIRY_MARGIN = 60.0
@@ -4247,9 +4196,8 @@ class OAuthError(OcxError):
     error = None  # the OAuth error code the endpoint answered with, if it gave one
 
 
-# Token endpoint answers meaning the authorization server no longer knows our
-# registration (it restarted, or purged it): register again instead of logging
-# in with a client id that can only fail in the browser.
+# Token endpoint answers meaning the authorization server no longer knows our registration (it restarted,
+# or purged it): register again instead of logging in with a client id that can only fail in the browser.
 FORGOTTEN_CLIENT_ERRORS = ("invalid_client", "unauthorized_client")
 
 
@@ -4264,12 +4212,9 @@ def parse_www_authenticate(value):
 
 
 def resource_covers(resource, url):
-    """True when protected-resource metadata naming ``resource`` may speak for ``url``.
-
-    RFC 9728 section 3.3: a client must not take a token for another resource.
-    The origin must be the server URL's; the path may differ (servers name
-    their root, or their Streamable HTTP endpoint while we talk to /sse).
-    """
+    """True when protected-resource metadata naming ``resource`` may speak for ``url`` (RFC 9728 3.3):
+    the same origin; the path may differ (servers name their root, or their Streamable HTTP endpoint
+    while we talk to /sse)."""
     from urllib.parse import urlsplit
 
     ours, theirs = urlsplit(url), urlsplit(resource)
@@ -4277,9 +4222,8 @@ def resource_covers(resource, url):
 
 
 def default_resource(url):
-    """The resource indicator (RFC 8707) for ``url`` when no protected-resource metadata names one:
-    ``url`` without the query parameters whose names look like credentials (``?api_key=...`` must
-    reach no authorization server, and no login URL we print)."""
+    """The resource indicator (RFC 8707) for ``url`` when no metadata names one: ``url`` without the
+    query parameters whose names look like credentials (they must reach no authorization server)."""
     from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
     parts = urlsplit(url)
@@ -4291,10 +4235,8 @@ def default_resource(url):
 def endpoint_problem(url):
     """Why ``url`` may not be an authorization server or one of its endpoints; None when it may.
 
-    Only https, or http to this machine (localhost, 127.0.0.0/8, ::1: tests, the conformance suite,
-    local servers), gets a code, a PKCE verifier, a client secret or a refresh token, or is opened
-    in a browser: never javascript:, file:, data:, an option such as ``-a`` to a real browser, or
-    plain http across a network."""
+    Only https, or http to this machine, gets a code, a verifier, a secret or a refresh token, or is
+    opened in a browser: never javascript:, file:, an option such as ``-a``, or http across a network."""
     import ipaddress
     from urllib.parse import urlsplit
 
@@ -4318,15 +4260,13 @@ def endpoint_problem(url):
 
 
 def quoted(value):
-    """Something a server sent (any JSON value), fit for one of our messages: one line
-    (``printable``), at most EXCERPT_CHARS characters."""
+    """Something a server sent (any JSON value) as one printable line of at most EXCERPT_CHARS characters."""
     text = printable(value if isinstance(value, str) else json.dumps(value))
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
 
 def error_said(doc):
-    """The ``error`` and ``error_description`` of an OAuth error answer (RFC 6749 4.1.2.1, 5.2),
-    quoted; "" when it has neither."""
+    """The quoted ``error`` and ``error_description`` of an OAuth error answer; "" when it has neither."""
     if not isinstance(doc, dict):
         return ""
     return ": ".join(quoted(doc[name]) for name in ("error", "error_description") if doc.get(name))
@@ -4339,50 +4279,40 @@ def string_member(doc, name):
 
 
 def token_lifetime(value):
-    """``expires_in`` as seconds to compute with: a positive JSON number, at most
-    OAUTH_MAX_LIFETIME (1e400 and 400-digit integers too); None for anything else (NaN, 0, -5,
-    "3600"), as if the token endpoint had not said."""
+    """``expires_in`` as seconds: a positive JSON number, at most OAUTH_MAX_LIFETIME; None for anything
+    else (NaN, 0, -5, "3600"), as if the token endpoint had not said."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         return None
     return float(min(value, OAUTH_MAX_LIFETIME))
 
 
 def stored_expiry(doc):
-    """When the stored tokens ``doc`` expire (seconds since the epoch), or None: a value an
-    earlier version stored as it came (NaN, 1e400, a string) means "unknown", as no expires_in did."""
+    """When the stored tokens ``doc`` expire (seconds since the epoch); None for unknown or not sane (NaN, 1e400)."""
     expires = doc.get("expires_at")
     if isinstance(expires, bool) or not isinstance(expires, (int, float)) or not 0 < expires < 1e11:
         return None
     return float(expires)
 
 
-def well_known_urls(url, suffix, path_aware_only=False):
-    """RFC 8414 / 9728 well-known URLs for ``url``: the path inserted after the prefix first, then
-    (for OpenID) the path with the suffix appended, then the root one."""
-    from urllib.parse import urlsplit, urlunsplit
+def well_known_urls(url, suffix):
+    """RFC 9728 well-known URLs for ``url``: the path inserted after the prefix first, then the root one."""
+    from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
-    found = []
-    if path:
-        found.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/" + suffix + path, "", "")))
-    if not path_aware_only or not path:
-        found.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/" + suffix, "", "")))
-    return found
+    root = "%s://%s/.well-known/%s" % (parts.scheme, parts.netloc, suffix)
+    return [root + path, root] if path else [root]
 
 
 def auth_metadata_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID Connect (both forms)."""
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import urlsplit
 
     parts = urlsplit(issuer)
     path = parts.path.rstrip("/")
-    root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    if not path:
-        return [root + "/.well-known/oauth-authorization-server", root + "/.well-known/openid-configuration"]
-    return [root + "/.well-known/oauth-authorization-server" + path,
-            root + "/.well-known/openid-configuration" + path,
-            root + path + "/.well-known/openid-configuration"]
+    root = "%s://%s" % (parts.scheme, parts.netloc)
+    urls = [root + "/.well-known/oauth-authorization-server" + path, root + "/.well-known/openid-configuration" + path]
+    return urls + [root + path + "/.well-known/openid-configuration"] if path else urls
 
 
 def callback_uri(port):
@@ -4402,9 +4332,8 @@ def callback_port_of(uri):
 
 
 def callback_ports(issuer):
-    """The ports a new registration with ``issuer`` lists (without --oauth-callback-port): derived
-    from the issuer, so that logins to different servers do not meet on one port and a renewed
-    registration gets the same ones; several, so that servers sharing an issuer log in side by side."""
+    """The ports a new registration with ``issuer`` lists: derived from the issuer, so that logins to
+    different servers do not meet on one port; several, so that servers sharing an issuer do not either."""
     import hashlib
 
     digest = hashlib.sha256(issuer.encode("utf-8")).digest()
@@ -4427,8 +4356,7 @@ def pkce_pair():
 
 
 def default_auth_dir(environ=None):
-    """``OCX_PROXY_AUTH_DIR``, else ``ocx-proxy-auth`` in the platform's cache directory
-    (apart from the spill directory, so spill retention never touches it)."""
+    """``OCX_PROXY_AUTH_DIR``, else ``ocx-proxy-auth`` in the cache directory (spill retention never touches it)."""
     environ = os.environ if environ is None else environ
     return environ.get("OCX_PROXY_AUTH_DIR") or user_cache_dir("ocx-proxy-auth", environ)
 
@@ -4440,16 +4368,13 @@ def _key(*parts):
 
 
 class AuthStore:
-    """The token directory: JSON files, each written 0600 and replaced atomically (as spill files
-    are), in a directory checked before every read and write: ours, and nobody else may write to
-    it.  Another user's or a shared directory is refused whole; a file in it that is a symbolic
-    link, or not a regular file of ours, is not read.
+    """The token directory: JSON files written 0600 and replaced atomically, in a directory checked
+    before every read and write (another user's or a shared one is refused whole; a link, or a file
+    not ours, is not read).
 
-    ``client-<issuer>.json``: our registration with that issuer (exact string);
-    ``tokens-<issuer+resource>.json``: the tokens for that resource;
-    ``server-<url>.json``: the issuer and resource whose tokens a server URL last stored (the
-    configured URL, and the resource its metadata named), so that finding a server's tokens is
-    one open, however many servers the directory holds."""
+    ``client-<issuer>.json``: our registration with that issuer; ``tokens-<issuer+resource>.json``:
+    the tokens for that resource; ``server-<url>.json``: the issuer and resource whose tokens a server
+    URL (or resource) last stored, so that finding a server's tokens is one open."""
 
     def __init__(self, directory):
         self.directory = directory
@@ -4459,8 +4384,7 @@ class AuthStore:
         return os.path.join(self.directory, "%s-%s.json" % (kind, _key(*key)))
 
     def open(self, create=False):
-        """The directory, checked, as a PrivateDir (made 0700 when missing and ``create``); None when
-        it is missing.  OSError with a one-line reason when it is refused."""
+        """The directory, checked, as a PrivateDir (made when missing and ``create``), or None; OSError if refused."""
         return open_private_dir(self.directory, create, self._not_ours)
 
     def _not_ours(self, fd, uid):
@@ -4473,7 +4397,7 @@ class AuthStore:
 
     def _load(self, where, name):
         """The JSON object in file ``name`` of the checked directory ``where``; None when missing, not
-        an object, or refused (``PrivateDir.open_read``: a link or a FIFO put there is not waited on)."""
+        an object, or refused."""
         try:
             fd, info = where.open_read(name)
         except FileNotFoundError:
@@ -4498,8 +4422,7 @@ class AuthStore:
         return None
 
     def read(self, path):
-        """The JSON object stored at ``path`` (one of ``self.path``'s), else None; OSError when the
-        directory is refused."""
+        """The JSON object stored at ``path`` (one of ``self.path``'s), else None."""
         where = self.open()
         if where is None:
             return None
@@ -4546,9 +4469,8 @@ class AuthStore:
             self.write(self.path("server", url), {"url": url, "issuer": issuer, "resource": resource})
 
     def tokens_for(self, url):
-        """Every token document stored for ``url`` (its resource or the server URL it was stored
-        for), newest first: a scan of the directory, for auth status and logout (it finds what
-        earlier versions stored, and other issuers' tokens, too)."""
+        """Every token document stored for ``url`` (as resource or server URL), newest first: a scan,
+        for auth status and logout, that finds what earlier versions stored too."""
         found = []
         where = self.open()
         if where is None:
@@ -4564,10 +4486,9 @@ class AuthStore:
 
 
 class LoginLock:
-    """An advisory lock on a file in the token directory, so that several relays for one server run
-    one login.  The operating system drops it when the holder exits, however it exits, so a crashed
-    relay leaves nothing to take over (flock on POSIX, a one-byte msvcrt lock on Windows).  The file
-    itself stays: unlinking it would let a third relay lock a new file while a second holds the old."""
+    """An advisory lock (flock, or msvcrt on Windows) so that several relays for one server run one
+    login; the system drops it however the holder exits.  The file stays: unlinking it would let a
+    third relay lock a new file while a second holds the old."""
 
     def __init__(self, path):
         self.path = path
@@ -4577,12 +4498,17 @@ class LoginLock:
         """True when we hold the lock now; False when another process does."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            _lock_nowait(fd)
-        except (BlockingIOError, PermissionError):
+            try:
+                import fcntl
+            except ImportError:
+                import msvcrt
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
             os.close(fd)
-            return False
-        except OSError:
-            os.close(fd)
+            if isinstance(exc, (BlockingIOError, PermissionError)):   # held elsewhere
+                return False
             raise
         self.fd = fd
         return True
@@ -4591,17 +4517,6 @@ class LoginLock:
         if self.fd is not None:
             fd, self.fd = self.fd, None
             os.close(fd)   # closing drops the lock
-
-
-def _lock_nowait(fd):
-    """Lock ``fd`` exclusively or raise BlockingIOError / PermissionError (held elsewhere)."""
-    try:
-        import fcntl
-    except ImportError:
-        import msvcrt
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-    else:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 # ---------------------------------------------------------------------------
@@ -4662,9 +4577,8 @@ class OAuthClient:
             return self.tokens.get("access_token") if self.tokens else None
 
     def authorize(self, status, challenge, used):
-        """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer
-        token another relay stored, or log in (waiting a bounded time).  Returns normally when a new
-        token is there; raises AuthorizationRequired with instructions otherwise."""
+        """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer token,
+        or log in (waiting a bounded time); AuthorizationRequired, with instructions, when none is there."""
         params = parse_www_authenticate(challenge)
         with self.lock:
             self._reload()
@@ -4681,9 +4595,7 @@ class OAuthClient:
                     raise AuthorizationRequired("the server still refuses the token after %d step-up logins "
                                                 "(HTTP 403 insufficient_scope)" % OAUTH_STEP_UPS)
                 self.step_ups += 1
-                self.scope = params.get("scope") or self.scope
-            elif params.get("scope"):
-                self.scope = params["scope"]
+            self.scope = params.get("scope") or self.scope
             if status == 401 and self.tokens and self.tokens.get("refresh_token") and self._refresh():
                 return
             self._start_login(params)
@@ -4706,8 +4618,7 @@ class OAuthClient:
     # -- tokens --------------------------------------------------------------
 
     def _reload(self):
-        """The tokens as stored now (another relay may have refreshed or replaced them); none at all
-        from a refused directory (``authorize`` says why)."""
+        """The tokens as stored now (another relay may have refreshed or replaced them)."""
         try:
             if self.tokens_path is not None:
                 self.tokens = self.store.read(self.tokens_path)
@@ -4741,8 +4652,7 @@ class OAuthClient:
         elif "expires_in" in answer:
             log.warning("the token endpoint's expires_in %s is no lifetime; the token is used until the server "
                         "refuses it" % quoted(answer["expires_in"]))
-        self.config.secrets.extend(s for s in (doc["access_token"], doc["refresh_token"])
-                                   if s and s not in self.config.secrets)
+        self.config.keep_secret(doc["access_token"], doc["refresh_token"])
         path = self.store.path("tokens", issuer, self.resource)
         self.store.write(path, doc)
         self._hold(path, doc)
@@ -4807,11 +4717,9 @@ class OAuthClient:
     # -- discovery -------------------------------------------------------------
 
     def discover(self, params=None):
-        """The authorization server's metadata (issuer, endpoints), from the challenge's
-        resource_metadata, else the path-aware then root PRM; without PRM (2025-03-26) the
-        server's root is the authorization server, with /authorize, /token, /register as defaults.
-        Metadata for another issuer, or naming an endpoint that is not https (``endpoint_problem``),
-        is refused here, before anything is registered or opened."""
+        """The authorization server's metadata, found through the protected-resource metadata; without
+        it (2025-03-26) the server's root is the authorization server.  Metadata for another issuer, or
+        an endpoint ``endpoint_problem`` refuses, is refused here, before anything is sent to it."""
         from urllib.parse import urljoin, urlsplit
 
         params = params or {}
@@ -4874,16 +4782,10 @@ class OAuthClient:
     # -- client identity ---------------------------------------------------------
 
     def _client_of(self, doc):
-        """The client that holds the tokens ``doc``, with the credentials and the way of sending
-        them (``client_auth``) it logged in with: a configured one (--oauth-client-id/-file), else
-        the one registered at the issuer."""
-        configured = self._configured_client()
+        """The client that holds the tokens ``doc``, sending its secret as it did then: the configured
+        one, else the one registered at the issuer."""
+        configured = self._configured_client(doc.get("client_auth"))
         if configured is not None and configured["client_id"] == doc.get("client_id"):
-            secret = configured.get("client_secret")
-            if secret and secret not in self.config.secrets:
-                self.config.secrets.append(secret)
-            configured["token_endpoint_auth_method"] = doc.get("client_auth") or (
-                "client_secret_basic" if secret else "none")
             return configured
         stored = self._stored_client(doc["issuer"])
         if stored and stored.get("client_id") == doc.get("client_id"):
@@ -4895,7 +4797,9 @@ class OAuthClient:
         doc = self.store.read(self.store.path("client", issuer))
         return doc if doc and doc.get("issuer") == issuer else None
 
-    def _configured_client(self):
+    def _configured_client(self, method=None):
+        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says
+        (default: client_secret_basic, or none without a secret)."""
         settings = self.settings
         if settings.client_file:
             try:
@@ -4905,37 +4809,34 @@ class OAuthClient:
                 raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
             if not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
                 raise UsageError("--oauth-client-file %s: a JSON object with client_id expected" % settings.client_file)
-            return {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
-        if settings.client_id:
-            return {"client_id": settings.client_id, "client_secret": settings.client_secret}
-        return None
+            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
+        elif settings.client_id:
+            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
+        else:
+            return None
+        self.config.keep_secret(client["client_secret"])
+        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
+        return client
 
     def client_for(self, metadata):
-        """The configured client (--oauth-client-id/-file) with the way it authenticates, or None."""
-        configured = self._configured_client()
-        if configured is not None:
-            if configured.get("client_secret"):
-                self.config.secrets.append(configured["client_secret"])
-            methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-            if not configured.get("client_secret"):
-                configured["token_endpoint_auth_method"] = "none"
-            else:
-                configured["token_endpoint_auth_method"] = (
-                    "client_secret_post" if "client_secret_basic" not in methods and "client_secret_post" in methods
-                    else "client_secret_basic")
-        return configured
+        """The configured client, sending its secret as ``metadata`` allows, or None."""
+        client = self._configured_client()
+        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        post_only = "client_secret_basic" not in methods and "client_secret_post" in methods
+        if client and client["client_secret"] and post_only:
+            client["token_endpoint_auth_method"] = "client_secret_post"
+        return client
 
     def _registered(self, issuer, fixed):
-        """Our registration with ``issuer`` and the ports of its redirect URIs we may use (only
-        ``fixed`` when it is given), or (None, [])."""
+        """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
         client = self._stored_client(issuer)
         if not client:
             return None, []
         # "redirect_uri": one port, as registrations were stored before they listed several
         registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
         ports = [port for port in registered if port and fixed in (None, port)]
-        if ports and client.get("client_secret"):
-            self.config.secrets.append(client["client_secret"])
+        if ports:
+            self.config.keep_secret(client.get("client_secret"))
         return (client, ports) if ports else (None, [])
 
     def register(self, metadata, redirect_uris):
@@ -4960,15 +4861,13 @@ class OAuthClient:
         client = {"issuer": issuer, "client_id": doc["client_id"],
                   "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
                   "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
-        if client["client_secret"]:
-            self.config.secrets.append(client["client_secret"])
+        self.config.keep_secret(client["client_secret"])
         self.store.write(self.store.path("client", issuer), client)
         log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
         return client
 
     def forget_client(self, issuer, client_id, reason=None):
-        """Drop our stored registration with ``issuer`` when it is ``client_id`` (another relay may
-        have registered anew meanwhile): the next login registers again.  ``reason`` is said."""
+        """Drop our stored registration with ``issuer`` when it is still ``client_id``; ``reason`` is said."""
         try:
             stored = self._stored_client(issuer)
             if stored is not None and stored.get("client_id") == client_id:
@@ -5010,8 +4909,7 @@ class OAuthClient:
         """Start the login thread unless one runs (called with self.lock held)."""
         if self.login_thread is not None and self.login_thread.is_alive():
             return
-        self.login_error = None
-        self.login_url = None
+        self.login_error = self.login_url = None
         replacing = (self.tokens or {}).get("saved_at") or 0   # 0: we had none
         self.login_thread = threading.Thread(target=self._login_thread, args=(params, replacing),
                                              name="ocx-oauth-login", daemon=True)
@@ -5028,10 +4926,8 @@ class OAuthClient:
     def login(self, params=None, deadline=None, replacing=None):
         """Run the whole login (or wait for another relay's): returns when tokens are stored.
 
-        ``replacing`` is the ``saved_at`` of the tokens this login replaces as the relay last saw
-        them (0: none).  Tokens stored under any other stamp come from another relay's login, even
-        one that finished before this call, and are taken instead of a second login.  None (``auth
-        login``) replaces whatever is stored when the call starts."""
+        ``replacing``: the ``saved_at`` of the tokens this login replaces (0: none; None: what is stored
+        now).  Tokens stored under another stamp are another relay's login, taken instead of a second."""
         self.store.open(create=True).close()   # a refused directory: no login, nothing sent anywhere
         metadata = self.discover(params)
         issuer = metadata["issuer"]
@@ -5104,10 +5000,8 @@ class OAuthClient:
     def _listen(self, metadata, deadline):
         """The loopback listener and the client whose redirect URI it serves.
 
-        A pre-registered client has one port (--oauth-callback-port, default OAUTH_CALLBACK_PORT):
-        while it is busy, most likely with another login, we wait for it until ``deadline``.  Our
-        registration lists several ports and the first free one serves; when all are busy, or we
-        have none, we register anew, listing the ports derived from the issuer (or the one given)."""
+        A pre-registered client's one port is waited for while busy; of our registration's, the first
+        free one serves; when all are busy, or we have none, we register anew (``callback_ports``)."""
         fixed = self.settings.callback_port
         configured = self.client_for(metadata)
         if configured is not None:
@@ -5132,6 +5026,8 @@ class OAuthClient:
 
     def _listen_waiting(self, port, deadline):
         """A listener on ``port``, waiting while it is busy (a pre-registered redirect URI needs it)."""
+        other = ("register http://127.0.0.1:PORT/callback with another PORT for this client and give "
+                 "--oauth-callback-port PORT")
         announced = False
         while True:
             try:
@@ -5140,18 +5036,15 @@ class OAuthClient:
                 reason = exc.strerror or str(exc)
             if time.monotonic() >= deadline:
                 raise OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
-                                 "redirect URI needs it: free it, or register http://127.0.0.1:PORT/callback with "
-                                 "another PORT for this client and give --oauth-callback-port PORT" % (port, reason))
+                                 "redirect URI needs it: free it, or %s" % (port, reason, other))
             if not announced:
                 announced = True
                 log.warning("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting "
-                            "for it (another login?) up to --oauth-timeout; or register http://127.0.0.1:PORT/callback "
-                            "with another PORT for this client and give --oauth-callback-port PORT" % (port, reason))
+                            "for it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
             time.sleep(0.2)
 
     def _open_browser(self, url):
-        """Open ``url`` in a browser run detached from our stdio (the MCP channel), when there is a
-        graphical one or BROWSER; else, or with --oauth-no-browser, print it for the user."""
+        """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""
         graphical = bool(os.environ.get("BROWSER") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
                          or sys.platform in ("darwin", "win32"))
         if self.settings.browser and graphical:
@@ -5169,8 +5062,7 @@ class OAuthClient:
     # -- commands ---------------------------------------------------------------
 
     def stored(self):
-        """Every stored token document for this server (for auth status / logout): [(path, doc)],
-        those a relay takes first."""
+        """Every stored token document for this server, [(path, doc)], those a relay takes first."""
         found = self.store.tokens_for(self.url)
         path, doc = self.store.lookup(self.url)
         if doc is not None and path not in [p for p, _ in found]:
@@ -5178,8 +5070,7 @@ class OAuthClient:
         return found
 
     def forget(self, path, doc):
-        """Remove the tokens ``doc`` stored at ``path``, what points to them, and the registration
-        that holds them (a new login registers afresh)."""
+        """Remove the tokens ``doc`` stored at ``path``, what points to them, and their registration."""
         self.store.remove(path)
         for url in {url for url in (self.url, doc.get("url"), doc.get("resource")) if isinstance(url, str)}:
             self.store.remove(self.store.path("server", url))
@@ -5187,9 +5078,8 @@ class OAuthClient:
             self.forget_client(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
-        """Revoke the tokens ``doc`` holds at the authorization server (RFC 7009), refresh token
-        first (servers may drop its access tokens with it).  Returns None when the server offers no
-        revocation endpoint, else the reason it failed or "" when it succeeded."""
+        """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without a revocation
+        endpoint, else why it failed, or ""."""
         endpoint = doc.get("revocation_endpoint")
         if not isinstance(endpoint, str):
             return None
@@ -5210,9 +5100,8 @@ class OAuthClient:
 class CallbackListener:
     """The loopback listener for the authorization response: ``http://127.0.0.1:PORT/callback``.
 
-    One thread (the login's), non-blocking sockets: a connection that sends no complete request
-    head within OAUTH_CALLBACK_READ_TIMEOUT is dropped, so an idle one (browsers open spare
-    connections) or a slow one never delays another, and the deadline holds whatever is open."""
+    Non-blocking: a connection without a whole request head within OAUTH_CALLBACK_READ_TIMEOUT is
+    dropped, so an idle one (browsers open spare connections) or a slow one delays no other."""
 
     def __init__(self, port):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -5230,9 +5119,7 @@ class CallbackListener:
 
     def wait(self, state, deadline):
         """The parameters of the first ``GET /callback`` that carries ``state`` and a code or an
-        error, or None at ``deadline``.  Every request gets a page at once; anything else (another
-        path, another state: a stale tab or any local page, no code, not HTTP) gets an error page
-        and the wait goes on."""
+        error, or None at ``deadline``.  Any other request gets an error page and the wait goes on."""
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
@@ -5262,9 +5149,7 @@ class CallbackListener:
         while True:
             try:
                 conn, _ = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:   # out of descriptors, or the connection was reset: the others go on
+            except OSError:   # none waiting, out of descriptors, or the connection was reset: the others go on
                 return
             conn.setblocking(False)
             if len(pending) >= OAUTH_CALLBACK_MAX_CONNECTIONS:   # a flood: the oldest goes, not the newest
@@ -5280,7 +5165,7 @@ class CallbackListener:
 
     def _read(self, conn, entry, state):
         """Read what ``conn`` has: False while its request head is incomplete, else (the page sent)
-        the authorization response's parameters when it is ours, None when it is not."""
+        the authorization response's parameters, or None when it is not ours."""
         try:
             data = conn.recv(8192)
         except (BlockingIOError, InterruptedError):
