@@ -4807,8 +4807,10 @@ class OAuthClient:
                     doc = json.load(f)
             except (OSError, ValueError) as exc:
                 raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
-            if not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
-                raise UsageError("--oauth-client-file %s: a JSON object with client_id expected" % settings.client_file)
+            if (not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str)
+                    or not isinstance(doc.get("client_secret", ""), str)):
+                raise UsageError("--oauth-client-file %s: a JSON object with a string client_id (and client_secret, "
+                                 "if any) expected" % settings.client_file)
             client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
         elif settings.client_id:
             client = {"client_id": settings.client_id, "client_secret": settings.client_secret}

@@ -1095,3 +1095,11 @@ def test_a_refused_refresh_keeps_a_registration_newer_than_its_client(server):
     assert server.stats()["register"] == 2 and "registers again" not in relay.stderr, relay.stderr
     with open(path) as f:
         assert json.load(f)["client_id"] == answer["client_id"]
+
+
+def test_a_client_file_with_a_secret_that_is_not_a_string_is_a_usage_error(server, tmp_path):
+    path = tmp_path / "client.json"
+    path.write_text(json.dumps({"client_id": "filed", "client_secret": 12345}))
+    result = server.auth("login", "--oauth-client-file", str(path))
+    assert result.returncode == 2, result.stderr
+    assert b"client_secret" in result.stderr and b"Traceback" not in result.stderr
