@@ -46,6 +46,7 @@ Layout of this file (each section only uses the ones above it):
     remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
+    catalog fitting   the client rules of a catalog (each with its source) and the relay's fixes for them
     relay parts       options, request tracking and timeouts, trace, the reader tool, profiles, restarts
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
@@ -6934,6 +6935,143 @@ def remote_upstream_factory(transport, config, made=None):
 
 
 # ---------------------------------------------------------------------------
+# Catalog fitting: the client rules of a tool catalog, and how the relay makes each tool survive its client
+# ---------------------------------------------------------------------------
+
+SCHEMA_DEPTH_LIMIT = 32
+# Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
+SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
+                       "propertyNames", "unevaluatedProperties", "unevaluatedItems")
+SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+# One row per client rule: what breaks where (CLIENTS names; a finding of no
+# rule names "all": MCP and JSON Schema conformance), and why we say so.
+# ``ref`` is a public report (URL) or, with no public one found, our client
+# notes (clients.md §4, measured); ``observed`` the client and version it was seen with.
+CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text")
+CATALOG_RULES = collections.OrderedDict([
+    ("root-combinator", CatalogRule(
+        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
+        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
+        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
+        "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
+        "drops the tool, OpenAI rejects the function")),
+    ("nested-allof", CatalogRule(
+        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
+        "OpenAI API, gpt-4.1-nano, 2025-08",
+        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
+    ("cursor-type-array", CatalogRule(
+        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
+        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
+    ("gemini-type-array", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
+        "Gemini 2.5 Pro via Zed 0.189.5",
+        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
+    ("gemini-additional-properties", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
+        "Gemini 2.5 Flash via Zed, 2025-04",
+        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
+    ("gemini-ref", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
+        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)")),
+    ("gemini-enum-type", CatalogRule(
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
+        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
+    ("gemini-format", CatalogRule(
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
+        "Gemini CLI 0.1.7",
+        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
+    ("name-chars", CatalogRule(
+        "error", ("openai", "anthropic", "claude-desktop", "cursor"),
+        "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
+        "https://github.com/webstudio-is/webstudio/issues/5960",
+        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
+        "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
+        "Claude Desktop and Cursor")),
+    ("name-length", CatalogRule(
+        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
+        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
+        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64")),
+    ("vscode-name-cut", CatalogRule(
+        "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
+        "a tool name over 64 characters: VS Code cuts it to 64")),
+    ("gemini-cli-name-cut", CatalogRule(
+        "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
+        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name")),
+    ("codex-name-hash", CatalogRule(
+        "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
+        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix")),
+    ("cursor-name-length", CatalogRule(
+        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
+        "server name + tool name over 60 characters: Cursor filters the tool out")),
+    ("sanitized-collision", CatalogRule(
+        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
+        "two names that become one after replacing characters outside [A-Za-z0-9_-]")),
+    ("codex-dropped-keywords", CatalogRule(
+        "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
+        "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
+        "constraint keywords Codex drops from the schema: the model never sees them")),
+    ("output-schema-type", CatalogRule(
+        "error", ("all",),
+        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
+        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
+        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list")),
+    ("claude-code-description", CatalogRule(
+        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
+        "a description over 2,048 characters: Claude Code cuts it")),
+    ("cursor-tool-count", CatalogRule(
+        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
+        "more tools than Cursor sends to the model (100)")),
+    ("cursor-tool-count-old", CatalogRule(
+        "warning", ("cursor",),
+        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
+        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
+    ("cursor-mcp-tools-size", CatalogRule(
+        "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
+        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
+    ("windsurf-tool-count", CatalogRule(
+        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools: Windsurf enables at most 50 across all servers")),
+    ("windsurf-config-tool-count", CatalogRule(
+        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
+    ("vscode-tool-count", CatalogRule(
+        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
+        "VS Code 1.102.1, Copilot Chat 0.114.1",
+        "more than 128 tools: VS Code Copilot fails the request")),
+    ("big-integer", CatalogRule(
+        "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
+        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
+    ("schema-repetition", CatalogRule(
+        "info", ("all",), "issue 14 item 5 (measured on a public server: 60 of 76 kB)", "every client",
+        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
+])
+GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
+
+
+def json_pointer(*parts):
+    """RFC 6901 pointer from path parts."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def resolve_pointer(document, pointer):
+    """Follow an RFC 6901 pointer; raises KeyError when it does not resolve."""
+    node = document
+    if pointer == "":
+        return node
+    for raw in pointer.lstrip("/").split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise KeyError(part)
+    return node
+
+
+# ---------------------------------------------------------------------------
 # Relay parts: options, request tracking and timeouts, trace, the reader tool, profiles, restarts
 # ---------------------------------------------------------------------------
 
@@ -9562,119 +9700,10 @@ MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 # Named in findings, as the model APIs document it.
 OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENTS["openai"]["facts"]["function_name_chars"]
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
-SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
-# Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
-SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
-                       "propertyNames", "unevaluatedProperties", "unevaluatedItems")
-SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
-# One row per client rule: what breaks where (CLIENTS names; a finding of no
-# rule names "all": MCP and JSON Schema conformance), and why we say so.
-# ``ref`` is a public report (URL) or, with no public one found, our client
-# notes (clients.md §4, measured); ``observed`` the client and version it was seen with.
-CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text")
-CATALOG_RULES = collections.OrderedDict([
-    ("root-combinator", CatalogRule(
-        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
-        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
-        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
-        "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
-        "drops the tool, OpenAI rejects the function")),
-    ("nested-allof", CatalogRule(
-        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
-        "OpenAI API, gpt-4.1-nano, 2025-08",
-        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
-    ("cursor-type-array", CatalogRule(
-        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
-        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
-    ("gemini-type-array", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
-        "Gemini 2.5 Pro via Zed 0.189.5",
-        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
-    ("gemini-additional-properties", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
-        "Gemini 2.5 Flash via Zed, 2025-04",
-        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
-    ("gemini-ref", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
-        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)")),
-    ("gemini-enum-type", CatalogRule(
-        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
-        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
-    ("gemini-format", CatalogRule(
-        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
-        "Gemini CLI 0.1.7",
-        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
-    ("name-chars", CatalogRule(
-        "error", ("openai", "anthropic", "claude-desktop", "cursor"),
-        "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
-        "https://github.com/webstudio-is/webstudio/issues/5960",
-        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
-        "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
-        "Claude Desktop and Cursor")),
-    ("name-length", CatalogRule(
-        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
-        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
-        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64")),
-    ("vscode-name-cut", CatalogRule(
-        "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
-        "a tool name over 64 characters: VS Code cuts it to 64")),
-    ("gemini-cli-name-cut", CatalogRule(
-        "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
-        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name")),
-    ("codex-name-hash", CatalogRule(
-        "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
-        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix")),
-    ("cursor-name-length", CatalogRule(
-        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
-        "server name + tool name over 60 characters: Cursor filters the tool out")),
-    ("sanitized-collision", CatalogRule(
-        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
-        "two names that become one after replacing characters outside [A-Za-z0-9_-]")),
-    ("codex-dropped-keywords", CatalogRule(
-        "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
-        "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
-        "constraint keywords Codex drops from the schema: the model never sees them")),
-    ("output-schema-type", CatalogRule(
-        "error", ("all",),
-        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
-        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
-        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list")),
-    ("claude-code-description", CatalogRule(
-        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
-        "a description over 2,048 characters: Claude Code cuts it")),
-    ("cursor-tool-count", CatalogRule(
-        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
-        "more tools than Cursor sends to the model (100)")),
-    ("cursor-tool-count-old", CatalogRule(
-        "warning", ("cursor",),
-        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
-        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
-    ("cursor-mcp-tools-size", CatalogRule(
-        "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
-        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
-    ("windsurf-tool-count", CatalogRule(
-        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
-        "more than 50 tools: Windsurf enables at most 50 across all servers")),
-    ("windsurf-config-tool-count", CatalogRule(
-        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
-        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
-    ("vscode-tool-count", CatalogRule(
-        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
-        "VS Code 1.102.1, Copilot Chat 0.114.1",
-        "more than 128 tools: VS Code Copilot fails the request")),
-    ("big-integer", CatalogRule(
-        "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
-        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
-    ("schema-repetition", CatalogRule(
-        "info", ("all",), "issue 14 item 5 (measured on a public server: 60 of 76 kB)", "every client",
-        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
-])
-GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
 # Keywords Codex removes from a tool's schema that constrain a value
 # ("title", "examples" are dropped too but constrain nothing).
 CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
@@ -9684,27 +9713,6 @@ CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", 
 # model_tools in CLIENTS; Cursor's depend on its version: check_cursor_tool_count).
 TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
-
-
-def json_pointer(*parts):
-    """RFC 6901 pointer from path parts."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
-
-
-def resolve_pointer(document, pointer):
-    """Follow an RFC 6901 pointer; raises KeyError when it does not resolve."""
-    node = document
-    if pointer == "":
-        return node
-    for raw in pointer.lstrip("/").split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            raise KeyError(part)
-    return node
 
 
 class Finding:
