@@ -1374,6 +1374,8 @@ def served_version(requested):
 #     model_skips                  the tool result member the client never shows its model when the
 #                                  result has both: it does not count (None: both reach the model)
 #     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests)
+#     model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules
+#                                  reach it too, and the relay fixes them (--fit-tools, fit_rules)
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
@@ -1400,7 +1402,7 @@ CLIENTS = {
         "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
         profile={"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
                  "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                 "client_names": ("cursor-vscode",)}),
+                 "client_names": ("cursor-vscode",), "model_apis": ()}),
     # Past MAX_MCP_OUTPUT_TOKENS (25,000 tokens) Claude Code saves a file with no preview: the
     # byte budget keeps CJK text (about a token a character) under it.  With structuredContent
     # its model gets that alone, as compact JSON, like Codex (2.1.332, measured).  Name: its
@@ -1410,7 +1412,7 @@ CLIENTS = {
         "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
         profile={"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "content",
-                 "client_names": ("claude-code",)}),
+                 "client_names": ("claude-code",), "model_apis": ("anthropic",)}),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
     # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the
     # smaller cut rules (raise it with --max-response-bytes for a catalog model).  Codex does
@@ -1424,7 +1426,7 @@ CLIENTS = {
         "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
         profile={"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
                  "strip_output_schema": False, "shows_images": True, "model_skips": "content",
-                 "client_names": ("codex-mcp-client",)}),
+                 "client_names": ("codex-mcp-client",), "model_apis": ("openai",)}),
     # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
     # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
@@ -1433,13 +1435,15 @@ CLIENTS = {
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
         profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("gemini-cli-mcp-client",)}),
+                 "client_names": ("gemini-cli-mcp-client",),
+                 "model_apis": ("gemini-api",)}),
     # Copilot CLI shows a 500-character preview and saves its own file past its cut.  Name:
     # its initialize as servers record it ("github-copilot-developer").
     "copilot": client_entry("Copilot CLI", facts={"result_bytes": (20000, "clients.md §1 (about 20 KB)")},
                             profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
                                      "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                                     "client_names": ("github-copilot-developer",)}),
+                                     "client_names": ("github-copilot-developer",),
+                                     "model_apis": ()}),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
         "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
@@ -1451,7 +1455,8 @@ CLIENTS = {
     # the findings that affect every client.
     "generic": client_entry("any other client", profile={
         "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()}),
+        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
+        "model_apis": ()}),
     "anthropic": client_entry("Anthropic API", "api"),
     "openai": client_entry("OpenAI API", "api", facts={
         "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
@@ -6948,66 +6953,70 @@ SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 # One row per client rule: what breaks where (CLIENTS names; a finding of no
 # rule names "all": MCP and JSON Schema conformance), and why we say so.
 # ``ref`` is a public report (URL) or, with no public one found, our client
-# notes (clients.md §4, measured); ``observed`` the client and version it was seen with.
-CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text")
+# notes (clients.md §4, measured); ``observed`` the client and version it was seen with;
+# ``fix`` the relay's fix for it (a key of TOOL_FIXES; None: none), for the relay profiles the
+# rule reaches (fit_rules).
+CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text fix", defaults=(None,))
 CATALOG_RULES = collections.OrderedDict([
     ("root-combinator", CatalogRule(
         "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
         "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
         "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
         "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
-        "drops the tool, OpenAI rejects the function")),
+        "drops the tool, OpenAI rejects the function", "one-object")),
     ("nested-allof", CatalogRule(
         "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
         "OpenAI API, gpt-4.1-nano, 2025-08",
         "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
     ("cursor-type-array", CatalogRule(
         "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
-        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
+        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument", "one-type")),
     ("gemini-type-array", CatalogRule(
         "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
         "Gemini 2.5 Pro via Zed 0.189.5",
-        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
+        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")", "one-type")),
     ("gemini-additional-properties", CatalogRule(
         "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
         "Gemini 2.5 Flash via Zed, 2025-04",
-        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
+        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)",
+        "drop-additional-properties")),
     ("gemini-ref", CatalogRule(
         "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
-        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)")),
+        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)", "inline-refs")),
     ("gemini-enum-type", CatalogRule(
         "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
         "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
     ("gemini-format", CatalogRule(
         "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
         "Gemini CLI 0.1.7",
-        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
+        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it", "drop-format")),
     ("name-chars", CatalogRule(
         "error", ("openai", "anthropic", "claude-desktop", "cursor"),
         "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
         "https://github.com/webstudio-is/webstudio/issues/5960",
         "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
         "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
-        "Claude Desktop and Cursor")),
+        "Claude Desktop and Cursor", "short-name")),
     ("name-length", CatalogRule(
         "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
         "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
-        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64")),
+        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64",
+        "short-name")),
     ("vscode-name-cut", CatalogRule(
         "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
-        "a tool name over 64 characters: VS Code cuts it to 64")),
+        "a tool name over 64 characters: VS Code cuts it to 64", "short-name")),
     ("gemini-cli-name-cut", CatalogRule(
         "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
-        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name")),
+        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name", "short-name")),
     ("codex-name-hash", CatalogRule(
         "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
-        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix")),
+        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix", "short-name")),
     ("cursor-name-length", CatalogRule(
         "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
-        "server name + tool name over 60 characters: Cursor filters the tool out")),
+        "server name + tool name over 60 characters: Cursor filters the tool out", "short-name")),
     ("sanitized-collision", CatalogRule(
         "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
-        "two names that become one after replacing characters outside [A-Za-z0-9_-]")),
+        "two names that become one after replacing characters outside [A-Za-z0-9_-]", "short-name")),
     ("codex-dropped-keywords", CatalogRule(
         "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
         "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
@@ -7016,7 +7025,8 @@ CATALOG_RULES = collections.OrderedDict([
         "error", ("all",),
         "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
         "Claude Code, 2026-09; TypeScript SDK 1.29.0",
-        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list")),
+        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list",
+        "drop-output-schema")),
     ("claude-code-description", CatalogRule(
         "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
         "a description over 2,048 characters: Claude Code cuts it")),
