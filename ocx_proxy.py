@@ -66,6 +66,7 @@ import binascii
 import codecs
 import collections
 import errno
+import hashlib
 import heapq
 import io
 import itertools
@@ -7081,6 +7082,249 @@ def resolve_pointer(document, pointer):
     return node
 
 
+# The relay spells a tool for a client whose name rules count the server name too (Cursor's
+# 60 characters, Gemini CLI's mcp_<server>_<tool>, Codex's mcp__<server>__<tool>) with a server
+# name of this length: it never learns the name the client's configuration gives the server.
+FIT_SERVER_NAME_CHARS = 24
+# The length rules on a tool name: (rule, client, its fact, how the client spells server and tool).
+NAME_LENGTH_RULES = (("name-length", "openai", "function_name_chars", "%s%s"),
+                     ("vscode-name-cut", "vscode", "name_chars", "%s%s"),
+                     ("gemini-cli-name-cut", "gemini-cli", "name_chars", "mcp_%s_%s"),
+                     ("codex-name-hash", "codex", "name_chars", "mcp__%s__%s"),
+                     ("cursor-name-length", "cursor", "name_chars", "%s%s"))
+NAME_OUTSIDE_RE = re.compile(r"[^A-Za-z0-9_-]")     # characters of the name-chars rule
+NAME_HASH_CHARS = 6         # hex digits of sha1(original name) a short name ends with
+FIT_REF_DEPTH = 8           # $refs expanded inside one another before inline-refs cuts
+FIT_REF_EXPANSIONS = 500    # $refs expanded in one schema before inline-refs cuts the rest
+
+
+def fit_rules(client):
+    """The CATALOG_RULES rows the relay fixes for the relay profile ``client``: those with a fix
+    whose clients name "all", the client, or a model API its profile hands the schemas to."""
+    reached = {"all", client} | set(client_profile(client)["model_apis"])
+    return [rule for rule, row in CATALOG_RULES.items() if row.fix and reached & set(row.clients)]
+
+
+def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
+    """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
+    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * server_chars, ""))
+              for rule, client, fact, spelled in NAME_LENGTH_RULES if rule in rules]
+    return min(limits) if limits else None
+
+
+def short_name(name, limit, taken=()):
+    """``name`` with its characters outside [A-Za-z0-9_-] made "_", cut to ``limit`` with a sha1 of the
+    whole name: the same name always gets the same short one; a longer hash while it is in ``taken``."""
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
+    for size in range(NAME_HASH_CHARS, len(digest)):
+        suffix = "_" + digest[:size]
+        short = NAME_OUTSIDE_RE.sub("_", name)[:max(1, limit - len(suffix))] + suffix
+        if short not in taken:
+            break
+    return short
+
+
+def subschemas_mapped(node, change):
+    """A copy of the schema object ``node`` with ``change(subschema)`` in place of each subschema."""
+    out = dict(node)
+    for key, value in node.items():
+        if key in SCHEMA_KEYWORDS_ONE or (key == "items" and isinstance(value, dict)):
+            out[key] = change(value)
+        elif key in SCHEMA_KEYWORDS_MAP and isinstance(value, dict):
+            out[key] = {name: change(sub) for name, sub in value.items()}
+        elif (key in SCHEMA_KEYWORDS_LIST or key == "items") and isinstance(value, list):
+            out[key] = [change(sub) for sub in value]
+    return out
+
+
+def walk_schema(node, fix, depth=0):
+    """A copy of the schema ``node`` with ``fix(copy)`` applied to it and to every subschema below
+    it, deepest first; nodes deeper than SCHEMA_DEPTH_LIMIT stay as they are."""
+    if not isinstance(node, dict) or depth > SCHEMA_DEPTH_LIMIT:
+        return node
+    out = subschemas_mapped(node, lambda sub: walk_schema(sub, fix, depth + 1))
+    fix(out)
+    return out
+
+
+def noted(node, note):
+    """``node`` with ``note`` added to its description (what a fix changed, for the model)."""
+    text = node.get("description")
+    node["description"] = (text + " " if isinstance(text, str) and text else "") + "(%s)" % note
+    return node
+
+
+def one_type(node):
+    """A type array becomes its first type but "null" (the model may no longer send null)."""
+    kind = node.get("type")
+    if isinstance(kind, list) and len(kind) > 1:
+        node["type"] = next((k for k in kind if k != "null"), kind[0])
+
+
+def drop_additional_properties(node):
+    node.pop("additionalProperties", None)
+
+
+def drop_format(node):
+    """A format the Gemini API refuses goes; the description says it."""
+    if "format" in node and node["format"] not in GEMINI_FORMATS:
+        noted(node, "format: %s" % dumps(node.pop("format")))
+
+
+def inline_refs(schema):
+    """``schema`` with each local $ref replaced by what it points at and $defs/definitions gone.  A ref
+    that nests in itself, FIT_REF_DEPTH deep or past FIT_REF_EXPANSIONS, or that does not resolve,
+    becomes an empty schema that says so."""
+    expansions = [0]
+
+    def expand(node, refs, depth):
+        if not isinstance(node, dict) or depth > SCHEMA_DEPTH_LIMIT:
+            return node
+        ref = node.get("$ref")
+        if not isinstance(ref, str):
+            node = {key: value for key, value in node.items() if key not in ("$defs", "definitions")}
+            return subschemas_mapped(node, lambda sub: expand(sub, refs, depth + 1))
+        try:
+            target = resolve_pointer(schema, ref[1:]) if ref.startswith("#") else None
+        except KeyError:
+            target = None
+        expansions[0] += 1
+        if not isinstance(target, dict):
+            return noted({}, "%s: no such definition" % ref)
+        if ref in refs or len(refs) >= FIT_REF_DEPTH or expansions[0] > FIT_REF_EXPANSIONS:
+            return noted({}, "as %s, cut here by ocx-proxy" % ref)
+        merged = dict(target)
+        merged.update((key, value) for key, value in node.items() if key != "$ref")
+        return expand(merged, refs + (ref,), depth)
+
+    return expand(schema, (), 0)
+
+
+def one_object(schema):
+    """A root oneOf/anyOf/allOf made one object schema: every alternative's properties, required
+    what all of them require (allOf: what any requires); the description lists the alternatives."""
+    kinds = [key for key in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(key), list)]
+    if not kinds:
+        return schema
+    out = {key: value for key, value in schema.items() if key not in kinds}
+    properties = dict(out.get("properties") or {}) if isinstance(out.get("properties"), dict) else {}
+    required = list(out.get("required") or []) if isinstance(out.get("required"), list) else []
+    notes = []
+    for kind in kinds:
+        parts = [part for part in schema[kind] if isinstance(part, dict)]
+        needs = [set(part.get("required") or ()) if isinstance(part.get("required"), list) else set()
+                 for part in parts]
+        for part in parts:
+            for name, sub in (part.get("properties") or {}).items() if isinstance(part.get("properties"), dict) else ():
+                properties.setdefault(name, sub)
+        common = set.union(set(), *needs) if kind == "allOf" else set.intersection(*needs) if needs else set()
+        required += sorted(common - set(required))
+        if kind != "allOf":
+            notes.append("%s: %s" % ("exactly one of" if kind == "oneOf" else "one or more of", "; ".join(
+                alternative(part) for part in parts)))
+    out.update(type="object", properties=properties)
+    required = [name for name in required if name in properties]
+    if required:
+        out["required"] = required
+    else:
+        out.pop("required", None)
+    return noted(out, "arguments " + " | ".join(notes)) if notes else out
+
+
+def alternative(schema):
+    """One alternative of a root combinator, in a few words: its title, or the properties it takes."""
+    if isinstance(schema.get("title"), str):
+        return schema["title"]
+    names = list(schema.get("properties") or ()) if isinstance(schema.get("properties"), dict) else []
+    need = set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
+    return "{%s}" % ", ".join(name + ("" if name in need else "?") for name in names)
+
+
+# The relay's fixes, by the name CATALOG_RULES gives them: each takes a copy of one tool and
+# changes it in place.  "short-name" is fit_tools' own: it needs the whole list.
+TOOL_FIXES = collections.OrderedDict([
+    ("inline-refs", lambda tool: tool.update(inputSchema=inline_refs(tool["inputSchema"]))),
+    ("one-object", lambda tool: tool.update(inputSchema=one_object(tool["inputSchema"]))),
+    ("one-type", lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], one_type))),
+    ("drop-additional-properties",
+     lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], drop_additional_properties))),
+    ("drop-format", lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], drop_format))),
+    ("drop-output-schema", lambda tool: tool.pop("outputSchema", None) if not isinstance(
+        tool.get("outputSchema"), dict) or tool["outputSchema"].get("type") != "object" else None),
+    ("short-name", None),
+])
+
+
+def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
+    """``tools`` (one tools/list page) as the relay advertises them to the relay profile ``client``:
+    ``(fitted, names)``, ``names`` mapping each name changed to the server's.  The tools are new
+    objects where something changed (``tools`` is left alone); an entry that is no tool stays as it is."""
+    rules = fit_rules(client)
+    fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
+    limit = name_limit(rules, server_chars)
+    clean = "name-chars" in rules or "sanitized-collision" in rules
+    listed = {tool.get("name") for tool in tools if isinstance(tool, dict)}
+    fitted, names = [], {}
+    for tool in tools:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            fitted.append(tool)
+            continue
+        tool, name = dict(tool), tool["name"]
+        for fix in fixes:
+            if TOOL_FIXES[fix] and (fix == "drop-output-schema" or isinstance(tool.get("inputSchema"), dict)):
+                TOOL_FIXES[fix](tool)
+        if "short-name" in fixes and ((limit is not None and len(name) > limit)
+                                      or (clean and NAME_OUTSIDE_RE.search(name))):
+            tool["name"] = short_name(name, limit or len(name), listed | set(names))
+            names[tool["name"]] = name
+        fitted.append(tool)
+    return fitted, names
+
+
+class ToolFitting:
+    """--fit-tools for one relay session: tools/list answers fitted to the client (``rewrite``, a
+    ``Rewrite``), and each call of a fitted name sent upstream under the server's (``restore``).
+
+    ``client()`` is the relay profile in use, read at each answer: with --client auto it is known
+    from the client's first request on.  The names a session fitted are kept for the session.
+    """
+
+    def __init__(self, client, server_chars=FIT_SERVER_NAME_CHARS):
+        self.client = client
+        self.server_chars = server_chars
+        self.originals = {}          # fitted name -> the server's
+
+    def rewrite(self, msg, params=None):
+        """Fit the tools/list result ``msg`` in place; True when it changed."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return False
+        fitted, names = fit_tools(tools, self.client(), self.server_chars)
+        self.originals.update(names)
+        if fitted == tools:
+            return False
+        result["tools"] = fitted
+        return True
+
+    def restore(self, line, msgs, raws):
+        """``(line, msgs, raws)`` of one client line with each tools/call of a fitted name naming the
+        server's tool instead, its arguments as they came (those messages written anew)."""
+        if not self.originals or not any(self._fitted(msg) for msg in msgs):
+            return line, msgs, raws
+        raws = list(raws)
+        for index, msg in enumerate(msgs):
+            if self._fitted(msg):
+                msg["params"] = dict(msg["params"], name=self.originals[msg["params"]["name"]])
+                raws[index] = encode_message(msg)[:-1]
+        return (b"[" + b",".join(raws) + b"]" if line.lstrip()[:1] == b"[" else raws[0]), msgs, raws
+
+    def _fitted(self, msg):
+        params = msg.get("params")
+        return (msg.get("method") == "tools/call" and "id" in msg and isinstance(params, dict)
+                and params.get("name") in self.originals)
+
+
 # ---------------------------------------------------------------------------
 # Relay parts: options, request tracking and timeouts, trace, the reader tool, profiles, restarts
 # ---------------------------------------------------------------------------
@@ -7111,7 +7355,7 @@ class RelayOptions:
                  retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
-                 max_image_bytes=None):
+                 max_image_bytes=None, fit_tools=True):
         # None: the client profile's value (see Budget.for_client); a number given wins.
         self.client = client
         self.max_response_chars = max_response_chars
@@ -7128,6 +7372,7 @@ class RelayOptions:
         self.max_message_bytes = max_message_bytes  # one message from either side
         self.max_buffer_bytes = max_buffer_bytes    # bytes queued for a peer before we stop reading
         self.reader_tool = reader_tool              # serve READER_TOOL_NAME while spilling is on
+        self.fit_tools = fit_tools                  # fit tools/list to the client (ToolFitting)
 
 
 class Pending:
@@ -7680,8 +7925,10 @@ class Relay:
                              options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
         # What we change in answers, by their request's method (after Upstream.rewrites): a line over
         # PEEK_LINE_BYTES is parsed only when one applies (_may_change); _forward runs them.
+        self.fitting = ToolFitting(lambda: self.profile.name)
         self.rewrites = {"tools/list": (
             Rewrite("remove outputSchema from tools/list", self._has_output_schemas, strip_output_schemas),
+            Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
             Rewrite("add the reader tool to tools/list", self._offers_reader, self.reader.advertise))}
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
@@ -7817,6 +8064,7 @@ class Relay:
         line, msgs, raws = self.reader.claim(line, msgs, raws)  # calls of the reader tool are ours to answer
         if line is None:
             return
+        line, msgs, raws = self.fitting.restore(line, msgs, raws)  # fitted tool names: the server's
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
         if self.trace:
@@ -11811,6 +12059,11 @@ def add_spill_options(parser):
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off, "
                             "on for --client codex)")
+    group.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
+                       help="rewrite tools/list so that every tool survives the client's name and schema rules "
+                            "(those check marks fixed), and calls reach the server's names (default %(default)s)")
+    group.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
+                       help="relay tools/list as the server sent it (default off)")
 
 
 def add_relay_options(parser):
@@ -11853,7 +12106,7 @@ def relay_options_from_args(args):
         request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
         trace_path=args.trace, max_message_bytes=args.max_message_bytes,
-        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool,
+        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools,
     )
 
 
