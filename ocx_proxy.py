@@ -7275,7 +7275,7 @@ def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
                 TOOL_FIXES[fix](tool)
         if "short-name" in fixes and ((limit is not None and len(name) > limit)
                                       or (clean and NAME_OUTSIDE_RE.search(name))):
-            tool["name"] = short_name(name, limit or len(name), listed | set(names))
+            tool["name"] = short_name(name, limit or 2 * len(name) + 40, listed | set(names))
             names[tool["name"]] = name
         fitted.append(tool)
     return fitted, names
