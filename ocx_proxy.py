@@ -10000,6 +10000,7 @@ class Finding:
         if self.rule is not None:
             data["rule"] = self.rule
             data["source"] = self.source
+            data["fixedFor"] = [name for name in CLIENTS if CLIENTS[name]["profile"] and self.rule in fit_rules(name)]
         return data
 
 
@@ -10874,6 +10875,8 @@ def check_report_text(report):
             if f.get("source"):
                 lines.append("          source: %s; seen with %s" % (f["source"]["ref"].split(", ")[0],
                                                                         f["source"]["observed"]))
+            if f.get("fixedFor"):
+                lines.append("          fixed by ocx-proxy (--fit-tools) for %s" % ", ".join(f["fixedFor"]))
     summary = report["summary"]
     lines.append("")
     size = report["cursorMcpToolsBytes"]
