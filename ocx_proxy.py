@@ -46,6 +46,7 @@ Layout of this file (each section only uses the ones above it):
     remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
+    catalog fitting   the client rules of a catalog (each with its source) and the relay's fixes for them
     relay parts       options, request tracking and timeouts, trace, the reader tool, profiles, restarts
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
@@ -1248,6 +1249,8 @@ def served_version(requested):
 #     model_skips                  the tool result member the client never shows its model when the
 #                                  result has both: it does not count (None: both reach the model)
 #     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests)
+#     model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules
+#                                  reach it too, and the relay fixes them (--fit-tools, fit_rules)
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
@@ -1274,7 +1277,7 @@ CLIENTS = {
         "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
         profile={"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
                  "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                 "client_names": ("cursor-vscode",)}),
+                 "client_names": ("cursor-vscode",), "model_apis": ()}),
     # Past MAX_MCP_OUTPUT_TOKENS (25,000 tokens) Claude Code saves a file with no preview: the
     # byte budget keeps CJK text (about a token a character) under it.  With structuredContent
     # its model gets that alone, as compact JSON, like Codex (2.1.332, measured).  Name: its
@@ -1284,7 +1287,7 @@ CLIENTS = {
         "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
         profile={"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "content",
-                 "client_names": ("claude-code",)}),
+                 "client_names": ("claude-code",), "model_apis": ("anthropic",)}),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
     # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the
     # smaller cut rules (raise it with --max-response-bytes for a catalog model).  Codex does
@@ -1298,7 +1301,7 @@ CLIENTS = {
         "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
         profile={"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
                  "strip_output_schema": False, "shows_images": True, "model_skips": "content",
-                 "client_names": ("codex-mcp-client",)}),
+                 "client_names": ("codex-mcp-client",), "model_apis": ("openai",)}),
     # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
     # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
@@ -1307,13 +1310,15 @@ CLIENTS = {
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
         profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("gemini-cli-mcp-client",)}),
+                 "client_names": ("gemini-cli-mcp-client",),
+                 "model_apis": ("gemini-api",)}),
     # Copilot CLI shows a 500-character preview and saves its own file past its cut.  Name:
     # its initialize as servers record it ("github-copilot-developer").
     "copilot": client_entry("Copilot CLI", facts={"result_bytes": (20000, "clients.md §1 (about 20 KB)")},
                             profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
                                      "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                                     "client_names": ("github-copilot-developer",)}),
+                                     "client_names": ("github-copilot-developer",),
+                                     "model_apis": ()}),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
         "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
@@ -1325,7 +1330,8 @@ CLIENTS = {
     # the findings that affect every client.
     "generic": client_entry("any other client", profile={
         "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": ()}),
+        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
+        "model_apis": ()}),
     "anthropic": client_entry("Anthropic API", "api"),
     "openai": client_entry("OpenAI API", "api", facts={
         "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
@@ -6486,6 +6492,392 @@ def remote_upstream_factory(transport, config, made=None):
 
 
 # ---------------------------------------------------------------------------
+# Catalog fitting: the client rules of a tool catalog, and how the relay makes each tool survive its client
+# ---------------------------------------------------------------------------
+
+SCHEMA_DEPTH_LIMIT = 32
+# Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
+SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
+                       "propertyNames", "unevaluatedProperties", "unevaluatedItems")
+SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+# One row per client rule: what breaks where (CLIENTS names; a finding of no
+# rule names "all": MCP and JSON Schema conformance), and why we say so.
+# ``ref`` is a public report (URL) or, with no public one found, our client
+# notes (clients.md §4, measured); ``observed`` the client and version it was seen with;
+# ``fix`` the relay's fix for it (a key of TOOL_FIXES; None: none), for the relay profiles the
+# rule reaches (fit_rules).
+CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text fix", defaults=(None,))
+CATALOG_RULES = collections.OrderedDict([
+    ("root-combinator", CatalogRule(
+        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
+        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
+        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
+        "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
+        "drops the tool, OpenAI rejects the function", "one-object")),
+    ("nested-allof", CatalogRule(
+        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
+        "OpenAI API, gpt-4.1-nano, 2025-08",
+        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
+    ("cursor-type-array", CatalogRule(
+        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
+        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument", "one-type")),
+    ("gemini-type-array", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
+        "Gemini 2.5 Pro via Zed 0.189.5",
+        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")", "one-type")),
+    ("gemini-additional-properties", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
+        "Gemini 2.5 Flash via Zed, 2025-04",
+        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)",
+        "drop-additional-properties")),
+    ("gemini-ref", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
+        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)", "inline-refs")),
+    ("gemini-enum-type", CatalogRule(
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
+        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
+    ("gemini-format", CatalogRule(
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
+        "Gemini CLI 0.1.7",
+        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it", "drop-format")),
+    ("name-chars", CatalogRule(
+        "error", ("openai", "anthropic", "claude-desktop", "cursor"),
+        "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
+        "https://github.com/webstudio-is/webstudio/issues/5960",
+        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
+        "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
+        "Claude Desktop and Cursor", "short-name")),
+    ("name-length", CatalogRule(
+        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
+        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
+        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64",
+        "short-name")),
+    ("vscode-name-cut", CatalogRule(
+        "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
+        "a tool name over 64 characters: VS Code cuts it to 64", "short-name")),
+    ("gemini-cli-name-cut", CatalogRule(
+        "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
+        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name", "short-name")),
+    ("codex-name-hash", CatalogRule(
+        "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
+        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix", "short-name")),
+    ("cursor-name-length", CatalogRule(
+        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
+        "server name + tool name over 60 characters: Cursor filters the tool out", "short-name")),
+    ("sanitized-collision", CatalogRule(
+        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
+        "two names that become one after replacing characters outside [A-Za-z0-9_-]", "short-name")),
+    ("codex-dropped-keywords", CatalogRule(
+        "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
+        "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
+        "constraint keywords Codex drops from the schema: the model never sees them")),
+    ("output-schema-type", CatalogRule(
+        "error", ("all",),
+        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
+        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
+        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list",
+        "drop-output-schema")),
+    ("claude-code-description", CatalogRule(
+        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
+        "a description over 2,048 characters: Claude Code cuts it")),
+    ("cursor-tool-count", CatalogRule(
+        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
+        "more tools than Cursor sends to the model (100)")),
+    ("cursor-tool-count-old", CatalogRule(
+        "warning", ("cursor",),
+        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
+        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
+    ("cursor-mcp-tools-size", CatalogRule(
+        "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
+        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
+    ("windsurf-tool-count", CatalogRule(
+        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools: Windsurf enables at most 50 across all servers")),
+    ("windsurf-config-tool-count", CatalogRule(
+        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
+    ("vscode-tool-count", CatalogRule(
+        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
+        "VS Code 1.102.1, Copilot Chat 0.114.1",
+        "more than 128 tools: VS Code Copilot fails the request")),
+    ("big-integer", CatalogRule(
+        "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
+        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
+    ("schema-repetition", CatalogRule(
+        "info", ("all",), "issue 14 item 5 (measured on a public server: 60 of 76 kB)", "every client",
+        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
+])
+GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
+
+
+def json_pointer(*parts):
+    """RFC 6901 pointer from path parts."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def resolve_pointer(document, pointer):
+    """Follow an RFC 6901 pointer; raises KeyError when it does not resolve."""
+    node = document
+    if pointer == "":
+        return node
+    for raw in pointer.lstrip("/").split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise KeyError(part)
+    return node
+
+
+# The relay spells a tool for a client whose name rules count the server name too (Cursor's
+# 60 characters, Gemini CLI's mcp_<server>_<tool>, Codex's mcp__<server>__<tool>) with a server
+# name of this length: it never learns the name the client's configuration gives the server.
+FIT_SERVER_NAME_CHARS = 24
+# The length rules on a tool name: (rule, client, its fact, how the client spells server and tool).
+NAME_LENGTH_RULES = (("name-length", "openai", "function_name_chars", "%s%s"),
+                     ("vscode-name-cut", "vscode", "name_chars", "%s%s"),
+                     ("gemini-cli-name-cut", "gemini-cli", "name_chars", "mcp_%s_%s"),
+                     ("codex-name-hash", "codex", "name_chars", "mcp__%s__%s"),
+                     ("cursor-name-length", "cursor", "name_chars", "%s%s"))
+NAME_OUTSIDE_RE = re.compile(r"[^A-Za-z0-9_-]")     # characters of the name-chars rule
+NAME_HASH_CHARS = 6         # hex digits of sha1(original name) a short name ends with
+FIT_REF_DEPTH = 8           # $refs expanded inside one another before inline-refs cuts
+FIT_REF_EXPANSIONS = 500    # $refs expanded in one schema before inline-refs cuts the rest
+
+
+def fit_rules(client):
+    """The CATALOG_RULES rows the relay fixes for the relay profile ``client``: those with a fix
+    whose clients name "all", the client, or a model API its profile hands the schemas to."""
+    reached = {"all", client} | set(client_profile(client)["model_apis"])
+    return [rule for rule, row in CATALOG_RULES.items() if row.fix and reached & set(row.clients)]
+
+
+def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
+    """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
+    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * server_chars, ""))
+              for rule, client, fact, spelled in NAME_LENGTH_RULES if rule in rules]
+    return min(limits) if limits else None
+
+
+def short_name(name, limit, taken=()):
+    """``name`` with its characters outside [A-Za-z0-9_-] made "_", cut to ``limit`` with a sha1 of the
+    whole name: the same name always gets the same short one; a longer hash while it is in ``taken``."""
+    import hashlib  # lazily, as in Spill.stem: it loads OpenSSL
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
+    for size in range(NAME_HASH_CHARS, len(digest)):
+        suffix = "_" + digest[:size]
+        short = NAME_OUTSIDE_RE.sub("_", name)[:max(1, limit - len(suffix))] + suffix
+        if short not in taken:
+            break
+    return short
+
+
+def subschemas_mapped(node, change):
+    """A copy of the schema object ``node`` with ``change(subschema)`` in place of each subschema."""
+    out = dict(node)
+    for key, value in node.items():
+        if key in SCHEMA_KEYWORDS_ONE or (key == "items" and isinstance(value, dict)):
+            out[key] = change(value)
+        elif key in SCHEMA_KEYWORDS_MAP and isinstance(value, dict):
+            out[key] = {name: change(sub) for name, sub in value.items()}
+        elif (key in SCHEMA_KEYWORDS_LIST or key == "items") and isinstance(value, list):
+            out[key] = [change(sub) for sub in value]
+    return out
+
+
+def walk_schema(node, fix, depth=0):
+    """A copy of the schema ``node`` with ``fix(copy)`` applied to it and to every subschema below
+    it, deepest first; nodes deeper than SCHEMA_DEPTH_LIMIT stay as they are."""
+    if not isinstance(node, dict) or depth > SCHEMA_DEPTH_LIMIT:
+        return node
+    out = subschemas_mapped(node, lambda sub: walk_schema(sub, fix, depth + 1))
+    fix(out)
+    return out
+
+
+def noted(node, note):
+    """``node`` with ``note`` added to its description (what a fix changed, for the model)."""
+    text = node.get("description")
+    node["description"] = (text + " " if isinstance(text, str) and text else "") + "(%s)" % note
+    return node
+
+
+def one_type(node):
+    """A type array becomes its first type but "null" (the model may no longer send null)."""
+    kind = node.get("type")
+    if isinstance(kind, list) and len(kind) > 1:
+        node["type"] = next((k for k in kind if k != "null"), kind[0])
+
+
+def drop_additional_properties(node):
+    node.pop("additionalProperties", None)
+
+
+def drop_format(node):
+    """A format the Gemini API refuses goes; the description says it."""
+    if "format" in node and node["format"] not in GEMINI_FORMATS:
+        noted(node, "format: %s" % dumps(node.pop("format")))
+
+
+def inline_refs(schema):
+    """``schema`` with each local $ref replaced by what it points at and $defs/definitions gone.  A ref
+    that nests in itself, FIT_REF_DEPTH deep or past FIT_REF_EXPANSIONS, or that does not resolve,
+    becomes an empty schema that says so."""
+    expansions = [0]
+
+    def expand(node, refs, depth):
+        if not isinstance(node, dict) or depth > SCHEMA_DEPTH_LIMIT:
+            return node
+        ref = node.get("$ref")
+        if not isinstance(ref, str):
+            node = {key: value for key, value in node.items() if key not in ("$defs", "definitions")}
+            return subschemas_mapped(node, lambda sub: expand(sub, refs, depth + 1))
+        try:
+            target = resolve_pointer(schema, ref[1:]) if ref.startswith("#") else None
+        except KeyError:
+            target = None
+        expansions[0] += 1
+        if not isinstance(target, dict):
+            return noted({}, "%s: no such definition" % ref)
+        if ref in refs or len(refs) >= FIT_REF_DEPTH or expansions[0] > FIT_REF_EXPANSIONS:
+            return noted({}, "as %s, cut here by ocx-proxy" % ref)
+        merged = dict(target)
+        merged.update((key, value) for key, value in node.items() if key != "$ref")
+        return expand(merged, refs + (ref,), depth)
+
+    return expand(schema, (), 0)
+
+
+def one_object(schema):
+    """A root oneOf/anyOf/allOf made one object schema: every alternative's properties, required
+    what all of them require (allOf: what any requires); the description lists the alternatives."""
+    kinds = [key for key in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(key), list)]
+    if not kinds:
+        return schema
+    out = {key: value for key, value in schema.items() if key not in kinds}
+    properties = dict(out.get("properties") or {}) if isinstance(out.get("properties"), dict) else {}
+    required = list(out.get("required") or []) if isinstance(out.get("required"), list) else []
+    notes = []
+    for kind in kinds:
+        parts = [part for part in schema[kind] if isinstance(part, dict)]
+        needs = [set(part.get("required") or ()) if isinstance(part.get("required"), list) else set()
+                 for part in parts]
+        for part in parts:
+            for name, sub in (part.get("properties") or {}).items() if isinstance(part.get("properties"), dict) else ():
+                properties.setdefault(name, sub)
+        common = set.union(set(), *needs) if kind == "allOf" else set.intersection(*needs) if needs else set()
+        required += sorted(common - set(required))
+        if kind != "allOf":
+            notes.append("%s: %s" % ("exactly one of" if kind == "oneOf" else "one or more of", "; ".join(
+                alternative(part) for part in parts)))
+    out.update(type="object", properties=properties)
+    required = [name for name in required if name in properties]
+    if required:
+        out["required"] = required
+    else:
+        out.pop("required", None)
+    return noted(out, "arguments " + " | ".join(notes)) if notes else out
+
+
+def alternative(schema):
+    """One alternative of a root combinator, in a few words: its title, or the properties it takes."""
+    if isinstance(schema.get("title"), str):
+        return schema["title"]
+    names = list(schema.get("properties") or ()) if isinstance(schema.get("properties"), dict) else []
+    need = set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
+    return "{%s}" % ", ".join(name + ("" if name in need else "?") for name in names)
+
+
+# The relay's fixes, by the name CATALOG_RULES gives them: each takes a copy of one tool and
+# changes it in place.  "short-name" is fit_tools' own: it needs the whole list.
+TOOL_FIXES = collections.OrderedDict([
+    ("inline-refs", lambda tool: tool.update(inputSchema=inline_refs(tool["inputSchema"]))),
+    ("one-object", lambda tool: tool.update(inputSchema=one_object(tool["inputSchema"]))),
+    ("one-type", lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], one_type))),
+    ("drop-additional-properties",
+     lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], drop_additional_properties))),
+    ("drop-format", lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], drop_format))),
+    ("drop-output-schema", lambda tool: tool.pop("outputSchema", None) if not isinstance(
+        tool.get("outputSchema"), dict) or tool["outputSchema"].get("type") != "object" else None),
+    ("short-name", None),
+])
+
+
+def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
+    """``tools`` (one tools/list page) as the relay advertises them to the relay profile ``client``:
+    ``(fitted, names)``, ``names`` mapping each name changed to the server's.  The tools are new
+    objects where something changed (``tools`` is left alone); an entry that is no tool stays as it is."""
+    rules = fit_rules(client)
+    fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
+    limit = name_limit(rules, server_chars)
+    clean = "name-chars" in rules or "sanitized-collision" in rules
+    listed = {tool.get("name") for tool in tools if isinstance(tool, dict)}
+    fitted, names = [], {}
+    for tool in tools:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            fitted.append(tool)
+            continue
+        tool, name = dict(tool), tool["name"]
+        for fix in fixes:
+            if TOOL_FIXES[fix] and (fix == "drop-output-schema" or isinstance(tool.get("inputSchema"), dict)):
+                TOOL_FIXES[fix](tool)
+        if "short-name" in fixes and ((limit is not None and len(name) > limit)
+                                      or (clean and NAME_OUTSIDE_RE.search(name))):
+            tool["name"] = short_name(name, limit or 2 * len(name) + 40, listed | set(names))
+            names[tool["name"]] = name
+        fitted.append(tool)
+    return fitted, names
+
+
+class ToolFitting:
+    """--fit-tools for one relay session: tools/list answers fitted to the client (``rewrite``, a
+    ``Rewrite``), and each call of a fitted name sent upstream under the server's (``restore``).
+
+    ``client()`` is the relay profile in use, read at each answer: with --client auto it is known
+    from the client's first request on.  The names a session fitted are kept for the session.
+    """
+
+    def __init__(self, client, server_chars=FIT_SERVER_NAME_CHARS):
+        self.client = client
+        self.server_chars = server_chars
+        self.originals = {}          # fitted name -> the server's
+
+    def rewrite(self, msg, params=None):
+        """Fit the tools/list result ``msg`` in place; True when it changed."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return False
+        fitted, names = fit_tools(tools, self.client(), self.server_chars)
+        self.originals.update(names)
+        if fitted == tools:
+            return False
+        result["tools"] = fitted
+        return True
+
+    def restore(self, line, msgs, raws):
+        """``(line, msgs, raws)`` of one client line with each tools/call of a fitted name naming the
+        server's tool instead, its arguments as they came (those messages written anew)."""
+        if not self.originals or not any(self._fitted(msg) for msg in msgs):
+            return line, msgs, raws
+        raws = list(raws)
+        for index, msg in enumerate(msgs):
+            if self._fitted(msg):
+                msg["params"] = dict(msg["params"], name=self.originals[msg["params"]["name"]])
+                raws[index] = encode_message(msg)[:-1]
+        return (b"[" + b",".join(raws) + b"]" if line.lstrip()[:1] == b"[" else raws[0]), msgs, raws
+
+    def _fitted(self, msg):
+        params = msg.get("params")
+        return (msg.get("method") == "tools/call" and "id" in msg and isinstance(params, dict)
+                and params.get("name") in self.originals)
+
+
+# ---------------------------------------------------------------------------
 # Relay parts: options, request tracking and timeouts, trace, the reader tool, profiles, restarts
 # ---------------------------------------------------------------------------
 
@@ -6510,7 +6902,7 @@ class RelayOptions:
                  retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
-                 max_image_bytes=None):
+                 max_image_bytes=None, fit_tools=True):
         # None: the client profile's value (see Budget.for_client); a number given wins.
         self.client = client
         self.max_response_chars = max_response_chars
@@ -6527,6 +6919,7 @@ class RelayOptions:
         self.max_message_bytes = max_message_bytes  # one message from either side
         self.max_buffer_bytes = max_buffer_bytes    # bytes queued for a peer before we stop reading
         self.reader_tool = reader_tool              # serve READER_TOOL_NAME while spilling is on
+        self.fit_tools = fit_tools                  # fit tools/list to the client (ToolFitting)
 
 
 class Pending:
@@ -7028,8 +7421,10 @@ class Relay:
                              options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
         # What we change in answers, by their request's method (after Upstream.rewrites): a line over
         # PEEK_LINE_BYTES is parsed only when one applies (_may_change); _forward runs them.
+        self.fitting = ToolFitting(lambda: self.profile.name)
         self.rewrites = {"tools/list": (
             Rewrite("remove outputSchema from tools/list", self._has_output_schemas, strip_output_schemas),
+            Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
             Rewrite("add the reader tool to tools/list", self._offers_reader, self.reader.advertise))}
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
@@ -7156,6 +7551,7 @@ class Relay:
         line, msgs, raws = self.reader.claim(line, msgs, raws)  # calls of the reader tool are ours to answer
         if line is None:
             return
+        line, msgs, raws = self.fitting.restore(line, msgs, raws)  # fitted tool names: the server's
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
         if self.trace:
@@ -8894,119 +9290,10 @@ MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 # Named in findings, as the model APIs document it.
 OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENTS["openai"]["facts"]["function_name_chars"]
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
-SCHEMA_DEPTH_LIMIT = 32
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
-# Keywords whose value is one subschema, a map of subschemas, or a list of subschemas.
-SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
-                       "propertyNames", "unevaluatedProperties", "unevaluatedItems")
-SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
-# One row per client rule: what breaks where (CLIENTS names; a finding of no
-# rule names "all": MCP and JSON Schema conformance), and why we say so.
-# ``ref`` is a public report (URL) or, with no public one found, our client
-# notes (clients.md §4, measured); ``observed`` the client and version it was seen with.
-CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text")
-CATALOG_RULES = collections.OrderedDict([
-    ("root-combinator", CatalogRule(
-        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
-        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
-        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
-        "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
-        "drops the tool, OpenAI rejects the function")),
-    ("nested-allof", CatalogRule(
-        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
-        "OpenAI API, gpt-4.1-nano, 2025-08",
-        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
-    ("cursor-type-array", CatalogRule(
-        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
-        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument")),
-    ("gemini-type-array", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
-        "Gemini 2.5 Pro via Zed 0.189.5",
-        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")")),
-    ("gemini-additional-properties", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
-        "Gemini 2.5 Flash via Zed, 2025-04",
-        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)")),
-    ("gemini-ref", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
-        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)")),
-    ("gemini-enum-type", CatalogRule(
-        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
-        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
-    ("gemini-format", CatalogRule(
-        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
-        "Gemini CLI 0.1.7",
-        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it")),
-    ("name-chars", CatalogRule(
-        "error", ("openai", "anthropic", "claude-desktop", "cursor"),
-        "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
-        "https://github.com/webstudio-is/webstudio/issues/5960",
-        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
-        "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
-        "Claude Desktop and Cursor")),
-    ("name-length", CatalogRule(
-        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
-        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
-        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64")),
-    ("vscode-name-cut", CatalogRule(
-        "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
-        "a tool name over 64 characters: VS Code cuts it to 64")),
-    ("gemini-cli-name-cut", CatalogRule(
-        "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
-        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name")),
-    ("codex-name-hash", CatalogRule(
-        "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
-        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix")),
-    ("cursor-name-length", CatalogRule(
-        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
-        "server name + tool name over 60 characters: Cursor filters the tool out")),
-    ("sanitized-collision", CatalogRule(
-        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
-        "two names that become one after replacing characters outside [A-Za-z0-9_-]")),
-    ("codex-dropped-keywords", CatalogRule(
-        "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
-        "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
-        "constraint keywords Codex drops from the schema: the model never sees them")),
-    ("output-schema-type", CatalogRule(
-        "error", ("all",),
-        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
-        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
-        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list")),
-    ("claude-code-description", CatalogRule(
-        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
-        "a description over 2,048 characters: Claude Code cuts it")),
-    ("cursor-tool-count", CatalogRule(
-        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
-        "more tools than Cursor sends to the model (100)")),
-    ("cursor-tool-count-old", CatalogRule(
-        "warning", ("cursor",),
-        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
-        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
-    ("cursor-mcp-tools-size", CatalogRule(
-        "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
-        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
-    ("windsurf-tool-count", CatalogRule(
-        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
-        "more than 50 tools: Windsurf enables at most 50 across all servers")),
-    ("windsurf-config-tool-count", CatalogRule(
-        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
-        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
-    ("vscode-tool-count", CatalogRule(
-        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
-        "VS Code 1.102.1, Copilot Chat 0.114.1",
-        "more than 128 tools: VS Code Copilot fails the request")),
-    ("big-integer", CatalogRule(
-        "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
-        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
-    ("schema-repetition", CatalogRule(
-        "info", ("all",), "issue 14 item 5 (measured on a public server: 60 of 76 kB)", "every client",
-        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
-])
-GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
 # Keywords Codex removes from a tool's schema that constrain a value
 # ("title", "examples" are dropped too but constrain nothing).
 CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
@@ -9016,27 +9303,6 @@ CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", 
 # model_tools in CLIENTS; Cursor's depend on its version: check_cursor_tool_count).
 TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
-
-
-def json_pointer(*parts):
-    """RFC 6901 pointer from path parts."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
-
-
-def resolve_pointer(document, pointer):
-    """Follow an RFC 6901 pointer; raises KeyError when it does not resolve."""
-    node = document
-    if pointer == "":
-        return node
-    for raw in pointer.lstrip("/").split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            raise KeyError(part)
-    return node
 
 
 class Finding:
@@ -9066,6 +9332,7 @@ class Finding:
         if self.rule is not None:
             data["rule"] = self.rule
             data["source"] = self.source
+            data["fixedFor"] = [name for name in CLIENTS if CLIENTS[name]["profile"] and self.rule in fit_rules(name)]
         return data
 
 
@@ -9940,6 +10207,8 @@ def check_report_text(report):
             if f.get("source"):
                 lines.append("          source: %s; seen with %s" % (f["source"]["ref"].split(", ")[0],
                                                                         f["source"]["observed"]))
+            if f.get("fixedFor"):
+                lines.append("          fixed by ocx-proxy (--fit-tools) for %s" % ", ".join(f["fixedFor"]))
     summary = report["summary"]
     lines.append("")
     size = report["cursorMcpToolsBytes"]
@@ -11121,6 +11390,11 @@ def add_spill_options(parser):
                        help="keep outputSchema in tools/list results; by default it is removed so that "
                             "SDK clients accept spilled results without structuredContent (default off, "
                             "on for --client codex)")
+    group.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
+                       help="rewrite tools/list so that every tool survives the client's name and schema rules "
+                            "(those check marks fixed), and calls reach the server's names (default %(default)s)")
+    group.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
+                       help="relay tools/list as the server sent it (default off)")
 
 
 def add_relay_options(parser):
@@ -11163,7 +11437,7 @@ def relay_options_from_args(args):
         request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
         trace_path=args.trace, max_message_bytes=args.max_message_bytes,
-        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool,
+        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools,
     )
 
 

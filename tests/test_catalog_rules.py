@@ -146,7 +146,19 @@ def test_new_client_names_filter_the_findings(client, rules):
 def test_json_findings_of_client_rules_add_rule_and_source_keys():
     _, report, _ = run_check("long_name")
     assert report["version"] == 1
-    assert sorted(report["findings"][0]) == ["clients", "message", "pointer", "rule", "severity", "source", "tool"]
+    assert sorted(report["findings"][0]) == ["clients", "fixedFor", "message", "pointer", "rule", "severity", "source",
+                                             "tool"]
+
+
+def test_each_finding_says_for_which_relay_profiles_ocx_proxy_fixes_it():
+    _, report, _ = run_check("long_name")
+    fixed = {f["rule"]: f["fixedFor"] for f in report["findings"]}
+    assert fixed["name-length"] == ["codex", "gemini-cli"]      # the model APIs they hand names to
+    assert fixed["cursor-name-length"] == ["cursor"]
+    assert "fixed by ocx-proxy (--fit-tools) for cursor" in op.check_report_text(report)
+    assert fixed["vscode-name-cut"] == []     # a fix, but VS Code has no relay profile
+    for rule, clients in fixed.items():
+        assert not clients or op.CATALOG_RULES[rule].fix, rule
 
 
 def test_repeated_output_schemas_are_no_cost_note():

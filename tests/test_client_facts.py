@@ -52,7 +52,7 @@ def profiles():
 
 def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "model_skips",
-            "client_names"}
+            "client_names", "model_apis"}
     assert set(profiles()) == set(CLIENT_CUTS) | {"generic"}
     for name, profile in profiles().items():
         assert set(profile) == keys, name
@@ -68,6 +68,10 @@ def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     # 2.1.332 as Codex (measured in the real-client tier)
     assert {n: p["model_skips"] for n, p in profiles().items() if p["model_skips"]} == {
         "claude-code": "content", "codex": "content", "gemini-cli": "structuredContent"}
+    # clients.md section 4: the model API each agent CLI hands the schemas to
+    assert {n: p["model_apis"] for n, p in profiles().items() if p["model_apis"]} == {
+        "claude-code": ("anthropic",), "codex": ("openai",), "gemini-cli": ("gemini-api",)}
+    assert all(op.CLIENTS[api]["kind"] == "api" for p in profiles().values() for api in p["model_apis"])
 
 
 def test_client_names_pick_their_profile_and_anything_else_is_generic():

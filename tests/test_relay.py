@@ -997,7 +997,8 @@ sys.exit(op.main())
 # For each method of Relay.rewrites: the rewrites it has, and an answer each of them changes
 # ("%s": where the padding goes).  A rewrite added to the table needs its answer here.
 REWRITTEN_ANSWERS = {
-    "tools/list": (["remove outputSchema from tools/list", "add the reader tool to tools/list"],
+    "tools/list": (["remove outputSchema from tools/list", "fit tools/list to the client",
+                    "add the reader tool to tools/list"],
                    '{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","description":"%s",'
                    '"inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}}'),
 }

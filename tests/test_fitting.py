@@ -1,0 +1,147 @@
+"""Catalog fitting (--fit-tools): each fix through a real relay, and properties of fit_tools."""
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ocx_proxy as op
+from conftest import CATALOG_SERVER, RelayProcess
+
+LONG = "search_the_knowledge_base_for_documents_matching_a_query_v2"   # 59 characters
+
+
+def relay_for(tmp_path, tools, *args):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"tools": tools}))
+    relay = RelayProcess(["--output-dir", str(tmp_path / "spill"), "--no-reader-tool"] + list(args),
+                         [str(catalog)], server=CATALOG_SERVER)
+    relay.initialize()
+    return relay
+
+
+def listed(relay):
+    return relay.request("tools/list", {})[0]["result"]["tools"]
+
+
+def echoed(relay, name, arguments):
+    """What the server received for a call of ``name``."""
+    return json.loads(relay.call(name, arguments)["result"]["content"][0]["text"])
+
+
+OBJECT = {"type": "object", "properties": {"q": {"type": "string"}}}
+# One fixture tool per fix: (client, tool, the fitted tool as the client sees it).
+CASES = {
+    "short-name cursor": ("cursor", {"name": LONG, "inputSchema": OBJECT},
+                          {"name": op.short_name(LONG, 36), "inputSchema": OBJECT}),
+    "short-name dots": ("claude-code", {"name": "repo.search", "inputSchema": OBJECT},
+                        {"name": "repo_search_" + op.short_name("repo.search", 99)[-6:], "inputSchema": OBJECT}),
+    "short-name gemini-cli": ("gemini-cli", {"name": LONG, "inputSchema": OBJECT},
+                              {"name": op.short_name(LONG, 34), "inputSchema": OBJECT}),
+    "one-type cursor": ("cursor", {"name": "t", "inputSchema": {
+        "type": "object", "properties": {"q": {"type": ["null", "string"]}}}}, {"name": "t", "inputSchema": OBJECT}),
+    "inline-refs gemini-cli": ("gemini-cli", {"name": "t", "inputSchema": {
+        "type": "object", "$defs": {"Q": {"type": "string"}}, "properties": {"q": {"$ref": "#/$defs/Q"}}}},
+        {"name": "t", "inputSchema": OBJECT}),
+    "inline-refs cycle": ("gemini-cli", {"name": "t", "inputSchema": {
+        "type": "object", "definitions": {"N": {"type": "object", "properties": {"next": {"$ref": "#/definitions/N"}}}},
+        "properties": {"q": {"$ref": "#/definitions/N"}}}},
+        {"name": "t", "inputSchema": {"type": "object", "properties": {"q": {"type": "object", "properties": {
+            "next": {"description": "(as #/definitions/N, cut here by ocx-proxy)"}}}}}}),
+    "drop-additional-properties and drop-format gemini-cli": ("gemini-cli", {"name": "t", "inputSchema": {
+        "type": "object", "additionalProperties": False, "properties": {"q": {"type": "string", "format": "uri"}}}},
+        {"name": "t", "inputSchema": {"type": "object", "properties": {
+            "q": {"type": "string", "description": '(format: "uri")'}}}}),
+    "one-object claude-code": ("claude-code", {"name": "t", "inputSchema": {"oneOf": [
+        {"type": "object", "title": "by id", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+        {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]}]}},
+        {"name": "t", "inputSchema": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "q": {"type": "string"}, "n": {"type": "integer"}},
+            "description": "(arguments exactly one of: by id; {q, n?})"}}),
+    "drop-output-schema codex": ("codex", {"name": "t", "inputSchema": OBJECT, "outputSchema": {"type": "array"}},
+                                 {"name": "t", "inputSchema": OBJECT}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_fix_fits_the_catalog_and_calls_reach_the_original_tool(tmp_path, case):
+    client, tool, fitted = CASES[case]
+    relay = relay_for(tmp_path, [tool, {"name": "plain", "inputSchema": OBJECT}], "--client", client)
+    assert listed(relay) == [fitted, {"name": "plain", "inputSchema": OBJECT}]
+    arguments = {"q": "x", "nested": {"a": [1, 2.5, None]}}
+    assert echoed(relay, fitted["name"], arguments) == {"name": tool["name"], "arguments": arguments}
+    assert echoed(relay, "plain", {"q": "y"}) == {"name": "plain", "arguments": {"q": "y"}}
+    assert relay.close() == 0
+
+
+def test_no_fit_tools_relays_the_catalog_as_it_came(tmp_path):
+    client, tool, _ = CASES["short-name cursor"]
+    relay = relay_for(tmp_path, [tool], "--client", client, "--no-fit-tools")
+    assert listed(relay) == [tool]
+    assert echoed(relay, LONG, {})["name"] == LONG
+    assert relay.close() == 0
+
+
+def test_auto_fits_to_the_client_that_names_itself(tmp_path):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"tools": [{"name": LONG, "inputSchema": OBJECT}]}))
+    relay = RelayProcess(["--output-dir", str(tmp_path / "spill")], [str(catalog)], server=CATALOG_SERVER)
+    relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "cursor-vscode", "version": "1"}}, msg_id=1)
+    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    names = [tool["name"] for tool in listed(relay)]
+    assert names[0] == op.short_name(LONG, 36)
+    assert echoed(relay, names[0], {"q": "z"}) == {"name": LONG, "arguments": {"q": "z"}}
+    assert relay.close() == 0
+
+
+# -- properties of fit_tools --------------------------------------------------
+
+NAMES = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=90)
+TYPES = st.sampled_from(["string", "integer", ["string", "null"], ["integer", "string"]])
+LEAF = st.fixed_dictionaries({"type": TYPES}, optional={
+    "format": st.sampled_from(["uri", "int64", "email"]), "description": st.text(max_size=10)})
+SCHEMA = st.recursive(LEAF, lambda inner: st.one_of(
+    st.builds(lambda props, extra: dict({"type": "object", "properties": props}, **extra),
+              st.dictionaries(st.text("abcxyz", min_size=1, max_size=4), inner, max_size=3),
+              st.sampled_from([{}, {"additionalProperties": False}, {"additionalProperties": {"type": "string"}}])),
+    st.builds(lambda item: {"type": "array", "items": item}, inner),
+    st.just({"$ref": "#/$defs/D"})), max_leaves=8)
+ROOT = st.builds(lambda props, combine, defs: dict(
+    {"type": "object", "properties": props, "$defs": {"D": defs}},
+    **({"anyOf": [{"type": "object", "properties": {"k": p}, "required": ["k"]} for p in props.values()]}
+       if combine and props else {})),
+    st.dictionaries(st.text("abc", min_size=1, max_size=3), SCHEMA, max_size=3), st.booleans(), SCHEMA)
+TOOLS = st.lists(st.builds(lambda name, schema, output: dict(
+    {"name": name, "inputSchema": schema}, **({"outputSchema": output} if output else {})),
+    NAMES, ROOT, st.sampled_from([None, {"type": "object"}, {"type": "array"}])),
+    max_size=6, unique_by=lambda tool: tool["name"])
+FITTED_CLIENTS = st.sampled_from([name for name in op.CLIENT_CHOICES if name != "auto"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(TOOLS, FITTED_CLIENTS)
+def test_fitted_names_are_unique_stable_and_lead_back_to_the_server_tool(tools, client):
+    fitted, names = op.fit_tools(tools, client)
+    shown = [tool["name"] for tool in fitted]
+    assert len(set(shown)) == len(shown)
+    for index, tool in enumerate(tools):          # the same tool gets the same name on any page
+        assert op.fit_tools([tool], client)[0][0]["name"] == shown[index]
+        assert names.get(shown[index], tool["name"]) == tool["name"]
+    fitting = op.ToolFitting(lambda: client)
+    fitting.rewrite({"result": {"tools": tools}})
+    for index, tool in enumerate(tools):
+        call = {"jsonrpc": "2.0", "id": index, "method": "tools/call",
+                "params": {"name": shown[index], "arguments": {"x": [1, {"y": None}]}}}
+        raw = op.encode_message(call)[:-1]
+        line, msgs, _ = fitting.restore(raw, [call], [raw])
+        assert json.loads(line)["params"] == {"name": tool["name"], "arguments": {"x": [1, {"y": None}]}}
+
+
+@settings(max_examples=150, deadline=None)
+@given(TOOLS, FITTED_CLIENTS)
+def test_no_finding_the_relay_fixes_is_left_in_a_fitted_catalog(tools, client):
+    fitted, _ = op.fit_tools(tools, client)
+    checker = op.CatalogChecker("s" * op.FIT_SERVER_NAME_CHARS)
+    left = [(f.rule, f.pointer, f.message) for f in checker.check({"tools": fitted})
+            if f.rule in op.fit_rules(client)]
+    assert left == []
