@@ -10728,6 +10728,7 @@ class TomlReader:
 
     ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
     BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
+    LINE_END_RE = re.compile(r"\r?\n|\Z")
     NUMBER_RE = re.compile(r"[+-]?(?:0x[0-9A-Fa-f_]+|0o[0-7_]+|0b[01_]+|inf|nan|"
                            r"(?:0|[1-9](?:_?[0-9])*)(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9](?:_?[0-9])*)?)")
 
@@ -10799,12 +10800,10 @@ class TomlReader:
 
     def end_of_line(self):
         self.skip()
-        if self.text.startswith("\r\n", self.pos):
-            self.pos += 2
-        elif self.text.startswith("\n", self.pos):
-            self.pos += 1
-        elif self.pos < len(self.text):
+        match = self.LINE_END_RE.match(self.text, self.pos)
+        if not match:
             self.error("expected the end of the line")
+        self.pos = match.end()
 
     def expect(self, token):
         self.skip()
@@ -10823,10 +10822,8 @@ class TomlReader:
 
     def key(self):
         self.skip()
-        if self.text.startswith('"', self.pos):
-            return self.basic_string()
-        if self.text.startswith("'", self.pos):
-            return self.literal_string()
+        if self.text[self.pos:self.pos + 1] in ('"', "'"):
+            return self.string(self.text[self.pos])
         match = self.BARE_KEY_RE.match(self.text, self.pos)
         if not match:
             self.error("expected a key")
@@ -10835,14 +10832,9 @@ class TomlReader:
 
     def value(self):
         text, pos = self.text, self.pos
-        if text.startswith('"""', pos):
-            return self.multiline_string('"""')
-        if text.startswith("'''", pos):
-            return self.multiline_string("'''")
-        if text.startswith('"', pos):
-            return self.basic_string()
-        if text.startswith("'", pos):
-            return self.literal_string()
+        for quotes in ('"""', "'''", '"', "'"):
+            if text.startswith(quotes, pos):
+                return self.string(quotes)
         if text.startswith("[", pos):
             return self.array()
         if text.startswith("{", pos):
@@ -10861,24 +10853,13 @@ class TomlReader:
             return sign * int(number.lstrip("+-"), 0)
         return float(number) if re.search(r"[.eEin]", number) else int(number)
 
-    def basic_string(self):
-        self.pos += 1
-        return self.string_body('"', escapes=True, multiline=False)
-
-    def literal_string(self):
-        self.pos += 1
-        return self.string_body("'", escapes=False, multiline=False)
-
-    def multiline_string(self, quotes):
-        self.pos += 3
-        if self.text.startswith("\r\n", self.pos):
-            self.pos += 2
-        elif self.text.startswith("\n", self.pos):
-            self.pos += 1
-        return self.string_body(quotes, escapes=quotes == '"""', multiline=True)
-
-    def string_body(self, end, escapes, multiline):
-        parts, text = [], self.text
+    def string(self, end):
+        """The string opened by the quotes ``end`` at pos: basic (escapes) or literal, one line or three quotes."""
+        parts, text, escapes, multiline = [], self.text, end[0] == '"', len(end) == 3
+        self.pos += len(end)
+        match = self.LINE_END_RE.match(text, self.pos)
+        if multiline and match:   # a line break right after the opening quotes is not part of the string
+            self.pos = match.end()
         while True:
             if self.pos >= len(text):
                 self.error("unterminated string")
@@ -11222,20 +11203,14 @@ def combined_findings(fmt, servers, results):
         checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
                          % (count, cap))
     findings = checker.findings
-    schemes = []
-    if "claude-code" in clients:
-        schemes.append(("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request "
-                        "with two tools of one name"))
-    if "windsurf" in clients:
-        schemes.append(("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"))
-    if "gemini-cli" in clients:
-        schemes.append(("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"))
-    if "codex" in clients:
-        schemes.append(("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex",
-                        "Codex skips every one but the first"))
-        schemes.append(("info", lambda server, tool: claude_code_tool_name(server, tool), "codex",
-                        "Codex tells them apart by a hash suffix the model sees"))
-    for severity, scheme, client, consequence in schemes:
+    schemes = (
+        ("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request with two tools of "
+         "one name"),
+        ("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"),
+        ("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"),
+        ("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex", "Codex skips every one but the first"),
+        ("info", claude_code_tool_name, "codex", "Codex tells them apart by a hash suffix the model sees"))
+    for severity, scheme, client, consequence in (scheme for scheme in schemes if scheme[2] in clients):
         owners = collections.OrderedDict()
         for server, _, names in checked:
             for name in names:
@@ -11294,7 +11269,8 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
 
 def config_report_text(report):
     """The human report of check --config: each server's report, then the combined findings."""
-    lines = ["ocx-proxy check --config %s (%s): %d servers" % (report["config"], report["format"], len(report["servers"]))]
+    lines = ["ocx-proxy check --config %s (%s): %d servers"
+             % (report["config"], report["format"], len(report["servers"]))]
     for result in report["servers"]:
         title = "server %s%s" % (json.dumps(result["name"], ensure_ascii=False),
                                  " (project %s)" % result["scope"] if result["scope"] else "")
@@ -11307,15 +11283,14 @@ def config_report_text(report):
             lines.append("%s, %s:" % (title, result["transport"]))
             lines.extend("  " + line if line else "" for line in check_report_text(result["report"]).splitlines())
     for group in report["combined"]:
-        lines.append("")
-        lines.append("all servers%s together: %d tools, Cursor McpTools %d bytes" % (
-            " of project %s" % group["scope"] if group["scope"] else "", group["tools"], group["cursorMcpToolsBytes"]))
+        lines.extend(["", "all servers%s together: %d tools, Cursor McpTools %d bytes" % (
+            " of project %s" % group["scope"] if group["scope"] else "", group["tools"], group["cursorMcpToolsBytes"])])
         for f in group["findings"]:
-            lines.append("  %-7s %s" % (f["severity"], f["pointer"]))
-            lines.append("          %s  [%s]" % (f["message"], ", ".join(f["clients"])))
+            lines.extend(["  %-7s %s" % (f["severity"], f["pointer"]),
+                          "          %s  [%s]" % (f["message"], ", ".join(f["clients"]))])
     summary = report["summary"]
-    lines.append("")
-    lines.append("%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"]))
+    lines.extend(["", "%d errors, %d warnings, %d notes in all"
+                  % (summary["error"], summary["warning"], summary["info"])])
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
