@@ -11528,11 +11528,7 @@ def demo_reply_text(reply):
 
 
 class CliParser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``ocx-proxy: error: ...`` and exit status 2.
-
-    ``commands`` is the subcommand action once ``add_subparsers`` made it, so
-    that ``split_server_command`` can follow the words that name subcommands.
-    """
+    """argparse with one-line errors (exit status 2); ``commands``: its subcommand action, if any."""
 
     commands = None
 
@@ -11547,12 +11543,9 @@ class CliParser(argparse.ArgumentParser):
 def option_arity(parser, word):
     """How many words after ``word`` are its value, or None when ``parser`` has no such option.
 
-    Abbreviations count as argparse counts them (a unique prefix of a long
-    option); ``--name=value`` carries its value.  An ambiguous prefix is None,
-    left for argparse to report.
+    A unique prefix of a long option counts, as in argparse; an ambiguous one is None.
     """
-    # _option_string_actions has mapped option strings to actions in every
-    # argparse since 2.7; it is the one place that knows which take a value.
+    # argparse's one map of option strings to actions (there since 2.7) knows which take a value.
     actions = parser._option_string_actions
     name, equals, _ = word.partition("=") if word.startswith("--") else (word, "", "")
     action = actions.get(name)
@@ -11569,12 +11562,9 @@ def option_arity(parser, word):
 def split_server_command(parser, argv):
     """Split ``argv`` into (our words, the server's command or None).
 
-    The server's command follows a ``--``, or, under a command that takes one
-    (``stdio``, ``check stdio``), starts at the first word that is neither one
-    of our options nor an option's value: the MCP Inspector drops the ``--``.
-    Everything from there is the server's, its own ``--flags`` and a later
-    ``--`` included.  An option we do not know ends the walk (argparse then
-    names it), and a ``--`` is never an option's value, as before.
+    The server's command follows a ``--`` or, under a command that takes one, starts at the first
+    word that is neither our option nor its value (the MCP Inspector drops the ``--``); all words from
+    there are the server's.  An option we do not know ends the walk, for argparse to name.
     """
     index = 0
     while index < len(argv):
@@ -11663,18 +11653,13 @@ def typed(convert, what):
 
 
 class EnvDefault:
-    """The default of an option that has an environment twin ``OCX_PROXY_<name>``.
+    """The argparse default of an option with an environment twin ``OCX_PROXY_<name>``, shown by --help.
 
-    It is the option's argparse ``default``, so ``--help`` shows it through
-    ``%(default)s``.  Left in place when the flag is not given, it is
-    replaced by ``resolve_env_defaults``: the twin (or its legacy-prefix
-    spelling) converted by ``convert``, else ``value``.
+    ``resolve_env_defaults`` replaces it with the twin converted by ``convert``, else ``value``.
     """
 
     def __init__(self, name, convert, value):
-        self.name = name
-        self.convert = convert
-        self.value = value
+        self.name, self.convert, self.value = name, convert, value
 
     def __str__(self):
         value = self.value
@@ -11698,11 +11683,7 @@ class EnvDefault:
 
 
 def add_env_option(group, flag, name, convert, what, default, **kwargs):
-    """``group.add_argument(flag)`` with the environment twin ``OCX_PROXY_<name>``.
-
-    ``convert`` reads the flag and the twin alike (ValueError: not ``what``);
-    ``default`` is what applies when neither is given.
-    """
+    """``group.add_argument(flag)`` with the twin ``OCX_PROXY_<name>``, both read by ``convert``."""
     group.add_argument(flag, type=typed(convert, what), default=EnvDefault(name, convert, default), **kwargs)
 
 
@@ -11818,17 +11799,23 @@ def relay_options_from_args(args):
 # CLI / main: the commands, their parsers and the entry point
 # ---------------------------------------------------------------------------
 
-def cmd_stdio(args):
-    command = args.upstream_command
-    if not command:
-        raise UsageError("stdio needs the server command, e.g. stdio npx -y my-server (a -- before it is optional)")
-    options = relay_options_from_args(args)
+def stdio_from_args(args, command, **kwargs):
+    """The upstream factory of the server command that follows ``command``'s options."""
+    if not args.upstream_command:
+        raise UsageError("%s needs the server command, e.g. %s npx -y my-server (a -- before it is optional)"
+                         % (command, command))
     env = child_environment(args.env or (), args.pass_environment)
+    return stdio_upstream_factory(args.upstream_command, env, cwd=args.cwd, **kwargs)
+
+
+def cmd_stdio(args):
+    options = relay_options_from_args(args)
+    make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads,
+                                    max_message_bytes=options.max_message_bytes,
+                                    max_buffer_bytes=options.max_buffer_bytes)
     if args.cwd and not os.path.isdir(args.cwd):
         raise UsageError("--cwd %s is not a directory" % args.cwd)
-    return run_relay(options, stdio_upstream_factory(
-        command, env, cwd=args.cwd, use_threads=options.use_threads,
-        max_message_bytes=options.max_message_bytes, max_buffer_bytes=options.max_buffer_bytes))
+    return run_relay(options, make_upstream)
 
 
 REMOTE_COMMANDS = (
@@ -11887,9 +11874,7 @@ def add_oauth_options(parser):
 
 
 def oauth_settings_from_args(args):
-    secret = args.oauth_client_secret
-    if secret is not None:
-        secret = expand_env_refs(secret)
+    secret = None if args.oauth_client_secret is None else expand_env_refs(args.oauth_client_secret)
     if args.oauth_client_secret and not args.oauth_client_id:
         raise UsageError("--oauth-client-secret needs --oauth-client-id")
     if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
@@ -11973,9 +11958,8 @@ def cmd_remote(args):
     options = relay_options_from_args(args)
     config = attach_oauth(remote_config_from_args(args), args)
     made = []
-    via = ""
-    if config.proxy is not None:
-        via = " through the proxy %s (%s)" % (config.proxy.display, config.proxy.variable)
+    proxy = config.proxy
+    via = "" if proxy is None else " through the proxy %s (%s)" % (proxy.display, proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
     status = run_relay(options, remote_upstream_factory(args.transport, config, made))
     return 1 if any(upstream.fatal for upstream in made) else status
@@ -12019,14 +12003,6 @@ def add_remote_commands(sub):
         p.set_defaults(handler=cmd_remote, transport=name)
 
 
-def cmd_demo_server(args):
-    return run_demo_server()
-
-
-def cmd_demo(args):
-    return run_demo(args.output_dir, args.max_response_chars, sys.stdout)
-
-
 def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
                        usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
@@ -12058,11 +12034,11 @@ def add_demo_commands(sub):
                    help="where spilled responses go (default %(default)s)")
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
                    default=MAX_RESPONSE_CHARS, help="spill threshold used by the demo relay (default %(default)s)")
-    p.set_defaults(handler=cmd_demo)
+    p.set_defaults(handler=lambda args: run_demo(args.output_dir, args.max_response_chars, sys.stdout))
     p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
                        description="A small MCP server on stdio with tools that return small, huge, "
                                    "unicode, structured and image results.")
-    p.set_defaults(handler=cmd_demo_server)
+    p.set_defaults(handler=lambda args: run_demo_server())
 
 def parse_tool_choice_arg(text):
     """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
@@ -12091,35 +12067,17 @@ def decode_input_format(data, fmt):
     if fmt not in ("hex", "base64"):
         return data
     text = re.sub(rb"\s+", b"", data)  # either may be wrapped or indented
-    return _from_hex(text) if fmt == "hex" else _from_base64(text)
-
-
-def _from_hex(text):
-    if text[:2] in (b"0x", b"0X"):
-        text = text[2:]
-    try:
-        return bytes.fromhex(text.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        raise OcxError("input is not valid hex (%d digits; need pairs of 0-9a-f)" % len(text))
-
-
-def _from_base64(text):
+    if fmt == "hex":
+        text = text[2:] if text[:2] in (b"0x", b"0X") else text
+        try:
+            return bytes.fromhex(text.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise OcxError("input is not valid hex (%d digits; need pairs of 0-9a-f)" % len(text))
     altchars = b"-_" if (b"-" in text or b"_" in text) else None
-    text += b"=" * (-len(text) % 4)
     try:
-        return base64.b64decode(text, altchars=altchars, validate=True)
+        return base64.b64decode(text + b"=" * (-len(text) % 4), altchars=altchars, validate=True)
     except (ValueError, TypeError):
         raise OcxError("input is not valid base64")
-
-
-def write_binary_output(data, fmt):
-    """Write encoder output to stdout as raw bytes, or hex/base64 text plus newline."""
-    if fmt == "hex":
-        data = data.hex().encode("ascii") + b"\n"
-    elif fmt == "base64":
-        data = base64.b64encode(data) + b"\n"
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
 
 
 def cmd_encode_tools(args):
@@ -12145,7 +12103,11 @@ def cmd_encode_tools(args):
     for warning in cursor_limit_warnings(0, 0, len(output)):
         log.warning(warning)
     fmt, cursor = args.format or ("hex" if sys.stdout.isatty() else "raw"), CLIENTS["cursor"]["facts"]
-    write_binary_output(output, fmt)
+    if fmt == "raw":
+        sys.stdout.buffer.write(output)
+    else:   # text, with a newline
+        sys.stdout.buffer.write((output.hex().encode("ascii") if fmt == "hex" else base64.b64encode(output)) + b"\n")
+    sys.stdout.buffer.flush()
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
@@ -12403,22 +12365,6 @@ def add_check_output_options(parser, suppress=False):
         action="store_true")
 
 
-def check_stdio_upstream(args):
-    if not args.upstream_command:
-        raise UsageError("check stdio needs the server command, e.g. check stdio npx -y my-server "
-                         "(a -- before it is optional)")
-    env = child_environment(args.env or (), args.pass_environment)
-    return stdio_upstream_factory(args.upstream_command, env, cwd=args.cwd)
-
-
-def check_remote_upstream(args):
-    return remote_upstream_factory(args.transport, remote_config_from_args(args))
-
-
-CHECK_TRANSPORTS = {"stdio": check_stdio_upstream, "streamable-http": check_remote_upstream,
-                    "sse": check_remote_upstream, "auto": check_remote_upstream}
-
-
 def cmd_check(args):
     log.level = LOG_LEVELS["warning"]
     transport = getattr(args, "transport", None)
@@ -12440,7 +12386,9 @@ def cmd_check(args):
         if args.file:
             snapshot, timings, problems, protocol = load_catalog_file(args.file, args.max_input_bytes), {}, [], None
         else:
-            make_upstream, timeout = CHECK_TRANSPORTS[transport](args), args.timeout or 30.0
+            make_upstream = (stdio_from_args(args, "check stdio") if transport == "stdio"
+                             else remote_upstream_factory(transport, remote_config_from_args(args)))
+            timeout = args.timeout or 30.0
             names = () if args.bare else CHECK_CAPABILITIES
             snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, names)
             if args.compare_capabilities:
