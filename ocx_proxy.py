@@ -11713,10 +11713,10 @@ def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
     add_env_option(group, "--client", "CLIENT", client_choice("relay", CLIENT_CHOICES), "a client name", "auto",
                    choices=CLIENT_CHOICES,
-                   help="the client's profile: its budget (characters and/or bytes), preview size, whether images "
-                        "count and outputSchema is removed; auto picks it from the clientInfo.name the client "
-                        "sends, generic (%d characters) for clients not known; the options below win over it%s "
-                        "(default %%(default)s)" % (MAX_RESPONSE_CHARS, aliases_note("relay")))
+                   help="the client's profile (budget, preview size, image and outputSchema handling); auto "
+                        "picks it from the clientInfo.name the client sends, generic (%d characters) for clients "
+                        "not known; the options below win over it%s (default %%(default)s)"
+                        % (MAX_RESPONSE_CHARS, aliases_note("relay")))
     add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count",
                    None, metavar="CHARS",
                    help="responses longer than this many characters of compact JSON are saved to disk and "
@@ -11728,27 +11728,23 @@ def add_spill_options(parser):
     add_env_option(group, "--max-image-bytes", "MAX_IMAGE_BYTES", int_at_least(0), "a byte count", None,
                    metavar="BYTES",
                    help="base64 image data a response may carry on top of the budget, for clients that show "
-                        "images to the model; more than this in total and it counts (spills) as before; "
-                        "0 = images always count; profiles: %d for %s, else 0 (default %%(default)s)"
-                        % (MAX_IMAGE_BYTES, ", ".join(n for n in CLIENT_CHOICES if n != "auto"
-                                                      and client_profile(n)["shows_images"])))
+                        "images to the model; 0 = images always count; profiles: %d for %s, else 0 (default "
+                        "%%(default)s)" % (MAX_IMAGE_BYTES, ", ".join(
+                            n for n in CLIENT_CHOICES if n != "auto" and client_profile(n)["shows_images"])))
     add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
-                   metavar="CHARS",
-                   help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
+                   metavar="CHARS", help="characters of text kept in a preview (default %(default)s)")
     group.add_argument("--output-dir", metavar="DIR",
                        default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
                        help="where spilled responses are written (default %(default)s)")
     add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", RETENTION_DAYS,
-                   metavar="DAYS",
-                   help="at start, delete this tool's spill files older than this; 0 keeps all (default %(default)s)")
+                   metavar="DAYS", help="at start, delete spills older than this; 0 keeps all (default %(default)s)")
     group.add_argument("--no-reader-tool", action="store_true",
                        default=EnvDefault("NO_READER_TOOL", flag_value, False),
-                       help="do not add the %s tool to tools/list (it reads spilled text through MCP, "
-                            "for clients that cannot open the files) (default %%(default)s)" % READER_TOOL_NAME)
+                       help="do not add the %s tool, which reads spilled text through MCP, to tools/list "
+                            "(default %%(default)s)" % READER_TOOL_NAME)
     group.add_argument("--keep-output-schema", action="store_true",
-                       help="keep outputSchema in tools/list results; by default it is removed so that "
-                            "SDK clients accept spilled results without structuredContent (default off, "
-                            "on for --client codex)")
+                       help="keep outputSchema in tools/list results, which SDK clients then enforce on spilled "
+                            "results (default off, on for --client codex)")
 
 
 def add_relay_options(parser):
@@ -11756,10 +11752,9 @@ def add_relay_options(parser):
     group = parser.add_argument_group("relay")
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
                    metavar="SECONDS",
-                   help="answer a request the upstream has not answered after this many seconds with an error "
-                        "and cancel it upstream; 0 = no timeout (default %(default)s)")
-    add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0,
-                   metavar="N",
+                   help="answer a request still unanswered after this many seconds with an error and cancel it "
+                        "upstream; 0 = no timeout (default %(default)s)")
+    add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0, metavar="N",
                    help="restart a crashed upstream up to N times, replaying the client's initialize "
                         "(default %(default)s)")
     levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
@@ -11770,16 +11765,14 @@ def add_relay_options(parser):
                             "duration, spill paths; no message bodies, secrets redacted) (default off)")
     add_env_option(group, "--max-message-bytes", "MAX_MESSAGE_BYTES", int_at_least(1024), "a byte count",
                    MAX_MESSAGE_BYTES, metavar="BYTES",
-                   help="largest single message accepted from the client or the server; a larger one is "
-                        "answered with an error (default %(default)s)")
+                   help="largest single message accepted from either side; a larger one is answered with an "
+                        "error (default %(default)s)")
     add_env_option(group, "--max-buffer-bytes", "MAX_BUFFER_BYTES", int_at_least(65536), "a byte count",
                    MAX_BUFFER_BYTES, metavar="BYTES",
-                   help="bytes held for a peer that is not reading before we stop reading from the other "
-                        "side (default %(default)s)")
-    add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto",
-                   choices=IO_MODES,
-                   help="how pipes are read: select where possible, or reader/writer threads (Windows "
-                        "always uses threads) (default %(default)s)")
+                   help="bytes held for a peer that is not reading before we stop reading from the other side "
+                        "(default %(default)s)")
+    add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto", choices=IO_MODES,
+                   help="how pipes are read: select, or threads (always on Windows) (default %(default)s)")
 
 
 def relay_options_from_args(args):
