@@ -11839,29 +11839,25 @@ def add_oauth_options(parser):
     """The OAuth options of the remote relays and ``auth``."""
     group = parser.add_argument_group("OAuth (servers that answer HTTP 401)")
     group.add_argument("--no-oauth", action="store_true", default=EnvDefault("NO_OAUTH", flag_value, False),
-                       help="do not run the MCP authorization flow on HTTP 401; the 401 goes to the client as "
-                            "an error (default %(default)s; on by default unless --header sets Authorization)")
+                       help="do not run the MCP authorization flow on HTTP 401, pass the 401 on as an error "
+                            "(default %(default)s; also when --header sets Authorization)")
     group.add_argument("--oauth-client-id", metavar="ID",
                        help="a pre-registered OAuth client id (default: dynamic client registration)")
     group.add_argument("--oauth-client-secret", metavar="SECRET",
                        help="its secret; write ${VAR} to keep it out of `ps` (default: none, a public client)")
     group.add_argument("--oauth-client-file", metavar="FILE",
-                       help="a JSON file with client_id and client_secret, instead of the two options above "
-                            "(default: none)")
+                       help="a JSON file with client_id and client_secret (default: none)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    None, metavar="PORT",
-                   help="the loopback port of the redirect URI http://127.0.0.1:PORT/callback; keep it stable, "
-                        "the authorization server compares it exactly (default: %d for a pre-registered client; "
-                        "for ocx-proxy's own registration, ports derived from the authorization server, so that "
-                        "logins to several servers at once do not meet)" % OAUTH_CALLBACK_PORT)
+                   help="the port of the redirect URI http://127.0.0.1:PORT/callback, compared exactly by the "
+                        "authorization server (default: %d for a pre-registered client, else one derived from "
+                        "the authorization server)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
-                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most "
-                                       "%g s of it, then gets an error saying how to finish (default %%(default)s)"
-                                       % OAUTH_REQUEST_WAIT)
+                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most %g s "
+                                       "of it (default %%(default)s)" % OAUTH_REQUEST_WAIT)
     group.add_argument("--oauth-no-browser", action="store_true",
                        default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
-                       help="never open a browser: print the login URL on stderr (default %(default)s; "
-                            "without BROWSER or a display this is what happens anyway)")
+                       help="never open a browser: print the login URL on stderr (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
 
@@ -11883,9 +11879,8 @@ def attach_oauth(config, args):
     settings = oauth_settings_from_args(args)
     if settings.client_secret:
         config.secrets.append(settings.client_secret)
-    if args.no_oauth or any(name.lower() == "authorization" for name, _ in config.header_list):
-        return config
-    config.oauth = OAuthClient(config, settings)
+    if not args.no_oauth and not any(name.lower() == "authorization" for name, _ in config.header_list):
+        config.oauth = OAuthClient(config, settings)
     return config
 
 
@@ -11913,8 +11908,8 @@ def cmd_auth(args):
             elif failed == "":
                 log.info("revoked the tokens at %s" % doc.get("issuer"))
             oauth.forget(path, doc)
-        sys.stderr.write("ocx-proxy: %s\n" % ("removed the tokens for %s" % config.display_url if stored
-                                              else "no tokens stored for %s" % config.display_url))
+        sys.stderr.write("ocx-proxy: %s for %s\n" % ("removed the tokens" if stored else "no tokens stored",
+                                                     config.display_url))
         return 0 if stored else 1
     if not stored:
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
@@ -11938,9 +11933,8 @@ def cmd_auth(args):
 def add_auth_command(sub):
     p = sub.add_parser("auth", help="log in to an OAuth-protected remote server, show or forget its tokens",
                        description="Run the MCP authorization flow ahead of time (login), show what is stored "
-                                   "(status: issuer, client id, scopes, expiry; never the tokens) or forget it "
-                                   "(logout).  Exit status 0 on success, 1 when it failed or nothing is stored, "
-                                   "2 for usage errors.")
+                                   "(status; never the tokens) or forget it (logout).  Exit status 0 on success, "
+                                   "1 when it failed or nothing is stored, 2 for usage errors.")
     p.add_argument("action", choices=("login", "status", "logout"))
     add_remote_server_options(p)
     add_oauth_options(p)
@@ -11962,27 +11956,21 @@ def add_remote_server_options(parser, timeout=True):
     """--url, --header, TLS and timeout options shared by the remote relays and ``check``."""
     group = parser.add_argument_group("remote server")
     group.add_argument("--url", required=True,
-                       help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands from "
-                            "our environment (required, no default)")
+                       help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands (required, no default)")
     group.add_argument("--header", action="append", metavar="NAME=VALUE",
-                       help="send this HTTP header; 'NAME: VALUE' works too; ${VAR} in VALUE expands "
-                            "from our environment and an unset one is an error; values from ${VAR} "
-                            "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
-                            "default: none)")
+                       help="send this HTTP header ('NAME: VALUE' works too); ${VAR} in VALUE expands, an unset "
+                            "one is an error; secrets are never logged (repeatable; default: none)")
     if timeout:
         add_env_option(group, "--timeout", "TIMEOUT_SECONDS", non_negative_float, "a number of seconds", 120.0,
-                       help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
-                            "headers and a JSON answer in full (legacy sse: also the wait for the "
-                            "endpoint event); 0 = no limit (default %(default)s)")
+                       help="wall-clock limit on each HTTP exchange up to a JSON answer in full or an event "
+                            "stream's headers; 0 = no limit (default %(default)s)")
     add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float,
                    "a number of seconds", 300.0,
-                   help="how long a request answered on an event stream may go without its answer "
-                        "or a progress notification for it (keep-alive comments do not count); the "
-                        "longest silence on a stream that only carries server-initiated messages; "
-                        "0 = no limit (default %(default)s)")
+                   help="how long a request answered on an event stream may go without its answer or a "
+                        "progress notification for it; 0 = no limit (default %(default)s)")
     group.add_argument("--cacert", metavar="FILE",
-                       help="also trust the CA certificates in this PEM file (default: the system "
-                            "CAs plus SSL_CERT_FILE when set)")
+                       help="also trust the CA certificates in this PEM file (default: the system CAs and "
+                            "SSL_CERT_FILE)")
     group.add_argument("--insecure", action="store_true",
                        help="do not verify TLS certificates; prints a warning (default off)")
 
@@ -12000,9 +11988,9 @@ def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
                        usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
                              "[--] COMMAND [ARGS...]",
-                       description="Relay MCP between this process's stdio (the client) and a server "
-                                   "started as a child process: stdio [options] [--] COMMAND [ARGS...]. "
-                                   "Our options end at COMMAND; every word after it is the server's.")
+                       description="Relay MCP between this process's stdio (the client) and a server started "
+                                   "as a child process.  Our options end at COMMAND; every word after it is the "
+                                   "server's.")
     add_relay_options(p)
     add_child_process_options(p)
     p.set_defaults(handler=cmd_stdio, takes_command=True)
@@ -12021,8 +12009,8 @@ def add_child_process_options(parser):
 
 def add_demo_commands(sub):
     p = sub.add_parser("demo", help="run the whole chain against the built-in server and show it",
-                       description="Start the relay in front of the built-in demo-server, call its tools "
-                                   "as a client would, and print what the client receives.")
+                       description="Call the built-in demo-server's tools through the relay and print what "
+                                   "the client receives.")
     p.add_argument("--output-dir", default=os.path.join(default_cache_dir(), "demo"),
                    help="where spilled responses go (default %(default)s)")
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
@@ -12032,6 +12020,7 @@ def add_demo_commands(sub):
                        description="A small MCP server on stdio with tools that return small, huge, "
                                    "unicode, structured and image results.")
     p.set_defaults(handler=lambda args: run_demo_server())
+
 
 def parse_tool_choice_arg(text):
     """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
@@ -12108,13 +12097,8 @@ def cmd_encode_tools(args):
     return 0
 
 
-DECODERS = {
-    "raw": decode_raw,
-    "value": decode_value,
-    "mcp-tools": decode_mcp_tools,
-    "agent-run-request": decode_agent_run_request,
-    "request-context": decode_request_context,
-}
+DECODERS = {"raw": decode_raw, "value": decode_value, "mcp-tools": decode_mcp_tools,
+            "agent-run-request": decode_agent_run_request, "request-context": decode_request_context}
 
 
 def cmd_decode(args):
@@ -12132,12 +12116,8 @@ def cmd_decode(args):
 
 
 def write_json_output(value):
-    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made.
-
-    The text of a large decoded result is several times the size of its
-    objects, and one escaped string can be six times the string, so
-    neither is ever held whole.
-    """
+    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: the text of a
+    large decoded result, several times the size of its objects, is never held whole."""
     pending = []
     size = 0
     for chunk in itertools.chain(_json_chunks(value, "\n"), ["\n"]):
@@ -12155,66 +12135,53 @@ def add_protobuf_commands(sub):
     """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
-        description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or "
-                    "Anthropic JSON), apply tool_choice and write the protobuf Cursor's agent "
-                    "service takes in AgentRunRequest.mcp_tools.  A summary goes to stderr.")
+        description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or Anthropic JSON), "
+                    "apply tool_choice and write it as Cursor's AgentRunRequest.mcp_tools.  A summary goes to "
+                    "stderr.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
-                   help="JSON catalog: a tools array, a request body with \"tools\", an MCP "
-                        "tools/list result (default: -, standard input)")
+                   help="JSON catalog: a tools array, a request body or a tools/list result (default: -, stdin)")
     p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the "
-                        "document's own tool_choice, else every tool is kept)")
+                   help="auto, none, required or a JSON tool_choice object (default: the document's own, "
+                        "else every tool)")
     p.add_argument("--provider", metavar="ID", default=CURSOR_PROVIDER,
                    help="provider_identifier of every definition (default: %(default)s)")
-    p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"],
-                   default="mcp-tools",
-                   help="message to write: McpTools itself, an AgentRunRequest holding it in "
-                        "field 4, or a RequestContext with the tools in field 7 "
-                        "(default: %(default)s)")
+    p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
+                   help="message to write: McpTools, an AgentRunRequest holding it in field 4, or a "
+                        "RequestContext with the tools in field 7 (default: %(default)s)")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
-                   help="agent-run-request with no tool left: write the empty wrapper 22 00, "
-                        "which suppresses Cursor's native tool catalog, or leave field 4 "
-                        "absent (default: %(default)s)")
+                   help="agent-run-request with no tool left: write the empty wrapper 22 00 (no native "
+                        "tools either) or leave field 4 absent (default: %(default)s)")
     p.add_argument("--instructions", metavar="TEXT",
-                   help="request-context only: McpInstructions text filed under the provider "
-                        "as server name (default: none)")
+                   help="request-context only: McpInstructions text (default: none)")
     p.add_argument("--format", choices=["raw", "hex", "base64"],
-                   help="output encoding (default: raw when stdout is a file or pipe, "
-                        "hex on a terminal)")
+                   help="output encoding (default: hex on a terminal, else raw)")
     add_max_input_bytes_option(p)
     p.set_defaults(handler=cmd_encode_tools)
 
     p = sub.add_parser(
         "decode", help="decode Cursor tool protobuf (or any protobuf) to JSON",
-        description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value "
-                    "or any message (schema-less) and print JSON.  Malformed bytes give one "
-                    "line naming the byte offset, field number and wire type.")
+        description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value or any "
+                    "message (schema-less) and print JSON.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="protobuf bytes, or hex/base64 text (default: -, standard input)")
     p.add_argument("--as", dest="as_type", choices=sorted(DECODERS), default="mcp-tools",
-                   help="message type to decode as; raw guesses without a schema "
-                        "(default: %(default)s)")
+                   help="message type to decode as; raw guesses without a schema (default: %(default)s)")
     p.add_argument("--format", choices=["auto", "raw", "hex", "base64"], default="auto",
-                   help="input encoding; auto takes text of hex digits as hex, text of base64 "
-                        "characters as base64, anything else as raw bytes (default: %(default)s)")
+                   help="input encoding; auto tells hex and base64 text from raw bytes (default: %(default)s)")
     add_max_input_bytes_option(p)
-    p.add_argument("--max-fields", metavar="N", type=typed(int_at_least(1), "a count"),
-                   default=MAX_DECODED_FIELDS,
-                   help="decode at most this many protobuf fields; more is an error, as a small "
-                        "blob can expand to gigabytes of JSON (default: %(default)s)")
+    p.add_argument("--max-fields", metavar="N", type=typed(int_at_least(1), "a count"), default=MAX_DECODED_FIELDS,
+                   help="decode at most this many protobuf fields; more is an error (default: %(default)s)")
     p.set_defaults(handler=cmd_decode)
 
 
 def add_max_input_bytes_option(parser):
     parser.add_argument("--max-input-bytes", metavar="BYTES", type=typed(int_at_least(1), "a byte count"),
-                        default=MAX_INPUT_BYTES,
-                        help="read at most this many bytes from FILE or stdin; more is an error "
-                             "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
+                        default=MAX_INPUT_BYTES, help="read at most this many bytes from FILE or stdin; more "
+                                                      "is an error (default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
 def capture_config(args):
-    """The text that tells ``args.print_config``'s agent CLI how to start this capture server
-    (``client_config_entry``)."""
+    """The configuration text that starts this capture server in ``args.print_config``'s agent CLI."""
     out = args.out
     if out is None:
         out = os.path.splitext(os.path.abspath(args.catalog))[0] + ".calls.ndjson"
@@ -12222,13 +12189,9 @@ def capture_config(args):
     if out.startswith("fd:") or out in ("-", "/dev/stdout"):
         raise UsageError("--print-config needs --out FILE: the agent CLI starts the server and "
                          "passes it no extra file descriptors, and stdout is the MCP channel")
-    argv = [os.path.abspath(__file__), "capture",
-            "--catalog", os.path.abspath(args.catalog),
-            "--out", os.path.abspath(out),
-            "--server-name", args.server_name,
-            "--max-calls", str(args.max_calls),
-            "--max-argument-bytes", str(args.max_argument_bytes),
-            "--reply", args.reply,
+    argv = [os.path.abspath(__file__), "capture", "--catalog", os.path.abspath(args.catalog),
+            "--out", os.path.abspath(out), "--server-name", args.server_name, "--max-calls", str(args.max_calls),
+            "--max-argument-bytes", str(args.max_argument_bytes), "--reply", args.reply,
             "--page-size", str(args.page_size)]
     if args.tool_choice is not None:
         argv.extend(["--tool-choice", args.tool_choice])
@@ -12287,56 +12250,45 @@ def cmd_capture(args):
 def add_capture_command(sub):
     """Add ``capture`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
-        "capture", help="capture-only MCP server: advertise a tool catalog, record calls, "
-                        "never execute",
-        description="Serve MCP over stdio for an agent CLI run with its built-in tools off. "
-                    "The server advertises exactly the catalog's tools and writes each "
-                    "tools/call as an OpenAI Responses function_call line to --out; nothing "
-                    "is executed. Refused calls are written as capture_error lines and make "
-                    "the exit status 3.")
+        "capture", help="capture-only MCP server: advertise a tool catalog, record calls, never execute",
+        description="Serve MCP over stdio, advertising exactly the catalog's tools, and write each tools/call "
+                    "as an OpenAI Responses function_call line to --out; nothing is executed.  Refused calls "
+                    "are written as capture_error lines and make the exit status 3.")
     p.add_argument("--catalog", metavar="FILE", required=True,
-                   help="tools as a Responses/Chat/Anthropic request body, a tools array or an "
-                        "MCP tools/list result; regular file, at most %d MiB and %d tools (required, no "
-                        "default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
+                   help="tools as a request body, a tools array or a tools/list result; at most %d MiB and "
+                        "%d tools (required, no default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
     p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the "
-                        "catalog's own tool_choice, else every tool)")
+                   help="auto, none, required or a JSON tool_choice object (default: the catalog's own, "
+                        "else every tool)")
     p.add_argument("--out", metavar="FILE|fd:N",
-                   help="captured calls as NDJSON, appended to FILE or written to an inherited "
-                        "descriptor; never stdout (required to serve; default with "
-                        "--print-config: <catalog>.calls.ndjson)")
+                   help="captured calls as NDJSON, appended to FILE or written to an inherited descriptor "
+                        "(required to serve; default with --print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
     p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=CAPTURE_MAX_CALLS,
                    help="calls accepted per session; one more is refused (default: %(default)s)")
     p.add_argument("--max-argument-bytes", metavar="N", type=typed(int_at_least(1), "a byte count"),
                    default=CAPTURE_MAX_ARGUMENT_BYTES,
-                   help="largest accepted arguments object, as compact JSON "
-                        "(default: %(default)s)")
+                   help="largest accepted arguments object, as compact JSON (default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
-                   help="pending leaves each captured call unanswered so the outer client ends "
-                        "the turn; deferred answers that the call will run in the client "
-                        "(default: %(default)s)")
+                   help="pending leaves each captured call unanswered so the outer client ends the turn; "
+                        "deferred answers that the call will run in the client (default: %(default)s)")
     p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
-                   help="print how an agent CLI starts this server and exit: claude-code (the "
-                        "default CLIENT) the mcpServers JSON for --mcp-config, with the allowed "
-                        "tools on stderr; codex a [mcp_servers.NAME] table for config.toml; "
-                        "gemini-cli the mcpServers entry of settings.json%s (default: serve)"
-                        % aliases_note("capture"))
+                   help="print the configuration entry with which CLIENT (%s; claude-code when not named) "
+                        "starts this server, and exit%s (default: serve)"
+                        % (", ".join(CAPTURE_CONFIG_HINTS), aliases_note("capture")))
     p.add_argument("--print-allowed-tools", action="store_true",
-                   help="print the exact comma-joined --allowedTools list and exit "
-                        "(default: serve)")
+                   help="print the exact comma-joined --allowedTools list and exit (default: serve)")
     p.set_defaults(handler=cmd_capture)
 
-def add_check_output_options(parser, suppress=False):
-    """--json/--client/--server-name/--timeout, accepted before or after the transport name.
 
-    On a transport's parser (``suppress``) an option that is not given sets
-    nothing, so that one given before the transport name is kept; its help
-    still shows the default.
+def add_check_output_options(parser, suppress=False):
+    """check's options, accepted before or after the transport name.
+
+    On a transport's parser (``suppress``) one not given sets nothing, keeping one given before the name.
     """
     def add(flag, default, help, **kwargs):
         parser.add_argument(flag, default=argparse.SUPPRESS if suppress else default,
@@ -12351,11 +12303,10 @@ def add_check_output_options(parser, suppress=False):
                                "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
-    add("--bare", False, "list as a client declaring no capabilities (default: declaring roots, sampling "
-                         "and elicitation, as full-featured clients do)", action="store_true")
+    add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and "
+                         "elicitation)", action="store_true")
     add("--compare-capabilities", False, "list a second time with the other capabilities and report the "
-                                         "tools that appear or disappear (default: list once)",
-        action="store_true")
+                                         "tools that differ (default: list once)", action="store_true")
 
 
 def cmd_check(args):
@@ -12391,9 +12342,8 @@ def cmd_check(args):
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
-        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % ("read the configuration" if args.config
-                                                                 else "get the catalog",
-                                                                 printable(shorten(str(exc), MAX_REPORT_CHARS))))
+        what = "read the configuration" if args.config else "get the catalog"
+        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (what, printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
@@ -12403,18 +12353,15 @@ def add_check_command(sub):
                        usage="%(prog)s [--json] [--client C] [--server-name N] [--bare] [--compare-capabilities] "
                              "(--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
                              "streamable-http|sse|auto --url URL [--header ...])",
-                       description="Connect like a full-featured client (server/discover, else initialize, declaring "
-                                   "roots, sampling and elicitation; then every page "
-                                   "of tools, prompts, resources and templates), or read a saved catalog, and "
-                                   "report each problem "
+                       description="Connect like a full-featured client and list every page of tools, prompts, "
+                                   "resources and templates, or read a saved catalog, and report each problem "
                                    "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
                                    "found, 2 could not connect.")
     p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
                                                   "connecting ('-' reads stdin) (default: connect)")
     p.add_argument("--config", metavar="FILE",
-                   help="check every server of a client configuration (Cursor/Claude mcpServers JSON, Gemini CLI "
-                        "settings.json, Codex config.toml), then what only shows with all of them loaded "
-                        "(default: one server)")
+                   help="check every server of a client configuration (mcpServers JSON, Gemini CLI settings.json, "
+                        "Codex config.toml), then all of them together (default: one server)")
     p.add_argument("--config-format", choices=CONFIG_FORMATS,
                    help="the format of --config FILE (default: from its name and content)")
     p.add_argument("--parallel", type=typed(int_at_least(1), "a whole number of at least 1"),
@@ -12451,8 +12398,7 @@ COMMAND_GROUPS = (
 
 
 def build_parser(command=None):
-    """The argument parser; with a known ``command`` only that command's group is
-    built (building all of them costs ~15 ms of every relay start-up)."""
+    """The argument parser; with a known ``command`` only that command's group is built (~15 ms saved)."""
     parser = CliParser(prog="ocx-proxy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
