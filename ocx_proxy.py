@@ -10667,12 +10667,10 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # Client configs: check --config, every server a client loads
 # ---------------------------------------------------------------------------
 #
-# A client loads every server of its configuration together, so some limits
-# only show in combination.  The three formats: "json" (an "mcpServers"
-# object: Cursor, Claude Desktop, Claude Code, CodeBuddy, Windsurf; Claude
-# Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI
-# settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
-# (config.toml, [mcp_servers.NAME]).
+# A client loads every server of its configuration together, so some limits only show in combination.  The three
+# formats: "json" (an "mcpServers" object: Cursor, Claude Desktop, Claude Code, CodeBuddy, Windsurf; Claude
+# Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI settings.json: "url" is legacy SSE,
+# "httpUrl" Streamable HTTP) and "codex" (config.toml, [mcp_servers.NAME]).
 
 CONFIG_FORMATS = ("json", "gemini", "codex")   # the clients each feeds: their "config" in CLIENTS
 CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
@@ -10699,12 +10697,10 @@ def gemini_tool_name(server, tool):
 class ConfigServer:
     """One server of a client configuration, ready to start or connect to.
 
-    ``transport`` is "stdio", "streamable-http", "sse" or "auto"; ``problem``
-    says why it cannot be checked (it is reported, not started) and
-    ``skipped`` why the client itself would not load it.  ``pointer`` is
-    where it sits in the file; ``scope`` the Claude Code project it belongs
-    to (None: loaded everywhere).  ``secrets``: what its entry took from the
-    environment, never printed.
+    ``transport`` is "stdio", "streamable-http", "sse" or "auto"; ``problem`` says why it cannot be checked
+    (it is reported, not started) and ``skipped`` why the client itself would not load it.  ``pointer`` is
+    where it sits in the file; ``scope`` the Claude Code project it belongs to (None: loaded everywhere).
+    ``secrets``: what its entry took from the environment, never printed.
     """
 
     def __init__(self, name, pointer, scope=None):
@@ -10720,9 +10716,8 @@ class ConfigServer:
 class TomlReader:
     """The TOML that client configurations use, for Pythons without tomllib (< 3.11).
 
-    Tables and arrays of tables, dotted and quoted keys, strings (basic,
-    literal, multi-line, with escapes), integers, floats, booleans, arrays
-    and inline tables.  Dates and times are refused.  ``parse`` returns a
+    Tables and arrays of tables, dotted and quoted keys, strings (basic, literal, multi-line, with escapes),
+    integers, floats, booleans, arrays and inline tables; dates and times are refused.  ``parse`` returns a
     dict; OcxError names the line of the first problem.
     """
 
@@ -10849,8 +10844,7 @@ class TomlReader:
         self.pos = match.end()
         number = match.group().replace("_", "")
         if re.match(r"[+-]?0[xob]", number):
-            sign = -1 if number.startswith("-") else 1
-            return sign * int(number.lstrip("+-"), 0)
+            return int(number, 0)
         return float(number) if re.search(r"[.eEin]", number) else int(number)
 
     def string(self, end):
@@ -10934,8 +10928,7 @@ class TomlReader:
 def load_toml(text, what):
     """A TOML document as a dict: tomllib where Python has it, else TomlReader.
 
-    OcxError starting with ``what`` when it is invalid or nested deeper than
-    MAX_JSON_DEPTH, as ``load_json_strict`` says it of JSON.
+    OcxError starting with ``what`` when it is invalid or nested deeper than MAX_JSON_DEPTH.
     """
     try:
         import tomllib
@@ -10977,19 +10970,17 @@ def toml_table(path, values):
     return "\n".join(lines) + "\n"
 
 
-def client_config_entry(client, name, command, argv, trust=False):
+def client_config_entry(client, name, command, argv):
     """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
 
     claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
-    for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, with
-    ``trust`` (Gemini CLI then runs the server's tools without asking).
+    for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, trusted:
+    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for.
     """
     if client == "codex":
         return toml_table(("mcp_servers", name), {"command": command, "args": argv})
     if client == "gemini-cli":
-        server = {"command": command, "args": argv}
-        if trust:
-            server["trust"] = True
+        server = {"command": command, "args": argv, "trust": True}
     else:
         server = {"type": "stdio", "command": command, "args": argv}
     return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
@@ -11005,13 +10996,12 @@ def config_format(path, document_text):
     return "json"
 
 
-def load_client_config(path, fmt=None, limit=MAX_INPUT_BYTES, environ=None):
+def load_client_config(path, fmt, limit):
     """Read a client configuration: (format, [ConfigServer] in file order).
 
-    OcxError when the file cannot be read or parsed or holds no servers;
-    a problem with one server is set on it instead.
+    OcxError when the file cannot be read or parsed or holds no servers; a problem with one server is set on it.
     """
-    environ = os.environ if environ is None else environ
+    environ = os.environ
     try:
         text = read_input_bytes(path, limit).decode("utf-8-sig")   # the bytes go at once: a copy less
     except UnicodeDecodeError as exc:
@@ -11102,9 +11092,8 @@ def read_json_server(server, spec, fmt, environ):
         server.problem = str(exc)
 
 
-def codex_server(name, spec, environ=None):
+def codex_server(name, spec, environ):
     """A ConfigServer from one [mcp_servers.NAME] table (Codex does not expand ${VAR})."""
-    environ = os.environ if environ is None else environ
     server = ConfigServer(name, json_pointer("mcp_servers", name))
     try:
         if not isinstance(spec, dict):
@@ -11143,11 +11132,8 @@ def codex_server(name, spec, environ=None):
 
 
 def check_config_server(server, timeout, client):
-    """Start or connect to one server and check it: {"name", "scope", "transport", "report" | "error"}.
-
-    Also returns the names of its tools for the combined rules.  Nothing
-    raises: a spawn error, a timeout or a bad entry is the "error".
-    """
+    """Start or connect to one server and check it: ({"name", "scope", "transport", "report" | "error"},
+    the names of its tools).  Nothing raises: a spawn error, a timeout or a bad entry is the "error"."""
     result = {"name": server.name, "scope": server.scope, "transport": server.transport}
     if server.skipped:
         result["skipped"] = server.skipped
@@ -11186,9 +11172,7 @@ def check_config_server(server, timeout, client):
 
 def combined_findings(fmt, servers, results):
     """What only shows with every server of one scope loaded: (findings, tool count, Cursor bytes).
-
-    ``results`` pairs each server's result with its tool names.
-    """
+    ``results``: each server's (result, tool names)."""
     clients = [name for name, client in CLIENTS.items() if client["config"] == fmt]
     checker = CatalogChecker()
     checked = [(server, result, names) for server, (result, names) in zip(servers, results) if "report" in result]
@@ -11229,11 +11213,10 @@ def combined_findings(fmt, servers, results):
 
 
 def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=MAX_INPUT_BYTES):
-    """check --config: every server of a client configuration, then the combined rules.
+    """check --config: every server of a client configuration, ``parallel`` at a time, then the combined rules.
 
-    Servers are checked ``parallel`` at a time and reported in file order.
-    Returns 1 when any error was found (a server that could not be checked
-    counts as one), else 0; OcxError when the file is unusable.
+    Returns 1 when any error was found (a server that could not be checked counts as one), else 0;
+    OcxError when the file is unusable.
     """
     import concurrent.futures
 
@@ -11594,12 +11577,13 @@ ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
 IO_MODES = ("auto", "select", "threads")
 
 
-def int_at_least(minimum):
-    """Converter for options: an integer of at least ``minimum``; ValueError otherwise."""
+def int_at_least(minimum, zero_means=None):
+    """Converter for options: an integer of at least ``minimum``, or 0 if ``zero_means``; ValueError otherwise."""
     def convert(text):
         value = int(text)
-        if value < minimum:
-            raise ValueError("must be at least %d" % minimum)
+        if value < minimum and not (value == 0 and zero_means):
+            raise ValueError("must be 0 (%s) or at least %d" % (zero_means, minimum) if zero_means
+                             else "must be at least %d" % minimum)
         return value
     return convert
 
@@ -11620,18 +11604,8 @@ def non_negative_float(text):
     return value
 
 
-def budget_value(zero_means):
-    """Converter for a spill budget option: 0 (``zero_means``) or at least 500."""
-    def convert(text):
-        value = int(text)
-        if value != 0 and value < 500:
-            raise ValueError("must be 0 (%s) or at least 500" % zero_means)
-        return value
-    return convert
-
-
-max_chars_value = budget_value("never spill")
-max_bytes_value = budget_value("no byte limit")
+max_chars_value = int_at_least(500, "never spill")
+max_bytes_value = int_at_least(500, "no byte limit")
 
 
 def flag_value(text):
@@ -11778,19 +11752,18 @@ def add_relay_options(parser):
 def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
     return RelayOptions(
-        client=args.client, max_response_chars=args.max_response_chars,
-        max_response_bytes=args.max_response_bytes, max_image_bytes=args.max_image_bytes,
-        preview_chars=args.preview_chars, output_dir=args.output_dir, retention_days=args.retention_days,
-        request_timeout=args.request_timeout, restart=args.restart,
+        client=args.client, max_response_chars=args.max_response_chars, max_response_bytes=args.max_response_bytes,
+        max_image_bytes=args.max_image_bytes, preview_chars=args.preview_chars, output_dir=args.output_dir,
+        retention_days=args.retention_days, request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
-        trace_path=args.trace, max_message_bytes=args.max_message_bytes,
-        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool,
-    )
+        trace_path=args.trace, max_message_bytes=args.max_message_bytes, max_buffer_bytes=args.max_buffer_bytes,
+        reader_tool=not args.no_reader_tool)
 
 
 # ---------------------------------------------------------------------------
 # CLI / main: the commands, their parsers and the entry point
 # ---------------------------------------------------------------------------
+
 
 def stdio_from_args(args, command, **kwargs):
     """The upstream factory of the server command that follows ``command``'s options."""
@@ -11813,14 +11786,13 @@ def cmd_stdio(args):
 
 REMOTE_COMMANDS = (
     ("streamable-http", "relay to a remote MCP server over Streamable HTTP",
-     "Relay MCP between this process's stdio (the client) and a remote server speaking Streamable "
-     "HTTP (MCP %s and later): streamable-http --url URL [options]" % version_since("streamable_http")),
+     "Relay MCP between stdio and a remote server speaking Streamable HTTP (MCP %s and later)."
+     % version_since("streamable_http")),
     ("sse", "relay to a remote MCP server over the legacy HTTP+SSE transport",
-     "Relay MCP between this process's stdio (the client) and a remote server speaking the "
-     "%s HTTP+SSE transport: sse --url URL [options]" % version_since("http_sse")),
+     "Relay MCP between stdio and a remote server speaking the %s HTTP+SSE transport." % version_since("http_sse")),
     ("auto", "relay to a remote MCP server: Streamable HTTP, else legacy HTTP+SSE",
-     "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
-     "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
+     "Relay MCP to a remote server over Streamable HTTP, or legacy HTTP+SSE when the initialize POST gets "
+     "HTTP 400, 404 or 405."),
 )
 
 
@@ -11885,7 +11857,7 @@ def attach_oauth(config, args):
 
 
 def cmd_auth(args):
-    """``auth login|status|logout --url URL``: 0 done (status: tokens stored), 1 failed or nothing stored."""
+    """``auth login|status|logout``: 0 done (status: tokens stored), 1 failed or nothing stored."""
     config = remote_config_from_args(args)
     oauth = OAuthClient(config, oauth_settings_from_args(args))
     if args.action == "login":
@@ -12118,15 +12090,13 @@ def cmd_decode(args):
 def write_json_output(value):
     """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: the text of a
     large decoded result, several times the size of its objects, is never held whole."""
-    pending = []
-    size = 0
+    pending, size = [], 0
     for chunk in itertools.chain(_json_chunks(value, "\n"), ["\n"]):
         pending.append(chunk)
         size += len(chunk)
         if size >= 1 << 16:
             sys.stdout.buffer.write("".join(pending).encode("utf-8"))
-            pending = []
-            size = 0
+            pending, size = [], 0
     sys.stdout.buffer.write("".join(pending).encode("utf-8"))
     sys.stdout.buffer.flush()
 
@@ -12195,9 +12165,7 @@ def capture_config(args):
             "--page-size", str(args.page_size)]
     if args.tool_choice is not None:
         argv.extend(["--tool-choice", args.tool_choice])
-    # Nothing a capture server is called for ever runs, so there is nothing to confirm; an
-    # untrusted server's calls wait for a confirmation that `gemini -p` cannot ask for.
-    return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv, trust=True)
+    return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv)
 
 
 CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
