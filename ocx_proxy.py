@@ -10268,12 +10268,10 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # Client configs: check --config, every server a client loads
 # ---------------------------------------------------------------------------
 #
-# A client loads every server of its configuration together, so some limits
-# only show in combination.  The three formats: "json" (an "mcpServers"
-# object: Cursor, Claude Desktop, Claude Code, CodeBuddy, Windsurf; Claude
-# Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI
-# settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
-# (config.toml, [mcp_servers.NAME]).
+# A client loads every server of its configuration together, so some limits only show in combination.  The three
+# formats: "json" (an "mcpServers" object: Cursor, Claude Desktop, Claude Code, CodeBuddy, Windsurf; Claude
+# Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI settings.json: "url" is legacy SSE,
+# "httpUrl" Streamable HTTP) and "codex" (config.toml, [mcp_servers.NAME]).
 
 CONFIG_FORMATS = ("json", "gemini", "codex")   # the clients each feeds: their "config" in CLIENTS
 CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
@@ -10300,12 +10298,10 @@ def gemini_tool_name(server, tool):
 class ConfigServer:
     """One server of a client configuration, ready to start or connect to.
 
-    ``transport`` is "stdio", "streamable-http", "sse" or "auto"; ``problem``
-    says why it cannot be checked (it is reported, not started) and
-    ``skipped`` why the client itself would not load it.  ``pointer`` is
-    where it sits in the file; ``scope`` the Claude Code project it belongs
-    to (None: loaded everywhere).  ``secrets``: what its entry took from the
-    environment, never printed.
+    ``transport`` is "stdio", "streamable-http", "sse" or "auto"; ``problem`` says why it cannot be checked
+    (it is reported, not started) and ``skipped`` why the client itself would not load it.  ``pointer`` is
+    where it sits in the file; ``scope`` the Claude Code project it belongs to (None: loaded everywhere).
+    ``secrets``: what its entry took from the environment, never printed.
     """
 
     def __init__(self, name, pointer, scope=None):
@@ -10321,14 +10317,14 @@ class ConfigServer:
 class TomlReader:
     """The TOML that client configurations use, for Pythons without tomllib (< 3.11).
 
-    Tables and arrays of tables, dotted and quoted keys, strings (basic,
-    literal, multi-line, with escapes), integers, floats, booleans, arrays
-    and inline tables.  Dates and times are refused.  ``parse`` returns a
+    Tables and arrays of tables, dotted and quoted keys, strings (basic, literal, multi-line, with escapes),
+    integers, floats, booleans, arrays and inline tables; dates and times are refused.  ``parse`` returns a
     dict; OcxError names the line of the first problem.
     """
 
     ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
     BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
+    LINE_END_RE = re.compile(r"\r?\n|\Z")
     NUMBER_RE = re.compile(r"[+-]?(?:0x[0-9A-Fa-f_]+|0o[0-7_]+|0b[01_]+|inf|nan|"
                            r"(?:0|[1-9](?:_?[0-9])*)(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9](?:_?[0-9])*)?)")
 
@@ -10400,12 +10396,10 @@ class TomlReader:
 
     def end_of_line(self):
         self.skip()
-        if self.text.startswith("\r\n", self.pos):
-            self.pos += 2
-        elif self.text.startswith("\n", self.pos):
-            self.pos += 1
-        elif self.pos < len(self.text):
+        match = self.LINE_END_RE.match(self.text, self.pos)
+        if not match:
             self.error("expected the end of the line")
+        self.pos = match.end()
 
     def expect(self, token):
         self.skip()
@@ -10424,10 +10418,8 @@ class TomlReader:
 
     def key(self):
         self.skip()
-        if self.text.startswith('"', self.pos):
-            return self.basic_string()
-        if self.text.startswith("'", self.pos):
-            return self.literal_string()
+        if self.text[self.pos:self.pos + 1] in ('"', "'"):
+            return self.string(self.text[self.pos])
         match = self.BARE_KEY_RE.match(self.text, self.pos)
         if not match:
             self.error("expected a key")
@@ -10436,14 +10428,9 @@ class TomlReader:
 
     def value(self):
         text, pos = self.text, self.pos
-        if text.startswith('"""', pos):
-            return self.multiline_string('"""')
-        if text.startswith("'''", pos):
-            return self.multiline_string("'''")
-        if text.startswith('"', pos):
-            return self.basic_string()
-        if text.startswith("'", pos):
-            return self.literal_string()
+        for quotes in ('"""', "'''", '"', "'"):
+            if text.startswith(quotes, pos):
+                return self.string(quotes)
         if text.startswith("[", pos):
             return self.array()
         if text.startswith("{", pos):
@@ -10458,28 +10445,16 @@ class TomlReader:
         self.pos = match.end()
         number = match.group().replace("_", "")
         if re.match(r"[+-]?0[xob]", number):
-            sign = -1 if number.startswith("-") else 1
-            return sign * int(number.lstrip("+-"), 0)
+            return int(number, 0)
         return float(number) if re.search(r"[.eEin]", number) else int(number)
 
-    def basic_string(self):
-        self.pos += 1
-        return self.string_body('"', escapes=True, multiline=False)
-
-    def literal_string(self):
-        self.pos += 1
-        return self.string_body("'", escapes=False, multiline=False)
-
-    def multiline_string(self, quotes):
-        self.pos += 3
-        if self.text.startswith("\r\n", self.pos):
-            self.pos += 2
-        elif self.text.startswith("\n", self.pos):
-            self.pos += 1
-        return self.string_body(quotes, escapes=quotes == '"""', multiline=True)
-
-    def string_body(self, end, escapes, multiline):
-        parts, text = [], self.text
+    def string(self, end):
+        """The string opened by the quotes ``end`` at pos: basic (escapes) or literal, one line or three quotes."""
+        parts, text, escapes, multiline = [], self.text, end[0] == '"', len(end) == 3
+        self.pos += len(end)
+        match = self.LINE_END_RE.match(text, self.pos)
+        if multiline and match:   # a line break right after the opening quotes is not part of the string
+            self.pos = match.end()
         while True:
             if self.pos >= len(text):
                 self.error("unterminated string")
@@ -10554,8 +10529,7 @@ class TomlReader:
 def load_toml(text, what):
     """A TOML document as a dict: tomllib where Python has it, else TomlReader.
 
-    OcxError starting with ``what`` when it is invalid or nested deeper than
-    MAX_JSON_DEPTH, as ``load_json_strict`` says it of JSON.
+    OcxError starting with ``what`` when it is invalid or nested deeper than MAX_JSON_DEPTH.
     """
     try:
         import tomllib
@@ -10597,19 +10571,17 @@ def toml_table(path, values):
     return "\n".join(lines) + "\n"
 
 
-def client_config_entry(client, name, command, argv, trust=False):
+def client_config_entry(client, name, command, argv):
     """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
 
     claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
-    for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, with
-    ``trust`` (Gemini CLI then runs the server's tools without asking).
+    for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, trusted:
+    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for.
     """
     if client == "codex":
         return toml_table(("mcp_servers", name), {"command": command, "args": argv})
     if client == "gemini-cli":
-        server = {"command": command, "args": argv}
-        if trust:
-            server["trust"] = True
+        server = {"command": command, "args": argv, "trust": True}
     else:
         server = {"type": "stdio", "command": command, "args": argv}
     return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
@@ -10625,13 +10597,12 @@ def config_format(path, document_text):
     return "json"
 
 
-def load_client_config(path, fmt=None, limit=MAX_INPUT_BYTES, environ=None):
+def load_client_config(path, fmt, limit):
     """Read a client configuration: (format, [ConfigServer] in file order).
 
-    OcxError when the file cannot be read or parsed or holds no servers;
-    a problem with one server is set on it instead.
+    OcxError when the file cannot be read or parsed or holds no servers; a problem with one server is set on it.
     """
-    environ = os.environ if environ is None else environ
+    environ = os.environ
     try:
         text = read_input_bytes(path, limit).decode("utf-8-sig")   # the bytes go at once: a copy less
     except UnicodeDecodeError as exc:
@@ -10722,9 +10693,8 @@ def read_json_server(server, spec, fmt, environ):
         server.problem = str(exc)
 
 
-def codex_server(name, spec, environ=None):
+def codex_server(name, spec, environ):
     """A ConfigServer from one [mcp_servers.NAME] table (Codex does not expand ${VAR})."""
-    environ = os.environ if environ is None else environ
     server = ConfigServer(name, json_pointer("mcp_servers", name))
     try:
         if not isinstance(spec, dict):
@@ -10763,11 +10733,8 @@ def codex_server(name, spec, environ=None):
 
 
 def check_config_server(server, timeout, client):
-    """Start or connect to one server and check it: {"name", "scope", "transport", "report" | "error"}.
-
-    Also returns the names of its tools for the combined rules.  Nothing
-    raises: a spawn error, a timeout or a bad entry is the "error".
-    """
+    """Start or connect to one server and check it: ({"name", "scope", "transport", "report" | "error"},
+    the names of its tools).  Nothing raises: a spawn error, a timeout or a bad entry is the "error"."""
     result = {"name": server.name, "scope": server.scope, "transport": server.transport}
     if server.skipped:
         result["skipped"] = server.skipped
@@ -10806,9 +10773,7 @@ def check_config_server(server, timeout, client):
 
 def combined_findings(fmt, servers, results):
     """What only shows with every server of one scope loaded: (findings, tool count, Cursor bytes).
-
-    ``results`` pairs each server's result with its tool names.
-    """
+    ``results``: each server's (result, tool names)."""
     clients = [name for name, client in CLIENTS.items() if client["config"] == fmt]
     checker = CatalogChecker()
     checked = [(server, result, names) for server, (result, names) in zip(servers, results) if "report" in result]
@@ -10823,20 +10788,14 @@ def combined_findings(fmt, servers, results):
         checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
                          % (count, cap))
     findings = checker.findings
-    schemes = []
-    if "claude-code" in clients:
-        schemes.append(("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request "
-                        "with two tools of one name"))
-    if "windsurf" in clients:
-        schemes.append(("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"))
-    if "gemini-cli" in clients:
-        schemes.append(("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"))
-    if "codex" in clients:
-        schemes.append(("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex",
-                        "Codex skips every one but the first"))
-        schemes.append(("info", lambda server, tool: claude_code_tool_name(server, tool), "codex",
-                        "Codex tells them apart by a hash suffix the model sees"))
-    for severity, scheme, client, consequence in schemes:
+    schemes = (
+        ("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request with two tools of "
+         "one name"),
+        ("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"),
+        ("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"),
+        ("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex", "Codex skips every one but the first"),
+        ("info", claude_code_tool_name, "codex", "Codex tells them apart by a hash suffix the model sees"))
+    for severity, scheme, client, consequence in (scheme for scheme in schemes if scheme[2] in clients):
         owners = collections.OrderedDict()
         for server, _, names in checked:
             for name in names:
@@ -10855,11 +10814,10 @@ def combined_findings(fmt, servers, results):
 
 
 def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=MAX_INPUT_BYTES):
-    """check --config: every server of a client configuration, then the combined rules.
+    """check --config: every server of a client configuration, ``parallel`` at a time, then the combined rules.
 
-    Servers are checked ``parallel`` at a time and reported in file order.
-    Returns 1 when any error was found (a server that could not be checked
-    counts as one), else 0; OcxError when the file is unusable.
+    Returns 1 when any error was found (a server that could not be checked counts as one), else 0;
+    OcxError when the file is unusable.
     """
     import concurrent.futures
 
@@ -10895,7 +10853,8 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
 
 def config_report_text(report):
     """The human report of check --config: each server's report, then the combined findings."""
-    lines = ["ocx-proxy check --config %s (%s): %d servers" % (report["config"], report["format"], len(report["servers"]))]
+    lines = ["ocx-proxy check --config %s (%s): %d servers"
+             % (report["config"], report["format"], len(report["servers"]))]
     for result in report["servers"]:
         title = "server %s%s" % (json.dumps(result["name"], ensure_ascii=False),
                                  " (project %s)" % result["scope"] if result["scope"] else "")
@@ -10908,15 +10867,14 @@ def config_report_text(report):
             lines.append("%s, %s:" % (title, result["transport"]))
             lines.extend("  " + line if line else "" for line in check_report_text(result["report"]).splitlines())
     for group in report["combined"]:
-        lines.append("")
-        lines.append("all servers%s together: %d tools, Cursor McpTools %d bytes" % (
-            " of project %s" % group["scope"] if group["scope"] else "", group["tools"], group["cursorMcpToolsBytes"]))
+        lines.extend(["", "all servers%s together: %d tools, Cursor McpTools %d bytes" % (
+            " of project %s" % group["scope"] if group["scope"] else "", group["tools"], group["cursorMcpToolsBytes"])])
         for f in group["findings"]:
-            lines.append("  %-7s %s" % (f["severity"], f["pointer"]))
-            lines.append("          %s  [%s]" % (f["message"], ", ".join(f["clients"])))
+            lines.extend(["  %-7s %s" % (f["severity"], f["pointer"]),
+                          "          %s  [%s]" % (f["message"], ", ".join(f["clients"]))])
     summary = report["summary"]
-    lines.append("")
-    lines.append("%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"]))
+    lines.extend(["", "%d errors, %d warnings, %d notes in all"
+                  % (summary["error"], summary["warning"], summary["info"])])
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
@@ -11150,11 +11108,7 @@ def demo_reply_text(reply):
 
 
 class CliParser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``ocx-proxy: error: ...`` and exit status 2.
-
-    ``commands`` is the subcommand action once ``add_subparsers`` made it, so
-    that ``split_server_command`` can follow the words that name subcommands.
-    """
+    """argparse with one-line errors (exit status 2); ``commands``: its subcommand action, if any."""
 
     commands = None
 
@@ -11169,12 +11123,9 @@ class CliParser(argparse.ArgumentParser):
 def option_arity(parser, word):
     """How many words after ``word`` are its value, or None when ``parser`` has no such option.
 
-    Abbreviations count as argparse counts them (a unique prefix of a long
-    option); ``--name=value`` carries its value.  An ambiguous prefix is None,
-    left for argparse to report.
+    A unique prefix of a long option counts, as in argparse; an ambiguous one is None.
     """
-    # _option_string_actions has mapped option strings to actions in every
-    # argparse since 2.7; it is the one place that knows which take a value.
+    # argparse's one map of option strings to actions (there since 2.7) knows which take a value.
     actions = parser._option_string_actions
     name, equals, _ = word.partition("=") if word.startswith("--") else (word, "", "")
     action = actions.get(name)
@@ -11191,12 +11142,9 @@ def option_arity(parser, word):
 def split_server_command(parser, argv):
     """Split ``argv`` into (our words, the server's command or None).
 
-    The server's command follows a ``--``, or, under a command that takes one
-    (``stdio``, ``check stdio``), starts at the first word that is neither one
-    of our options nor an option's value: the MCP Inspector drops the ``--``.
-    Everything from there is the server's, its own ``--flags`` and a later
-    ``--`` included.  An option we do not know ends the walk (argparse then
-    names it), and a ``--`` is never an option's value, as before.
+    The server's command follows a ``--`` or, under a command that takes one, starts at the first
+    word that is neither our option nor its value (the MCP Inspector drops the ``--``); all words from
+    there are the server's.  An option we do not know ends the walk, for argparse to name.
     """
     index = 0
     while index < len(argv):
@@ -11226,12 +11174,13 @@ ENV_PREFIXES = ("OCX_PROXY_", "CURSOR_MCP_RESPONSE_PROXY_")
 IO_MODES = ("auto", "select", "threads")
 
 
-def int_at_least(minimum):
-    """Converter for options: an integer of at least ``minimum``; ValueError otherwise."""
+def int_at_least(minimum, zero_means=None):
+    """Converter for options: an integer of at least ``minimum``, or 0 if ``zero_means``; ValueError otherwise."""
     def convert(text):
         value = int(text)
-        if value < minimum:
-            raise ValueError("must be at least %d" % minimum)
+        if value < minimum and not (value == 0 and zero_means):
+            raise ValueError("must be 0 (%s) or at least %d" % (zero_means, minimum) if zero_means
+                             else "must be at least %d" % minimum)
         return value
     return convert
 
@@ -11252,18 +11201,8 @@ def non_negative_float(text):
     return value
 
 
-def budget_value(zero_means):
-    """Converter for a spill budget option: 0 (``zero_means``) or at least 500."""
-    def convert(text):
-        value = int(text)
-        if value != 0 and value < 500:
-            raise ValueError("must be 0 (%s) or at least 500" % zero_means)
-        return value
-    return convert
-
-
-max_chars_value = budget_value("never spill")
-max_bytes_value = budget_value("no byte limit")
+max_chars_value = int_at_least(500, "never spill")
+max_bytes_value = int_at_least(500, "no byte limit")
 
 
 def flag_value(text):
@@ -11285,18 +11224,13 @@ def typed(convert, what):
 
 
 class EnvDefault:
-    """The default of an option that has an environment twin ``OCX_PROXY_<name>``.
+    """The argparse default of an option with an environment twin ``OCX_PROXY_<name>``, shown by --help.
 
-    It is the option's argparse ``default``, so ``--help`` shows it through
-    ``%(default)s``.  Left in place when the flag is not given, it is
-    replaced by ``resolve_env_defaults``: the twin (or its legacy-prefix
-    spelling) converted by ``convert``, else ``value``.
+    ``resolve_env_defaults`` replaces it with the twin converted by ``convert``, else ``value``.
     """
 
     def __init__(self, name, convert, value):
-        self.name = name
-        self.convert = convert
-        self.value = value
+        self.name, self.convert, self.value = name, convert, value
 
     def __str__(self):
         value = self.value
@@ -11320,11 +11254,7 @@ class EnvDefault:
 
 
 def add_env_option(group, flag, name, convert, what, default, **kwargs):
-    """``group.add_argument(flag)`` with the environment twin ``OCX_PROXY_<name>``.
-
-    ``convert`` reads the flag and the twin alike (ValueError: not ``what``);
-    ``default`` is what applies when neither is given.
-    """
+    """``group.add_argument(flag)`` with the twin ``OCX_PROXY_<name>``, both read by ``convert``."""
     group.add_argument(flag, type=typed(convert, what), default=EnvDefault(name, convert, default), **kwargs)
 
 
@@ -11354,10 +11284,10 @@ def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
     add_env_option(group, "--client", "CLIENT", client_choice("relay", CLIENT_CHOICES), "a client name", "auto",
                    choices=CLIENT_CHOICES,
-                   help="the client's profile: its budget (characters and/or bytes), preview size, whether images "
-                        "count and outputSchema is removed; auto picks it from the clientInfo.name the client "
-                        "sends, generic (%d characters) for clients not known; the options below win over it%s "
-                        "(default %%(default)s)" % (MAX_RESPONSE_CHARS, aliases_note("relay")))
+                   help="the client's profile (budget, preview size, image and outputSchema handling); auto "
+                        "picks it from the clientInfo.name the client sends, generic (%d characters) for clients "
+                        "not known; the options below win over it%s (default %%(default)s)"
+                        % (MAX_RESPONSE_CHARS, aliases_note("relay")))
     add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count",
                    None, metavar="CHARS",
                    help="responses longer than this many characters of compact JSON are saved to disk and "
@@ -11369,27 +11299,23 @@ def add_spill_options(parser):
     add_env_option(group, "--max-image-bytes", "MAX_IMAGE_BYTES", int_at_least(0), "a byte count", None,
                    metavar="BYTES",
                    help="base64 image data a response may carry on top of the budget, for clients that show "
-                        "images to the model; more than this in total and it counts (spills) as before; "
-                        "0 = images always count; profiles: %d for %s, else 0 (default %%(default)s)"
-                        % (MAX_IMAGE_BYTES, ", ".join(n for n in CLIENT_CHOICES if n != "auto"
-                                                      and client_profile(n)["shows_images"])))
+                        "images to the model; 0 = images always count; profiles: %d for %s, else 0 (default "
+                        "%%(default)s)" % (MAX_IMAGE_BYTES, ", ".join(
+                            n for n in CLIENT_CHOICES if n != "auto" and client_profile(n)["shows_images"])))
     add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
-                   metavar="CHARS",
-                   help="characters of text kept in a preview, about 3/4 head and 1/4 tail (default %(default)s)")
+                   metavar="CHARS", help="characters of text kept in a preview (default %(default)s)")
     group.add_argument("--output-dir", metavar="DIR",
                        default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
                        help="where spilled responses are written (default %(default)s)")
     add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", RETENTION_DAYS,
-                   metavar="DAYS",
-                   help="at start, delete this tool's spill files older than this; 0 keeps all (default %(default)s)")
+                   metavar="DAYS", help="at start, delete spills older than this; 0 keeps all (default %(default)s)")
     group.add_argument("--no-reader-tool", action="store_true",
                        default=EnvDefault("NO_READER_TOOL", flag_value, False),
-                       help="do not add the %s tool to tools/list (it reads spilled text through MCP, "
-                            "for clients that cannot open the files) (default %%(default)s)" % READER_TOOL_NAME)
+                       help="do not add the %s tool, which reads spilled text through MCP, to tools/list "
+                            "(default %%(default)s)" % READER_TOOL_NAME)
     group.add_argument("--keep-output-schema", action="store_true",
-                       help="keep outputSchema in tools/list results; by default it is removed so that "
-                            "SDK clients accept spilled results without structuredContent (default off, "
-                            "on for --client codex)")
+                       help="keep outputSchema in tools/list results, which SDK clients then enforce on spilled "
+                            "results (default off, on for --client codex)")
     group.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
                        help="rewrite tools/list so that every tool survives the client's name and schema rules "
                             "(those check marks fixed), and calls reach the server's names (default %(default)s)")
@@ -11402,10 +11328,9 @@ def add_relay_options(parser):
     group = parser.add_argument_group("relay")
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
                    metavar="SECONDS",
-                   help="answer a request the upstream has not answered after this many seconds with an error "
-                        "and cancel it upstream; 0 = no timeout (default %(default)s)")
-    add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0,
-                   metavar="N",
+                   help="answer a request still unanswered after this many seconds with an error and cancel it "
+                        "upstream; 0 = no timeout (default %(default)s)")
+    add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0, metavar="N",
                    help="restart a crashed upstream up to N times, replaying the client's initialize "
                         "(default %(default)s)")
     levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
@@ -11416,58 +11341,60 @@ def add_relay_options(parser):
                             "duration, spill paths; no message bodies, secrets redacted) (default off)")
     add_env_option(group, "--max-message-bytes", "MAX_MESSAGE_BYTES", int_at_least(1024), "a byte count",
                    MAX_MESSAGE_BYTES, metavar="BYTES",
-                   help="largest single message accepted from the client or the server; a larger one is "
-                        "answered with an error (default %(default)s)")
+                   help="largest single message accepted from either side; a larger one is answered with an "
+                        "error (default %(default)s)")
     add_env_option(group, "--max-buffer-bytes", "MAX_BUFFER_BYTES", int_at_least(65536), "a byte count",
                    MAX_BUFFER_BYTES, metavar="BYTES",
-                   help="bytes held for a peer that is not reading before we stop reading from the other "
-                        "side (default %(default)s)")
-    add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto",
-                   choices=IO_MODES,
-                   help="how pipes are read: select where possible, or reader/writer threads (Windows "
-                        "always uses threads) (default %(default)s)")
+                   help="bytes held for a peer that is not reading before we stop reading from the other side "
+                        "(default %(default)s)")
+    add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto", choices=IO_MODES,
+                   help="how pipes are read: select, or threads (always on Windows) (default %(default)s)")
 
 
 def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
     return RelayOptions(
-        client=args.client, max_response_chars=args.max_response_chars,
-        max_response_bytes=args.max_response_bytes, max_image_bytes=args.max_image_bytes,
-        preview_chars=args.preview_chars, output_dir=args.output_dir, retention_days=args.retention_days,
-        request_timeout=args.request_timeout, restart=args.restart,
+        client=args.client, max_response_chars=args.max_response_chars, max_response_bytes=args.max_response_bytes,
+        max_image_bytes=args.max_image_bytes, preview_chars=args.preview_chars, output_dir=args.output_dir,
+        retention_days=args.retention_days, request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
-        trace_path=args.trace, max_message_bytes=args.max_message_bytes,
-        max_buffer_bytes=args.max_buffer_bytes, reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools,
-    )
+        trace_path=args.trace, max_message_bytes=args.max_message_bytes, max_buffer_bytes=args.max_buffer_bytes,
+        reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools)
 
 
 # ---------------------------------------------------------------------------
 # CLI / main: the commands, their parsers and the entry point
 # ---------------------------------------------------------------------------
 
-def cmd_stdio(args):
-    command = args.upstream_command
-    if not command:
-        raise UsageError("stdio needs the server command, e.g. stdio npx -y my-server (a -- before it is optional)")
-    options = relay_options_from_args(args)
+
+def stdio_from_args(args, command, **kwargs):
+    """The upstream factory of the server command that follows ``command``'s options."""
+    if not args.upstream_command:
+        raise UsageError("%s needs the server command, e.g. %s npx -y my-server (a -- before it is optional)"
+                         % (command, command))
     env = child_environment(args.env or (), args.pass_environment)
+    return stdio_upstream_factory(args.upstream_command, env, cwd=args.cwd, **kwargs)
+
+
+def cmd_stdio(args):
+    options = relay_options_from_args(args)
+    make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads,
+                                    max_message_bytes=options.max_message_bytes,
+                                    max_buffer_bytes=options.max_buffer_bytes)
     if args.cwd and not os.path.isdir(args.cwd):
         raise UsageError("--cwd %s is not a directory" % args.cwd)
-    return run_relay(options, stdio_upstream_factory(
-        command, env, cwd=args.cwd, use_threads=options.use_threads,
-        max_message_bytes=options.max_message_bytes, max_buffer_bytes=options.max_buffer_bytes))
+    return run_relay(options, make_upstream)
 
 
 REMOTE_COMMANDS = (
     ("streamable-http", "relay to a remote MCP server over Streamable HTTP",
-     "Relay MCP between this process's stdio (the client) and a remote server speaking Streamable "
-     "HTTP (MCP %s and later): streamable-http --url URL [options]" % version_since("streamable_http")),
+     "Relay MCP between stdio and a remote server speaking Streamable HTTP (MCP %s and later)."
+     % version_since("streamable_http")),
     ("sse", "relay to a remote MCP server over the legacy HTTP+SSE transport",
-     "Relay MCP between this process's stdio (the client) and a remote server speaking the "
-     "%s HTTP+SSE transport: sse --url URL [options]" % version_since("http_sse")),
+     "Relay MCP between stdio and a remote server speaking the %s HTTP+SSE transport." % version_since("http_sse")),
     ("auto", "relay to a remote MCP server: Streamable HTTP, else legacy HTTP+SSE",
-     "Relay MCP to a remote server, trying Streamable HTTP first and falling back to the legacy "
-     "HTTP+SSE transport when the initialize POST gets HTTP 400, 404 or 405: auto --url URL [options]"),
+     "Relay MCP to a remote server over Streamable HTTP, or legacy HTTP+SSE when the initialize POST gets "
+     "HTTP 400, 404 or 405."),
 )
 
 
@@ -11486,37 +11413,31 @@ def add_oauth_options(parser):
     """The OAuth options of the remote relays and ``auth``."""
     group = parser.add_argument_group("OAuth (servers that answer HTTP 401)")
     group.add_argument("--no-oauth", action="store_true", default=EnvDefault("NO_OAUTH", flag_value, False),
-                       help="do not run the MCP authorization flow on HTTP 401; the 401 goes to the client as "
-                            "an error (default %(default)s; on by default unless --header sets Authorization)")
+                       help="do not run the MCP authorization flow on HTTP 401, pass the 401 on as an error "
+                            "(default %(default)s; also when --header sets Authorization)")
     group.add_argument("--oauth-client-id", metavar="ID",
                        help="a pre-registered OAuth client id (default: dynamic client registration)")
     group.add_argument("--oauth-client-secret", metavar="SECRET",
                        help="its secret; write ${VAR} to keep it out of `ps` (default: none, a public client)")
     group.add_argument("--oauth-client-file", metavar="FILE",
-                       help="a JSON file with client_id and client_secret, instead of the two options above "
-                            "(default: none)")
+                       help="a JSON file with client_id and client_secret (default: none)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    None, metavar="PORT",
-                   help="the loopback port of the redirect URI http://127.0.0.1:PORT/callback; keep it stable, "
-                        "the authorization server compares it exactly (default: %d for a pre-registered client; "
-                        "for ocx-proxy's own registration, ports derived from the authorization server, so that "
-                        "logins to several servers at once do not meet)" % OAUTH_CALLBACK_PORT)
+                   help="the port of the redirect URI http://127.0.0.1:PORT/callback, compared exactly by the "
+                        "authorization server (default: %d for a pre-registered client, else one derived from "
+                        "the authorization server)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
-                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most "
-                                       "%g s of it, then gets an error saying how to finish (default %%(default)s)"
-                                       % OAUTH_REQUEST_WAIT)
+                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most %g s "
+                                       "of it (default %%(default)s)" % OAUTH_REQUEST_WAIT)
     group.add_argument("--oauth-no-browser", action="store_true",
                        default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
-                       help="never open a browser: print the login URL on stderr (default %(default)s; "
-                            "without BROWSER or a display this is what happens anyway)")
+                       help="never open a browser: print the login URL on stderr (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
 
 
 def oauth_settings_from_args(args):
-    secret = args.oauth_client_secret
-    if secret is not None:
-        secret = expand_env_refs(secret)
+    secret = None if args.oauth_client_secret is None else expand_env_refs(args.oauth_client_secret)
     if args.oauth_client_secret and not args.oauth_client_id:
         raise UsageError("--oauth-client-secret needs --oauth-client-id")
     if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
@@ -11532,14 +11453,13 @@ def attach_oauth(config, args):
     settings = oauth_settings_from_args(args)
     if settings.client_secret:
         config.secrets.append(settings.client_secret)
-    if args.no_oauth or any(name.lower() == "authorization" for name, _ in config.header_list):
-        return config
-    config.oauth = OAuthClient(config, settings)
+    if not args.no_oauth and not any(name.lower() == "authorization" for name, _ in config.header_list):
+        config.oauth = OAuthClient(config, settings)
     return config
 
 
 def cmd_auth(args):
-    """``auth login|status|logout --url URL``: 0 done (status: tokens stored), 1 failed or nothing stored."""
+    """``auth login|status|logout``: 0 done (status: tokens stored), 1 failed or nothing stored."""
     config = remote_config_from_args(args)
     oauth = OAuthClient(config, oauth_settings_from_args(args))
     if args.action == "login":
@@ -11562,8 +11482,8 @@ def cmd_auth(args):
             elif failed == "":
                 log.info("revoked the tokens at %s" % doc.get("issuer"))
             oauth.forget(path, doc)
-        sys.stderr.write("ocx-proxy: %s\n" % ("removed the tokens for %s" % config.display_url if stored
-                                              else "no tokens stored for %s" % config.display_url))
+        sys.stderr.write("ocx-proxy: %s for %s\n" % ("removed the tokens" if stored else "no tokens stored",
+                                                     config.display_url))
         return 0 if stored else 1
     if not stored:
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
@@ -11587,9 +11507,8 @@ def cmd_auth(args):
 def add_auth_command(sub):
     p = sub.add_parser("auth", help="log in to an OAuth-protected remote server, show or forget its tokens",
                        description="Run the MCP authorization flow ahead of time (login), show what is stored "
-                                   "(status: issuer, client id, scopes, expiry; never the tokens) or forget it "
-                                   "(logout).  Exit status 0 on success, 1 when it failed or nothing is stored, "
-                                   "2 for usage errors.")
+                                   "(status; never the tokens) or forget it (logout).  Exit status 0 on success, "
+                                   "1 when it failed or nothing is stored, 2 for usage errors.")
     p.add_argument("action", choices=("login", "status", "logout"))
     add_remote_server_options(p)
     add_oauth_options(p)
@@ -11600,9 +11519,8 @@ def cmd_remote(args):
     options = relay_options_from_args(args)
     config = attach_oauth(remote_config_from_args(args), args)
     made = []
-    via = ""
-    if config.proxy is not None:
-        via = " through the proxy %s (%s)" % (config.proxy.display, config.proxy.variable)
+    proxy = config.proxy
+    via = "" if proxy is None else " through the proxy %s (%s)" % (proxy.display, proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
     status = run_relay(options, remote_upstream_factory(args.transport, config, made))
     return 1 if any(upstream.fatal for upstream in made) else status
@@ -11612,27 +11530,21 @@ def add_remote_server_options(parser, timeout=True):
     """--url, --header, TLS and timeout options shared by the remote relays and ``check``."""
     group = parser.add_argument_group("remote server")
     group.add_argument("--url", required=True,
-                       help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands from "
-                            "our environment (required, no default)")
+                       help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands (required, no default)")
     group.add_argument("--header", action="append", metavar="NAME=VALUE",
-                       help="send this HTTP header; 'NAME: VALUE' works too; ${VAR} in VALUE expands "
-                            "from our environment and an unset one is an error; values from ${VAR} "
-                            "and Authorization/Cookie/X-API-Key are never logged (repeatable; "
-                            "default: none)")
+                       help="send this HTTP header ('NAME: VALUE' works too); ${VAR} in VALUE expands, an unset "
+                            "one is an error; secrets are never logged (repeatable; default: none)")
     if timeout:
         add_env_option(group, "--timeout", "TIMEOUT_SECONDS", non_negative_float, "a number of seconds", 120.0,
-                       help="wall-clock limit on each HTTP exchange: connecting, sending, the answer's "
-                            "headers and a JSON answer in full (legacy sse: also the wait for the "
-                            "endpoint event); 0 = no limit (default %(default)s)")
+                       help="wall-clock limit on each HTTP exchange up to a JSON answer in full or an event "
+                            "stream's headers; 0 = no limit (default %(default)s)")
     add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float,
                    "a number of seconds", 300.0,
-                   help="how long a request answered on an event stream may go without its answer "
-                        "or a progress notification for it (keep-alive comments do not count); the "
-                        "longest silence on a stream that only carries server-initiated messages; "
-                        "0 = no limit (default %(default)s)")
+                   help="how long a request answered on an event stream may go without its answer or a "
+                        "progress notification for it; 0 = no limit (default %(default)s)")
     group.add_argument("--cacert", metavar="FILE",
-                       help="also trust the CA certificates in this PEM file (default: the system "
-                            "CAs plus SSL_CERT_FILE when set)")
+                       help="also trust the CA certificates in this PEM file (default: the system CAs and "
+                            "SSL_CERT_FILE)")
     group.add_argument("--insecure", action="store_true",
                        help="do not verify TLS certificates; prints a warning (default off)")
 
@@ -11646,21 +11558,13 @@ def add_remote_commands(sub):
         p.set_defaults(handler=cmd_remote, transport=name)
 
 
-def cmd_demo_server(args):
-    return run_demo_server()
-
-
-def cmd_demo(args):
-    return run_demo(args.output_dir, args.max_response_chars, sys.stdout)
-
-
 def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
                        usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
                              "[--] COMMAND [ARGS...]",
-                       description="Relay MCP between this process's stdio (the client) and a server "
-                                   "started as a child process: stdio [options] [--] COMMAND [ARGS...]. "
-                                   "Our options end at COMMAND; every word after it is the server's.")
+                       description="Relay MCP between this process's stdio (the client) and a server started "
+                                   "as a child process.  Our options end at COMMAND; every word after it is the "
+                                   "server's.")
     add_relay_options(p)
     add_child_process_options(p)
     p.set_defaults(handler=cmd_stdio, takes_command=True)
@@ -11679,17 +11583,18 @@ def add_child_process_options(parser):
 
 def add_demo_commands(sub):
     p = sub.add_parser("demo", help="run the whole chain against the built-in server and show it",
-                       description="Start the relay in front of the built-in demo-server, call its tools "
-                                   "as a client would, and print what the client receives.")
+                       description="Call the built-in demo-server's tools through the relay and print what "
+                                   "the client receives.")
     p.add_argument("--output-dir", default=os.path.join(default_cache_dir(), "demo"),
                    help="where spilled responses go (default %(default)s)")
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
                    default=MAX_RESPONSE_CHARS, help="spill threshold used by the demo relay (default %(default)s)")
-    p.set_defaults(handler=cmd_demo)
+    p.set_defaults(handler=lambda args: run_demo(args.output_dir, args.max_response_chars, sys.stdout))
     p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
                        description="A small MCP server on stdio with tools that return small, huge, "
                                    "unicode, structured and image results.")
-    p.set_defaults(handler=cmd_demo_server)
+    p.set_defaults(handler=lambda args: run_demo_server())
+
 
 def parse_tool_choice_arg(text):
     """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
@@ -11718,35 +11623,17 @@ def decode_input_format(data, fmt):
     if fmt not in ("hex", "base64"):
         return data
     text = re.sub(rb"\s+", b"", data)  # either may be wrapped or indented
-    return _from_hex(text) if fmt == "hex" else _from_base64(text)
-
-
-def _from_hex(text):
-    if text[:2] in (b"0x", b"0X"):
-        text = text[2:]
-    try:
-        return bytes.fromhex(text.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        raise OcxError("input is not valid hex (%d digits; need pairs of 0-9a-f)" % len(text))
-
-
-def _from_base64(text):
+    if fmt == "hex":
+        text = text[2:] if text[:2] in (b"0x", b"0X") else text
+        try:
+            return bytes.fromhex(text.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise OcxError("input is not valid hex (%d digits; need pairs of 0-9a-f)" % len(text))
     altchars = b"-_" if (b"-" in text or b"_" in text) else None
-    text += b"=" * (-len(text) % 4)
     try:
-        return base64.b64decode(text, altchars=altchars, validate=True)
+        return base64.b64decode(text + b"=" * (-len(text) % 4), altchars=altchars, validate=True)
     except (ValueError, TypeError):
         raise OcxError("input is not valid base64")
-
-
-def write_binary_output(data, fmt):
-    """Write encoder output to stdout as raw bytes, or hex/base64 text plus newline."""
-    if fmt == "hex":
-        data = data.hex().encode("ascii") + b"\n"
-    elif fmt == "base64":
-        data = base64.b64encode(data) + b"\n"
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
 
 
 def cmd_encode_tools(args):
@@ -11772,7 +11659,11 @@ def cmd_encode_tools(args):
     for warning in cursor_limit_warnings(0, 0, len(output)):
         log.warning(warning)
     fmt, cursor = args.format or ("hex" if sys.stdout.isatty() else "raw"), CLIENTS["cursor"]["facts"]
-    write_binary_output(output, fmt)
+    if fmt == "raw":
+        sys.stdout.buffer.write(output)
+    else:   # text, with a newline
+        sys.stdout.buffer.write((output.hex().encode("ascii") if fmt == "hex" else base64.b64encode(output)) + b"\n")
+    sys.stdout.buffer.flush()
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
@@ -11780,13 +11671,8 @@ def cmd_encode_tools(args):
     return 0
 
 
-DECODERS = {
-    "raw": decode_raw,
-    "value": decode_value,
-    "mcp-tools": decode_mcp_tools,
-    "agent-run-request": decode_agent_run_request,
-    "request-context": decode_request_context,
-}
+DECODERS = {"raw": decode_raw, "value": decode_value, "mcp-tools": decode_mcp_tools,
+            "agent-run-request": decode_agent_run_request, "request-context": decode_request_context}
 
 
 def cmd_decode(args):
@@ -11804,21 +11690,15 @@ def cmd_decode(args):
 
 
 def write_json_output(value):
-    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made.
-
-    The text of a large decoded result is several times the size of its
-    objects, and one escaped string can be six times the string, so
-    neither is ever held whole.
-    """
-    pending = []
-    size = 0
+    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: the text of a
+    large decoded result, several times the size of its objects, is never held whole."""
+    pending, size = [], 0
     for chunk in itertools.chain(_json_chunks(value, "\n"), ["\n"]):
         pending.append(chunk)
         size += len(chunk)
         if size >= 1 << 16:
             sys.stdout.buffer.write("".join(pending).encode("utf-8"))
-            pending = []
-            size = 0
+            pending, size = [], 0
     sys.stdout.buffer.write("".join(pending).encode("utf-8"))
     sys.stdout.buffer.flush()
 
@@ -11827,66 +11707,53 @@ def add_protobuf_commands(sub):
     """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
-        description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or "
-                    "Anthropic JSON), apply tool_choice and write the protobuf Cursor's agent "
-                    "service takes in AgentRunRequest.mcp_tools.  A summary goes to stderr.")
+        description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or Anthropic JSON), "
+                    "apply tool_choice and write it as Cursor's AgentRunRequest.mcp_tools.  A summary goes to "
+                    "stderr.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
-                   help="JSON catalog: a tools array, a request body with \"tools\", an MCP "
-                        "tools/list result (default: -, standard input)")
+                   help="JSON catalog: a tools array, a request body or a tools/list result (default: -, stdin)")
     p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the "
-                        "document's own tool_choice, else every tool is kept)")
+                   help="auto, none, required or a JSON tool_choice object (default: the document's own, "
+                        "else every tool)")
     p.add_argument("--provider", metavar="ID", default=CURSOR_PROVIDER,
                    help="provider_identifier of every definition (default: %(default)s)")
-    p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"],
-                   default="mcp-tools",
-                   help="message to write: McpTools itself, an AgentRunRequest holding it in "
-                        "field 4, or a RequestContext with the tools in field 7 "
-                        "(default: %(default)s)")
+    p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
+                   help="message to write: McpTools, an AgentRunRequest holding it in field 4, or a "
+                        "RequestContext with the tools in field 7 (default: %(default)s)")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
-                   help="agent-run-request with no tool left: write the empty wrapper 22 00, "
-                        "which suppresses Cursor's native tool catalog, or leave field 4 "
-                        "absent (default: %(default)s)")
+                   help="agent-run-request with no tool left: write the empty wrapper 22 00 (no native "
+                        "tools either) or leave field 4 absent (default: %(default)s)")
     p.add_argument("--instructions", metavar="TEXT",
-                   help="request-context only: McpInstructions text filed under the provider "
-                        "as server name (default: none)")
+                   help="request-context only: McpInstructions text (default: none)")
     p.add_argument("--format", choices=["raw", "hex", "base64"],
-                   help="output encoding (default: raw when stdout is a file or pipe, "
-                        "hex on a terminal)")
+                   help="output encoding (default: hex on a terminal, else raw)")
     add_max_input_bytes_option(p)
     p.set_defaults(handler=cmd_encode_tools)
 
     p = sub.add_parser(
         "decode", help="decode Cursor tool protobuf (or any protobuf) to JSON",
-        description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value "
-                    "or any message (schema-less) and print JSON.  Malformed bytes give one "
-                    "line naming the byte offset, field number and wire type.")
+        description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value or any "
+                    "message (schema-less) and print JSON.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="protobuf bytes, or hex/base64 text (default: -, standard input)")
     p.add_argument("--as", dest="as_type", choices=sorted(DECODERS), default="mcp-tools",
-                   help="message type to decode as; raw guesses without a schema "
-                        "(default: %(default)s)")
+                   help="message type to decode as; raw guesses without a schema (default: %(default)s)")
     p.add_argument("--format", choices=["auto", "raw", "hex", "base64"], default="auto",
-                   help="input encoding; auto takes text of hex digits as hex, text of base64 "
-                        "characters as base64, anything else as raw bytes (default: %(default)s)")
+                   help="input encoding; auto tells hex and base64 text from raw bytes (default: %(default)s)")
     add_max_input_bytes_option(p)
-    p.add_argument("--max-fields", metavar="N", type=typed(int_at_least(1), "a count"),
-                   default=MAX_DECODED_FIELDS,
-                   help="decode at most this many protobuf fields; more is an error, as a small "
-                        "blob can expand to gigabytes of JSON (default: %(default)s)")
+    p.add_argument("--max-fields", metavar="N", type=typed(int_at_least(1), "a count"), default=MAX_DECODED_FIELDS,
+                   help="decode at most this many protobuf fields; more is an error (default: %(default)s)")
     p.set_defaults(handler=cmd_decode)
 
 
 def add_max_input_bytes_option(parser):
     parser.add_argument("--max-input-bytes", metavar="BYTES", type=typed(int_at_least(1), "a byte count"),
-                        default=MAX_INPUT_BYTES,
-                        help="read at most this many bytes from FILE or stdin; more is an error "
-                             "(default: %d = 64 MiB)" % MAX_INPUT_BYTES)
+                        default=MAX_INPUT_BYTES, help="read at most this many bytes from FILE or stdin; more "
+                                                      "is an error (default: %d = 64 MiB)" % MAX_INPUT_BYTES)
 
 
 def capture_config(args):
-    """The text that tells ``args.print_config``'s agent CLI how to start this capture server
-    (``client_config_entry``)."""
+    """The configuration text that starts this capture server in ``args.print_config``'s agent CLI."""
     out = args.out
     if out is None:
         out = os.path.splitext(os.path.abspath(args.catalog))[0] + ".calls.ndjson"
@@ -11894,19 +11761,13 @@ def capture_config(args):
     if out.startswith("fd:") or out in ("-", "/dev/stdout"):
         raise UsageError("--print-config needs --out FILE: the agent CLI starts the server and "
                          "passes it no extra file descriptors, and stdout is the MCP channel")
-    argv = [os.path.abspath(__file__), "capture",
-            "--catalog", os.path.abspath(args.catalog),
-            "--out", os.path.abspath(out),
-            "--server-name", args.server_name,
-            "--max-calls", str(args.max_calls),
-            "--max-argument-bytes", str(args.max_argument_bytes),
-            "--reply", args.reply,
+    argv = [os.path.abspath(__file__), "capture", "--catalog", os.path.abspath(args.catalog),
+            "--out", os.path.abspath(out), "--server-name", args.server_name, "--max-calls", str(args.max_calls),
+            "--max-argument-bytes", str(args.max_argument_bytes), "--reply", args.reply,
             "--page-size", str(args.page_size)]
     if args.tool_choice is not None:
         argv.extend(["--tool-choice", args.tool_choice])
-    # Nothing a capture server is called for ever runs, so there is nothing to confirm; an
-    # untrusted server's calls wait for a confirmation that `gemini -p` cannot ask for.
-    return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv, trust=True)
+    return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv)
 
 
 CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
@@ -11959,56 +11820,45 @@ def cmd_capture(args):
 def add_capture_command(sub):
     """Add ``capture`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
-        "capture", help="capture-only MCP server: advertise a tool catalog, record calls, "
-                        "never execute",
-        description="Serve MCP over stdio for an agent CLI run with its built-in tools off. "
-                    "The server advertises exactly the catalog's tools and writes each "
-                    "tools/call as an OpenAI Responses function_call line to --out; nothing "
-                    "is executed. Refused calls are written as capture_error lines and make "
-                    "the exit status 3.")
+        "capture", help="capture-only MCP server: advertise a tool catalog, record calls, never execute",
+        description="Serve MCP over stdio, advertising exactly the catalog's tools, and write each tools/call "
+                    "as an OpenAI Responses function_call line to --out; nothing is executed.  Refused calls "
+                    "are written as capture_error lines and make the exit status 3.")
     p.add_argument("--catalog", metavar="FILE", required=True,
-                   help="tools as a Responses/Chat/Anthropic request body, a tools array or an "
-                        "MCP tools/list result; regular file, at most %d MiB and %d tools (required, no "
-                        "default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
+                   help="tools as a request body, a tools array or a tools/list result; at most %d MiB and "
+                        "%d tools (required, no default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
     p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the "
-                        "catalog's own tool_choice, else every tool)")
+                   help="auto, none, required or a JSON tool_choice object (default: the catalog's own, "
+                        "else every tool)")
     p.add_argument("--out", metavar="FILE|fd:N",
-                   help="captured calls as NDJSON, appended to FILE or written to an inherited "
-                        "descriptor; never stdout (required to serve; default with "
-                        "--print-config: <catalog>.calls.ndjson)")
+                   help="captured calls as NDJSON, appended to FILE or written to an inherited descriptor "
+                        "(required to serve; default with --print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
     p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=CAPTURE_MAX_CALLS,
                    help="calls accepted per session; one more is refused (default: %(default)s)")
     p.add_argument("--max-argument-bytes", metavar="N", type=typed(int_at_least(1), "a byte count"),
                    default=CAPTURE_MAX_ARGUMENT_BYTES,
-                   help="largest accepted arguments object, as compact JSON "
-                        "(default: %(default)s)")
+                   help="largest accepted arguments object, as compact JSON (default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
-                   help="pending leaves each captured call unanswered so the outer client ends "
-                        "the turn; deferred answers that the call will run in the client "
-                        "(default: %(default)s)")
+                   help="pending leaves each captured call unanswered so the outer client ends the turn; "
+                        "deferred answers that the call will run in the client (default: %(default)s)")
     p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
-                   help="print how an agent CLI starts this server and exit: claude-code (the "
-                        "default CLIENT) the mcpServers JSON for --mcp-config, with the allowed "
-                        "tools on stderr; codex a [mcp_servers.NAME] table for config.toml; "
-                        "gemini-cli the mcpServers entry of settings.json%s (default: serve)"
-                        % aliases_note("capture"))
+                   help="print the configuration entry with which CLIENT (%s; claude-code when not named) "
+                        "starts this server, and exit%s (default: serve)"
+                        % (", ".join(CAPTURE_CONFIG_HINTS), aliases_note("capture")))
     p.add_argument("--print-allowed-tools", action="store_true",
-                   help="print the exact comma-joined --allowedTools list and exit "
-                        "(default: serve)")
+                   help="print the exact comma-joined --allowedTools list and exit (default: serve)")
     p.set_defaults(handler=cmd_capture)
 
-def add_check_output_options(parser, suppress=False):
-    """--json/--client/--server-name/--timeout, accepted before or after the transport name.
 
-    On a transport's parser (``suppress``) an option that is not given sets
-    nothing, so that one given before the transport name is kept; its help
-    still shows the default.
+def add_check_output_options(parser, suppress=False):
+    """check's options, accepted before or after the transport name.
+
+    On a transport's parser (``suppress``) one not given sets nothing, keeping one given before the name.
     """
     def add(flag, default, help, **kwargs):
         parser.add_argument(flag, default=argparse.SUPPRESS if suppress else default,
@@ -12023,27 +11873,10 @@ def add_check_output_options(parser, suppress=False):
                                "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
-    add("--bare", False, "list as a client declaring no capabilities (default: declaring roots, sampling "
-                         "and elicitation, as full-featured clients do)", action="store_true")
+    add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and "
+                         "elicitation)", action="store_true")
     add("--compare-capabilities", False, "list a second time with the other capabilities and report the "
-                                         "tools that appear or disappear (default: list once)",
-        action="store_true")
-
-
-def check_stdio_upstream(args):
-    if not args.upstream_command:
-        raise UsageError("check stdio needs the server command, e.g. check stdio npx -y my-server "
-                         "(a -- before it is optional)")
-    env = child_environment(args.env or (), args.pass_environment)
-    return stdio_upstream_factory(args.upstream_command, env, cwd=args.cwd)
-
-
-def check_remote_upstream(args):
-    return remote_upstream_factory(args.transport, remote_config_from_args(args))
-
-
-CHECK_TRANSPORTS = {"stdio": check_stdio_upstream, "streamable-http": check_remote_upstream,
-                    "sse": check_remote_upstream, "auto": check_remote_upstream}
+                                         "tools that differ (default: list once)", action="store_true")
 
 
 def cmd_check(args):
@@ -12067,7 +11900,9 @@ def cmd_check(args):
         if args.file:
             snapshot, timings, problems, protocol = load_catalog_file(args.file, args.max_input_bytes), {}, [], None
         else:
-            make_upstream, timeout = CHECK_TRANSPORTS[transport](args), args.timeout or 30.0
+            make_upstream = (stdio_from_args(args, "check stdio") if transport == "stdio"
+                             else remote_upstream_factory(transport, remote_config_from_args(args)))
+            timeout = args.timeout or 30.0
             names = () if args.bare else CHECK_CAPABILITIES
             snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, names)
             if args.compare_capabilities:
@@ -12077,9 +11912,8 @@ def cmd_check(args):
     except OcxError as exc:
         if isinstance(exc, UsageError):
             raise
-        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % ("read the configuration" if args.config
-                                                                 else "get the catalog",
-                                                                 printable(shorten(str(exc), MAX_REPORT_CHARS))))
+        what = "read the configuration" if args.config else "get the catalog"
+        sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (what, printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
@@ -12089,18 +11923,15 @@ def add_check_command(sub):
                        usage="%(prog)s [--json] [--client C] [--server-name N] [--bare] [--compare-capabilities] "
                              "(--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
                              "streamable-http|sse|auto --url URL [--header ...])",
-                       description="Connect like a full-featured client (server/discover, else initialize, declaring "
-                                   "roots, sampling and elicitation; then every page "
-                                   "of tools, prompts, resources and templates), or read a saved catalog, and "
-                                   "report each problem "
+                       description="Connect like a full-featured client and list every page of tools, prompts, "
+                                   "resources and templates, or read a saved catalog, and report each problem "
                                    "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
                                    "found, 2 could not connect.")
     p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
                                                   "connecting ('-' reads stdin) (default: connect)")
     p.add_argument("--config", metavar="FILE",
-                   help="check every server of a client configuration (Cursor/Claude mcpServers JSON, Gemini CLI "
-                        "settings.json, Codex config.toml), then what only shows with all of them loaded "
-                        "(default: one server)")
+                   help="check every server of a client configuration (mcpServers JSON, Gemini CLI settings.json, "
+                        "Codex config.toml), then all of them together (default: one server)")
     p.add_argument("--config-format", choices=CONFIG_FORMATS,
                    help="the format of --config FILE (default: from its name and content)")
     p.add_argument("--parallel", type=typed(int_at_least(1), "a whole number of at least 1"),
@@ -12137,8 +11968,7 @@ COMMAND_GROUPS = (
 
 
 def build_parser(command=None):
-    """The argument parser; with a known ``command`` only that command's group is
-    built (building all of them costs ~15 ms of every relay start-up)."""
+    """The argument parser; with a known ``command`` only that command's group is built (~15 ms saved)."""
     parser = CliParser(prog="ocx-proxy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
