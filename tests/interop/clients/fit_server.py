@@ -12,7 +12,7 @@ Each case is one tool that a client or its model API rejects as the server wrote
 
 Plus ``ping``, a clean tool that every client keeps.  With ``--only CASE`` the
 catalog is that case's tool and ``ping``; without it, every tool.  Every
-description starts with ``MARK % case`` so the scripted model finds a tool by its
+description holds ``MARK % case`` so the scripted model finds a tool by its
 description whatever name the client or the relay gave it.  Every ``tools/call``
 is appended to ``--calls FILE`` as one JSON line ``{"name": ..., "arguments": ...}``
 (exactly what reached the server); with ``--record`` the ``initialize`` params too.

@@ -91,7 +91,7 @@ def offered_descriptions(body):
 
 
 class FitScript(Script):
-    """Issue 21's script: call, one per turn, every tool whose description starts with a case's mark.
+    """Issue 21's script: call, one per turn, every tool whose description holds a case's mark.
 
     ``cases`` is a list of (case, mark, arguments); ``offered`` maps each case to the name the model saw
     it under (None: not offered), ``outputs`` holds what came back for each call."""
@@ -105,7 +105,7 @@ class FitScript(Script):
     def decide(self, tool_names, outputs, body=None):
         self.tools_seen = list(tool_names)
         descriptions = offered_descriptions(body)
-        self.offered = {case: next((n for n in tool_names if descriptions.get(n, "").startswith(mark)), None)
+        self.offered = {case: next((n for n in tool_names if mark in descriptions.get(n, "")), None)
                         for case, mark, _ in self.cases}
         self.outputs = list(outputs)
         calls = [(self.offered[case], arguments) for case, _, arguments in self.cases if self.offered[case]]
@@ -317,7 +317,8 @@ def gemini_refusal(body):
         for d, declaration in enumerate(tool.get("functionDeclarations") or []):
             where = "tools[%d].function_declarations[%d]" % (t, d)
             if not GEMINI_NAME.match(declaration.get("name") or ""):
-                violations.append((where + ".name", "* GenerateContentRequest.%s.name: %s" % (where, GEMINI_NAME_ERROR)))
+                violations.append((where + ".name",
+                                   "* GenerateContentRequest.%s.name: %s" % (where, GEMINI_NAME_ERROR)))
             if "parameters" in declaration:
                 violations += gemini_schema_violations(declaration["parameters"], where + ".parameters")
     if not violations:

@@ -217,8 +217,9 @@ class FitOutcome:
 
     def summary(self):
         if self.refusals:
-            error = self.refusals[0][1][1]["error"]
-            return "REFUSED %s %s" % (self.refusals[0][1][0], error.get("code") if "type" in error else error.get("status"))
+            status, body = self.refusals[0][1]
+            error = body["error"]
+            return "REFUSED %s %s" % (status, error.get("code") if "type" in error else error.get("status"))
         missing = [case for case in self.cases if not self.offered.get(case)]
         if missing:
             return "not offered: " + ", ".join(missing)
