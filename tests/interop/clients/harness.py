@@ -41,8 +41,10 @@ class Run:
         return self.script.received
 
 
-def mcp_command(via_relay, record, spill_dir):
-    server = [sys.executable, TOOLS_SERVER, "--record", record]
+def mcp_command(via_relay, record, spill_dir, server=None):
+    """The MCP server's command line for a CLI config: SERVER (default the tools server), else the relay
+    in front of it."""
+    server = (server or [sys.executable, TOOLS_SERVER]) + ["--record", record]
     if not via_relay:
         return server
     return [sys.executable, PROXY, "stdio", "--output-dir", spill_dir, "--log-level", "warning", "--"] + server
@@ -107,16 +109,17 @@ def gemini(port, command, home, env):
 CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini}
 
 
-def run_client(client, tool, via_relay, workdir):
+def run_client(client, tool, via_relay, workdir, server=None, script=None):
+    """One CLI run; SERVER (an argv) replaces the tools server, SCRIPT the default ``Script(tool, spill_dir)``."""
     home = os.path.join(workdir, "home")
     spill_dir = os.path.join(workdir, "spill")
     record = os.path.join(workdir, "initialize.jsonl")
     os.makedirs(home, exist_ok=True)
     os.makedirs(spill_dir, exist_ok=True)
     env = base_env(home)
-    script = Script(tool, spill_dir)
-    with ModelServer(script) as server:
-        argv = CLIENTS[client](server.port, mcp_command(via_relay, record, spill_dir), home, env)
+    script = script or Script(tool, spill_dir)
+    with ModelServer(script) as model:
+        argv = CLIENTS[client](model.port, mcp_command(via_relay, record, spill_dir, server), home, env)
         try:
             proc = subprocess.run(argv, cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, timeout=CLIENT_TIMEOUT)

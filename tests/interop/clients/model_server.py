@@ -37,9 +37,10 @@ class Script:
         self.pages = []
         self.tools_seen = []
         self.requests = []
+        self.refusals = []  # (path, (status, body)) of requests refused as the real API would
         self.lock = threading.Lock()
 
-    def decide(self, tool_names, outputs):
+    def decide(self, tool_names, outputs, body=None):
         """Next step from the offered tool names and the tool outputs so far (list of (name, output)).
 
         Returns ("call", name, arguments) or ("text", words)."""
@@ -73,6 +74,44 @@ class Script:
         text = self.received if isinstance(self.received, str) else json.dumps(self.received, ensure_ascii=False)
         found = self.spill_txt.search(text or "")
         return found.group(1) if found else None
+
+
+def offered_descriptions(body):
+    """{tool name as ``decide`` gets it: description} for the tools a request offers (all three APIs)."""
+    found = {}
+    for tool in (body or {}).get("tools") or []:
+        for declaration in tool.get("functionDeclarations") or []:
+            found[declaration.get("name", "")] = declaration.get("description") or ""
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools") or []:
+                found[(tool.get("name") or "") + "\x00" + (inner.get("name") or "")] = inner.get("description") or ""
+        elif tool.get("name"):
+            found[tool["name"]] = tool.get("description") or ""
+    return found
+
+
+class FitScript(Script):
+    """Issue 21's script: call, one per turn, every tool whose description holds a case's mark.
+
+    ``cases`` is a list of (case, mark, arguments); ``offered`` maps each case to the name the model saw
+    it under (None: not offered), ``outputs`` holds what came back for each call."""
+
+    def __init__(self, cases, spill_dir):
+        super().__init__("", spill_dir)
+        self.cases = cases
+        self.offered = {}
+        self.outputs = []
+
+    def decide(self, tool_names, outputs, body=None):
+        self.tools_seen = list(tool_names)
+        descriptions = offered_descriptions(body)
+        self.offered = {case: next((n for n in tool_names if mark in descriptions.get(n, "")), None)
+                        for case, mark, _ in self.cases}
+        self.outputs = list(outputs)
+        calls = [(self.offered[case], arguments) for case, _, arguments in self.cases if self.offered[case]]
+        if len(outputs) < len(calls):
+            return ("call",) + calls[len(outputs)]
+        return ("text", "done")
 
 
 def sse(handler, events):
@@ -123,7 +162,7 @@ def responses_outputs(items):
 
 
 def responses_answer(handler, script, body, turn):
-    step = script.decide(responses_tools(body.get("tools")), responses_outputs(body.get("input")))
+    step = script.decide(responses_tools(body.get("tools")), responses_outputs(body.get("input")), body)
     rid = "resp_%d" % turn
     if step[0] == "call":
         namespace, _, name = step[1].rpartition("\x00")
@@ -163,7 +202,7 @@ def anthropic_answer(handler, script, body, turn):
     if not any(n.endswith(script.tool) for n in tools):
         step = ("text", "ok")
     else:
-        step = script.decide(tools, anthropic_outputs(body.get("messages")))
+        step = script.decide(tools, anthropic_outputs(body.get("messages")), body)
     message = {"id": "msg_%d" % turn, "type": "message", "role": "assistant", "model": body.get("model", "m"),
                "content": [], "stop_reason": None, "stop_sequence": None,
                "usage": {"input_tokens": 10, "output_tokens": 1}}
@@ -217,7 +256,7 @@ def gemini_answer(handler, script, body, turn, stream):
             "responseMimeType") == "application/json" else "ok"
         step = ("text", text)
     else:
-        step = script.decide(tools, gemini_outputs(body.get("contents")))
+        step = script.decide(tools, gemini_outputs(body.get("contents")), body)
     part = {"functionCall": {"name": step[1], "args": step[2]}} if step[0] == "call" else {"text": step[1]}
     chunk = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
              "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
@@ -226,6 +265,122 @@ def gemini_answer(handler, script, body, turn, stream):
         sse(handler, [(None, chunk)])
     else:
         send_json(handler, chunk)
+
+
+# ---- What the real APIs refuse in a request's tools (HTTP 400), as documented or reported ----
+
+# Gemini API FunctionDeclaration.name: "Must be a-z, A-Z, 0-9, or contain underscores, colons, dots, and
+# dashes, with a maximum length of 64" (ai.google.dev/api/caching#FunctionDeclaration); the message is the
+# one users quote (google-gemini/gemini-cli #6704, #7869; microsoft/vscode-copilot-release #7928).
+GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}\Z")
+GEMINI_NAME_ERROR = ("Invalid function name. Must start with a letter or an underscore. Must be alphameric "
+                     "(a-z, A-Z, 0-9), underscores (_), dots (.) or dashes (-), with a maximum length of 64.")
+# The fields of the Gemini API's Schema object (ai.google.dev/api/caching#Schema), which the legacy
+# ``parameters`` is parsed as: any other key is "Unknown name ... Cannot find field" ($ref: decolua/9router
+# #1036; const: zed-industries/zed #44875; $schema: router-for-me/CLIProxyAPI #97), and a list where the
+# proto has one value (a type array) is "Proto field is not repeating, cannot start list"
+# (zed-industries/zed #53919, #32429).  ``parametersJsonSchema`` takes JSON Schema and is not checked here.
+GEMINI_SCHEMA_FIELDS = {
+    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems", "properties",
+    "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf",
+    "propertyOrdering", "default", "items", "minimum", "maximum"}
+GEMINI_SCALARS = {"type", "format", "title", "description", "nullable", "pattern", "minimum", "maximum",
+                  "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+
+
+def gemini_schema_violations(schema, where):
+    """(field, description) pairs for what the Gemini API refuses in a legacy ``parameters`` SCHEMA."""
+    found = []
+    if not isinstance(schema, dict):
+        return found
+    for key, value in schema.items():
+        if key not in GEMINI_SCHEMA_FIELDS:
+            found.append((where, "Invalid JSON payload received. Unknown name \"%s\" at '%s': Cannot find field."
+                          % (key, where)))
+        elif key in GEMINI_SCALARS and isinstance(value, list):
+            found.append((where, "Invalid JSON payload received. Unknown name \"%s\" at '%s': Proto field is "
+                                 "not repeating, cannot start list." % (key, where)))
+    properties = schema.get("properties")
+    for index, value in enumerate(properties.values() if isinstance(properties, dict) else []):
+        found += gemini_schema_violations(value, "%s.properties[%d].value" % (where, index))
+    if isinstance(schema.get("items"), dict):
+        found += gemini_schema_violations(schema["items"], where + ".items")
+    for index, value in enumerate(schema.get("anyOf") if isinstance(schema.get("anyOf"), list) else []):
+        found += gemini_schema_violations(value, "%s.any_of[%d]" % (where, index))
+    return found
+
+
+def gemini_refusal(body):
+    """The Gemini API's 400 body for BODY's function declarations (shape: decolua/9router #1036), or None."""
+    violations = []
+    for t, tool in enumerate(body.get("tools") or []):
+        for d, declaration in enumerate(tool.get("functionDeclarations") or []):
+            where = "tools[%d].function_declarations[%d]" % (t, d)
+            if not GEMINI_NAME.match(declaration.get("name") or ""):
+                violations.append((where + ".name",
+                                   "* GenerateContentRequest.%s.name: %s" % (where, GEMINI_NAME_ERROR)))
+            if "parameters" in declaration:
+                violations += gemini_schema_violations(declaration["parameters"], where + ".parameters")
+    if not violations:
+        return None
+    return 400, {"error": {"code": 400, "message": "\n".join(text for _, text in violations),
+                           "status": "INVALID_ARGUMENT",
+                           "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                                        "fieldViolations": [{"field": field, "description": text}
+                                                            for field, text in violations]}]}}
+
+
+# OpenAI function tools: names "a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum length of
+# 64" (platform.openai.com/docs/api-reference/responses/create); messages as users quote them
+# (brekkylab/ailoy #109, Vortiago/mcp-azure-devops #30).  Root keywords: "schema must have type 'object'
+# and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level" (nspady/google-calendar-mcp #39,
+# langchain-ai/langchainjs #9804).
+OPENAI_NAME = re.compile(r"[a-zA-Z0-9_-]+\Z")
+OPENAI_ROOT_REFUSED = ("oneOf", "anyOf", "allOf", "enum", "not")
+
+
+def openai_error(message, param, code):
+    return 400, {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
+def responses_function_refusal(tool, where):
+    name = tool.get("name") or ""
+    if not OPENAI_NAME.match(name):
+        return openai_error("Invalid '%s.name': string does not match pattern. Expected a string that matches "
+                            "the pattern '^[a-zA-Z0-9_-]+$'." % where, where + ".name", "invalid_value")
+    if len(name) > 64:
+        return openai_error("Invalid '%s.name': string too long. Expected a string with maximum length 64, but "
+                            "got a string with length %d instead." % (where, len(name)), where + ".name",
+                            "string_above_max_length")
+    schema = tool.get("parameters")
+    if isinstance(schema, dict) and (schema.get("type") != "object"
+                                     or any(key in schema for key in OPENAI_ROOT_REFUSED)):
+        return openai_error("Invalid schema for function '%s': schema must have type 'object' and not have "
+                            "'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level." % name,
+                            where + ".parameters", "invalid_function_parameters")
+    return None
+
+
+def responses_refusal(body):
+    """OpenAI's 400 for the first function tool it refuses (also those inside a ``namespace``), or None."""
+    for t, tool in enumerate(body.get("tools") or []):
+        inner = tool.get("tools") if tool.get("type") == "namespace" else None
+        functions = [("tools[%d].tools[%d]" % (t, i), f) for i, f in enumerate(inner or [])] if inner is not None \
+            else [("tools[%d]" % t, tool)] if tool.get("type") == "function" else []
+        for where, function in functions:
+            refused = responses_function_refusal(function, where)
+            if refused:
+                return refused
+    return None
+
+
+def refusal(path, body):
+    """(status, error body) when the real API would refuse BODY sent to PATH, else None."""
+    if path.endswith("/responses"):
+        return responses_refusal(body)
+    if path.endswith((":streamGenerateContent", ":generateContent")):
+        return gemini_refusal(body)
+    return None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -250,7 +405,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             script.requests.append(("POST", self.path, body))
             turn = len(script.requests)
         path = self.path.split("?")[0]
-        if path.endswith("/responses"):
+        refused = refusal(path, body)
+        if refused:
+            with script.lock:
+                script.refusals.append((path, refused))
+            send_json(self, refused[1], refused[0])
+        elif path.endswith("/responses"):
             responses_answer(self, script, body, turn)
         elif path.endswith("/messages/count_tokens"):
             send_json(self, {"input_tokens": max(1, len(json.dumps(body.get("messages"), ensure_ascii=False)) // 4)})

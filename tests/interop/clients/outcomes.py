@@ -10,10 +10,13 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 
+import fit_server
 import harness
+import model_server
 import tools_server
 
 CLIENTS = ["codex", "claude-code", "gemini"]
@@ -186,3 +189,82 @@ def write_table(write):
     write("clientInfo sent in initialize: " + "; ".join(
         "%s: %s" % (client, ", ".join(sorted(found))) for client, found in sorted(names.items())))
     write("CLI runs: %d, %.0f s in all" % (len(RUNS), sum(entry[2] for entry in RUNS.values())))
+
+
+# ---- Issue 21: catalog fitting (fit_server's cases), per (client, case, path) ----
+
+FIT_CLIENTS = ["gemini", "codex"]
+FIT_CASES = fit_server.BROKEN + ["all"]
+FIT_RUNS = {}  # (client, case, via_relay) -> (FitOutcome, seconds)
+
+
+class FitOutcome:
+    """One CLI run on fit_server's catalog for CASE ("all": every tool): what the model API refused, which
+    tools the model was offered and under which name, and what reached the server (``calls``)."""
+
+    def __init__(self, run, script, calls, case):
+        self.status = run.status
+        self.output = run.output
+        self.refusals = script.refusals
+        self.offered = script.offered
+        self.calls = calls
+        self.cases = fit_server.BROKEN + ["ping"] if case == "all" else [case, "ping"]
+
+    def reached(self, case):
+        """Whether CASE's tool was called with its original name and arguments."""
+        name, _, arguments = fit_server.CASES[case]
+        return {"name": name, "arguments": arguments} in self.calls
+
+    def summary(self):
+        if self.refusals:
+            status, body = self.refusals[0][1]
+            error = body["error"]
+            return "REFUSED %s %s" % (status, error.get("code") if "type" in error else error.get("status"))
+        missing = [case for case in self.cases if not self.offered.get(case)]
+        if missing:
+            return "not offered: " + ", ".join(missing)
+        wrong = [case for case in self.cases if not self.reached(case)]
+        if wrong:
+            return "server did not get: " + ", ".join(wrong)
+        shown = [self.offered[case].replace("\x00", "/") for case in self.cases if case != "ping"]
+        return "ok as " + ", ".join(shown) if len(shown) == 1 else "ok (%d tools)" % len(self.cases)
+
+
+def fit_outcome(client, case, via_relay):
+    key = (client, case, via_relay)
+    if key not in FIT_RUNS:
+        workdir = os.path.join(WORKDIR, "fit-%s-%s-%s" % (client, case, "relay" if via_relay else "direct"))
+        os.makedirs(workdir)
+        calls_file = os.path.join(workdir, "calls.jsonl")
+        server = [sys.executable, fit_server.__file__, "--calls", calls_file]
+        if case != "all":
+            server += ["--only", case]
+        cases = [(c, fit_server.MARK % c, fit_server.CASES[c][2]) for c in fit_server.CASES]
+        script = model_server.FitScript(cases, os.path.join(workdir, "spill"))
+        started = time.monotonic()
+        run = harness.run_client(client, case, via_relay, workdir, server, script)
+        seconds = time.monotonic() - started
+        calls = []
+        if os.path.exists(calls_file):
+            with open(calls_file) as lines:
+                calls = [json.loads(line) for line in lines if line.strip()]
+        FIT_RUNS[key] = (FitOutcome(run, script, calls, case), seconds)
+    return FIT_RUNS[key][0]
+
+
+def write_fit_table(write):
+    if not FIT_RUNS:
+        return
+    write("")
+    write("catalog fitting (issue 21): client, case: via relay | direct")
+    rows = [("client", "case", "via relay", "direct")]
+    for client in FIT_CLIENTS:
+        for case in FIT_CASES:
+            cells = [FIT_RUNS[(client, case, path)][0].summary() if (client, case, path) in FIT_RUNS else "-"
+                     for path in (True, False)]
+            if cells != ["-", "-"]:
+                rows.append((client, case, cells[0], cells[1]))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        write("  ".join(row[i].ljust(widths[i]) for i in range(3)) + " | " + row[3])
+    write("fitting CLI runs: %d, %.0f s in all" % (len(FIT_RUNS), sum(entry[1] for entry in FIT_RUNS.values())))
