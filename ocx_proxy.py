@@ -1304,14 +1304,16 @@ CLIENTS = {
                  "client_names": ("codex-mcp-client",), "model_apis": ("openai",)}),
     # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
     # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
+    # It sends a tool's schema as parametersJsonSchema, its type arrays as nullable, and $ref, root
+    # anyOf and additionalProperties reach the model (0.61.0, measured in the real-client tier): the
+    # Gemini API's rules about its legacy `parameters` do not reach it (model_apis empty).
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
         "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
                            "generateValidName: the middle is cut out)"),
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
         profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("gemini-cli-mcp-client",),
-                 "model_apis": ("gemini-api",)}),
+                 "client_names": ("gemini-cli-mcp-client",), "model_apis": ()}),
     # Copilot CLI shows a 500-character preview and saves its own file past its cut.  Name:
     # its initialize as servers record it ("github-copilot-developer").
     "copilot": client_entry("Copilot CLI", facts={"result_bytes": (20000, "clients.md §1 (about 20 KB)")},
@@ -1335,7 +1337,12 @@ CLIENTS = {
     "anthropic": client_entry("Anthropic API", "api"),
     "openai": client_entry("OpenAI API", "api", facts={
         "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
-    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)}),
+    # A relay profile for the clients that hand a catalog to the Gemini API's legacy `parameters`
+    # (the reports behind the gemini-* rules: Zed, API gateways): generic budget, Gemini rules fitted.
+    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)}, profile={
+        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
+        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
+        "model_apis": ("gemini-api",)}),
 }
 
 

@@ -153,7 +153,7 @@ def test_json_findings_of_client_rules_add_rule_and_source_keys():
 def test_each_finding_says_for_which_relay_profiles_ocx_proxy_fixes_it():
     _, report, _ = run_check("long_name")
     fixed = {f["rule"]: f["fixedFor"] for f in report["findings"]}
-    assert fixed["name-length"] == ["codex", "gemini-cli"]      # the model APIs they hand names to
+    assert fixed["name-length"] == ["codex", "gemini-api"]      # the model APIs they hand names to
     assert fixed["cursor-name-length"] == ["cursor"]
     assert "fixed by ocx-proxy (--fit-tools) for cursor" in op.check_report_text(report)
     assert fixed["vscode-name-cut"] == []     # a fix, but VS Code has no relay profile

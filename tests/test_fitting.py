@@ -39,15 +39,15 @@ CASES = {
                               {"name": op.short_name(LONG, 34), "inputSchema": OBJECT}),
     "one-type cursor": ("cursor", {"name": "t", "inputSchema": {
         "type": "object", "properties": {"q": {"type": ["null", "string"]}}}}, {"name": "t", "inputSchema": OBJECT}),
-    "inline-refs gemini-cli": ("gemini-cli", {"name": "t", "inputSchema": {
+    "inline-refs gemini-api": ("gemini-api", {"name": "t", "inputSchema": {
         "type": "object", "$defs": {"Q": {"type": "string"}}, "properties": {"q": {"$ref": "#/$defs/Q"}}}},
         {"name": "t", "inputSchema": OBJECT}),
-    "inline-refs cycle": ("gemini-cli", {"name": "t", "inputSchema": {
+    "inline-refs cycle": ("gemini-api", {"name": "t", "inputSchema": {
         "type": "object", "definitions": {"N": {"type": "object", "properties": {"next": {"$ref": "#/definitions/N"}}}},
         "properties": {"q": {"$ref": "#/definitions/N"}}}},
         {"name": "t", "inputSchema": {"type": "object", "properties": {"q": {"type": "object", "properties": {
             "next": {"description": "(as #/definitions/N, cut here by ocx-proxy)"}}}}}}),
-    "drop-additional-properties and drop-format gemini-cli": ("gemini-cli", {"name": "t", "inputSchema": {
+    "drop-additional-properties and drop-format gemini-api": ("gemini-api", {"name": "t", "inputSchema": {
         "type": "object", "additionalProperties": False, "properties": {"q": {"type": "string", "format": "uri"}}}},
         {"name": "t", "inputSchema": {"type": "object", "properties": {
             "q": {"type": "string", "description": '(format: "uri")'}}}}),
