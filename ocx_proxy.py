@@ -1917,7 +1917,7 @@ class SpillSearch:
 # value, "path: compact JSON"; or outlines), whether that is all of it, and
 # the line to go on from when it stopped early; or an error.  ASCII only.
 JSON_PATH_PROGRAM = r"""# ocx-proxy path query
-import json, os, re, sys, time
+import itertools, json, os, re, sys, time
 spec = json.loads(sys.argv[1])
 deadline = time.monotonic() + spec["seconds"]
 try:  # the kernel ends a runaway query even when the relay is gone
@@ -1929,6 +1929,7 @@ sys.setrecursionlimit(20000)
 os.lseek(0, 0, os.SEEK_SET)
 b = os.fdopen(0, "rb").read()
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+WHOLE = re.compile(rb'[^"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"]*)*')  # up to a string cut short
 RUN = re.compile(rb'[^"\[\]{}]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]{}]*)*')  # up to the next bracket
 SPACE = re.compile(rb'[ \t\r\n]*')
 SCALAR = re.compile(rb'[^,\]}\s]+')
@@ -1964,39 +1965,58 @@ def walk(i, end, depth):
             return i, depth
 
 
+def string_end(i):
+    found = STRING.match(b, i)
+    if not found:
+        raise Bad("no JSON value at byte %d" % i)
+    return found.end()
+
+
+def chunk_at(i, end):
+    # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string.
+    chunk = b[i:min(end, i + CHUNK)]
+    if b"\\" in chunk:
+        stop = WHOLE.match(chunk).end()
+        return i + stop, STRING.sub(b"", chunk[:stop])
+    whole = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)
+    return i + whole, b"".join(chunk[:whole].split(b'"')[::2])
+
+
 def skip(i):
     # The end of the value that starts at byte i.
     c = b[i:i + 1]
     if c not in (b"[", b"{"):
-        found = (STRING if c == b'"' else SCALAR).match(b, i)
+        if c == b'"':
+            return string_end(i)
+        found = SCALAR.match(b, i)
         if not found:
             raise Bad("no JSON value at byte %d" % i)
         return found.end()
     depth = 0
     while True:
-        chunk = b[i:i + CHUNK]
-        whole = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)  # no string cut at its end
-        if whole <= 0 or b'\\"' in chunk:
-            i, depth = walk(i, i + CHUNK, depth)
-        else:
-            brackets = b"".join(chunk[:whole].split(b'"')[::2]).translate(None, NOT_BRACKETS)
-            while True:
-                fewer = brackets.replace(b"[]", b"").replace(b"{}", b"")
-                if fewer == brackets:
-                    break
-                brackets = fewer
-            closes = len(brackets) - len(brackets.lstrip(b"]}"))
-            if closes < depth:  # the value goes on past this chunk
-                depth += len(brackets) - 2 * closes
-                i += whole
-                continue
-            i, depth = walk(i, i + whole, depth)
+        stop, left = chunk_at(i, len(b))
+        if stop == i:  # a string longer than a chunk
+            i = string_end(i)
+            continue
+        brackets = left.translate(None, NOT_BRACKETS)
+        while True:
+            fewer = brackets.replace(b"[]", b"").replace(b"{}", b"")
+            if fewer == brackets:
+                break
+            brackets = fewer
+        closes = len(brackets) - len(brackets.lstrip(b"]}"))
+        if closes < depth:  # the value goes on past this chunk
+            depth += len(brackets) - 2 * closes
+            i = stop
+            continue
+        i, depth = walk(i, stop, depth)
         if depth == 0:
             return i
 
 
 def members(i):
-    # (key or index, start, end) of each member of the container at byte i.
+    # (key or index, start) of each member of the container at byte i; its end is only looked for once
+    # the next member is asked for, so that a walk into a big value need not measure it first.
     is_object = b[i:i + 1] == b"{"
     close = b"}" if is_object else b"]"
     i = ws(i + 1)
@@ -2014,9 +2034,8 @@ def members(i):
             if b[i:i + 1] != b":":
                 raise Bad("no ':' at byte %d" % i)
             i = ws(i + 1)
-        end = skip(i)
-        yield key, i, end
-        n, i = n + 1, ws(end)
+        yield key, i
+        n, i = n + 1, ws(skip(i))
         if b[i:i + 1] == b",":
             i = ws(i + 1)
         elif b[i:i + 1] != close:
@@ -2024,17 +2043,24 @@ def members(i):
 
 
 def count(i, end):
-    # Members of the container b[i:end]: top-level commas once strings and inner containers are gone.
-    body = b[i + 1:end - 1]
-    if b'\\"' in body:
-        return sum(1 for _ in members(i))
-    flat = b"".join(body.split(b'"')[::2]).translate(None, NOT_STRUCTURE)
+    # Members of the container b[i:end]: its top-level commas, once strings and inner containers are gone.
+    # (A chunk at a time: bytes methods are 10 times faster than a walk member by member.)
+    empty = ws(i + 1) == end - 1
+    flat, i = [], i + 1
+    while i < end - 1:
+        stop, left = chunk_at(i, end - 1)
+        if stop == i:
+            i = string_end(i)
+            continue
+        flat.append(left.translate(None, NOT_STRUCTURE))
+        i = stop
+    flat = b"".join(flat)
     while True:
         fewer = INNER.sub(b"", flat)
         if fewer == flat:
             break
         flat = fewer
-    return flat.count(b",") + 1 if body.strip() else 0
+    return 0 if empty else flat.count(b",") + 1
 
 
 def step(key):
@@ -2046,46 +2072,52 @@ def step(key):
 def window(i, low, high):
     # Members low:high (Python slice) of the array at byte i.
     if (low or 0) >= 0 and (high is None or high >= 0):
-        for key, start, end in members(i):
+        for key, start in members(i):
             if high is not None and key >= high:
                 return
             if key >= (low or 0):
-                yield key, start, end
+                yield key, start
         return
-    for member in list(members(i))[low:high]:
+    total = count(i, skip(i))
+    low, high, _ = slice(low, high).indices(total)
+    for member in window(i, low, high):
         yield member
 
 
-def descend(name, quoted, path, i, end):
+def descend(name, quoted, path, i):
     # Every member named ``name`` under the container at byte i, in document order.
-    if b[i:i + 1] not in (b"[", b"{") or (b.find(b"\\", i, end) < 0 and b.find(quoted, i, end) < 0):
+    if b[i:i + 1] not in (b"[", b"{"):
         return
-    for key, start, stop in members(i):
+    end = skip(i)
+    if b.find(b"\\", i, end) < 0 and b.find(quoted, i, end) < 0:
+        return
+    for key, start in members(i):
         where = path + step(key)
         if key == name:
-            yield where, start, stop
-        for found in descend(name, quoted, where, start, stop):
+            yield where, start
+        for found in descend(name, quoted, where, start):
             yield found
 
 
-def select(k, path, i, end):
+def select(k, path, i):
     if k == len(steps):
-        yield path, i, end
+        yield path, i
         return
     kind, c = steps[k][0], b[i:i + 1]
     if kind == "descend":
         name = steps[k][1]
-        found = descend(name, json.dumps(name, ensure_ascii=False).encode("utf-8"), path, i, end)
-    elif kind == "all" and c in (b"[", b"{") or kind == "key" and c == b"{":
-        found = ((path + step(key), start, stop) for key, start, stop in members(i)
-                 if kind == "all" or key == steps[k][1])
+        found = descend(name, json.dumps(name, ensure_ascii=False).encode("utf-8"), path, i)
+    elif kind == "all" and c in (b"[", b"{"):
+        found = ((path + step(key), start) for key, start in members(i))
+    elif kind == "key" and c == b"{":  # the first member of that name: the rest of the object is not read
+        found = itertools.islice(((path + step(key), start) for key, start in members(i) if key == steps[k][1]), 1)
     elif kind in ("index", "slice") and c == b"[":
         low, high = steps[k][1], steps[k][2] if kind == "slice" else steps[k][1] + 1 or None
-        found = ((path + step(key), start, stop) for key, start, stop in window(i, low, high))
+        found = ((path + step(key), start) for key, start in window(i, low, high))
     else:
         return
-    for where, start, stop in found:
-        for match in select(k + 1, where, start, stop):
+    for where, start in found:
+        for match in select(k + 1, where, start):
             yield match
 
 
@@ -2099,35 +2131,37 @@ def compact(i, end, limit):
         size *= 4
 
 
-def describe(i, end):
-    c = b[i:i + 1]
-    if c == b"{":
-        return "object, %d keys, %d bytes" % (count(i, end), end - i)
-    if c == b"[":
+def describe(i, counted=True):
+    c, end = b[i:i + 1], skip(i)
+    if c == b"{" and (counted or end - i < CHUNK):
+        return "object, %d keys, %d bytes" % (sum(1 for _ in members(i)), end - i)
+    if c == b"[" and (counted or end - i < CHUNK):
         return "array, %d items, %d bytes" % (count(i, end), end - i)
+    if c in (b"{", b"["):
+        return "%s, %d bytes" % ("object" if c == b"{" else "array", end - i)
     if c == b'"':
         text = json.loads(b[i:end].decode("utf-8", "replace"))
         return "string, %d chars: %s" % (len(text), compact(i, end, 60)[:60] + ("..." if end - i > 60 else ""))
     return ("number " if c in b"-0123456789" else "") + b[i:end].decode("utf-8", "replace")
 
 
-def outline(path, i, end):
-    yield "%s: %s" % (path, describe(i, end))
+def outline(path, i):
+    yield "%s: %s" % (path, describe(i))
     if b[i:i + 1] == b"{":
-        for key, start, stop in members(i):
-            yield "  %s: %s" % (step(key), describe(start, stop))
+        for key, start in members(i):
+            yield "  %s: %s" % (step(key), describe(start, False))
     elif b[i:i + 1] == b"[":
-        for key, start, stop in window(i, 0, 3):
-            yield "  %s: %s" % (step(key), describe(start, stop))
+        for key, start in window(i, 0, 3):
+            yield "  %s: %s" % (step(key), describe(start, False))
 
 
 def lines(limit):
-    for path, i, end in select(0, "$", top, top_end):
+    for path, i in select(0, "$", top):
         if spec["outline"]:
-            for text in outline(path, i, end):
+            for text in outline(path, i):
                 yield text
         else:
-            yield "%s: %s" % (path, compact(i, end, limit))
+            yield "%s: %s" % (path, compact(i, skip(i), limit))
 
 
 steps, line, column, budget = spec["steps"], spec["line"], spec["column"], spec["budget"]
