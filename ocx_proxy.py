@@ -1939,6 +1939,7 @@ NAME = re.compile(r'[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*\Z')
 NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 NOT_STRUCTURE = bytes(c for c in range(256) if c not in b"[]{},")
 CHUNK = 1 << 16
+ends = {}  # byte offset of an array or object -> its end, once measured
 
 
 class Bad(Exception):
@@ -1992,6 +1993,13 @@ def skip(i):
         if not found:
             raise Bad("no JSON value at byte %d" % i)
         return found.end()
+    if i not in ends:
+        ends[i] = measure(i)
+    return ends[i]
+
+
+def measure(i):
+    # The end of the array or object at byte i.
     depth = 0
     while True:
         stop, left = chunk_at(i, len(b))
