@@ -1742,6 +1742,9 @@ class SpillSearch:
         self.argv = argv
         self.stdin = stdin
 
+    slow = ("the pattern search took longer than %d s and was stopped; simplify the pattern (nested repeats "
+            "such as (a+)+ can take forever)" % SEARCH_SECONDS)
+
     def answer(self, output):
         """``(text, hint)`` from the search program's output; ValueError when it has none."""
         try:
@@ -1752,6 +1755,416 @@ class SpillSearch:
         text, where = self.page.pack(shown, (resume, 1) if resume else None)
         return text, self.spill.read_hint(self.spill_id, where, None, self.pattern, self.context)
 
+
+# The path query, run as ``python -I -S -c JSON_PATH_PROGRAM SPEC`` with the
+# .txt as its stdin (see Spill.query): it walks the JSON text by byte offsets,
+# building no value it does not show, so numbers and strings come out as
+# written.  A value skipped is measured a chunk at a time (strings taken out,
+# matched brackets removed) at the speed of bytes methods.  It prints one JSON
+# object: the text of the answer from ``line``/``column`` on (one line per
+# value, "path: compact JSON"; or outlines), whether that is all of it, and
+# the line to go on from when it stopped early; or an error.  ASCII only.
+JSON_PATH_PROGRAM = r"""# ocx-proxy path query
+import itertools, json, os, re, sys, time
+spec = json.loads(sys.argv[1])
+deadline = time.monotonic() + spec["seconds"]
+try:  # the kernel ends a runaway query even when the relay is gone
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
+except (ImportError, ValueError, OSError):
+    pass
+sys.setrecursionlimit(20000)
+os.lseek(0, 0, os.SEEK_SET)
+b = os.fdopen(0, "rb").read()
+STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+WHOLE = re.compile(rb'[^"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"]*)*')  # up to a string cut short
+RUN = re.compile(rb'[^"\[\]{}]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]{}]*)*')  # up to the next bracket
+SPACE = re.compile(rb'[ \t\r\n]*')
+SCALAR = re.compile(rb'[^,\]}\s]+')
+COMPACT = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*"?)|[ \t\r\n]+')
+INNER = re.compile(rb'\[[^\[\]{}]*\]|\{[^\[\]{}]*\}')
+NAME = re.compile(r'[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*\Z')
+NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+NOT_STRUCTURE = bytes(c for c in range(256) if c not in b"[]{},")
+CHUNK = 1 << 16
+ends = {}  # byte offset of an array or object -> its end, once measured
+
+
+class Bad(Exception):
+    pass
+
+
+class Late(Exception):
+    pass
+
+
+def ws(i):
+    return SPACE.match(b, i).end()
+
+
+def walk(i, end, depth):
+    # Bracket by bracket from i (outside a string): (i, 0) past the value, or (i >= end, depth).
+    while True:
+        i = RUN.match(b, i).end()
+        if i >= len(b):
+            raise Bad("the JSON text is cut short")
+        depth += 1 if b[i] in b"[{" else -1
+        i += 1
+        if depth == 0 or i >= end:
+            return i, depth
+
+
+def string_end(i):
+    found = STRING.match(b, i)
+    if not found:
+        raise Bad("no JSON value at byte %d" % i)
+    return found.end()
+
+
+def chunk_at(i, end):
+    # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string.
+    chunk = b[i:min(end, i + CHUNK)]
+    if b"\\" in chunk:
+        stop = WHOLE.match(chunk).end()
+        return i + stop, STRING.sub(b"", chunk[:stop])
+    whole = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)
+    return i + whole, b"".join(chunk[:whole].split(b'"')[::2])
+
+
+def skip(i):
+    # The end of the value that starts at byte i.
+    c = b[i:i + 1]
+    if c not in (b"[", b"{"):
+        if c == b'"':
+            return string_end(i)
+        found = SCALAR.match(b, i)
+        if not found:
+            raise Bad("no JSON value at byte %d" % i)
+        return found.end()
+    if i not in ends:
+        ends[i] = measure(i)
+    return ends[i]
+
+
+def measure(i):
+    # The end of the array or object at byte i.
+    depth = 0
+    while True:
+        stop, left = chunk_at(i, len(b))
+        if stop == i:  # a string longer than a chunk
+            i = string_end(i)
+            continue
+        brackets = left.translate(None, NOT_BRACKETS)
+        while True:
+            fewer = brackets.replace(b"[]", b"").replace(b"{}", b"")
+            if fewer == brackets:
+                break
+            brackets = fewer
+        closes = len(brackets) - len(brackets.lstrip(b"]}"))
+        if closes < depth:  # the value goes on past this chunk
+            depth += len(brackets) - 2 * closes
+            i = stop
+            continue
+        i, depth = walk(i, stop, depth)
+        if depth == 0:
+            return i
+
+
+def members(i):
+    # (key or index, start) of each member of the container at byte i; its end is only looked for once
+    # the next member is asked for, so that a walk into a big value need not measure it first.
+    is_object = b[i:i + 1] == b"{"
+    close = b"}" if is_object else b"]"
+    i = ws(i + 1)
+    n = 0
+    while b[i:i + 1] != close:
+        if time.monotonic() > deadline:
+            raise Late()
+        key = n
+        if is_object:
+            found = STRING.match(b, i)
+            if not found:
+                raise Bad("no key at byte %d" % i)
+            key = json.loads(found.group().decode("utf-8", "replace"))
+            i = ws(found.end())
+            if b[i:i + 1] != b":":
+                raise Bad("no ':' at byte %d" % i)
+            i = ws(i + 1)
+        yield key, i
+        n, i = n + 1, ws(skip(i))
+        if b[i:i + 1] == b",":
+            i = ws(i + 1)
+        elif b[i:i + 1] != close:
+            raise Bad("no ',' nor '%s' at byte %d" % (close.decode(), i))
+
+
+def count(i, end):
+    # Members of the container b[i:end]: its top-level commas, once strings and inner containers are gone.
+    # (A chunk at a time: bytes methods are 10 times faster than a walk member by member.)
+    empty = ws(i + 1) == end - 1
+    flat, i = [], i + 1
+    while i < end - 1:
+        stop, left = chunk_at(i, end - 1)
+        if stop == i:
+            i = string_end(i)
+            continue
+        flat.append(left.translate(None, NOT_STRUCTURE))
+        i = stop
+    flat = b"".join(flat)
+    while True:
+        fewer = INNER.sub(b"", flat)
+        if fewer == flat:
+            break
+        flat = fewer
+    return 0 if empty else flat.count(b",") + 1
+
+
+def step(key):
+    if isinstance(key, int):
+        return "[%d]" % key
+    return "." + key if NAME.match(key) else "[%s]" % json.dumps(key)
+
+
+def window(i, low, high):
+    # Members low:high (Python slice) of the array at byte i.
+    if (low or 0) >= 0 and (high is None or high >= 0):
+        for key, start in members(i):
+            if high is not None and key >= high:
+                return
+            if key >= (low or 0):
+                yield key, start
+        return
+    total = count(i, skip(i))
+    low, high, _ = slice(low, high).indices(total)
+    for member in window(i, low, high):
+        yield member
+
+
+def descend(name, quoted, path, i):
+    # Every member named ``name`` under the container at byte i, in document order.
+    if b[i:i + 1] not in (b"[", b"{"):
+        return
+    end = skip(i)
+    if b.find(b"\\", i, end) < 0 and b.find(quoted, i, end) < 0:
+        return
+    for key, start in members(i):
+        where = path + step(key)
+        if key == name:
+            yield where, start
+        for found in descend(name, quoted, where, start):
+            yield found
+
+
+def select(k, path, i):
+    if k == len(steps):
+        yield path, i
+        return
+    kind, c = steps[k][0], b[i:i + 1]
+    if kind == "descend":
+        name = steps[k][1]
+        found = descend(name, json.dumps(name, ensure_ascii=False).encode("utf-8"), path, i)
+    elif kind == "all" and c in (b"[", b"{"):
+        found = ((path + step(key), start) for key, start in members(i))
+    elif kind == "key" and c == b"{":  # the first member of that name: the rest of the object is not read
+        found = itertools.islice(((path + step(key), start) for key, start in members(i) if key == steps[k][1]), 1)
+    elif kind in ("index", "slice") and c == b"[":
+        low, high = steps[k][1], steps[k][2] if kind == "slice" else steps[k][1] + 1 or None
+        found = ((path + step(key), start) for key, start in window(i, low, high))
+    else:
+        return
+    for where, start in found:
+        for match in select(k + 1, where, start):
+            yield match
+
+
+def compact(i, end, limit):
+    # The JSON b[i:end] without the spaces between tokens: more than ``limit`` characters of it, or all.
+    size = 4 * limit + 64
+    while True:
+        piece = COMPACT.sub(lambda m: m.group(1) or b"", b[i:min(end, i + size)]).decode("utf-8", "replace")
+        if i + size >= end or len(piece) > limit + 1:
+            return piece
+        size *= 4
+
+
+def describe(i, counted=True):
+    c, end = b[i:i + 1], skip(i)
+    if c == b"{" and (counted or end - i < CHUNK):
+        return "object, %d keys, %d bytes" % (sum(1 for _ in members(i)), end - i)
+    if c == b"[" and (counted or end - i < CHUNK):
+        return "array, %d items, %d bytes" % (count(i, end), end - i)
+    if c in (b"{", b"["):
+        return "%s, %d bytes" % ("object" if c == b"{" else "array", end - i)
+    if c == b'"':
+        text = json.loads(b[i:end].decode("utf-8", "replace"))
+        return "string, %d chars: %s" % (len(text), compact(i, end, 60)[:60] + ("..." if end - i > 60 else ""))
+    return ("number " if c in b"-0123456789" else "") + b[i:end].decode("utf-8", "replace")
+
+
+def outline(path, i):
+    yield "%s: %s" % (path, describe(i))
+    if b[i:i + 1] == b"{":
+        for key, start in members(i):
+            yield "  %s: %s" % (step(key), describe(start, False))
+    elif b[i:i + 1] == b"[":
+        for key, start in window(i, 0, 3):
+            yield "  %s: %s" % (step(key), describe(start, False))
+
+
+def lines(limit):
+    for path, i in select(0, "$", top):
+        if spec["outline"]:
+            for text in outline(path, i):
+                yield text
+        else:
+            yield "%s: %s" % (path, compact(i, skip(i), limit))
+
+
+steps, line, column, budget = spec["steps"], spec["line"], spec["column"], spec["budget"]
+text, complete, resume, error = [], True, None, None
+try:
+    top = ws(0)
+    top_end = len(b.rstrip())
+    if b[top:top + 1] not in (b"[", b"{") or b[top_end - 1:top_end] != (b"]" if b[top:top + 1] == b"[" else b"}"):
+        raise Bad("the text of this spill is not a JSON object or array (search it with pattern)")
+    size = 0
+    for n, shown in enumerate(lines(column + budget), 1):
+        if n < line:
+            continue
+        shown = (shown[column - 1:] if n == line else shown) + "\n"
+        text.append(shown)
+        size += len(shown)
+        if size > budget:
+            complete = False
+            break
+except Late:
+    complete, resume = False, line + len(text)
+except Bad as exc:
+    error = "bad JSON: %s" % exc
+except RecursionError:
+    error = "the JSON text is nested too deep to walk"
+if error is None and resume is not None and not text:
+    error = "the path query found nothing in %s s; give a narrower path" % spec["seconds"]
+sys.stdout.write(json.dumps({"text": "".join(text), "complete": complete, "next": resume, "error": error}))
+"""
+
+
+# The path syntax of ``Spill.query`` (a subset of JSONPath, RFC 9535): one
+# step at a time from ``$``.  Names as the RFC's shorthand has them.
+_PATH_NAME = r"[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*"
+_PATH_STEP_RE = re.compile(r"""
+    \.\.(?P<descend>{name})
+  | \.(?P<name>{name})
+  | \.\*(?P<dot_all>)
+  | \[\s*(?:
+        (?P<all>\*)
+      | (?P<string>"(?:[^"\\\x00-\x1f]|\\.)*")
+      | '(?P<quoted>[^'\\\x00-\x1f]*)'
+      | (?P<low>-?\d+)?\s*(?P<colon>:)\s*(?P<high>-?\d+)?
+      | (?P<index>-?\d+)
+    )\s*\]
+""".format(name=_PATH_NAME), re.X)
+_PATH_NAME_RE = re.compile(_PATH_NAME + r"\Z")
+
+
+def parse_json_path(path):
+    """The steps of ``path`` (``$``, ``.key``, ``["key"]``, ``['key']``, ``[n]``, ``[a:b]``, ``[*]``, ``.*``,
+    ``..key``), each a list: ``["key", name]``, ``["index", n]``, ``["slice", a or None, b or None]``,
+    ``["all"]``, ``["descend", name]``.  ValueError saying where a bad path goes wrong."""
+    if not isinstance(path, str):
+        raise ValueError("path must be a string, not %.40r" % (path,))
+    if len(path) > READER_MAX_PATTERN:
+        raise ValueError("path must be at most %d characters" % READER_MAX_PATTERN)
+    if not path.startswith("$"):
+        raise ValueError("a path starts with $ (the whole JSON text), as in $.items[0:10].name")
+    steps, pos = [], 1
+    while pos < len(path):
+        found = _PATH_STEP_RE.match(path, pos)
+        if not found:
+            raise ValueError("bad path %s: cannot read it from character %d (%.20r); a path is made of .key, "
+                             '["key"], [n], [a:b], [*] and ..key steps after $' % (
+                                 json.dumps(path, ensure_ascii=False), pos + 1, path[pos:]))
+        group = found.groupdict()
+        numbers = [None if group[k] is None else int(group[k]) for k in ("low", "high", "index")]
+        if any(n is not None and abs(n) > READER_MAX_NUMBER for n in numbers):
+            raise ValueError("bad path: the numbers in [ ] must be from -%d to %d" % ((READER_MAX_NUMBER,) * 2))
+        if group["descend"] is not None:
+            steps.append(["descend", group["descend"]])
+        elif group["name"] is not None or group["quoted"] is not None:
+            steps.append(["key", group["name"] if group["name"] is not None else group["quoted"]])
+        elif group["string"] is not None:
+            try:
+                steps.append(["key", json.loads(group["string"])])
+            except ValueError:
+                raise ValueError("bad path: %s is not a JSON string" % group["string"])
+        elif group["colon"] is not None:
+            steps.append(["slice", numbers[0], numbers[1]])
+        elif group["index"] is not None:
+            steps.append(["index", numbers[2]])
+        else:
+            steps.append(["all"])
+        pos = found.end()
+    return steps
+
+
+def json_path_text(steps):
+    """``steps`` (``parse_json_path``) written as a path, the shortest way."""
+    out = ["$"]
+    for step in steps:
+        kind = step[0]
+        if kind == "key":
+            out.append("." + step[1] if _PATH_NAME_RE.match(step[1]) else "[%s]" % json.dumps(step[1]))
+        elif kind == "descend":
+            out.append(".." + step[1])
+        elif kind == "index":
+            out.append("[%d]" % step[1])
+        elif kind == "slice":
+            out.append("[%s:%s]" % tuple("" if n is None else n for n in step[1:]))
+        else:
+            out.append("[*]")
+    return "".join(out)
+
+
+def helper_argv(program, spec):
+    """The command line that runs ``program`` (SEARCH_PROGRAM, JSON_PATH_PROGRAM) on ``spec``, bounded in time:
+    it answers by SEARCH_SECONDS / 2, and the kernel stops it a little after SEARCH_SECONDS of CPU."""
+    if not sys.executable:
+        raise ValueError("searching a spill needs a Python interpreter to start, and sys.executable is empty")
+    spec = dict(spec, seconds=SEARCH_SECONDS / 2, cpu=SEARCH_SECONDS + 2)
+    return [sys.executable, "-I", "-S", "-c", program, json.dumps(spec)]
+
+
+class JsonQuery:
+    """A path query of one spill, ready to run (see ``Spill.query``); used as a ``SpillSearch`` is."""
+
+    slow = ("the path query took longer than %d s and was stopped; give a narrower path (an index or a slice "
+            "rather than [*] or ..)" % SEARCH_SECONDS)
+
+    def __init__(self, spill, spill_id, path, outline, line, column, page, argv, stdin):
+        self.spill = spill
+        self.spill_id = spill_id
+        self.path = path
+        self.outline = outline
+        self.line = line
+        self.column = column
+        self.page = page
+        self.argv = argv
+        self.stdin = stdin
+
+    def answer(self, output):
+        """``(text, hint)`` from the query program's output; ValueError when it has none, or an error."""
+        try:
+            result = json.loads(output)
+            text, complete, resume, error = result["text"], result["complete"], result["next"], result["error"]
+        except (ValueError, TypeError, KeyError):
+            raise ValueError("the path query ended without an answer")
+        if error:
+            raise ValueError(error)
+        if not text and self.line == 1 and self.column == 1:
+            return "", "[nothing matches %s]" % self.path
+        page, where = self.page.range(text, complete or resume is not None, self.line, self.column, None)
+        where = where or ((resume, 1) if resume else None)
+        return page, self.spill.read_hint(self.spill_id, where, None, None, 0, self.path, self.outline)
 
 def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
     """``value`` when it is an integer from ``least`` to ``most``, else ValueError naming argument ``name``."""
@@ -2199,8 +2612,6 @@ class Spill:
             re.compile(pattern)
         except (re.error, OverflowError, RecursionError) as exc:
             raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
-        if not sys.executable:
-            raise ValueError("pattern search needs a Python interpreter to start, and sys.executable is empty")
         page = ReadPage(budget_chars, budget_bytes)
         index = self._index(spill_id)
         fd = self._open_text(spill_id, index)
@@ -2210,14 +2621,36 @@ class Spill:
         except BaseException:
             os.close(fd)
             raise
-        spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars,
-                "seconds": SEARCH_SECONDS / 2, "cpu": SEARCH_SECONDS + 2}
-        argv = [sys.executable, "-I", "-S", "-c", SEARCH_PROGRAM, json.dumps(spec)]
+        spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars}
+        argv = helper_argv(SEARCH_PROGRAM, spec)
         return SpillSearch(self, spill_id, pattern, context, page, argv, fd)
 
-    def read_hint(self, spill_id, where, lines, pattern, context):
+    def query(self, spill_id, path, outline=False, line=1, column=1, budget_chars=MAX_RESPONSE_CHARS,
+              budget_bytes=0):
+        """A path query of the JSON text of spill ``spill_id``, ready to run: a ``JsonQuery``.
+
+        The page lists the values ``path`` selects (``parse_json_path``), one
+        per line as ``path: compact JSON`` with numbers and strings as the
+        text has them; with ``outline``, each selected node described (type,
+        size, an object's keys, an array's length and first items) instead.
+        Pages are lines and columns of that listing, as for ``read``.  The
+        query runs in a child interpreter (``JSON_PATH_PROGRAM``), bounded as a
+        search is.  Bad arguments raise ValueError, as for ``read``.
+        """
+        steps = parse_json_path(path)
+        reader_number("line", line)
+        reader_number("column", column)
+        if type(outline) is not bool:
+            raise ValueError("outline must be true or false, not %.40r" % (outline,))
+        spec = {"steps": steps, "outline": outline, "line": line, "column": column, "budget": budget_chars}
+        argv = helper_argv(JSON_PATH_PROGRAM, spec)
+        page = ReadPage(budget_chars, budget_bytes)
+        fd = self._open_text(spill_id, self._index(spill_id))
+        return JsonQuery(self, spill_id, path, outline, line, column, page, argv, fd)
+
+    def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False):
         if where is None:
-            return "[end of the text]" if pattern is None else "[no more matches]"
+            return "[end of the text]" if pattern is None and path is None else "[no more matches]"
         line, column = where
         call = '%s(id="%s", line=%d' % (self.reader_name or READER_TOOL_NAME, spill_id, line)
         if column > 1:
@@ -2228,6 +2661,10 @@ class Spill:
             call += ", pattern=%s" % json.dumps(pattern, ensure_ascii=False)
             if context:
                 call += ", context=%d" % context
+        if path is not None:
+            call += ", path=%s" % json.dumps(path, ensure_ascii=False)
+            if outline:
+                call += ", outline=true"
         return "[next: %s)]" % call
 
     def _index(self, spill_id):
@@ -6982,8 +7419,9 @@ class Trace:
         self.handle.close()
 
 
-READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context")
-SEARCHES_AT_ONCE = 2  # pattern searches running together; more wait their turn
+READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline")
+SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more wait their turn
+READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
 
 
 def reader_tool(name):
@@ -6994,8 +7432,12 @@ def reader_tool(name):
             "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
             "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
             "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each (a search is stopped after %d s). Each page says "
-            "how to get the next." % SEARCH_SECONDS),
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, "
+            "`path` lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` "
+            "a member, `[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that "
+            "key at any depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead "
+            "(type, size, an object's keys, an array's length and first items): walk a big document with it from "
+            "`$`. Each page says how to get the next." % SEARCH_SECONDS),
         "inputSchema": {"type": "object", "properties": {
             "id": {"type": "string", "description": "spill id from the note"},
             "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
@@ -7005,6 +7447,9 @@ def reader_tool(name):
                         "description": "regular expression to search for"},
             "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
                         "description": "lines shown around each match"},
+            "path": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                     "description": "JSON path of the values to list, e.g. $.items[0:10].name"},
+            "outline": {"type": "boolean", "description": "describe the nodes `path` selects (default $)"},
         }, "required": ["id"]},
     }
 
@@ -7086,7 +7531,8 @@ class Reader:
         """
         params = msg["params"]
         args = params.get("arguments", {})
-        if isinstance(args, dict) and args.get("pattern") is not None and len(self.searches) >= SEARCHES_AT_ONCE:
+        helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
+        if helped and len(self.searches) >= SEARCHES_AT_ONCE:
             self.queue.append(msg)  # its turn comes when a search ends (_search)
             return
         result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
@@ -7099,13 +7545,20 @@ class Reader:
             if unknown or "id" not in args:
                 raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
             args = {name: value for name, value in args.items() if value is not None}  # null: not given
-            pattern = args.get("pattern")
+            pattern, path = args.get("pattern"), args.get("path", "$" if args.get("outline") else None)
+            if pattern is not None and path is not None:
+                raise ValueError("give pattern or path, not both")
             # The longest hint this call can get: the page is sized with it reserved.
             bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
                                          READER_MAX_NUMBER if "lines" in args else None,
-                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT)
+                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT,
+                                         path if isinstance(path, str) else None, True)
             chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
             budget = {"budget_chars": chars, "budget_bytes": size}
+            if path is not None:
+                self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
+                                                           args.get("line", 1), args.get("column", 1), **budget))
+                return
             if pattern is not None:
                 self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
                                                             context=args.get("context", 0), **budget))
@@ -7127,9 +7580,7 @@ class Reader:
             self.searches.remove(run)
             try:
                 if output is None:
-                    raise ValueError(SHUTTING_DOWN if self.closing() else (
-                        "the pattern search took longer than %d s and was stopped; simplify the pattern (nested "
-                        "repeats such as (a+)+ can take forever)" % SEARCH_SECONDS))
+                    raise ValueError(SHUTTING_DOWN if self.closing() else search.slow)
                 result["content"][0]["text"], result["content"][1]["text"] = search.answer(output)
             except (ValueError, TypeError) as exc:
                 self._error(result, exc)

@@ -1208,7 +1208,9 @@ def test_reader_errors_are_tool_errors_and_modern_answers_say_result_type(relay_
                                ({"id": spill_id, "line": 9999}, "past the end"),
                                ({"id": spill_id, "pattern": "("}, "bad pattern"),
                                ({"id": spill_id, "lines": "2"}, "lines must be an integer"),
-                               ({"path": "/etc/passwd"}, "unknown argument path")):
+                               ({"file": "/etc/passwd"}, "unknown argument file"),
+                               ({"id": spill_id, "path": "/etc/passwd"}, "a path starts with $"),
+                               ({"id": spill_id, "path": "$"}, "not a JSON object or array")):
         result = relay.call("read_spilled_output", arguments)["result"]
         assert result["isError"] is True and message in result["content"][0]["text"], arguments
     modern = relay.request("tools/call", {"name": "read_spilled_output", "arguments": {"id": spill_id, "lines": 1},

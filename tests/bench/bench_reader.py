@@ -7,7 +7,11 @@ page, the memory a page allocates (tracemalloc peak) and how far the process's
 peak RSS rose while reading.  Searches: a relay in front of
 tests/fixtures/stdio_server.py spills one line of a million "a" and a "b";
 the times of a normal search and of a page are compared, then a catastrophic
-pattern runs while pings go through the same relay.
+pattern runs while pings go through the same relay.  Path queries: a JSON
+spill of 50 MB (--json-mb), an object holding an array of small objects and a
+member after it, is queried by path (the child program the reader runs, as the
+reader runs it): each query's median time, and the largest peak RSS of the
+query programs.
 
     python tests/bench/bench_reader.py                    # this checkout
     python tests/bench/bench_reader.py --old OLD.py       # and another copy, side by side
@@ -192,6 +196,53 @@ def search_rows(copies, repeats):
             relay.close()
 
 
+PATH_QUERIES = [("$.items[10:20].name", False), ("$.total (after the array)", False), ("$.items", True),
+                ("$", True)]
+
+
+def path_rows(copies, megabytes, repeats):
+    """Rows of median times of path queries on a JSON spill of ``megabytes`` MB (copies without ``query``: n/a)."""
+    items, size, parts = [], 0, []
+    item = '{"id": %d, "name": "item-%d", "price": %d.50, "tags": ["a", "b"]}'
+    while size < megabytes * 1000000:
+        parts.append(item % (len(parts), len(parts), len(parts)))
+        size += len(parts[-1]) + 2
+    doc = '{"meta": {"count": %d}, "items": [%s], "total": 1.50}' % (len(parts), ", ".join(parts))
+    del parts
+    rows = {"%s%s (s)" % (path, " outline" if outline else ""): [] for path, outline in PATH_QUERIES}
+    for proxy in copies.values():
+        spec = importlib.util.spec_from_file_location("ocx_proxy_under_test", proxy)
+        op = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(op)
+        out = tempfile.mkdtemp()
+        try:
+            spill = op.Spill(out)
+            text = op.ReadableText()
+            text.parts.append(doc)
+            files, _ = spill.save_text(spill.save_line(b"{}", "tools/call", 1), text)
+            stem = os.path.basename(files.txt_path)[:-4]
+            for (path, outline), row in zip(PATH_QUERIES, rows):
+                if not hasattr(spill, "query"):
+                    rows[row].append("n/a")
+                    continue
+                times, answer = [], None
+                for _ in range(repeats):
+                    query = spill.query(stem, path.split(" ")[0], outline, budget_chars=PAGE_CHARS)
+                    started = time.perf_counter()
+                    done = subprocess.run(query.argv, stdin=query.stdin, stdout=subprocess.PIPE)
+                    times.append(time.perf_counter() - started)
+                    os.close(query.stdin)
+                    answer = query.answer(done.stdout)
+                rows[row].append("%.2f" % statistics.median(times))
+                print("  %s -> %r" % (row, answer[0][:100]), file=sys.stderr)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    # Only query programs have ended so far (the first children of this process).
+    rows["largest query program peak RSS (MB)"] = [
+        "%.0f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)] * len(copies)
+    return rows, len(doc)
+
+
 def show(title, copies, rows):
     print(title)
     print("  %-36s" % "" + "".join("%16s" % name for name in copies))
@@ -204,6 +255,8 @@ def main():
     parser.add_argument("--old", help="another copy of ocx_proxy.py, measured beside this one")
     parser.add_argument("--mb", type=int, default=200, help="size of the one-line spill (default 200)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--json-mb", type=int, default=50, help="size of the JSON spill queried by path (default 50)")
+    parser.add_argument("--only-paths", action="store_true", help="only the path queries")
     parser.add_argument("--page-worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.page_worker:
@@ -211,6 +264,12 @@ def main():
         return
     repeats = 3 if args.quick else 7
     copies = {"old": args.old, "new": PROXY} if args.old else {"new": PROXY}
+    rows, size = path_rows(copies, args.json_mb, repeats)
+    show("Path queries of a JSON spill of %d bytes (median, a page of %d characters):" % (size, PAGE_CHARS),
+         copies, rows)
+    print()
+    if args.only_paths:
+        return
     pages = {}
     for name, proxy in copies.items():
         done = subprocess.run([sys.executable, __file__, "--page-worker", proxy, str(args.mb), str(repeats)],
