@@ -4,7 +4,9 @@ import os
 import sys
 import time
 
-from conftest import CATALOG_SERVER, CATALOGS, PROXY, STDIO_SERVER, run_check, run_proxy
+import pytest
+
+from conftest import CATALOG_SERVER, CATALOGS, PROXY, STDIO_SERVER, RelayProcess, run_check, run_proxy
 
 
 def catalog_file(tmp_path, pages):
@@ -150,3 +152,20 @@ def test_bad_globs_are_usage_errors():
     assert result.returncode == 2 and b"OCX_PROXY_ALLOW_TOOLS" in result.stderr and b"empty glob" in result.stderr
     result = run_proxy("check", "--deny-tools", "a_*", "--config", os.path.join(CATALOGS, "long_name.json"))
     assert result.returncode == 2 and b"--config" in result.stderr
+
+
+@pytest.mark.parametrize("mode", ["streamable-http", "sse", "auto"])
+def test_remote_relays_filter_too(http_server, tmp_path, mode):
+    srv = http_server(streamable=mode != "sse")
+    argv = [sys.executable, PROXY, mode, "--url", srv.sse_url if mode == "sse" else srv.url,
+            "--output-dir", str(tmp_path), "--no-reader-tool", "--deny-tools", "ech?"]
+    relay = RelayProcess(command=argv)
+    try:
+        relay.initialize()
+        assert list_pages(relay) == [([], None)]
+        assert "--deny-tools 'ech?'" in relay.call("echo", {"text": "x"})["error"]["message"]
+        assert not srv.seen("POST", lambda r: b"tools/call" in r["body"])
+        assert relay.close() == 0
+    finally:
+        if relay.proc.poll() is None:
+            relay.proc.kill()
