@@ -11800,13 +11800,12 @@ def tool_globs(text):
 def add_tool_filter_options(parser, suppress=False):
     """--allow-tools/--deny-tools (``ToolFilter``); ``suppress``: not given sets nothing (see
     ``add_check_output_options``)."""
-    for flag, name, which in (("--allow-tools", "ALLOW_TOOLS", "only the server's tools whose name matches one "
-                                                               "of these globs (default: every tool"),
-                              ("--deny-tools", "DENY_TOOLS", "none of the server's tools whose name matches one "
-                                                             "of these globs (default: none")):
+    for flag, name, which, default in (("--allow-tools", "ALLOW_TOOLS", "only", "every tool"),
+                                       ("--deny-tools", "DENY_TOOLS", "none of", "none")):
         parser.add_argument(flag, type=typed(tool_globs, "a comma-separated list of globs"), metavar="GLOB[,GLOB...]",
                             default=argparse.SUPPRESS if suppress else EnvDefault(name, tool_globs, ()),
-                            help="list and let the client call %s; env OCX_PROXY_%s)" % (which, name))
+                            help="list and let the client call %s the server's tools whose name matches one of these "
+                                 "globs (default: %s; env OCX_PROXY_%s)" % (which, default, name))
 
 
 def add_relay_options(parser):
