@@ -66,6 +66,7 @@ import binascii
 import codecs
 import collections
 import errno
+import fnmatch
 import functools
 import heapq
 import io
@@ -7318,7 +7319,7 @@ class ToolFitting:
     def _fitted(self, msg):
         params = msg.get("params")
         return (msg.get("method") == "tools/call" and "id" in msg and isinstance(params, dict)
-                and params.get("name") in self.originals)
+                and isinstance(params.get("name"), str) and params["name"] in self.originals)
 
 
 # ---------------------------------------------------------------------------
@@ -7346,7 +7347,7 @@ class RelayOptions:
                  retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
                  use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
                  max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
-                 max_image_bytes=None, fit_tools=True):
+                 max_image_bytes=None, fit_tools=True, allow_tools=(), deny_tools=()):
         # None: the client profile's value (see Budget.for_client); a number given wins.
         self.client = client
         self.max_response_chars = max_response_chars
@@ -7364,6 +7365,8 @@ class RelayOptions:
         self.max_buffer_bytes = max_buffer_bytes    # bytes queued for a peer before we stop reading
         self.reader_tool = reader_tool              # serve READER_TOOL_NAME while spilling is on
         self.fit_tools = fit_tools                  # fit tools/list to the client (ToolFitting)
+        self.allow_tools = allow_tools              # globs: see ToolFilter
+        self.deny_tools = deny_tools
 
 
 class Pending:
@@ -7454,6 +7457,34 @@ def reader_tool(name):
     }
 
 
+def called_tool(msg):
+    """The name of the tool a tools/call message of the client calls, else None."""
+    params = msg.get("params")
+    if msg.get("method") == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+        return params["name"]
+    return None
+
+
+def take_messages(line, msgs, raws, taken, answer):
+    """Answer with ``answer(msg)`` the messages among ``msgs`` (those of client ``line``, ``raws`` their
+    bytes) that ``taken(msg)`` picks; returns ``(line, msgs, raws)`` of the others, ``line`` None when
+    none is left.  A batch keeps its other members, as a batch of their own bytes.
+    """
+    if not any(taken(msg) for msg in msgs):
+        return line, msgs, raws
+    kept = []
+    for msg, raw in zip(msgs, raws):
+        if taken(msg):
+            answer(msg)
+        else:
+            kept.append((msg, raw))
+    if not kept:
+        return None, [], []
+    batch = line.lstrip()[:1] == b"["
+    msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
+    return b"[" + b",".join(raws) + b"]" if batch else raws[0], msgs, raws
+
+
 class Reader:
     """The reader tool (``reader_tool``): the relay's own tool, paging through what ``spill`` saved.
 
@@ -7499,29 +7530,14 @@ class Reader:
         return True
 
     def claim(self, line, msgs, raws):
-        """Answer the calls of the reader tool among ``msgs`` (the messages of client ``line``, ``raws``
-        their bytes); returns ``(line, msgs, raws)`` of the others, ``line`` None when none is left.
-
-        A batch keeps its other members, as a batch of their own bytes.
-        """
-        if self.spill.reader_name is None or not any(self._is_call(msg) for msg in msgs):
+        """Answer the calls of the reader tool among ``msgs``, the messages of client ``line``
+        (``take_messages``)."""
+        if self.spill.reader_name is None:
             return line, msgs, raws
-        kept = []
-        for msg, raw in zip(msgs, raws):
-            if self._is_call(msg):
-                self.answer(msg)
-            else:
-                kept.append((msg, raw))
-        if not kept:
-            return None, [], []
-        batch = line.lstrip()[:1] == b"["
-        msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
-        return b"[" + b",".join(raws) + b"]" if batch else raws[0], msgs, raws
+        return take_messages(line, msgs, raws, self._is_call, self.answer)
 
     def _is_call(self, msg):
-        params = msg.get("params")
-        return (message_kind(msg) == "request" and msg.get("method") == "tools/call" and isinstance(params, dict)
-                and params.get("name") == self.spill.reader_name)
+        return "id" in msg and called_tool(msg) == self.spill.reader_name
 
     def answer(self, msg):
         """Answer a call of the reader tool with one page of a spill (``Spill.read``), within the budget.
@@ -7603,6 +7619,94 @@ class Reader:
             run.stop()
         for msg in waiting:
             self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
+
+
+class ToolFilter:
+    """``--allow-tools``/``--deny-tools``: which of the server's tools the client sees and may call.
+
+    A tool is kept when its name (the server's own) matches some ``allow`` glob,
+    or there is none, and no ``deny`` glob (``fnmatch.fnmatchcase``).  In the
+    relay, ``rewrite`` (the first ``Rewrite`` of tools/list answers) drops the
+    others from every page, and once a list is complete warns, once, when the
+    allow list matches none of the server's tools; ``claim`` answers a call of
+    a dropped tool with an error through ``send(msg)``: it never reaches the server.
+    """
+
+    def __init__(self, allow=(), deny=(), send=None):
+        self.allow = tuple(allow)
+        self.deny = tuple(deny)
+        self.send = send
+        self.active = bool(self.allow or self.deny)
+        self.listed = []    # the server's tool names on the pages of the list being read
+        self.warned = False
+
+    def refusal(self, name):
+        """The option (with its globs) that filters the tool ``name`` out, or None when it is kept."""
+        if not self._allowed(name):
+            return "ocx-proxy --allow-tools '%s'" % ",".join(self.allow)
+        for glob in self.deny:
+            if fnmatch.fnmatchcase(name, glob):
+                return "ocx-proxy --deny-tools '%s'" % glob
+        return None
+
+    def _allowed(self, name):
+        return not self.allow or any(fnmatch.fnmatchcase(name, glob) for glob in self.allow)
+
+    def kept(self, tools):
+        """The entries of ``tools`` (a tools/list array) that are not filtered out (those without a name stay)."""
+        return [tool for tool in tools if not isinstance(tool, dict) or not isinstance(tool.get("name"), str)
+                or self.refusal(tool["name"]) is None]
+
+    def unmatched(self, names):
+        """The warning when the allow list matches none of ``names`` (the server's tools), else None."""
+        if not self.allow or any(self._allowed(name) for name in names):
+            return None
+        return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
+            ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
+
+    def applies(self, line, params):
+        return self.active
+
+    def rewrite(self, msg, params=None):
+        """Drop the filtered tools from the tools/list answer ``msg`` (a ``Rewrite``); True when any went."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return False
+        if self.allow and not self.warned:
+            if not (isinstance(params, dict) and params.get("cursor")):
+                self.listed = []  # a first page
+            self.listed += [tool["name"] for tool in tools if isinstance(tool, dict)
+                            and isinstance(tool.get("name"), str)]
+            if not result.get("nextCursor"):
+                warning, self.listed = self.unmatched(self.listed), []
+                self.warned = warning is not None
+                if warning:
+                    log.warning(warning)
+        kept = self.kept(tools)
+        if len(kept) == len(tools):
+            return False
+        result["tools"] = kept
+        return True
+
+    def claim(self, line, msgs, raws):
+        """Refuse the calls of filtered tools among ``msgs``, the messages of client ``line``
+        (``take_messages``)."""
+        if not self.active:
+            return line, msgs, raws
+        return take_messages(line, msgs, raws, self._is_refused, self._refuse)
+
+    def _is_refused(self, msg):
+        name = called_tool(msg)
+        return name is not None and self.refusal(name) is not None
+
+    def _refuse(self, msg):
+        name = called_tool(msg)
+        message = "tool '%s' is not available: %s" % (name, self.refusal(name))
+        if "id" in msg:
+            self.send(error_response(msg["id"], INVALID_PARAMS, message))
+        else:
+            log.warning("dropped a tools/call notification: %s" % message)
 
 
 def client_messages(line):
@@ -7880,7 +7984,9 @@ class Relay:
         # What we change in answers, by their request's method (after Upstream.rewrites): a line over
         # PEEK_LINE_BYTES is parsed only when one applies (_may_change); _forward runs them.
         self.fitting = ToolFitting(lambda: self.profile.name)
+        self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
         self.rewrites = {"tools/list": (
+            Rewrite("filter tools/list", self.tool_filter.applies, self.tool_filter.rewrite),
             Rewrite("remove outputSchema from tools/list", self._has_output_schemas, strip_output_schemas),
             Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
             Rewrite("add the reader tool to tools/list", self._offers_reader, self.reader.advertise))}
@@ -8010,6 +8116,9 @@ class Relay:
         if line is None:
             return
         line, msgs, raws = self.fitting.restore(line, msgs, raws)  # fitted tool names: the server's
+        line, msgs, raws = self.tool_filter.claim(line, msgs, raws)  # on the server's names
+        if line is None:
+            return
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
         if self.trace:
@@ -10571,6 +10680,21 @@ def compare_capabilities(snapshot, names, list_tools):
     return findings, listings
 
 
+def filter_catalog(snapshot, tool_filter):
+    """Leave out of ``snapshot`` the tools ``tool_filter`` filters (check --allow-tools/--deny-tools);
+    returns the findings that say so."""
+    tools = snapshot.get("tools")
+    if not tool_filter.active or not isinstance(tools, list):
+        return []
+    warning = tool_filter.unmatched(tool_names(snapshot))
+    findings = [Finding("warning", "/tools", warning)] if warning else []
+    snapshot["tools"] = tool_filter.kept(tools)
+    if len(snapshot["tools"]) < len(tools):
+        findings.append(Finding("info", "/tools", "%d of the server's %d tools left out by --allow-tools/--deny-tools;"
+                                " the pointers count the others" % (len(tools) - len(snapshot["tools"]), len(tools))))
+    return findings
+
+
 def task_findings(tools):
     """A warning for each tool whose ``execution.taskSupport`` is "required" (MCP 2025-11-25 tasks).
 
@@ -11781,9 +11905,29 @@ def add_spill_options(parser):
                        help="relay tools/list as the server sent it (default off)")
 
 
+def tool_globs(text):
+    """Converter for --allow-tools/--deny-tools: globs separated by commas, none of them empty."""
+    globs = tuple(glob.strip() for glob in text.split(","))
+    if "" in globs:
+        raise ValueError("an empty glob: two commas, or one at an end")
+    return globs
+
+
+def add_tool_filter_options(parser, suppress=False):
+    """--allow-tools/--deny-tools (``ToolFilter``); ``suppress``: not given sets nothing (see
+    ``add_check_output_options``)."""
+    for flag, name, which, default in (("--allow-tools", "ALLOW_TOOLS", "only", "every tool"),
+                                       ("--deny-tools", "DENY_TOOLS", "none of", "none")):
+        parser.add_argument(flag, type=typed(tool_globs, "a comma-separated list of globs"), metavar="GLOB[,GLOB...]",
+                            default=argparse.SUPPRESS if suppress else EnvDefault(name, tool_globs, ()),
+                            help="list and let the client call %s the server's tools whose name matches one of these "
+                                 "globs (default: %s; env OCX_PROXY_%s)" % (which, default, name))
+
+
 def add_relay_options(parser):
     add_spill_options(parser)
     group = parser.add_argument_group("relay")
+    add_tool_filter_options(group)
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
                    metavar="SECONDS",
                    help="answer a request still unanswered after this many seconds with an error and cancel it "
@@ -11817,7 +11961,8 @@ def relay_options_from_args(args):
         retention_days=args.retention_days, request_timeout=args.request_timeout, restart=args.restart,
         keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
         trace_path=args.trace, max_message_bytes=args.max_message_bytes, max_buffer_bytes=args.max_buffer_bytes,
-        reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools)
+        reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools, allow_tools=args.allow_tools,
+        deny_tools=args.deny_tools)
 
 
 # ---------------------------------------------------------------------------
@@ -12335,6 +12480,7 @@ def add_check_output_options(parser, suppress=False):
                          "elicitation)", action="store_true")
     add("--compare-capabilities", False, "list a second time with the other capabilities and report the "
                                          "tools that differ (default: list once)", action="store_true")
+    add_tool_filter_options(parser, suppress)
 
 
 def cmd_check(args):
@@ -12347,6 +12493,8 @@ def cmd_check(args):
                          % (" and ".join(sources) or "none"))
     if args.config_format and not args.config:
         raise UsageError("--config-format goes with --config FILE")
+    if args.config and (args.allow_tools or args.deny_tools):
+        raise UsageError("--allow-tools and --deny-tools do not go with --config: they apply to one server")
     if args.file and (args.bare or args.compare_capabilities):
         raise UsageError("check --file reads a saved listing: --bare and --compare-capabilities need a server")
     try:
@@ -12373,6 +12521,7 @@ def cmd_check(args):
         what = "read the configuration" if args.config else "get the catalog"
         sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (what, printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
+    problems += filter_catalog(snapshot, ToolFilter(args.allow_tools, args.deny_tools))
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
 
 

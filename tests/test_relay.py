@@ -997,10 +997,10 @@ sys.exit(op.main())
 # For each method of Relay.rewrites: the rewrites it has, and an answer each of them changes
 # ("%s": where the padding goes).  A rewrite added to the table needs its answer here.
 REWRITTEN_ANSWERS = {
-    "tools/list": (["remove outputSchema from tools/list", "fit tools/list to the client",
+    "tools/list": (["filter tools/list", "remove outputSchema from tools/list", "fit tools/list to the client",
                     "add the reader tool to tools/list"],
                    '{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","description":"%s",'
-                   '"inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}}'),
+                   '"inputSchema":{"type":"object"},"outputSchema":{"type":"object"}},{"name":"denied"}]}}'),
 }
 
 
@@ -1010,7 +1010,7 @@ def test_every_rewrite_changes_a_big_answer_as_it_changes_a_small_one(tmp_path):
     budget = str(100 * op.PEEK_LINE_BYTES)  # the size check must not be what parses the big line
     relay = RelayProcess(command=[sys.executable, "-c", SHOW_REWRITES, "stdio", "--output-dir", str(tmp_path),
                                   "--max-response-chars", budget, "--max-response-bytes", budget,
-                                  "--", sys.executable, STDIO_SERVER])
+                                  "--deny-tools", "denied", "--", sys.executable, STDIO_SERVER])
     relay.initialize()
     table = json.loads(re.search(r"ocx-test: rewrites (.*)", relay.stderr).group(1))
     assert table == {method: whats for method, (whats, _) in REWRITTEN_ANSWERS.items()}
