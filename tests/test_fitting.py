@@ -94,6 +94,16 @@ def test_auto_fits_to_the_client_that_names_itself(tmp_path):
     assert relay.close() == 0
 
 
+def test_filters_see_the_servers_names_through_the_fitted_ones(tmp_path):
+    tools = [{"name": LONG + "_issue", "inputSchema": OBJECT}, {"name": LONG + "_delete", "inputSchema": OBJECT}]
+    relay = relay_for(tmp_path, tools, "--client", "cursor", "--allow-tools", "*_issue")
+    [tool] = listed(relay)
+    assert tool["name"] == op.short_name(LONG + "_issue", 36) and not tool["name"].endswith("_issue")
+    assert echoed(relay, tool["name"], {"q": "x"}) == {"name": LONG + "_issue", "arguments": {"q": "x"}}
+    assert "not available" in relay.call(LONG + "_delete", {})["error"]["message"]
+    assert relay.close() == 0
+
+
 # -- properties of fit_tools --------------------------------------------------
 
 NAMES = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=90)
