@@ -11703,6 +11703,26 @@ def decode_input_format(data, fmt):
         raise OcxError("input is not valid base64")
 
 
+def fitted_for_cursor(tools, provider):
+    """Normalised ``tools`` fitted to Cursor's rules as the relay fits a catalog (``fit_tools``), the
+    ``provider`` identifier counting as the server name (Cursor names a tool mcp_<provider>_<tool>).
+    A renamed tool loses its namespace: its wire name is the fitted name.  encode-tools has no call
+    path: each fitted name is logged with the catalog's, for whoever maps Cursor's calls back."""
+    fitted, names = fit_tools([{"name": tool["wire_name"], "inputSchema": tool["input_schema"]} for tool in tools],
+                              "cursor", len(provider))
+    out = []
+    for tool, fit in zip(tools, fitted):
+        tool = dict(tool, input_schema=fit["inputSchema"])
+        if fit["name"] != tool["wire_name"]:
+            tool.pop("namespace", None)
+            tool.update(name=fit["name"], wire_name=fit["name"])
+        out.append(tool)
+    for name, original in names.items():
+        log.info("encode-tools: %s is the catalog's %s, fitted for Cursor: a call of it means that tool"
+                 % (name, original))
+    return out
+
+
 def cmd_encode_tools(args):
     """``encode-tools``: a JSON catalog in, Cursor protobuf out, a summary on stderr."""
     label = "stdin" if args.file in (None, "-") else args.file
@@ -11716,6 +11736,8 @@ def cmd_encode_tools(args):
     selected = filter_tools(normalized, tool_choice)
     if tool_choice_names(tool_choice) and not selected:
         log.warning("tool_choice %s matches no tool in the catalog" % dumps(tool_choice))
+    if args.fit_tools:
+        selected = fitted_for_cursor(selected, args.provider)
     mcp_tools = encode_mcp_tools(selected, None, args.provider)
     if args.wrap == "agent-run-request":
         output = encode_agent_run_request(mcp_tools, empty_wrapper=args.when_empty == "suppress")
@@ -11787,6 +11809,12 @@ def add_protobuf_commands(sub):
     p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
                    help="message to write: McpTools, an AgentRunRequest holding it in field 4, or a "
                         "RequestContext with the tools in field 7 (default: %(default)s)")
+    p.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
+                   help="fit names and schemas to Cursor's rules as the relay does (check --fitted --client "
+                        "cursor), the --provider counting as the server name; each renamed tool is logged "
+                        "with the catalog's name (default %(default)s)")
+    p.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
+                   help="encode the catalog's names and schemas as they are (default off)")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
                    help="agent-run-request with no tool left: write the empty wrapper 22 00 (no native "
                         "tools either) or leave field 4 absent (default: %(default)s)")
