@@ -12024,8 +12024,8 @@ def cmd_check(args):
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
-                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] [--compare-capabilities] "
-                             "(--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
+                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] "
+                             "[--compare-capabilities] (--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
                              "streamable-http|sse|auto --url URL [--header ...])",
                        description="Connect like a full-featured client and list every page of tools, prompts, "
                                    "resources and templates, or read a saved catalog, and report each problem "

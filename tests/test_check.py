@@ -413,7 +413,8 @@ def test_fitted_shows_the_catalog_the_relay_lists_and_only_the_findings_it_leave
 def test_fitted_names_map_to_the_server_names_for_cursor():
     status, report, _ = run_check("unfit", "--client", "cursor", "--fitted")
     names = report["fitted"]["names"]
-    assert sorted(names.values()) == ["files.read", "find_every_document_in_the_knowledge_base_that_matches_the_query_v2_xy"]
+    assert sorted(names.values()) == ["files.read",
+                                      "find_every_document_in_the_knowledge_base_that_matches_the_query_v2_xy"]
     assert all(len("srv" + name) <= 60 and re.match(r"^[A-Za-z0-9_-]+$", name) for name in names)
     assert status == 0 and report["findings"] == []
 
