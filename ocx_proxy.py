@@ -7427,8 +7427,13 @@ SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more
 READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
 
 
-def reader_tool(name):
-    """The tools/list entry of the reader tool (see ``Reader`` and ``Spill.read``)."""
+def reader_tool(taken=()):
+    """The tools/list entry of the reader tool (see ``Reader`` and ``Spill.read``), under READER_TOOL_NAME
+    or, while ``taken`` (the server's tool names) has that, READER_TOOL_NAME_2, _3..."""
+    name, n = READER_TOOL_NAME, 1
+    while name in taken:
+        n += 1
+        name = "%s_%d" % (READER_TOOL_NAME, n)
     return {
         "name": name,
         "description": (
@@ -7521,12 +7526,8 @@ class Reader:
                                  and isinstance(tool.get("name"), str))
         if result.get("nextCursor"):  # not the last page
             return False
-        name, n = READER_TOOL_NAME, 1
-        while name in self.server_tools:
-            n += 1
-            name = "%s_%d" % (READER_TOOL_NAME, n)
-        tools.append(reader_tool(name))
-        self.spill.reader_name = name
+        tools.append(reader_tool(self.server_tools))
+        self.spill.reader_name = tools[-1]["name"]
         return True
 
     def claim(self, line, msgs, raws):
@@ -10730,6 +10731,19 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
     raise OcxError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
 
 
+def advertised_tools(tools, profile):
+    """``tools`` as the relay, with its default options, advertises them to the relay profile ``profile``:
+    outputSchema removed where the profile removes it, fitted (``fit_tools``), the reader tool last.
+    Returns ``(tools, names)``, ``names`` mapping each fitted name to the server's (``tools`` is left alone)."""
+    msg = {"result": {"tools": [dict(tool) if isinstance(tool, dict) else tool for tool in tools]}}
+    if client_profile(profile)["strip_output_schema"]:
+        strip_output_schemas(msg)
+    fitting = ToolFitting(lambda: profile)
+    fitting.rewrite(msg)
+    fitted = msg["result"]["tools"]
+    return fitted + [reader_tool(tool_names({"tools": fitted}))], fitting.originals
+
+
 def check_report_json(snapshot, findings, checker, timings, client, protocol=None):
     """The --json report; ``protocol`` as fetch_catalog returns it (None for a file)."""
     shown = [f for f in findings if f.affects(client)]
@@ -10777,6 +10791,8 @@ def check_report_text(report):
             else:
                 parts.append("%s %s ms" % (method, value))
         lines.append("  " + ", ".join(parts))
+    if report.get("fitted"):
+        lines += fitted_catalog_text(report["fitted"])
     groups = collections.OrderedDict()
     for finding in report["findings"]:
         groups.setdefault(finding["tool"], []).append(finding)
@@ -10789,7 +10805,7 @@ def check_report_text(report):
             if f.get("source"):
                 lines.append("          source: %s; seen with %s" % (f["source"]["ref"].split(", ")[0],
                                                                         f["source"]["observed"]))
-            if f.get("fixedFor"):
+            if f.get("fixedFor") and not report.get("fitted"):  # what is left after fitting is not fixed
                 lines.append("          fixed by ocx-proxy (--fit-tools) for %s" % ", ".join(f["fixedFor"]))
     summary = report["summary"]
     lines.append("")
@@ -10800,9 +10816,30 @@ def check_report_text(report):
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
-def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None):
-    """Check a snapshot and print the report; returns 1 when errors were found, else 0."""
-    report = catalog_report(snapshot, timings, problems, server_name, client, protocol)
+def fitted_catalog_text(fitted):
+    """The lines of check --fitted's catalog: each server tool as the client gets it, renamed ones with
+    the server's name, then the name of the reader tool (the last)."""
+    tools, names = fitted["tools"][:-1], fitted["names"]
+    lines = ["", "as ocx-proxy advertises it to %s (relay profile %s, --fit-tools): %d tools, %d renamed"
+             % (fitted["client"], fitted["profile"], len(fitted["tools"]), len(names))]
+    for tool in tools:
+        if not isinstance(tool, dict):
+            lines.append("  " + shorten(dumps(tool), MAX_REPORT_CHARS))
+            continue
+        name = tool.get("name")
+        lines.append("  %s%s" % (json.dumps(name, ensure_ascii=False), "  (the server's %s)" % json.dumps(
+            names[name], ensure_ascii=False) if isinstance(name, str) and name in names else ""))
+        lines.append("      " + shorten(dumps({key: value for key, value in tool.items() if key != "name"}),
+                                        MAX_REPORT_CHARS))
+    if fitted["tools"]:
+        lines.append("  %s  (ocx-proxy's reader tool)" % fitted["tools"][-1]["name"])
+    return lines
+
+
+def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None, fitted=False):
+    """Check a snapshot (``fitted``: as the relay advertises it to ``client``) and print the report;
+    returns 1 when errors were found, else 0."""
+    report = catalog_report(snapshot, timings, problems, server_name, client, protocol, fitted)
     out.write(report_output(report, as_json, check_report_text))
     return 1 if report["summary"]["error"] else 0
 
@@ -10813,9 +10850,15 @@ MAX_REPORT_CHARS = 2000
 
 def report_output(report, as_json, text):
     """What check prints: the report as JSON (``as_json``) or ``text(report)``, its strings
-    cut (``report_strings``) and nothing in it a terminal would obey."""
+    cut (``report_strings``) and nothing in it a terminal would obey.  The fitted catalog of ``check
+    --fitted`` is written whole in JSON: it is what the client gets."""
+    fitted = report.get("fitted")
     report = report_strings(report)
-    return printable_json(json.dumps(report, indent=2, ensure_ascii=False)) + "\n" if as_json else text(report)
+    if not as_json:
+        return text(report)
+    if fitted:
+        report["fitted"] = fitted
+    return printable_json(json.dumps(report, indent=2, ensure_ascii=False)) + "\n"
 
 
 def report_strings(value, secrets=()):
@@ -10830,11 +10873,19 @@ def report_strings(value, secrets=()):
     return shorten(scrub_secrets(value, secrets), MAX_REPORT_CHARS)
 
 
-def catalog_report(snapshot, timings, problems, server_name, client, protocol=None):
-    """Check a snapshot: the --json report (check_report_json) with ``problems`` first."""
+def catalog_report(snapshot, timings, problems, server_name, client, protocol=None, fitted=False):
+    """Check a snapshot: the --json report (check_report_json) with ``problems`` first.  ``fitted``: check
+    the tools as the relay advertises them to ``client`` (``advertised_tools``; a client without a relay
+    profile gets the generic one, as --client auto gives it), held in the report's "fitted"."""
     if server_name is None:
         info = server_info(snapshot.get("initialize", snapshot.get("discover"))) or {}
         server_name = info.get("name") if isinstance(info.get("name"), str) else None
+    if fitted:
+        profile = client if CLIENTS[client]["profile"] else "generic"
+        # No tools capability: no tools/list, nothing the relay adds.
+        tools, names = advertised_tools(snapshot["tools"], profile) if "tools" in snapshot else ([], {})
+        snapshot = dict(snapshot, tools=tools)
+        fitted = {"client": client, "profile": profile, "names": names, "tools": tools}
     checker = CatalogChecker(server_name)
     findings = list(problems) + checker.check(snapshot, protocol and protocol["requested"])
     findings += task_findings(snapshot.get("tools") or [])
@@ -10843,7 +10894,16 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
                                 "mcp.json too: pass --server-name NAME to check it exactly"
                                 % CLIENTS["cursor"]["facts"]["name_chars"],
                                 ("cursor",)))
-    return check_report_json(snapshot, findings, checker, timings, client, protocol)
+    elif fitted and server_name and len(server_name) > FIT_SERVER_NAME_CHARS and any(
+            CATALOG_RULES[f.rule].fix == "short-name" for f in findings if f.rule and f.affects(client)):
+        findings.append(Finding("info", "/tools", "ocx-proxy fits tool names for a server name of up to %d "
+                                "characters; %r has %d: a shorter one in your client's configuration lets it fit "
+                                "the names left above" % (FIT_SERVER_NAME_CHARS, server_name, len(server_name)),
+                                (client,)))
+    report = check_report_json(snapshot, findings, checker, timings, client, protocol)
+    if fitted:
+        report["fitted"] = fitted
+    return report
 
 
 # ---------------------------------------------------------------------------
@@ -12239,6 +12299,26 @@ def decode_input_format(data, fmt):
         raise OcxError("input is not valid base64")
 
 
+def fitted_for_cursor(tools, provider):
+    """Normalised ``tools`` fitted to Cursor's rules as the relay fits a catalog (``fit_tools``), the
+    ``provider`` identifier counting as the server name (Cursor names a tool mcp_<provider>_<tool>).
+    A renamed tool loses its namespace: its wire name is the fitted name.  encode-tools has no call
+    path: each fitted name is logged with the catalog's, for whoever maps Cursor's calls back."""
+    fitted, names = fit_tools([{"name": tool["wire_name"], "inputSchema": tool["input_schema"]} for tool in tools],
+                              "cursor", len(provider))
+    out = []
+    for tool, fit in zip(tools, fitted):
+        tool = dict(tool, input_schema=fit["inputSchema"])
+        if fit["name"] != tool["wire_name"]:
+            tool.pop("namespace", None)
+            tool.update(name=fit["name"], wire_name=fit["name"])
+        out.append(tool)
+    for name, original in names.items():
+        log.info("encode-tools: %s is the catalog's %s, fitted for Cursor: a call of it means that tool"
+                 % (name, original))
+    return out
+
+
 def cmd_encode_tools(args):
     """``encode-tools``: a JSON catalog in, Cursor protobuf out, a summary on stderr."""
     label = "stdin" if args.file in (None, "-") else args.file
@@ -12252,6 +12332,8 @@ def cmd_encode_tools(args):
     selected = filter_tools(normalized, tool_choice)
     if tool_choice_names(tool_choice) and not selected:
         log.warning("tool_choice %s matches no tool in the catalog" % dumps(tool_choice))
+    if args.fit_tools:
+        selected = fitted_for_cursor(selected, args.provider)
     mcp_tools = encode_mcp_tools(selected, None, args.provider)
     if args.wrap == "agent-run-request":
         output = encode_agent_run_request(mcp_tools, empty_wrapper=args.when_empty == "suppress")
@@ -12323,6 +12405,12 @@ def add_protobuf_commands(sub):
     p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
                    help="message to write: McpTools, an AgentRunRequest holding it in field 4, or a "
                         "RequestContext with the tools in field 7 (default: %(default)s)")
+    p.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
+                   help="fit names and schemas to Cursor's rules as the relay does (check --fitted --client "
+                        "cursor), the --provider counting as the server name; each renamed tool is logged "
+                        "with the catalog's name (default %(default)s)")
+    p.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
+                   help="encode the catalog's names and schemas as they are (default off)")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
                    help="agent-run-request with no tool left: write the empty wrapper 22 00 (no native "
                         "tools either) or leave field 4 absent (default: %(default)s)")
@@ -12472,6 +12560,10 @@ def add_check_output_options(parser, suppress=False):
     add("--client", "all", "only show findings that affect this client (%s) or model API (%s)%s (default "
         "%%(default)s)" % (", ".join(kinds[0]), ", ".join(kinds[1]), aliases_note("check")),
         type=lambda text: client_named(text, "check"), choices=("all",) + tuple(CLIENTS), metavar="CLIENT")
+    add("--fitted", False, "check the catalog as ocx-proxy's relay advertises it to --client (fitted, "
+                           "--fit-tools; outputSchema and the reader tool as its profile has them), and print "
+                           "it: the findings are what the relay leaves (default: the server's catalog)",
+        action="store_true")
     add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
                                "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
@@ -12495,6 +12587,10 @@ def cmd_check(args):
         raise UsageError("--config-format goes with --config FILE")
     if args.config and (args.allow_tools or args.deny_tools):
         raise UsageError("--allow-tools and --deny-tools do not go with --config: they apply to one server")
+    if args.fitted and (args.config or args.client == "all"):
+        raise UsageError("check --fitted shows what the relay advertises to one client: give --client CLIENT, "
+                         "and --file or a transport" if not args.config else
+                         "check --fitted goes with --file or a transport, not --config")
     if args.file and (args.bare or args.compare_capabilities):
         raise UsageError("check --file reads a saved listing: --bare and --compare-capabilities need a server")
     try:
@@ -12522,13 +12618,14 @@ def cmd_check(args):
         sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (what, printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
     problems += filter_catalog(snapshot, ToolFilter(args.allow_tools, args.deny_tools))
-    return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol)
+    return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol,
+                     args.fitted)
 
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
-                       usage="%(prog)s [--json] [--client C] [--server-name N] [--bare] [--compare-capabilities] "
-                             "(--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
+                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] "
+                             "[--compare-capabilities] (--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
                              "streamable-http|sse|auto --url URL [--header ...])",
                        description="Connect like a full-featured client and list every page of tools, prompts, "
                                    "resources and templates, or read a saved catalog, and report each problem "

@@ -346,6 +346,42 @@ def test_cli_uses_the_body_tool_choice_unless_overridden(tmp_path):
     assert len(ox.decode_mcp_tools(result.stdout)) == 5
 
 
+CURSOR_FITTED_RULES = {"cursor-name-length", "name-chars", "cursor-type-array"}
+
+
+def cursor_findings(mcp_tools_bytes, provider):
+    """The rules of CURSOR_FITTED_RULES the decoded McpTools break, the provider counting as the server name."""
+    decoded = ox.decode_mcp_tools(mcp_tools_bytes)
+    tools = [{"name": tool["tool_name"], "inputSchema": tool["input_schema"]} for tool in decoded]
+    return decoded, sorted({f.rule for f in ox.CatalogChecker(provider).check({"tools": tools})} & CURSOR_FITTED_RULES)
+
+
+@pytest.mark.parametrize("provider", [ox.CURSOR_PROVIDER, "p"])
+def test_cli_encode_fits_names_and_schemas_to_cursor_and_states_the_names_back(provider):
+    catalog = os.path.join(FIXTURES, "catalogs", "unfit.json")    # 70 characters, files.read, a type array
+    result = run_proxy("encode-tools", catalog, "--provider", provider)
+    decoded, broken = cursor_findings(result.stdout, provider)
+    assert result.returncode == 0 and broken == []
+    long_name = "find_every_document_in_the_knowledge_base_that_matches_the_query_v2_xy"
+    fitted = {long_name: ox.short_name(long_name, 60 - len(provider)), "files.read": ox.short_name("files.read", 99)}
+    assert [tool["tool_name"] for tool in decoded] == [fitted[long_name], fitted["files.read"], "pick"]
+    assert [tool["name"] for tool in decoded] == [tool["tool_name"] for tool in decoded]
+    assert decoded[0]["input_schema"]["properties"]["q"] == {"type": "string"}
+    stderr = result.stderr.decode()
+    for original, name in fitted.items():   # no call path here: the map back is stated
+        assert "%s is the catalog's %s" % (name, original) in stderr
+    raw = run_proxy("encode-tools", catalog, "--provider", provider, "--no-fit-tools")
+    assert cursor_findings(raw.stdout, provider)[1] == sorted(CURSOR_FITTED_RULES)
+    env = dict(os.environ, OCX_PROXY_FIT_TOOLS="0")
+    assert run_proxy("encode-tools", catalog, "--provider", provider, env=env).stdout == raw.stdout
+
+
+def test_cli_encode_fitting_leaves_a_fitting_catalog_byte_for_byte():
+    path = os.path.join(FIXTURES, "codex_request.json")
+    fitted, raw = run_proxy("encode-tools", path), run_proxy("encode-tools", path, "--no-fit-tools")
+    assert raw.returncode == 0 and fitted.stdout == raw.stdout and b"fitted for Cursor" not in fitted.stderr
+
+
 def test_cli_pipe_encode_into_decode():
     encoded = run_proxy("encode-tools", os.path.join(FIXTURES, "codex_request.json"))
     decoded = run_proxy("decode", stdin=encoded.stdout)

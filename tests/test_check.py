@@ -375,3 +375,77 @@ def test_human_report_gives_one_source_line_per_rule_finding():
     assert sum(line.startswith("          source: ") for line in lines) == 1
 
 
+
+
+# -- check --fitted: the catalog as the relay advertises it ----------------------
+
+UNFIT = os.path.join(CATALOGS, "unfit.json")   # a 70-character name, a dotted name, a type array, $ref, anyOf...
+
+
+def relay_listing(client):
+    """tools/list through a real relay with --client ``client`` (its default options) serving UNFIT."""
+    from conftest import RelayProcess
+    relay = RelayProcess(["--client", client], [UNFIT], server=SERVER)
+    try:
+        relay.initialize()
+        return relay.request("tools/list", {})[0]["result"]["tools"]
+    finally:
+        relay.close()
+
+
+@pytest.mark.parametrize("client", ["cursor", "claude-code", "gemini-cli", "gemini-api", "codex"])
+def test_fitted_shows_the_catalog_the_relay_lists_and_only_the_findings_it_leaves(client, tmp_path):
+    status, before, _ = run_check("unfit", "--client", client)
+    status, report, _ = run_check("unfit", "--client", client, "--fitted")
+    fitted = report["fitted"]
+    assert fitted["client"] == fitted["profile"] == client
+    assert fitted["tools"] == relay_listing(client)         # exactly what the client gets, 3000 characters too
+    assert fitted["tools"][0]["description"] == "d" * 3000
+    assert report["counts"]["tools"] == 4 and fitted["tools"][-1]["name"] == "read_spilled_output"
+    shown = {tool["name"] for tool in fitted["tools"]}
+    assert set(fitted["names"]) <= shown and all(name not in shown for name in fitted["names"].values())
+    fixed = set(op.fit_rules(client))
+    assert {f["rule"] for f in before["findings"]} & fixed
+    assert not [f for f in report["findings"] if f.get("rule") in fixed]
+    assert status == (1 if only(report, "error") else 0)
+
+
+def test_fitted_names_map_to_the_server_names_for_cursor():
+    status, report, _ = run_check("unfit", "--client", "cursor", "--fitted")
+    names = report["fitted"]["names"]
+    assert sorted(names.values()) == ["files.read",
+                                      "find_every_document_in_the_knowledge_base_that_matches_the_query_v2_xy"]
+    assert all(len("srv" + name) <= 60 and re.match(r"^[A-Za-z0-9_-]+$", name) for name in names)
+    assert status == 0 and report["findings"] == []
+
+
+def test_fitted_text_prints_the_catalog_and_what_is_left():
+    proc = subprocess.run([sys.executable, PROXY, "check", "--client", "claude-code", "--fitted", "--server-name",
+                           "srv", "--file", UNFIT], stdout=subprocess.PIPE, timeout=60)
+    text = proc.stdout.decode("utf-8")
+    assert proc.returncode == 0 and "as ocx-proxy advertises it to claude-code (relay profile claude-code" in text
+    assert '(the server\'s "files.read")' in text and "read_spilled_output  (ocx-proxy's reader tool)" in text
+    assert '"description":"(arguments one or more of: {id}; {q})"' in text        # the root anyOf, made one object
+    assert "Claude Code cuts it at 2048" in text and "fixed by ocx-proxy" not in text
+    assert "0 errors, 1 warnings" in text
+
+
+def test_fitted_names_a_server_name_too_long_for_the_fitted_names():
+    status, report, _ = run_check("unfit", "--client", "cursor", "--fitted", server_name="s" * 30)
+    assert [f["rule"] for f in only(report, "error")] == ["cursor-name-length"]
+    assert "up to 24 characters; 'ssssssssssssssssssssssssssssss' has 30" in only(report, "info")[0]["message"]
+    assert status == 1
+
+
+def test_fitted_of_a_client_without_a_relay_profile_is_the_generic_fitting():
+    _, report, _ = run_check("unfit", "--client", "vscode", "--fitted")
+    assert report["fitted"]["profile"] == "generic" and report["fitted"]["names"] == {}
+    assert [f["rule"] for f in report["findings"]] == ["vscode-name-cut"]       # the relay cannot fix it for VS Code
+
+
+@pytest.mark.parametrize("args,needle", [(["--file", UNFIT], b"give --client CLIENT"),
+                                         (["--client", "cursor", "--config", UNFIT], b"not --config")])
+def test_fitted_needs_one_client_and_one_catalog(args, needle):
+    proc = subprocess.run([sys.executable, PROXY, "check", "--fitted"] + args, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 2 and needle in proc.stderr and proc.stderr.count(b"\n") == 1
