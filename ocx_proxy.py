@@ -2108,12 +2108,12 @@ def parse_json_path(path):
 
 
 def json_path_text(steps):
-    """``steps`` (``parse_json_path``) written as a path, the shortest way."""
+    """``steps`` (``parse_json_path``) written as a path, the shortest way (characters as they are)."""
     out = ["$"]
     for step in steps:
         kind = step[0]
         if kind == "key":
-            out.append("." + step[1] if _PATH_NAME_RE.match(step[1]) else "[%s]" % json.dumps(step[1]))
+            out.append("." + step[1] if _PATH_NAME_RE.match(step[1]) else "[%s]" % json.dumps(step[1], ensure_ascii=False))
         elif kind == "descend":
             out.append(".." + step[1])
         elif kind == "index":
