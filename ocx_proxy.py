@@ -2113,7 +2113,8 @@ def json_path_text(steps):
     for step in steps:
         kind = step[0]
         if kind == "key":
-            out.append("." + step[1] if _PATH_NAME_RE.match(step[1]) else "[%s]" % json.dumps(step[1], ensure_ascii=False))
+            name = step[1]
+            out.append("." + name if _PATH_NAME_RE.match(name) else "[%s]" % json.dumps(name, ensure_ascii=False))
         elif kind == "descend":
             out.append(".." + step[1])
         elif kind == "index":
@@ -2258,8 +2259,8 @@ class ReadPage:
 
 # Bytes that may disappear when a line is re-serialized compactly (see Budget.fit).
 COMPACT_SHRINKABLE = b" \t\r\n/0123456789"
-# A preview outlines a JSON text from its first this many characters (JsonOutline): parsing them takes
-# ~30 ms on a busy machine, on the loop; the reader's outline walks the rest.
+# A preview outlines a JSON text from its first this many characters (JsonOutline): reading them takes
+# ~20 ms on a busy 2-core machine (4x as many: 50-100 ms), on the loop; the reader's outline walks the rest.
 OUTLINE_SCAN_CHARS = 1 << 18
 # Keys of an object and items of an array an outline shows, and characters of each one's JSON.
 OUTLINE_MEMBERS = 40
@@ -2930,16 +2931,18 @@ class PreviewBuilder:
         head, tail, omitted = make_preview(text, budget - len(shown))
         marker = self.marker(text, detail)
         middle = "\n\n[... %d of %d characters omitted ...]\n\n" % (omitted, len(text)) if omitted else ""
-        shown = shown and shown + "\n\n"
-        return marker + "\n\n" + shown + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
+        opening = shown + "\n\n" if shown else ""
+        return marker + "\n\n" + opening + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
 
     def fit(self, text, budget):
         """Largest preview (of ``budget.preview_chars`` at most) whose message fits ``budget``, degrading when
         even none fits.
 
-        Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
-        keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
-        the marker.  No level drops a field the schema of the request's
+        A text that is a JSON object or array is outlined once
+        (``JsonOutline``): each preview tried starts with what of the outline
+        fits.  Levels: 0 keeps ``structuredContent`` (only tried when it is
+        small), 1 keeps the resource link and ``_meta``, 2 drops them, 3 also
+        shortens the marker.  No level drops a field the schema of the request's
         revision requires (``modern_fields``).  The last resort is an error
         naming the output directory.
         """
