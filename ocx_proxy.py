@@ -2109,12 +2109,13 @@ def parse_json_path(path):
 
 
 def json_path_text(steps):
-    """``steps`` (``parse_json_path``) written as a path, the shortest way."""
+    """``steps`` (``parse_json_path``) written as a path, the shortest way (characters as they are)."""
     out = ["$"]
     for step in steps:
         kind = step[0]
         if kind == "key":
-            out.append("." + step[1] if _PATH_NAME_RE.match(step[1]) else "[%s]" % json.dumps(step[1]))
+            name = step[1]
+            out.append("." + name if _PATH_NAME_RE.match(name) else "[%s]" % json.dumps(name, ensure_ascii=False))
         elif kind == "descend":
             out.append(".." + step[1])
         elif kind == "index":
@@ -2259,6 +2260,15 @@ class ReadPage:
 
 # Bytes that may disappear when a line is re-serialized compactly (see Budget.fit).
 COMPACT_SHRINKABLE = b" \t\r\n/0123456789"
+# A preview outlines a JSON text from its first this many characters (JsonOutline): reading them takes
+# ~20 ms on a busy 2-core machine (4x as many: 50-100 ms), on the loop; the reader's outline walks the rest.
+OUTLINE_SCAN_CHARS = 1 << 18
+# Keys of an object and items of an array an outline shows, and characters of each one's JSON.
+OUTLINE_MEMBERS = 40
+OUTLINE_ITEMS = 3
+OUTLINE_SNIPPET = 60
+_JSON_SPACE_RE = re.compile(r"[ \t\r\n]*")
+_JSON_COMPACT_RE = re.compile(r'("(?:[^"\\]|\\.)*"?)|[ \t\r\n]+')
 
 
 def compact_floor(line, chars):
@@ -2742,6 +2752,144 @@ class Spill:
         return builder.fit(full_text, self.budget), files
 
 
+def _decode_within(text, i, stop):
+    """``(value, end)`` of the JSON value at ``text[i]`` when it ends before ``stop``, else None (also when
+    it is no JSON value).  Read from slices that grow: a value costs about its size, however big the text."""
+    size = 4096
+    while True:
+        piece = text[i:min(stop, i + size)]
+        try:
+            value, end = _DECODER.raw_decode(piece)
+        except (ValueError, RecursionError):
+            value, end = None, 0
+        # A number cut at the slice's end reads as a shorter one: only a value that ends on its own is sure.
+        if end and (end < len(piece) or piece[end - 1] in '"]}' or i + end == len(text)):
+            return value, i + end
+        if i + size >= stop:
+            return None
+        size *= 8
+
+
+def _json_members(text, i, stop, limit):
+    """``(members, end)``: the first ``limit`` members of the object or array at ``text[i]``, each as
+    ``(key or index, start, _decode_within answer)``, and where the container ends when they are all of
+    it (else None: more follow, bad JSON, or the last member does not end before ``stop``, its answer None)."""
+    is_object = text[i] == "{"
+    close = "}" if is_object else "]"
+    i = _JSON_SPACE_RE.match(text, i + 1).end()
+    members = []
+    while text[i:i + 1] != close:
+        if len(members) == limit:
+            return members, None
+        key = len(members)
+        if is_object:
+            found = _decode_within(text, i, stop)
+            i = _JSON_SPACE_RE.match(text, found[1]).end() if found and isinstance(found[0], str) else -1
+            if i < 0 or text[i:i + 1] != ":":
+                return members, None
+            key, i = found[0], _JSON_SPACE_RE.match(text, i + 1).end()
+        found = _decode_within(text, i, stop)
+        members.append((key, i, found))
+        if not found:
+            return members, None
+        i = _JSON_SPACE_RE.match(text, found[1]).end()
+        if text[i:i + 1] == ",":
+            i = _JSON_SPACE_RE.match(text, i + 1).end()
+        elif text[i:i + 1] != close:
+            return members, None
+    return members, i + 1
+
+
+def _outline_value(text, i, found):
+    """``(type and size, start as written)`` of the JSON value at ``text[i]``, as the reader's outline says
+    them; ``found`` is ``_decode_within``'s answer, None for a value too big to read here."""
+    end = found[1] if found else len(text)
+    raw = _JSON_COMPACT_RE.sub(lambda m: m.group(1) or "", text[i:min(end, i + OUTLINE_SNIPPET * 8)])
+    shown = raw[:OUTLINE_SNIPPET] + ("\u2026" if len(raw) > OUTLINE_SNIPPET or not found else "")
+    kind = {"{": "object", "[": "array", '"': "string"}.get(text[i:i + 1], "value")
+    if not found:
+        return "%s, over %d characters" % (kind, OUTLINE_SCAN_CHARS), shown
+    value = found[0]
+    if isinstance(value, (dict, list)):
+        unit = "keys" if kind == "object" else "items"
+        return "%s, %d %s, %d bytes" % (kind, len(value), unit, utf8_len(text[i:end])), shown
+    if isinstance(value, str):
+        return "string, %d chars" % len(value), shown
+    return ("number " if text[i] in "-0123456789" else "") + shown, ""
+
+
+class JsonOutline:
+    """The top level of a JSON text as a preview shows it, from a bounded scan (``JsonOutline.of``).
+
+    ``lines``: the text's type and size, then one line per member (at most
+    OUTLINE_MEMBERS keys of an object, OUTLINE_ITEMS items of an array):
+    ``  .key: type, size: its start as written``.  ``note`` says what the
+    reader tool does with JSON.  Sizes are UTF-8 bytes of the text as given
+    (the spill's ``.txt``), as the reader's outline counts them.
+    """
+
+    def __init__(self, lines, note):
+        self.lines = lines
+        self.note = note
+
+    @classmethod
+    def of(cls, text, reader_name=None):
+        """The outline of ``text`` when it is a JSON object or array, else None.
+
+        Only its first OUTLINE_SCAN_CHARS characters are read (tens of
+        milliseconds): a longer text gets the members that end within them,
+        and the lines say the rest was not read.  A text within them that is
+        no JSON has no outline.
+        """
+        start = _JSON_SPACE_RE.match(text).end()
+        tail = text[-4096:]
+        end = len(text) - len(tail) + len(tail.rstrip(" \t\r\n"))
+        opener = text[start:start + 1]
+        if opener not in ("{", "[") or text[end - 1:end] != ("}" if opener == "{" else "]"):
+            return None
+        kind, unit = ("object", "keys") if opener == "{" else ("array", "items")
+        limit = OUTLINE_MEMBERS if opener == "{" else OUTLINE_ITEMS
+        members, closed = _json_members(text, start, min(end, start + OUTLINE_SCAN_CHARS), limit)
+        count = len(members) if closed == end else None
+        if count is None and end - start <= OUTLINE_SCAN_CHARS:  # more members than shown, or bad JSON
+            whole = None if closed else _decode_within(text, start, end)
+            if whole is None or whole[1] != end:
+                return None
+            count = len(whole[0])
+        lines = ["$: %s, %d %s, %d bytes" % (kind, count, unit, utf8_len(text[start:end])) if count is not None
+                 else "$: %s of %d characters" % (kind, end - start)]
+        steps = [["key", key] if opener == "{" else ["index", key] for key, _, _ in members]
+        for step, (_, i, found) in zip(steps, members):
+            lines.append("  %s: %s" % (json_path_text([step])[1:], ": ".join(filter(None, _outline_value(
+                text, i, found)))))
+        if count is None:
+            lines.append("  \u2026 (the outline reads the first %d characters only)" % OUTLINE_SCAN_CHARS)
+        elif count > len(members):
+            lines.append("  \u2026 %d more %s" % (count - len(members), unit))
+        if not reader_name:
+            return cls(lines, "")
+        paths = [json_path_text([step]) + ("[0:10]" if text[i] == "[" else "")
+                 for step, (_, i, _) in zip(steps, members) if text[i] in "[{"]
+        example = "$[0:10]" if opener == "[" else (paths + [json_path_text(steps[:1])])[0]
+        return cls(lines, '[%s also takes path="%s" (a JSONPath subset) and outline=true (one node described)]'
+                   % (reader_name, example))
+
+    def fit(self, room):
+        """The outline in at most ``room`` characters: the first lines that fit, "  ..." for the others, and
+        the note; "" when not even the first line fits."""
+        kept, size = [], len(self.note) + 4
+        for line in self.lines:
+            if size + len(line) + 1 > room:
+                break
+            kept.append(line)
+            size += len(line) + 1
+        if not kept:
+            return ""
+        if len(kept) < len(self.lines):
+            kept.append("  \u2026")
+        return "\n".join(kept + [self.note] if self.note else kept)
+
+
 class PreviewBuilder:
     """Builds the replacement message for one spilled message at a given preview size.
 
@@ -2777,20 +2925,25 @@ class PreviewBuilder:
             self.original_chars, self.original_bytes, self.files.txt_path, text.count("\n") + 1,
             "; read it with " + reader if reader else "", self.files.json_path)
 
-    def preview(self, text, budget, detail):
-        """``(preview text, characters of the original kept)`` for ``budget`` characters of ``text``."""
-        head, tail, omitted = make_preview(text, budget)
+    def preview(self, text, budget, detail, outline=None):
+        """``(preview text, characters of the original kept)`` for ``budget`` characters of ``text``; a text
+        that does not fit whole starts with its ``outline`` (a ``JsonOutline``), in half the budget at most."""
+        shown = outline.fit(budget // 2) if outline and len(text) > budget else ""
+        head, tail, omitted = make_preview(text, budget - len(shown))
         marker = self.marker(text, detail)
         middle = "\n\n[... %d of %d characters omitted ...]\n\n" % (omitted, len(text)) if omitted else ""
-        return marker + "\n\n" + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
+        opening = shown + "\n\n" if shown else ""
+        return marker + "\n\n" + opening + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
 
     def fit(self, text, budget):
         """Largest preview (of ``budget.preview_chars`` at most) whose message fits ``budget``, degrading when
         even none fits.
 
-        Levels: 0 keeps ``structuredContent`` (only tried when it is small), 1
-        keeps the resource link and ``_meta``, 2 drops them, 3 also shortens
-        the marker.  No level drops a field the schema of the request's
+        A text that is a JSON object or array is outlined once
+        (``JsonOutline``): each preview tried starts with what of the outline
+        fits.  Levels: 0 keeps ``structuredContent`` (only tried when it is
+        small), 1 keeps the resource link and ``_meta``, 2 drops them, 3 also
+        shortens the marker.  No level drops a field the schema of the request's
         revision requires (``modern_fields``).  The last resort is an error
         naming the output directory.
         """
@@ -2798,11 +2951,12 @@ class PreviewBuilder:
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
         levels = (0, 1, 2, 3) if structured and self.method == "tools/call" else (1, 2, 3)
+        outline = JsonOutline.of(text, self.reader_name)
         for level in levels:
             size = min(budget.preview_chars, len(text))
             floor = size // 4 if level == 0 else 0
             for _ in range(40):
-                preview, kept = self.preview(text, size, detail=level < 3)
+                preview, kept = self.preview(text, size, level < 3, outline)
                 out = dumps(self.build(preview, level, kept))
                 over = len(out) - max_chars
                 if max_bytes and utf8_len(out) > max_bytes:

@@ -855,3 +855,181 @@ def test_a_lone_surrogate_is_written_as_u_fffd_and_read_as_one_character(tmp_pat
     with open(files.txt_path, "rb") as handle:
         assert handle.read() == "a\ufffdb\n\ufffdc".encode("utf-8")  # valid UTF-8 for every file tool
     assert spill.read(stem, line=1, column=3) == ("b\n\ufffdc", "[end of the text]")
+
+
+# -- the outline of a JSON text, first in its preview -------------------------------
+
+def outline_preview(relay, text=None, **big):
+    """Spill a tool result whose text is ``text`` (or the fixture's ``big`` with ``big``'s arguments):
+    (its preview text, the part before the text's head, the spill's meta)."""
+    reply = relay.call("big", big) if big else relay.call("raw", {"line": json.dumps(
+        {"jsonrpc": "2.0", "id": "__ID__", "result": {"content": [{"type": "text", "text": text}]}},
+        ensure_ascii=False).replace('"__ID__"', "__ID__")})
+    preview = reply["result"]["content"][0]["text"]
+    return preview, preview_body(preview).split("\n\n")[0], reply["result"]["_meta"]["ocx-proxy/spill"]
+
+
+def start(value):
+    """What an outline shows of ``value``: the start of its compact JSON."""
+    text = compact(value)
+    return text[:op.OUTLINE_SNIPPET] + ("\u2026" if len(text) > op.OUTLINE_SNIPPET else "")
+
+
+NOTE = '[read_spilled_output also takes path="%s" (a JSONPath subset) and outline=true (one node described)]'
+
+
+def test_a_json_object_result_previews_its_outline_first(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    relay.request("tools/list")
+    data = {"items": [{"id": n, "name": "item %d" % n, "price": 1.5} for n in range(2000)], "total": 2000,
+            "ok": True, "note": None, "cursor": "abc"}
+    preview, outline, meta = outline_preview(relay, json.dumps(data).replace("1.5", "1.50"))
+    pretty = open(meta["txt"], encoding="utf-8").read()
+    items = pretty[pretty.index("["):pretty.index("],\n") + 1]
+    assert outline.split("\n") == [
+        "$: object, 5 keys, %d bytes" % os.path.getsize(meta["txt"]),
+        '  .items: array, 2000 items, %d bytes: [{"id":0,"name":"item 0","price":1.50},{"id":1,"name":"item \u2026'
+        % len(items),
+        "  .total: number 2000",
+        "  .ok: true",
+        "  .note: null",
+        '  .cursor: string, 3 chars: "abc"',
+        NOTE % "$.items[0:10]",
+    ]
+    assert preview_body(preview).split("\n\n")[1].startswith('{\n  "items": [\n    {\n      "id": 0,')
+    # The reader's outline of the whole says the same of it.
+    spill_id = os.path.basename(meta["txt"])[:-4]
+    answer = relay.call("read_spilled_output", {"id": spill_id, "outline": True}, timeout=30)["result"]
+    assert answer["content"][0]["text"].split("\n")[0] == outline.split("\n")[0]
+    assert relay.close() == 0
+
+
+def test_a_json_array_result_shows_its_length_and_first_items(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    relay.request("tools/list")
+    _, outline, meta = outline_preview(relay, head="[", unit='{"k": "v", "n": [1, 2]}', sep=", ", tail="]", n=3000)
+    pretty = open(meta["txt"], encoding="utf-8").read()
+    item = pretty.index("\n  }") + 4 - pretty.index("{")
+    assert outline.split("\n") == [
+        "$: array, 3000 items, %d bytes" % os.path.getsize(meta["txt"])] + [
+        '  [%d]: object, 2 keys, %d bytes: {"k":"v","n":[1,2]}' % (n, item) for n in range(3)] + [
+        "  \u2026 2997 more items", NOTE % "$[0:10]"]
+    assert relay.close() == 0
+
+
+def test_nested_values_are_outlined_one_level_deep_with_their_start(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    relay.request("tools/list")
+    data = {"a b": {"deep": {"deeper": [[1, 2], [3]]}}, "rows": [[0.1] * 3] * 2000, "e": [], "o": {}}
+    _, outline, _ = outline_preview(relay, json.dumps(data))
+    lines = outline.split("\n")
+    assert lines[1].startswith('  ["a b"]: object, 1 keys, ') and lines[1].endswith(
+        ': {"deep":{"deeper":[[1,2],[3]]}}')
+    assert lines[2].startswith("  .rows: array, 2000 items, ") and lines[2].endswith(": " + start(data["rows"]))
+    assert lines[3:] == ["  .e: array, 0 items, 2 bytes: []", "  .o: object, 0 keys, 2 bytes: {}",
+                         NOTE % '$["a b"]']
+    assert relay.close() == 0
+
+
+def test_cjk_keys_are_outlined_as_paths_and_fit_a_byte_budget(relay_factory):
+    relay = relay_factory(["--client", "codex"])
+    relay.initialize()
+    relay.request("tools/list")
+    data = {"名前": ["値%d" % n for n in range(3000)], "説明 文": "説明" * 100}
+    _, outline, meta = outline_preview(relay, json.dumps(data, ensure_ascii=False))
+    pretty = open(meta["txt"], encoding="utf-8").read()
+    names = pretty[pretty.index("["):pretty.index("],") + 1].encode()
+    assert outline.split("\n")[1:] == [
+        "  .名前: array, 3000 items, %d bytes: %s" % (len(names), start(data["名前"])),
+        '  ["説明 文"]: string, 200 chars: "%s\u2026' % ("説明" * 30)[:59],
+        NOTE % "$.名前[0:10]"]
+    line = relay.raw_lines[-1]
+    assert len(line) <= 10001 and len(line.decode()) <= 10001  # codex: 10,000 characters and bytes
+    assert relay.close() == 0
+
+
+def test_a_huge_json_text_is_outlined_from_its_start_only(relay_factory):
+    relay = relay_factory()
+    relay.initialize()
+    relay.request("tools/list")
+    unit, n = '{"id": 12345, "name": "a name", "tags": ["x", "y"]}', 600000   # 30 MB
+    big = dict(head='{"items": [', unit=unit, sep=", ", tail='], "total": 600000}', n=n)
+    started = time.monotonic()
+    preview, outline, meta = outline_preview(relay, **big)
+    assert time.monotonic() - started < 60
+    text = big["head"] + big["sep"].join([unit] * n) + big["tail"]
+    assert outline.split("\n") == [
+        "$: object of %d characters" % len(text),
+        "  .items: array, over %d characters: %s" % (op.OUTLINE_SCAN_CHARS, start([json.loads(unit)] * 2)),
+        "  \u2026 (the outline reads the first %d characters only)" % op.OUTLINE_SCAN_CHARS,
+        NOTE % "$.items[0:10]"]
+    assert len(relay.raw_lines[-1]) <= op.MAX_RESPONSE_CHARS + 1
+    # The files are unchanged: the exact line, and the text as it came (too big to pretty-print).
+    with open(meta["json"], "rb") as handle:
+        line = handle.read()
+    assert json.loads(line)["result"]["content"][0]["text"] == text
+    with open(meta["txt"], encoding="utf-8") as handle:
+        assert handle.read() == text
+    assert relay.close() == 0
+
+
+@pytest.mark.parametrize("text", [
+    "row %d of a table\n" * 2000,
+    "{" + "not json, only braces " * 1000 + "}",
+    '{"a": 1}' + " trailing" * 2000 + " {}",
+    "[" + "1, " * 5000 + "NaN]",
+])
+def test_a_text_that_is_not_json_keeps_the_preview_it_had(relay_factory, text):
+    relay = relay_factory()
+    relay.initialize()
+    relay.request("tools/list")
+    preview, first, _ = outline_preview(relay, text)
+    assert text.startswith(first.split("\n")[0]) and "$: " not in preview and "JSONPath" not in preview
+    assert relay.close() == 0
+
+
+@pytest.mark.parametrize("client_name", sorted(
+    name for entry in op.CLIENTS.values() if entry["profile"] for name in entry["profile"]["client_names"]))
+def test_an_outlined_preview_fits_every_client_budget(relay_factory, client_name):
+    relay = relay_factory()
+    relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
+    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    relay.request("tools/list")
+    profile = op.client_profile(op.client_profile_for(client_name))
+    keys = {"キー%d" % k: [{"名前": "値%d" % n} for n in range(400)] for k in range(60)}
+    for text in (json.dumps(keys, ensure_ascii=False), json.dumps([keys] * 3, ensure_ascii=False)):
+        _, outline, _ = outline_preview(relay, text)
+        line = relay.raw_lines[-1].rstrip(b"\n")
+        assert outline.startswith("$: ") and ("\n  .キー0: " in outline or "\n  [0]: " in outline), outline
+        assert len(line.decode()) <= profile["budget_chars"]
+        assert not profile["budget_bytes"] or len(line) <= profile["budget_bytes"]
+    assert relay.close() == 0
+
+
+json_documents = st.one_of(st.lists(json_values, max_size=8), st.dictionaries(st.text(max_size=10), json_values,
+                                                                               max_size=8))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(json_documents, st.sampled_from(sorted(n for n, e in op.CLIENTS.items() if e["profile"])),
+       st.integers(0, 30000), st.booleans())
+def test_any_json_value_previews_within_the_budget_as_valid_json_rpc(tmp_path, value, client, pad, indent):
+    budget = op.Budget.for_client(op.client_profile(client), options())
+    padded = {"value": value, "pad": "数" * pad} if isinstance(value, dict) else value + ["p" * pad]
+    text = json.dumps(padded, ensure_ascii=False, indent=2 if indent else None)
+    msg = {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": text}]}}
+    line = spill_line(msg)
+    spill = op.Spill(str(tmp_path / "out"), budget)
+    spill.reader_name = op.READER_TOOL_NAME
+    out, files = spill.rewrite(line, msg, "tools/call", None, "2025-06-18")
+    assert budget.fits(len(out), len(out.encode("utf-8")))
+    new = json.loads(out)
+    assert new["jsonrpc"] == "2.0" and new["id"] == 3 and new["result"]["content"][0]["type"] == "text"
+    assert op.JsonOutline.of(text) is not None
+    with open(files.json_path, "rb") as handle:
+        assert handle.read() == line

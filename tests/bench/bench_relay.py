@@ -208,11 +208,11 @@ class Bench:
         finally:
             session.close()
 
-    def big_calls(self, argv, count, expect_spill, size=BIG_BYTES, warm_up=True):
+    def big_calls(self, argv, count, expect_spill, size=BIG_BYTES, warm_up=True, json_text=False):
         session = Session(argv)
         try:
             session.initialize()
-            params = {"name": "big", "arguments": {"bytes": size}}
+            params = {"name": "big", "arguments": {"bytes": size, "json": json_text}}
             if warm_up:
                 session.request("tools/call", params)  # the server builds and caches the text
             times = []
@@ -483,7 +483,7 @@ class Bench:
 
         # 5 MB result: passed through (spill disabled) and spilled.
         progress("5 MB results %d runs x %d calls" % (a.big_runs, a.big_calls))
-        b_direct, b_pass, b_spill, rss_pass, rss_spill = [], [], [], [], []
+        b_direct, b_pass, b_spill, b_json, rss_pass, rss_spill = [], [], [], [], [], []
         size_direct = size_pass = size_spill = 0
         for _ in range(a.big_runs):
             t, size_direct, _ = self.big_calls(self.direct_argv(), a.big_calls, False)
@@ -494,6 +494,7 @@ class Bench:
             t, size_spill, rss = self.big_calls(self.relay_argv(), a.big_calls, True)
             b_spill.append(t)
             rss_spill.append(rss)
+            b_json.append(self.big_calls(self.relay_argv(), a.big_calls, True, json_text=True)[0])
         if size_pass != size_direct:
             raise RuntimeError("pass-through changed the 5 MB line: %d vs %d bytes" % (size_pass, size_direct))
         d = statistics.median(b_direct)
@@ -501,6 +502,8 @@ class Bench:
         rows.append(("5 MB result passed through (spill off)", "ms", d, r, r - d, TARGETS["big"]))
         r = statistics.median(b_spill)
         rows.append(("5 MB result spilled (-> %d-byte preview)" % size_spill, "ms", d, r, r - d, TARGETS["big"]))
+        r = statistics.median(b_json)
+        rows.append(("  info: 5 MB JSON result spilled (preview with its outline)", "ms", d, r, r - d, None))
         rows.append(("  info: writing 2 new 5 MB files on the spill disk", "ms", None, self.disk_write_ms(),
                      None, None))
 

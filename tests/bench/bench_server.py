@@ -3,7 +3,8 @@
 It answers as fast as plain Python can so that the figures measure the relay:
 ``initialize``, ``ping``, ``tools/list`` and ``tools/call`` with the tools
 ``small`` (a tiny text result) and ``big`` (a text result of about
-``arguments.bytes`` bytes, 5 MB by default; built once and cached).
+``arguments.bytes`` bytes, 5 MB by default, lines of text or with ``arguments.json``
+a JSON text; built once and cached).
 """
 import json
 import sys
@@ -11,11 +12,14 @@ import sys
 BIG_CACHE = {}
 
 
-def big_result(size):
-    """The JSON text of a CallToolResult whose line is about ``size`` bytes."""
-    cached = BIG_CACHE.get(size)
+def big_result(size, as_json=False):
+    """The JSON text of a CallToolResult whose line is about ``size`` bytes; its text is lines, or a JSON
+    object of rows (``as_json``)."""
+    cached = BIG_CACHE.get((size, as_json))
     if cached is None:
         row = "%08d the quick brown fox jumps over the lazy dog 0123456789 abcdef\n"
+        if as_json:
+            row = '{"n": %d, "text": "the quick brown fox jumps over the lazy dog", "price": 1.50},'
         lines = []
         total = 0
         i = 0
@@ -24,8 +28,9 @@ def big_result(size):
             lines.append(text)
             total += len(text) + 1  # "\n" is escaped as two characters
             i += 1
-        result = {"content": [{"type": "text", "text": "".join(lines)}], "isError": False}
-        cached = BIG_CACHE[size] = json.dumps(result, separators=(",", ":")).encode("utf-8")
+        text = '{"rows": [%s], "total": %d}' % ("".join(lines)[:-1], i) if as_json else "".join(lines)
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+        cached = BIG_CACHE[(size, as_json)] = json.dumps(result, separators=(",", ":")).encode("utf-8")
     return cached
 
 
@@ -51,7 +56,8 @@ def main():
             result = json.dumps({"tools": [{"name": "small", "inputSchema": {"type": "object"}},
                                            {"name": "big", "inputSchema": {"type": "object"}}]}).encode()
         elif method == "tools/call" and params.get("name") == "big":
-            result = big_result(int((params.get("arguments") or {}).get("bytes", 5000000)))
+            arguments = params.get("arguments") or {}
+            result = big_result(int(arguments.get("bytes", 5000000)), bool(arguments.get("json")))
         elif method == "tools/call":
             result = small
         else:
