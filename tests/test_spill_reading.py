@@ -182,7 +182,8 @@ def test_bad_paths_and_texts_are_clean_tool_errors(relay_factory):
 def test_pages_of_a_path_query_give_every_value_once(relay_factory):
     relay = relay_factory()
     relay.initialize()
-    items = [{"n": n, "text": "x" * (n % 50)} for n in range(3000)]
+    # 1,200 values, 3 pages: each page walks the items before it again (about 0.2 ms an item here, quiet)
+    items = [{"n": n, "text": "x" * (n % 50)} for n in range(1200)]
     spill_id = spill_json(relay, json.dumps({"items": items}))
     got, arguments = [], {"path": "$.items[*].n"}
     for _ in range(100):
@@ -193,7 +194,7 @@ def test_pages_of_a_path_query_give_every_value_once(relay_factory):
             break
         arguments = dict(arguments, line=int(re.search(r"line=(\d+)", hint).group(1)))
         assert ", path=\"$.items[*].n\")]" in hint
-    assert "".join(got) == "".join("$.items[%d].n: %d\n" % (n, n) for n in range(3000))
+    assert len(got) >= 3 and "".join(got) == "".join("$.items[%d].n: %d\n" % (n, n) for n in range(1200))
     assert relay.close() == 0
 
 
