@@ -1207,8 +1207,8 @@ def test_without_a_device_endpoint_the_browser_login_is_used_and_said(server):
     result = server.auth("login", "--device")
     assert result.returncode == 0, result.stderr
     assert len(server.visits()) == 1
-    said = [line for line in result.stderr.decode().splitlines() if "device" in line]
-    assert len(said) == 1 and "browser" in said[0], result.stderr
+    said = [line for line in result.stderr.decode().splitlines() if "device login" in line]
+    assert len(said) == 1 and "browser" in said[0] and "--oauth-device" in said[0], result.stderr
 
 
 def test_slow_down_adds_five_seconds_to_the_interval(server):
@@ -1269,11 +1269,14 @@ def test_a_cleartext_device_endpoint_or_verification_page_is_refused(server, whe
                      meta={"device_authorization_endpoint": "http://192.0.2.1/device"}
                      if where == "device_authorization_endpoint" else {})
     result = server.auth("login", "--device")
-    text = assert_one_line_error(result)
+    if where == "device_authorization_endpoint":   # refused with the metadata, before registering
+        assert_one_line_error(result) and server.stats()["register"] == 0
+    else:
+        assert result.returncode == 1 and server.stats()["device"]
+    text = result.stderr.decode().splitlines()[-1]
     assert "refused" in text and "http://192.0.2.1/" in text and "https" in text, text
+    assert "/activate" not in result.stderr.decode().replace(text, "")   # not shown to the user
     assert not token_files(server) and server.visits() == []
-    if where == "device_authorization_endpoint":
-        assert server.stats()["register"] == 0
 
 
 def test_the_login_prompt_hook_gets_the_uri_and_the_code(server):
