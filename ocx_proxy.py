@@ -4656,12 +4656,13 @@ class OAuthClient:
             raise AuthorizationRequired(self._instructions())
 
     def _instructions(self):
-        command = "python ocx_proxy.py auth login --url %s" % self.config.display_url
+        command = "python ocx_proxy.py auth login%s --url %s" % (" --device" if self.user_code else "",
+                                                                  self.config.display_url)
         if self.login_error:
             return "authorization failed: %s; run `%s`" % (self.login_error, command)
         if self.login_url and self.user_code:
             return ("authorization required: open %s and enter the code %s to log in, then retry (or run `%s`)"
-                    % (self.login_url, self.user_code, command.replace(" login ", " login --device ")))
+                    % (self.login_url, self.user_code, command))
         if self.login_url:
             return ("authorization required: open this URL to log in, then retry: %s (or run `%s`)"
                     % (self.login_url, command))
@@ -5064,8 +5065,12 @@ class OAuthClient:
     def _device_wanted(self, metadata):
         """Whether this login is a device login: asked for, or no browser can open here, and the
         authorization server offers one (when it does not, that is said and the browser login runs)."""
-        why = ("--oauth-device" if self.settings.device else None if self.settings.browser
-               else "--oauth-no-browser") or no_browser_reason()
+        if self.settings.device:
+            why = "--oauth-device"
+        elif not self.settings.browser:
+            why = "--oauth-no-browser"
+        else:
+            why = no_browser_reason()
         if not why or metadata.get("device_authorization_endpoint"):
             return bool(why)
         log.info("%s offers no device login (RFC 8628), wanted for %s: logging in through the browser URL instead"
@@ -5100,7 +5105,7 @@ class OAuthClient:
             self._check_endpoint("the %s of the authorization server %s" % (name, quoted(metadata["issuer"])),
                                  code[name])
         lifetime = token_lifetime(code.get("expires_in"))
-        expires = time.monotonic() + lifetime if lifetime else deadline
+        expires = time.monotonic() + lifetime if lifetime else float("inf")
         self._prompt(code["verification_uri"], quoted(code["user_code"]), complete)
         interval = device_interval(code.get("interval"))
         fields = {"grant_type": DEVICE_GRANT, "device_code": code["device_code"], "resource": self.resource}

@@ -1132,7 +1132,7 @@ def assert_device_login(server, stderr):
 
 
 def test_auth_login_device_shows_the_code_polls_and_stores_tokens_a_relay_uses(server):
-    server.configure(device={"interval": 1, "user": {"after": 1.5, "action": "approve"}})
+    server.configure(device={"interval": 1, "user": {"after": 1.5, "action": "approve"}}, expires_in=1)
     started = time.monotonic()
     result = server.auth("login", "--device")
     assert result.returncode == 0, result.stderr
@@ -1144,12 +1144,13 @@ def test_auth_login_device_shows_the_code_polls_and_stores_tokens_a_relay_uses(s
     # the registration asked for the device grant (the fixture refuses it otherwise)
     (registration,) = [json.loads(r["body"]) for r in server.stats()["requests"] if r["path"] == "/as/register"]
     assert DEVICE_GRANT in registration["grant_types"] and "refresh_token" in registration["grant_types"]
+    time.sleep(1.1)   # the access token expired: the relay refreshes it as after a browser login
     relay, reply = session(server)
     try:
         assert "result" in reply and relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
     finally:
         relay.close()
-    assert len(server.stats()["device"]) == 1 and server.visits() == []
+    assert len(server.stats()["device"]) == 1 and server.visits() == [] and server.stats()["refresh"] >= 1
 
 
 def wait_for_stderr(relay, needle, timeout=10):
@@ -1261,6 +1262,7 @@ def test_a_relay_with_no_approval_in_time_tells_the_client_the_code(server):
         relay.close()
     (issued,) = server.stats()["device"]
     assert issued["user_code"] in message and server.base + "/as/activate" in message, message
+    assert "auth login --device --url" in message
 
 
 @pytest.mark.parametrize("where", ["device_authorization_endpoint", "verification_uri"])
