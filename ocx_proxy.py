@@ -4788,6 +4788,12 @@ OAUTH_MAX_LIFETIME = 365 * 86400.0
 OAUTH_MAX_BODY = 1024 * 1024
 OAUTH_LANDING_PAGE = (b"<!doctype html><meta charset=utf-8><title>ocx-proxy</title>"
                       b"<p>%s</p><p>You can close this tab.</p>")
+# RFC 8628: poll the token endpoint every ``interval`` seconds (this when the server names none), this
+# much slower after each slow_down, and never more than once a second whatever a server says.
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+OAUTH_DEVICE_INTERVAL = 5.0
+OAUTH_DEVICE_SLOW_DOWN = 5.0
+OAUTH_DEVICE_MIN_INTERVAL = 1.0
 AUTH_PARAM_RE = re.compile(r'([A-Za-z0-9_-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]+)')
 
 
@@ -4897,6 +4903,29 @@ def stored_expiry(doc):
     if isinstance(expires, bool) or not isinstance(expires, (int, float)) or not 0 < expires < 1e11:
         return None
     return float(expires)
+
+
+def device_interval(value):
+    """RFC 8628 ``interval`` as seconds between polls: at least OAUTH_DEVICE_MIN_INTERVAL; OAUTH_DEVICE_INTERVAL
+    when the server names none, or no number (NaN, "5")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return OAUTH_DEVICE_INTERVAL
+    return float(min(max(value, OAUTH_DEVICE_MIN_INTERVAL), OAUTH_MAX_LIFETIME))
+
+
+def has_display(environ):
+    """Whether a graphical browser may open: BROWSER names one, a display is set, or macOS/Windows."""
+    return bool(environ.get("BROWSER") or environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")
+                or sys.platform in ("darwin", "win32"))
+
+
+def no_browser_reason(environ=None):
+    """Why no browser can be opened for the user here: "an SSH session" (a browser would open on this machine,
+    not where the user sits), "no display"; None when one may."""
+    environ = os.environ if environ is None else environ
+    if environ.get("SSH_CONNECTION") or environ.get("SSH_TTY"):
+        return "an SSH session"
+    return None if has_display(environ) else "no display"
 
 
 def well_known_urls(url, suffix):
@@ -5132,7 +5161,7 @@ class OAuthSettings:
     """What the command line says about OAuth (see add_oauth_options)."""
 
     def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=None,
-                 timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None):
+                 timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None, device=False):
         self.client_id = client_id
         self.client_secret = client_secret
         self.client_file = client_file
@@ -5141,11 +5170,16 @@ class OAuthSettings:
         self.browser = browser
         self.auth_dir = auth_dir or default_auth_dir()
         self.scope = scope
+        self.device = device   # the device flow (RFC 8628) even where a browser could open
 
 
 class OAuthClient:
     """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold,
-    discovery, registration, the login and refreshes.  Thread-safe; one login at a time."""
+    discovery, registration, the login and refreshes.  Thread-safe; one login at a time.
+
+    ``on_login_prompt``: None, or a function the relay sets to show the user how to finish a login in the
+    client too; a device login calls it (from the login thread) as ``f(verification_uri, user_code,
+    verification_uri_complete or None)``, printable strings, once the code is known; it must not raise."""
 
     def __init__(self, config, settings):
         self.config = config
@@ -5160,6 +5194,8 @@ class OAuthClient:
         self.scope = settings.scope
         self.login_thread = None
         self.login_url = None
+        self.user_code = None    # a device login's code, shown with login_url (its verification URI)
+        self.on_login_prompt = None
         self.login_error = None
         self.step_ups = 0
         self.refusal = None        # why the token directory cannot be used, if it cannot
@@ -5212,9 +5248,13 @@ class OAuthClient:
             raise AuthorizationRequired(self._instructions())
 
     def _instructions(self):
-        command = "python ocx_proxy.py auth login --url %s" % self.config.display_url
+        command = "python ocx_proxy.py auth login%s --url %s" % (" --device" if self.user_code else "",
+                                                                  self.config.display_url)
         if self.login_error:
             return "authorization failed: %s; run `%s`" % (self.login_error, command)
+        if self.login_url and self.user_code:
+            return ("authorization required: open %s and enter the code %s to log in, then retry (or run `%s`)"
+                    % (self.login_url, self.user_code, command))
         if self.login_url:
             return ("authorization required: open this URL to log in, then retry: %s (or run `%s`)"
                     % (self.login_url, command))
@@ -5355,7 +5395,7 @@ class OAuthClient:
                             "registration_endpoint": urljoin(root, "/register")}
             metadata.setdefault("issuer", root)
         for name in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint",
-                     "revocation_endpoint"):
+                     "revocation_endpoint", "device_authorization_endpoint"):
             if metadata.get(name) is not None:
                 self._check_endpoint("the %s of the authorization server %s" % (name, quoted(metadata["issuer"])),
                                      metadata[name])
@@ -5446,15 +5486,17 @@ class OAuthClient:
             self.config.keep_secret(client.get("client_secret"))
         return (client, ports) if ports else (None, [])
 
-    def register(self, metadata, redirect_uris):
-        """Dynamic Client Registration with ``redirect_uris``; the client is stored for the issuer."""
+    def register(self, metadata, redirect_uris, *grant_types):
+        """Dynamic Client Registration with ``redirect_uris`` for the code grant and ``grant_types`` too; the
+        client is stored for the issuer."""
         issuer = metadata["issuer"]
         endpoint = metadata.get("registration_endpoint")
         if not endpoint:
             raise OAuthError("the authorization server %s offers no dynamic client registration; give "
                              "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
         request = {"client_name": "ocx-proxy", "redirect_uris": redirect_uris, "application_type": "native",
-                   "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+                   "grant_types": ["authorization_code", "refresh_token"] + list(grant_types),
+                   "response_types": ["code"],
                    "token_endpoint_auth_method": "none"}
         if self.scope:
             request["scope"] = self.scope
@@ -5467,6 +5509,7 @@ class OAuthClient:
             granted = redirect_uris
         client = {"issuer": issuer, "client_id": doc["client_id"],
                   "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
+                  "grant_types": request["grant_types"],
                   "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
         self.config.keep_secret(client["client_secret"])
         self.store.write(self.store.path("client", issuer), client)
@@ -5500,12 +5543,13 @@ class OAuthClient:
             fields["client_secret"] = secret
         return self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
 
-    def _token_request(self, endpoint, fields, client):
-        """POST to the token endpoint: the answer (a dict with access_token), else OAuthError."""
+    def _token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
+        """POST to the token endpoint (or another ``what``): the answer, a dict with the strings ``wanted``,
+        else OAuthError, its ``error`` the endpoint's."""
         status, doc = self._client_post(endpoint, fields, client)
-        if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("access_token"), str):
+        if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
             said = error_said(doc)
-            failure = OAuthError("the token endpoint answered HTTP %d%s" % (status, " (%s)" % said if said else ""))
+            failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
             failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
             raise failure
         return doc
@@ -5516,7 +5560,7 @@ class OAuthClient:
         """Start the login thread unless one runs (called with self.lock held)."""
         if self.login_thread is not None and self.login_thread.is_alive():
             return
-        self.login_error = self.login_url = None
+        self.login_error = self.login_url = self.user_code = None
         replacing = (self.tokens or {}).get("saved_at") or 0   # 0: we had none
         self.login_thread = threading.Thread(target=self._login_thread, args=(params, replacing),
                                              name="ocx-oauth-login", daemon=True)
@@ -5572,6 +5616,8 @@ class OAuthClient:
         import secrets
         from urllib.parse import urlencode
 
+        if self._device_wanted(metadata):
+            return self._device_login(metadata, deadline)
         listener, client = self._listen(metadata, deadline)
         try:
             verifier, challenge = pkce_pair()
@@ -5599,10 +5645,90 @@ class OAuthClient:
             raise OAuthError("the authorization server refused: %s" % error_said(answer))
         fields = {"grant_type": "authorization_code", "code": answer["code"], "code_verifier": verifier,
                   "redirect_uri": listener.redirect_uri, "resource": self.resource}
-        tokens = self._token_request(metadata["token_endpoint"], fields, client)
+        self._logged_in(self._token_request(metadata["token_endpoint"], fields, client), metadata, client)
+
+    def _logged_in(self, tokens, metadata, client):
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
+
+    # -- the device login (RFC 8628) -------------------------------------------
+
+    def _device_wanted(self, metadata):
+        """Whether this login is a device login: asked for, or no browser can open here, and the
+        authorization server offers one (when it does not, that is said and the browser login runs)."""
+        if self.settings.device:
+            why = "--oauth-device"
+        elif not self.settings.browser:
+            why = "--oauth-no-browser"
+        else:
+            why = no_browser_reason()
+        if not why or metadata.get("device_authorization_endpoint"):
+            return bool(why)
+        log.info("%s offers no device login (RFC 8628), wanted for %s: logging in through the browser URL instead"
+                 % (quoted(metadata["issuer"]), why))
+        return False
+
+    def _device_client(self, metadata):
+        """The configured client, else our registration with the issuer when it has the device grant, else
+        a new one that has (with the redirect URIs of the one it replaces, for browser logins)."""
+        client = self.client_for(metadata)
+        if client is not None:
+            return client
+        issuer = metadata["issuer"]
+        client = self._stored_client(issuer) or {}
+        if DEVICE_GRANT in (client.get("grant_types") or ()):
+            self.config.keep_secret(client.get("client_secret"))
+            return client
+        ports = [self.settings.callback_port] if self.settings.callback_port else callback_ports(issuer)
+        uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
+        return self.register(metadata, uris, DEVICE_GRANT)
+
+    def _device_login(self, metadata, deadline):
+        """Get a device code, tell the user where to enter it (``_prompt``), and poll the token endpoint
+        until they approve (the tokens stored as a browser login's), deny, or the code or --oauth-timeout runs out."""
+        client = self._device_client(metadata)
+        fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
+        code = self._token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
+                                   ("device_code", "user_code", "verification_uri"))
+        self.config.keep_secret(code["device_code"])
+        complete = string_member(code, "verification_uri_complete")
+        for name in ("verification_uri", "verification_uri_complete") if complete else ("verification_uri",):
+            self._check_endpoint("the %s of the authorization server %s" % (name, quoted(metadata["issuer"])),
+                                 code[name])
+        lifetime = token_lifetime(code.get("expires_in"))
+        expires = time.monotonic() + lifetime if lifetime else float("inf")
+        self._prompt(code["verification_uri"], quoted(code["user_code"]), complete)
+        interval = device_interval(code.get("interval"))
+        fields = {"grant_type": DEVICE_GRANT, "device_code": code["device_code"], "resource": self.resource}
+        while True:
+            time.sleep(max(0.0, min(interval, min(deadline, expires) - time.monotonic())))
+            try:
+                tokens = self._token_request(metadata["token_endpoint"], fields, client)
+            except OAuthError as exc:
+                if exc.error not in ("authorization_pending", "slow_down", "expired_token", "access_denied"):
+                    raise
+                failure = exc.error
+            else:
+                return self._logged_in(tokens, metadata, client)
+            interval += OAUTH_DEVICE_SLOW_DOWN if failure == "slow_down" else 0
+            if failure == "access_denied":
+                raise OAuthError("the login was denied at the authorization server (access_denied)")
+            if failure == "expired_token" or time.monotonic() >= expires:
+                raise OAuthError("the code expired before the login was approved; log in again")
+            if time.monotonic() >= deadline:
+                raise OAuthError("no login within %g s (--oauth-timeout)" % self.settings.timeout)
+
+    def _prompt(self, uri, user_code, complete=None):
+        """Tell the user where to enter ``user_code``: on stderr, in the instructions requests get, and
+        through ``on_login_prompt``."""
+        with self.lock:
+            self.login_url, self.user_code = uri, user_code
+        log.info("to log in to %s, open %s and enter the code %s" % (self.config.display_url, uri, user_code))
+        if complete:
+            log.info("or open %s (the code filled in)" % complete)
+        if self.on_login_prompt is not None:
+            self.on_login_prompt(uri, user_code, complete)
 
     def _listen(self, metadata, deadline):
         """The loopback listener and the client whose redirect URI it serves.
@@ -5652,9 +5778,7 @@ class OAuthClient:
 
     def _open_browser(self, url):
         """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""
-        graphical = bool(os.environ.get("BROWSER") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-                         or sys.platform in ("darwin", "win32"))
-        if self.settings.browser and graphical:
+        if self.settings.browser and has_display(os.environ):
             try:
                 subprocess.Popen([sys.executable, "-c", "import sys, webbrowser; webbrowser.open(sys.argv[1])", url],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -12249,6 +12373,10 @@ def add_oauth_options(parser):
     group.add_argument("--oauth-no-browser", action="store_true",
                        default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
                        help="never open a browser: print the login URL on stderr (default %(default)s)")
+    group.add_argument("--oauth-device", action="store_true", default=EnvDefault("OAUTH_DEVICE", flag_value, False),
+                       help="log in with a code entered on another device (RFC 8628) when the authorization "
+                            "server offers it; also when no browser can open here: --oauth-no-browser, no "
+                            "display, an SSH session (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
 
@@ -12262,7 +12390,8 @@ def oauth_settings_from_args(args):
     if args.oauth_callback_port is not None and not 1 <= args.oauth_callback_port <= 65535:
         raise UsageError("--oauth-callback-port %d is not a port number" % args.oauth_callback_port)
     return OAuthSettings(args.oauth_client_id, secret, args.oauth_client_file, args.oauth_callback_port,
-                         args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope)
+                         args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope,
+                         device=args.oauth_device)
 
 
 def attach_oauth(config, args):
@@ -12329,6 +12458,8 @@ def add_auth_command(sub):
     p.add_argument("action", choices=("login", "status", "logout"))
     add_remote_server_options(p)
     add_oauth_options(p)
+    p.add_argument("--device", dest="oauth_device", action="store_true", default=argparse.SUPPRESS,
+                   help="login: the same as --oauth-device, to log in over SSH with a code")
     p.set_defaults(handler=cmd_auth, max_message_bytes=MAX_MESSAGE_BYTES)
 
 

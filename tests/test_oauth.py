@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 import urllib.request
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -56,7 +56,8 @@ class AuthServer:
         """The relay's environment; ``variant`` sets the scripted browser's OAUTH_BROWSER_<NAME>."""
         env = {k: v for k, v in os.environ.items()
                if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "DISPLAY", "WAYLAND_DISPLAY",
-                                    "BROWSER", "OCX_PROXY_OAUTH_CALLBACK_PORT")}
+                                    "BROWSER", "OCX_PROXY_OAUTH_CALLBACK_PORT", "SSH_CONNECTION", "SSH_TTY",
+                                    "OCX_PROXY_OAUTH_DEVICE")}
         env.update(OCX_PROXY_AUTH_DIR=self.auth_dir, OAUTH_BROWSER_LOG=self.browser_log)
         if browser:
             env["BROWSER"] = "%s %s %%s" % (sys.executable, BROWSER)
@@ -1103,3 +1104,192 @@ def test_a_client_file_with_a_secret_that_is_not_a_string_is_a_usage_error(serve
     result = server.auth("login", "--oauth-client-file", str(path))
     assert result.returncode == 2, result.stderr
     assert b"client_secret" in result.stderr and b"Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------------
+# Device authorization grant (RFC 8628)
+# ---------------------------------------------------------------------------
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+def device_requests(server, path):
+    return [parse_qs(r["body"]) for r in server.stats()["requests"] if r["path"] == path]
+
+
+def assert_device_login(server, stderr):
+    """One device code issued and shown (URI, code, the completed URI), tokens stored, no browser."""
+    (issued,) = server.stats()["device"]
+    line = [line for line in stderr.splitlines() if issued["user_code"] in line]
+    assert line and server.base + "/as/activate" in line[0], stderr
+    assert server.base + "/as/activate?user_code=" + issued["user_code"] in stderr
+    assert server.visits() == [] and token_files(server)
+    (device,) = device_requests(server, "/as/device")
+    assert device["resource"] == [server.url] and device["scope"] == ["mcp"]
+    polls = [f for f in device_requests(server, "/as/token") if f["grant_type"] == [DEVICE_GRANT]]
+    assert polls and all(f["resource"] == [server.url] for f in polls)
+    return issued
+
+
+def test_auth_login_device_shows_the_code_polls_and_stores_tokens_a_relay_uses(server):
+    server.configure(device={"interval": 1, "user": {"after": 1.5, "action": "approve"}}, expires_in=1)
+    started = time.monotonic()
+    result = server.auth("login", "--device")
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 15
+    issued = assert_device_login(server, result.stderr.decode())
+    # pending until approved, polled no faster than the interval
+    assert len(issued["polls"]) >= 2
+    assert all(b - a >= 0.9 for a, b in zip(issued["polls"], issued["polls"][1:])), issued["polls"]
+    # the registration asked for the device grant (the fixture refuses it otherwise)
+    (registration,) = [json.loads(r["body"]) for r in server.stats()["requests"] if r["path"] == "/as/register"]
+    assert DEVICE_GRANT in registration["grant_types"] and "refresh_token" in registration["grant_types"]
+    time.sleep(1.1)   # the access token expired: the relay refreshes it as after a browser login
+    relay, reply = session(server)
+    try:
+        assert "result" in reply and relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    assert len(server.stats()["device"]) == 1 and server.visits() == [] and server.stats()["refresh"] >= 1
+
+
+def wait_for_stderr(relay, needle, timeout=10):
+    deadline = time.monotonic() + timeout
+    while needle not in relay.stderr:
+        assert time.monotonic() < deadline, relay.stderr
+        time.sleep(0.05)
+    return [line for line in relay.stderr.splitlines() if needle in line][0]
+
+
+def test_relay_with_oauth_device_logs_in_with_the_code_the_user_enters(server):
+    server.configure(device={"interval": 1})
+    relay = server.relay("--oauth-device")
+    try:
+        relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "test", "version": "1"}}})
+        line = wait_for_stderr(relay, "/as/activate")
+        code = line.split("enter the code ")[1].split()[0]
+        # the user types the code they were shown into the verification page
+        OPENER.open(urllib.request.Request(server.base + "/as/activate", urlencode(
+            {"user_code": code, "action": "approve"}).encode(), method="POST")).read()
+        reply, _ = relay.wait_for(1, timeout=20)
+        assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", reply
+    finally:
+        relay.close()
+    assert_device_login(server, relay.stderr)
+
+
+@pytest.mark.parametrize("why, extra, env", [
+    ("no display", (), {"browser": False}),
+    ("--oauth-no-browser", ("--oauth-no-browser",), {}),
+    ("ssh", (), {"SSH_CONNECTION": "192.0.2.9 50000 192.0.2.1 22"}),
+    ("ssh tty", (), {"SSH_TTY": "/dev/pts/3"}),
+    ("env twin", (), {"OCX_PROXY_OAUTH_DEVICE": "1"}),
+])
+def test_the_device_flow_is_used_where_no_browser_can_be_opened(server, why, extra, env):
+    server.configure(device={"interval": 1, "user": {"after": 0.5, "action": "approve"}})
+    browser = env.pop("browser", True)
+    environ = server.env(browser=browser)
+    environ.update(env)
+    result = run_proxy("auth", "login", *server.args(*extra), env=environ)
+    assert result.returncode == 0, result.stderr
+    assert_device_login(server, result.stderr.decode())
+
+
+def test_with_a_browser_and_a_device_endpoint_the_browser_login_stays(server):
+    server.configure(device={"interval": 1})
+    result = server.auth("login")
+    assert result.returncode == 0, result.stderr
+    assert len(server.visits()) == 1 and server.stats()["device"] == []
+
+
+def test_without_a_device_endpoint_the_browser_login_is_used_and_said(server):
+    result = server.auth("login", "--device")
+    assert result.returncode == 0, result.stderr
+    assert len(server.visits()) == 1
+    said = [line for line in result.stderr.decode().splitlines() if "device login" in line]
+    assert len(said) == 1 and "browser" in said[0] and "--oauth-device" in said[0], result.stderr
+
+
+def test_slow_down_adds_five_seconds_to_the_interval(server):
+    server.configure(device={"interval": 1, "slow_down": 1, "user": {"after": 0.5, "action": "approve"}})
+    result = server.auth("login", "--device")
+    assert result.returncode == 0, result.stderr
+    (issued,) = server.stats()["device"]
+    assert len(issued["polls"]) == 2 and issued["polls"][1] - issued["polls"][0] >= 5.9, issued["polls"]
+
+
+@pytest.mark.parametrize("device, extra, needle", [
+    ({"interval": 1, "user": {"after": 0.5, "action": "deny"}}, (), "denied"),
+    ({"interval": 1, "expires_in": 2}, (), "expired"),
+    ({"interval": 1}, ("--oauth-timeout", "2"), "--oauth-timeout"),
+])
+def test_a_denied_expired_or_unfinished_device_login_fails_in_one_line(server, device, extra, needle):
+    server.configure(device=device)
+    started = time.monotonic()
+    result = server.auth("login", "--device", *extra)
+    assert time.monotonic() - started < 10
+    text = result.stderr.decode()
+    assert result.returncode == 1 and "Traceback" not in text
+    assert needle in text.splitlines()[-1], text
+    assert not token_files(server)
+
+
+def test_device_secrets_never_reach_stderr_or_the_trace(server):
+    server.configure(device={"interval": 1, "user": {"after": 0.5, "action": "approve"}})
+    trace = server.tmp / "trace.jsonl"
+    relay, reply = session(server, "--oauth-device", "--log-level", "debug", "--trace", str(trace))
+    try:
+        assert "result" in reply, relay.stderr
+        relay.call("whoami")
+    finally:
+        relay.close()
+    text = relay.stderr + trace.read_text()
+    polls = [f for f in device_requests(server, "/as/token") if f["grant_type"] == [DEVICE_GRANT]]
+    doc = json.load(open(os.path.join(server.auth_dir, token_files(server)[0])))
+    for secret in (polls[0]["device_code"][0], doc["access_token"], doc["refresh_token"]):
+        assert secret not in text
+    assert "dc-" not in text
+
+
+def test_a_relay_with_no_approval_in_time_tells_the_client_the_code(server):
+    server.configure(device={"interval": 1})
+    relay = server.relay("--oauth-device", "--oauth-timeout", "2")
+    try:
+        message = relay.initialize()["error"]["message"]
+    finally:
+        relay.close()
+    # notifications/initialized may start another login: the message shows the first one's code
+    issued = server.stats()["device"][0]
+    assert issued["user_code"] in message and server.base + "/as/activate" in message, message
+    assert "auth login --device --url" in message
+
+
+@pytest.mark.parametrize("where", ["device_authorization_endpoint", "verification_uri"])
+def test_a_cleartext_device_endpoint_or_verification_page_is_refused(server, where):
+    server.configure(device={"interval": 1, "verification_uri": "http://192.0.2.1/activate"},
+                     meta={"device_authorization_endpoint": "http://192.0.2.1/device"}
+                     if where == "device_authorization_endpoint" else {})
+    result = server.auth("login", "--device")
+    if where == "device_authorization_endpoint":   # refused with the metadata, before registering
+        assert_one_line_error(result) and server.stats()["register"] == 0
+    else:
+        assert result.returncode == 1 and server.stats()["device"]
+    text = result.stderr.decode().splitlines()[-1]
+    assert "refused" in text and "http://192.0.2.1/" in text and "https" in text, text
+    assert "/activate" not in result.stderr.decode().replace(text, "")   # not shown to the user
+    assert not token_files(server) and server.visits() == []
+
+
+def test_the_login_prompt_hook_gets_the_uri_and_the_code(server):
+    server.configure(device={"interval": 1, "user": {"after": 0.5, "action": "approve"}})
+    config = op.RemoteConfig(server.url, (), 10, 10, None, False)
+    oauth = op.OAuthClient(config, op.OAuthSettings(timeout=20, auth_dir=server.auth_dir, device=True))
+    seen = []
+    oauth.on_login_prompt = lambda *prompt: seen.append(prompt)
+    oauth.login()
+    (issued,) = server.stats()["device"]
+    uri = server.base + "/as/activate"
+    assert seen == [(uri, issued["user_code"], uri + "?user_code=" + issued["user_code"])]
+    assert oauth.access_token()
