@@ -5096,8 +5096,8 @@ class OAuthClient:
         """The loopback listener and the client whose redirect URI it serves.
 
         A pre-registered client's (or our metadata document's) one port is waited for while busy; of our
-        registration's, the first
-        free one serves; when all are busy, or we have none, we register anew (``callback_ports``)."""
+        registration's, the first free one serves; when all are busy, or we have none, we register anew
+        (``callback_ports``)."""
         fixed = self.settings.callback_port
         configured = self.client_for(metadata)
         if configured is not None:
