@@ -4786,6 +4786,8 @@ OAUTH_STEP_UPS = 3
 # computed from it stays far inside what the platform's clock functions accept.
 OAUTH_MAX_LIFETIME = 365 * 86400.0
 OAUTH_MAX_BODY = 1024 * 1024
+# Redirects of a metadata, registration or token endpoint followed in a row (within its origin).
+OAUTH_MAX_REDIRECTS = 5
 OAUTH_LANDING_PAGE = (b"<!doctype html><meta charset=utf-8><title>ocx-proxy</title>"
                       b"<p>%s</p><p>You can close this tab.</p>")
 # RFC 8628: poll the token endpoint every ``interval`` seconds (this when the server names none), this
@@ -4870,10 +4872,46 @@ def endpoint_problem(url):
     return "plain http to another machine"
 
 
+def client_id_url(text):
+    """``text`` when it may be a Client ID Metadata Document's URL, the client_id itself (2025-11-25
+    authorization; draft-ietf-oauth-client-id-metadata-document 3): https, a host, a path, no user or
+    password, no fragment, no "." or ".." segment.  ValueError says why not."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port
+    except ValueError:
+        parts = None
+    segments = parts.path.split("/")[1:] if parts else []
+    if parts is None or CONTROL_RE.search(text) or re.search(r"\s", text):
+        why = "not a URL"
+    elif parts.scheme.lower() != "https" or not parts.hostname:
+        why = "not https://"
+    elif parts.username is not None or parts.password is not None or "#" in text:
+        why = "a user, password or #fragment in it"
+    elif not any(segments) or any(segment in (".", "..") for segment in segments):
+        why = "no path, or a . or .. segment in it"
+    else:
+        return text
+    raise ValueError("%s; a Client ID Metadata Document's URL is https://host/path, e.g. "
+                     "https://example.com/client.json" % why)
+
+
 def quoted(value):
     """Something a server sent (any JSON value) as one printable line of at most EXCERPT_CHARS characters."""
     text = printable(value if isinstance(value, str) else json.dumps(value))
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+
+
+def origin_text(url):
+    """The origin of ``url`` (scheme://host:port) for a log line; ``url`` itself, quoted, when it has none."""
+    from urllib.parse import urlsplit
+
+    try:
+        return quoted("%s://%s:%d" % origin_of(urlsplit(url)))
+    except ValueError:
+        return quoted(url)
 
 
 def error_said(doc):
@@ -5161,7 +5199,8 @@ class OAuthSettings:
     """What the command line says about OAuth (see add_oauth_options)."""
 
     def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=None,
-                 timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None, device=False):
+                 timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None, device=False,
+                 client_metadata_url=None):
         self.client_id = client_id
         self.client_secret = client_secret
         self.client_file = client_file
@@ -5171,6 +5210,7 @@ class OAuthSettings:
         self.auth_dir = auth_dir or default_auth_dir()
         self.scope = scope
         self.device = device   # the device flow (RFC 8628) even where a browser could open
+        self.client_metadata_url = client_metadata_url   # our Client ID Metadata Document, if we have one
 
 
 class OAuthClient:
@@ -5329,7 +5369,34 @@ class OAuthClient:
     # -- HTTP ------------------------------------------------------------------
 
     def _http(self, method, url, body=None, headers=()):
-        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None)."""
+        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).
+
+        A redirect (301, 302, 307, 308) is followed within the origin of ``url``, at most
+        OAUTH_MAX_REDIRECTS times, with the same method, body and headers: RFC 9110 15.4 keeps them
+        (a POST turned GET after 301 or 302 is a historical MAY, and would drop the grant), and they
+        reach no other origin.  One to another origin is refused, said, and its status returned."""
+        from urllib.parse import urljoin, urlsplit
+
+        start = origin_of(urlsplit(url))
+        for _ in range(OAUTH_MAX_REDIRECTS + 1):
+            status, doc, location = self._http_once(method, url, body, headers)
+            if status not in (301, 302, 307, 308) or location is None:
+                return status, doc
+            try:
+                target = urljoin(url, location)
+            except ValueError:
+                target = location
+            if endpoint_problem(target) or origin_of(urlsplit(target)) != start:
+                log.warning("%s %s answered HTTP %d, a redirect to %s: refused, OAuth requests stay on their "
+                            "origin %s" % (method, redact_url(url), status, origin_text(target), origin_text(url)))
+                return status, doc
+            url = target
+        log.warning("%s %s: more than %d redirects in a row; not followed" % (method, redact_url(url),
+                                                                             OAUTH_MAX_REDIRECTS))
+        return status, doc
+
+    def _http_once(self, method, url, body, headers):
+        """One request, no redirect followed: (status, parsed JSON or None, the Location header or None)."""
         import http.client
         from urllib.parse import urlsplit
 
@@ -5349,7 +5416,7 @@ class OAuthClient:
             doc = json.loads(data.decode("utf-8")) if data.strip() else None
         except (ValueError, RecursionError):
             doc = None
-        return resp.status, doc
+        return resp.status, doc, resp.getheader("Location")
 
     def _get_json(self, urls):
         """The first JSON object one of ``urls`` answers with 200: (url, doc), or (None, None)."""
@@ -5466,13 +5533,27 @@ class OAuthClient:
         return client
 
     def client_for(self, metadata):
-        """The configured client, sending its secret as ``metadata`` allows, or None."""
+        """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
+        accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
         client = self._configured_client()
+        if client is None:
+            return self._metadata_document_client(metadata)
         methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         post_only = "client_secret_basic" not in methods and "client_secret_post" in methods
         if client and client["client_secret"] and post_only:
             client["token_endpoint_auth_method"] = "client_secret_post"
         return client
+
+    def _metadata_document_client(self, metadata):
+        """The client whose id is --oauth-client-metadata-url when ``metadata`` says it takes such ids, else None."""
+        url = self.settings.client_metadata_url
+        if not url:
+            return None
+        if metadata.get("client_id_metadata_document_supported") is True:
+            return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
+        log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
+                 "registering ocx-proxy instead of using --oauth-client-metadata-url" % quoted(metadata["issuer"]))
+        return None
 
     def _registered(self, issuer, fixed):
         """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
@@ -5733,8 +5814,9 @@ class OAuthClient:
     def _listen(self, metadata, deadline):
         """The loopback listener and the client whose redirect URI it serves.
 
-        A pre-registered client's one port is waited for while busy; of our registration's, the first
-        free one serves; when all are busy, or we have none, we register anew (``callback_ports``)."""
+        A pre-registered client's (or our metadata document's) one port is waited for while busy; of our
+        registration's, the first free one serves; when all are busy, or we have none, we register anew
+        (``callback_ports``)."""
         fixed = self.settings.callback_port
         configured = self.client_for(metadata)
         if configured is not None:
@@ -12362,6 +12444,11 @@ def add_oauth_options(parser):
                        help="its secret; write ${VAR} to keep it out of `ps` (default: none, a public client)")
     group.add_argument("--oauth-client-file", metavar="FILE",
                        help="a JSON file with client_id and client_secret (default: none)")
+    add_env_option(group, "--oauth-client-metadata-url", "OAUTH_CLIENT_METADATA_URL", client_id_url,
+                   "a client id URL", None, metavar="URL",
+                   help="the https URL of your Client ID Metadata Document, used as the client id where the "
+                        "authorization server advertises client_id_metadata_document_supported (default: none; "
+                        "dynamic client registration)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    None, metavar="PORT",
                    help="the port of the redirect URI http://127.0.0.1:PORT/callback, compared exactly by the "
@@ -12391,7 +12478,7 @@ def oauth_settings_from_args(args):
         raise UsageError("--oauth-callback-port %d is not a port number" % args.oauth_callback_port)
     return OAuthSettings(args.oauth_client_id, secret, args.oauth_client_file, args.oauth_callback_port,
                          args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope,
-                         device=args.oauth_device)
+                         device=args.oauth_device, client_metadata_url=args.oauth_client_metadata_url)
 
 
 def attach_oauth(config, args):

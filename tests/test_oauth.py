@@ -1293,3 +1293,124 @@ def test_the_login_prompt_hook_gets_the_uri_and_the_code(server):
     uri = server.base + "/as/activate"
     assert seen == [(uri, issued["user_code"], uri + "?user_code=" + issued["user_code"])]
     assert oauth.access_token()
+
+
+# ---------------------------------------------------------------------------
+# Client ID Metadata Documents (2025-11-25) and redirects of the OAuth endpoints
+# ---------------------------------------------------------------------------
+
+CIMD_URL = "https://client.example/ocx-proxy.json"
+
+
+def test_a_client_metadata_url_is_the_client_id_where_the_server_accepts_one(server):
+    # the authorization server has fetched the document: it lists our redirect URI
+    redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+    server.configure(meta={"client_id_metadata_document_supported": True},
+                     clients={CIMD_URL: {"redirect_uris": [redirect]}})
+    result = server.auth("login", "--oauth-client-metadata-url", CIMD_URL)
+    assert result.returncode == 0, result.stderr
+    stats = server.stats()
+    assert stats["register"] == 0 and stats["token"] == 1
+    assert parse_qs(urlsplit(server.visits()[0]).query)["client_id"] == [CIMD_URL]
+    token = [r for r in stats["requests"] if r["path"] == "/as/token"]
+    assert parse_qs(token[0]["body"])["client_id"] == [CIMD_URL]
+    # the relay finds the tokens and refreshes as that client
+    server.configure(revoke=True)
+    relay, reply = session(server, "--oauth-client-metadata-url", CIMD_URL)
+    relay.close()
+    assert "result" in reply, relay.stderr
+    assert server.stats()["refresh"] == 1 and server.stats()["register"] == 0
+
+
+def test_a_client_metadata_url_the_server_does_not_accept_gives_way_to_registration(server):
+    env = server.env()
+    env["OCX_PROXY_OAUTH_CLIENT_METADATA_URL"] = CIMD_URL
+    result = run_proxy("auth", "login", *server.args(), env=env)
+    assert result.returncode == 0, result.stderr
+    assert server.stats()["register"] == 1
+    said = [line for line in result.stderr.decode().splitlines() if "client_id_metadata_document_supported" in line]
+    assert len(said) == 1 and "register" in said[0], result.stderr
+    assert CIMD_URL not in server.visits()[0]
+
+
+@pytest.mark.parametrize("how, url", [("option", url) for url in (
+    "http://client.example/ocx.json", "https://client.example", "https://client.example/",
+    "https://user:pw@client.example/ocx.json", "https://client.example/ocx.json#top",
+    "https://client.example/a/../ocx.json", "client.example/ocx.json", "https://client.example/ocx json")]
+    + [("env", "http://client.example/ocx.json")])
+def test_a_client_metadata_url_that_cannot_be_a_client_id_is_a_usage_error(server, how, url):
+    env = server.env()
+    if how == "env":
+        env["OCX_PROXY_OAUTH_CLIENT_METADATA_URL"] = url
+        extra = []
+    else:
+        extra = ["--oauth-client-metadata-url", url]
+    for command in (["auth", "login"], ["streamable-http"]):
+        result = run_proxy(*command, *server.args(*extra), env=env)
+        assert result.returncode == 2, result.stderr
+        text = result.stderr.decode()
+        assert "Traceback" not in text and "Client ID Metadata Document" in text, text
+    assert server.stats()["requests"] == []
+
+
+REDIRECTED = {   # path -> where the fixture also serves it
+    "prm": "/.well-known/oauth-protected-resource/mcp",
+    "as-metadata": "/.well-known/oauth-authorization-server/as",
+    "registration": "/as/register",
+    "token": "/as/token",
+}
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("what", sorted(REDIRECTED))
+def test_a_redirect_within_the_origin_is_followed(server, what, status):
+    path = REDIRECTED[what]
+    server.configure(redirects={path: [status, "/moved" + path]}, bare_challenge=True)
+    result = server.auth("login")
+    assert result.returncode == 0, result.stderr
+    requests = server.stats()["requests"]
+    moved = [r for r in requests if r["path"] == "/moved" + path]
+    assert len(moved) == 1
+    original = [r for r in requests if r["path"] == path][0]
+    assert (moved[0]["method"], moved[0]["body"]) == (original["method"], original["body"])   # POST stays POST
+
+
+def test_a_redirect_to_another_origin_is_refused_and_nothing_secret_goes_there(server, tmp_path):
+    other = another_server(tmp_path)
+    try:
+        redirect = "http://127.0.0.1:%d/callback" % server.callback_port
+        server.configure(auth_methods=["client_secret_basic"], redirects={"/as/token": [307, other.base + "/as/token"]},
+                         clients={"fixed": {"secret": "s3cr3t-value", "method": "client_secret_basic",
+                                            "redirect_uris": [redirect]}})
+        result = server.auth("login", "--oauth-client-id", "fixed", "--oauth-client-secret", "s3cr3t-value",
+                             "--oauth-timeout", "10")
+        assert result.returncode == 1
+        assert other.stats()["requests"] == []
+        text = result.stderr.decode()
+        refused = [line for line in text.splitlines() if "refused" in line]
+        assert refused and server.base in refused[0] and other.base in refused[0], text
+        assert "s3cr3t-value" not in text
+    finally:
+        other.stop()
+
+
+def test_a_redirect_to_another_origin_during_discovery_is_refused_and_the_next_place_tried(server, tmp_path):
+    other = another_server(tmp_path)
+    try:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        server.configure(prm="root", redirects={path: [301, other.base + path]}, bare_challenge=True)
+        result = server.auth("login")
+        assert result.returncode == 0, result.stderr
+        assert other.stats()["requests"] == []
+        assert other.base in result.stderr.decode()
+    finally:
+        other.stop()
+
+
+def test_a_redirect_loop_is_bounded(server):
+    server.configure(redirects={"/as/token": [307, "/as/token"]})
+    result = server.auth("login", "--oauth-timeout", "10")
+    assert result.returncode == 1
+    hops = [r for r in server.stats()["requests"] if r["path"] == "/as/token"]
+    assert len(hops) == op.OAUTH_MAX_REDIRECTS + 1
+    assert "redirects" in result.stderr.decode()

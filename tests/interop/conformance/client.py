@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py")
 BUDGET = float(os.environ.get("OCX_CONFORMANCE_BUDGET", "15"))   # the suite kills us at 20 s
 PROTOCOL_VERSION = "2025-11-25"
+CIMD_URL = "https://conformance-test.local/client-metadata.json"   # as direct_client.py
 
 def log(message):
     sys.stderr.write("conformance-client: %s\n" % message)
@@ -41,7 +42,8 @@ def relay_argv(url, scenario, context, workdir):
             "--url", url]
     if not scenario.startswith("auth/"):
         return argv   # the plain relay: these scenarios must pass whether or not the relay has OAuth
-    argv += ["--oauth-timeout", "10"]
+    # the suite's Client ID Metadata Document (auth/basic-cimd expects it as client_id where the AS takes one)
+    argv += ["--oauth-timeout", "10", "--oauth-client-metadata-url", CIMD_URL]
     if context.get("client_id"):
         argv += ["--oauth-client-id", context["client_id"]]
         if context.get("client_secret"):
