@@ -10586,12 +10586,15 @@ def client_config_entry(client, name, command, argv):
 
     claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
     for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, trusted:
-    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for.
+    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for; copilot: the
+    ``mcpServers`` JSON of ``mcp-config.json``, a "local" server with all its tools.
     """
     if client == "codex":
         return toml_table(("mcp_servers", name), {"command": command, "args": argv})
     if client == "gemini-cli":
         server = {"command": command, "args": argv, "trust": True}
+    elif client == "copilot":
+        server = {"type": "local", "command": command, "args": argv, "tools": ["*"]}
     else:
         server = {"type": "stdio", "command": command, "args": argv}
     return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
@@ -11787,6 +11790,8 @@ CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
     "gemini-cli": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
               "in a folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
               "--allowed-mcp-server-names %(name)s keeps it to this server",
+    "copilot": "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
+               "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>",
 }
 
 
