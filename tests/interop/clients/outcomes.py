@@ -270,3 +270,18 @@ def write_fit_table(write):
     for row in rows:
         write("  ".join(row[i].ljust(widths[i]) for i in range(3)) + " | " + row[3])
     write("fitting CLI runs: %d, %.0f s in all" % (len(FIT_RUNS), sum(entry[1] for entry in FIT_RUNS.values())))
+
+
+# ---- Issue 23: the cases beyond the four results (test_more_cases.py) ----
+
+MORE = {}  # (client, case) -> what happened
+
+
+def write_more_table(write):
+    if not MORE:
+        return
+    write("")
+    write("more cases (issue 23): client, case: outcome")
+    width = max(len("%s  %s" % key) for key in MORE)
+    for key in sorted(MORE):
+        write(("%s  %s" % key).ljust(width) + "  " + MORE[key])
