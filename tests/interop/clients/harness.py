@@ -1,4 +1,4 @@
-"""Real-client tier: run Codex, Claude Code or Gemini CLI once against the scripted model server.
+"""Real-client tier: run Codex, Claude Code, Gemini CLI or Copilot CLI once against the scripted model server.
 
 ``run_client(client, case, via_relay, workdir)`` writes the CLI's config into a
 temporary HOME, starts ``model_server.ModelServer`` on 127.0.0.1, runs the CLI
@@ -154,7 +154,7 @@ if __name__ == "__main__":
     run = run_client(sys.argv[1], sys.argv[2], sys.argv[3] == "relay", tempfile.mkdtemp(prefix="ocx-cli-"))
     print("status", run.status, "in %.1f s" % (time.monotonic() - started))
     print("clientInfo", run.client_info)
-    print("output", run.output[-int(os.environ.get("OCX_TAIL", "3000")):])
+    print("output", run.output[-3000:])
     for method, path, body in run.script.requests:
         print(method, path, json.dumps(body)[:600] if body else "")
     print("RECEIVED", json.dumps(run.received, ensure_ascii=False)[:1500])

@@ -282,6 +282,6 @@ def write_more_table(write):
         return
     write("")
     write("more cases (issue 23): client, case: outcome")
-    width = max(len("%s  %s" % key) for key in MORE)
+    widths = [max(len(key[i]) for key in MORE) for i in (0, 1)]
     for key in sorted(MORE):
-        write(("%s  %s" % key).ljust(width) + "  " + MORE[key])
+        write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + MORE[key])
