@@ -1315,13 +1315,16 @@ CLIENTS = {
         profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
                  "client_names": ("gemini-cli-mcp-client",), "model_apis": ()}),
-    # Copilot CLI shows a 500-character preview and saves its own file past its cut.  Name:
-    # its initialize as servers record it ("github-copilot-developer").
-    "copilot": client_entry("Copilot CLI", facts={"result_bytes": (20000, "clients.md §1 (about 20 KB)")},
-                            profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
-                                     "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                                     "client_names": ("github-copilot-developer",),
-                                     "model_apis": ()}),
+    # Copilot CLI: past 20,480 UTF-8 bytes of a result's text its model gets "Output too large to read
+    # at once", the path of its own file (deleted when the session ends) and the first 500 characters.
+    # The text is content's, then "\n\n" and structuredContent as compact JSON: both count.  MCP images
+    # never reach its model (BYOK).  Name: its initialize (all measured, copilot 1.0.102, offline BYOK);
+    # "github-copilot-developer" is what public server logs recorded, no primary source.
+    "copilot": client_entry("Copilot CLI", facts={
+        "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)")},
+        profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
+                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
+                 "client_names": ("copilot-cli", "github-copilot-developer"), "model_apis": ()}),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
         "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
@@ -11578,12 +11581,15 @@ def client_config_entry(client, name, command, argv):
 
     claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
     for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, trusted:
-    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for.
+    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for; copilot: the
+    ``mcpServers`` JSON of ``mcp-config.json``, a "local" server with all its tools.
     """
     if client == "codex":
         return toml_table(("mcp_servers", name), {"command": command, "args": argv})
     if client == "gemini-cli":
         server = {"command": command, "args": argv, "trust": True}
+    elif client == "copilot":
+        server = {"type": "local", "command": command, "args": argv, "tools": ["*"]}
     else:
         server = {"type": "stdio", "command": command, "args": argv}
     return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
@@ -12840,6 +12846,8 @@ CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
     "gemini-cli": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
               "in a folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
               "--allowed-mcp-server-names %(name)s keeps it to this server",
+    "copilot": "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
+               "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>",
 }
 
 

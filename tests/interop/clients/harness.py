@@ -1,4 +1,4 @@
-"""Real-client tier: run Codex, Claude Code or Gemini CLI once against the scripted model server.
+"""Real-client tier: run Codex, Claude Code, Gemini CLI or Copilot CLI once against the scripted model server.
 
 ``run_client(client, case, via_relay, workdir)`` writes the CLI's config into a
 temporary HOME, starts ``model_server.ModelServer`` on 127.0.0.1, runs the CLI
@@ -106,7 +106,22 @@ def gemini(port, command, home, env):
     return [os.path.join(BIN, "gemini"), "-p", PROMPT, "--yolo", "-m", "gemini-2.5-flash", "--output-format", "json"]
 
 
-CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini}
+def copilot(port, command, home, env):
+    """Copilot CLI in BYOK offline mode (``copilot help providers``): OpenAI Responses wire API, no GitHub login."""
+    config = os.path.join(home, "mcp.json")
+    with open(config, "w") as out:
+        json.dump({"mcpServers": {SERVER: {"type": "local", "command": command[0], "args": command[1:],
+                                           "tools": ["*"]}}}, out)
+    env.update(COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:%d/v1" % port,
+               COPILOT_PROVIDER_TYPE="openai", COPILOT_PROVIDER_WIRE_API="responses", COPILOT_PROVIDER_API_KEY="dummy",
+               COPILOT_MODEL="gpt-test", COPILOT_AUTO_UPDATE="false", COPILOT_HOME=os.path.join(home, ".copilot"))
+    return [os.path.join(BIN, "copilot"), "-p", PROMPT, "--additional-mcp-config", "@" + config, "--allow-all-tools",
+            "--disable-builtin-mcps", "--no-auto-update", "--no-custom-instructions", "--no-ask-user",
+            "--disable-client-telemetry", "--output-format", "json"]
+
+
+CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot}
+BINARIES = {"claude-code": "claude"}  # the executable of a client in CLIENTS, where it is not the client's name
 
 
 def run_client(client, tool, via_relay, workdir, server=None, script=None):

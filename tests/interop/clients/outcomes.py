@@ -19,7 +19,7 @@ import harness
 import model_server
 import tools_server
 
-CLIENTS = ["codex", "claude-code", "gemini"]
+CLIENTS = ["codex", "claude-code", "gemini", "copilot"]
 CASES = ["big_text", "cjk_text", "structured", "image"]
 READER = "read_spilled_output"
 RUNS = {}      # (client, case, via_relay) -> (Run, Outcome, seconds)
@@ -125,7 +125,8 @@ def whole_forms(case):
 def sent_by_us(case, via_relay, spill_dir, client_info):
     """The text of the result the CLI got from its MCP server: the fixture's, or the relay's preview.
 
-    The probe introduces itself as the CLI did, so the relay picks the same client profile.
+    The probe introduces itself as the CLI did, so the relay picks the same client profile, and lists
+    the tools as the CLI did, so the preview names the reader tool as it did for the CLI.
     """
     request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": case, "arguments": {}}}
     if not via_relay:
@@ -133,7 +134,8 @@ def sent_by_us(case, via_relay, spill_dir, client_info):
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": client_info or {"name": "ocx-clients-probe", "version": "1"}}},
-             {"jsonrpc": "2.0", "method": "notifications/initialized"}, request]
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, request]  # listed: the preview names the reader
     command = harness.mcp_command(True, os.devnull, spill_dir)
     proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
@@ -268,3 +270,18 @@ def write_fit_table(write):
     for row in rows:
         write("  ".join(row[i].ljust(widths[i]) for i in range(3)) + " | " + row[3])
     write("fitting CLI runs: %d, %.0f s in all" % (len(FIT_RUNS), sum(entry[1] for entry in FIT_RUNS.values())))
+
+
+# ---- Issue 23: the cases beyond the four results (test_more_cases.py) ----
+
+MORE = {}  # (client, case) -> what happened
+
+
+def write_more_table(write):
+    if not MORE:
+        return
+    write("")
+    write("more cases (issue 23): client, case: outcome")
+    widths = [max(len(key[i]) for key in MORE) for i in (0, 1)]
+    for key in sorted(MORE):
+        write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + MORE[key])
