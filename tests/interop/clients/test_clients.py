@@ -1,4 +1,4 @@
-"""Real CLIs (Codex, Claude Code, Gemini CLI) call an MCP tool via the relay and direct.
+"""Real CLIs (Codex, Claude Code, Gemini CLI, OpenCode, Qwen Code) call an MCP tool via the relay and direct.
 
 Each run records what the scripted model received back as the tool output
 (``outcomes.Outcome``).  Two kinds of tests:
@@ -21,8 +21,7 @@ PATHS = [True, False]
 
 
 def need(client):
-    binary = os.path.join(harness.BIN, "codex" if client == "codex" else "claude" if client == "claude-code"
-                          else "gemini")
+    binary = os.path.join(harness.BIN, {"claude-code": "claude", "qwen-code": "qwen"}.get(client, client))
     if not os.access(binary, os.X_OK):
         pytest.skip("%s is not installed in %s (run `make interop`)" % (client, harness.PREFIX))
 
