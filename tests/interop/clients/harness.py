@@ -145,7 +145,7 @@ def qwen(port, command, home, env):
                 "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
     with open(os.path.join(settings_dir, "settings.json"), "w") as out:
         json.dump(settings, out)
-    env.update(OPENAI_API_KEY="dummy", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % port, OPENAI_MODEL="test-model")
+    env.update(OPENAI_API_KEY="dummy", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % port, OPENAI_MODEL="qwen3-vl-plus")
     return [os.path.join(BIN, "qwen"), "--auth-type", "openai", "-o", "json", "--approval-mode", "yolo",
             "--allowed-mcp-server-names", SERVER, "-p", PROMPT]
 

@@ -135,7 +135,8 @@ def sent_by_us(case, via_relay, spill_dir, client_info):
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": client_info or {"name": "ocx-clients-probe", "version": "1"}}},
-             {"jsonrpc": "2.0", "method": "notifications/initialized"}, request]
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, request]   # the relay names its reader once listed
     command = harness.mcp_command(True, os.devnull, spill_dir)
     proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
