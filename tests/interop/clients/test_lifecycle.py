@@ -2,6 +2,9 @@
 
 tools_server ``--ignore-eof`` keeps running a minute after its stdin ends, so only a signal stops it: the
 CLI's (direct), or the relay's (via the relay, whose own process must be gone too).
+
+Measured direct: Qwen Code 0.24.4 exits without stopping such a server (no signal reaches it), so it is
+left running; via the relay nothing is left, for every CLI.
 """
 import os
 import sys
@@ -15,6 +18,7 @@ from outcomes import CLIENTS
 from test_clients import PATHS, need
 
 GONE_WITHIN = 5.0   # seconds after the CLI's exit
+LEAVES_IT_DIRECT = {"qwen-code"}   # measured, qwen-code 0.24.4
 
 
 def alive(pid):
@@ -43,4 +47,7 @@ def test_no_server_left_after_the_cli_exits(client, via_relay, tmp_path):
     left = [pid for pid in watched if alive(pid)]
     for pid in left:
         os.kill(pid, 9)
+    if not via_relay and client in LEAVES_IT_DIRECT:
+        assert left, "%s now stops a server that ignores EOF: update LEAVES_IT_DIRECT" % client
+        return
     assert not left, "still running %.0f s after %s exited: %s" % (GONE_WITHIN, client, left)
