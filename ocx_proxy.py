@@ -1326,7 +1326,7 @@ CLIENTS = {
     # own file; the model gets the text blocks alone, images in a user message after the result.
     "opencode": client_entry("OpenCode", facts={
         "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
-        "result_lines": (2000, "measured, opencode 1.18.33 (its truncation notice)")},
+        "result_lines": (2000, "clients.md §7 (opencode 1.18.33)")},
         profile={"budget_chars": 40000, "budget_bytes": 40000, "preview_chars": 8000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
                  "client_names": ("opencode",), "model_apis": ()}),
@@ -1334,7 +1334,8 @@ CLIENTS = {
     # 2,000-character preview); the model gets structuredContent and the text.  Its clientInfo.name ends
     # with the user's name for the server.
     "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
-        "result_chars": (28000, "measured, qwen-code 0.24.4 (truncateToolOutputThreshold 25,000 + 3,000)")},
+        "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
+                                "length)")},
         profile={"budget_chars": 22000, "budget_bytes": 0, "preview_chars": 6000,
                  "strip_output_schema": True, "shows_images": True, "model_skips": None,
                  "client_names": ("qwen-cli-mcp-client-*",), "model_apis": ()}),
