@@ -1249,7 +1249,8 @@ def served_version(requested):
 #     shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
 #     model_skips                  the tool result member the client never shows its model when the
 #                                  result has both: it does not count (None: both reach the model)
-#     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests)
+#     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests);
+#                                  a trailing "*" matches any ending
 #     model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules
 #                                  reach it too, and the relay fixes them (--fit-tools, fit_rules)
 
@@ -1325,6 +1326,23 @@ CLIENTS = {
         profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
                  "strip_output_schema": True, "shows_images": False, "model_skips": None,
                  "client_names": ("copilot-cli", "github-copilot-developer"), "model_apis": ()}),
+    # OpenCode keeps the head of a text over 51,200 UTF-8 bytes (or 2,000 lines) and saves the whole to its
+    # own file; the model gets the text blocks alone, images in a user message after the result.
+    "opencode": client_entry("OpenCode", facts={
+        "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
+        "result_lines": (2000, "clients.md §7 (opencode 1.18.33)")},
+        profile={"budget_chars": 40000, "budget_bytes": 40000, "preview_chars": 8000,
+                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
+                 "client_names": ("opencode",), "model_apis": ()}),
+    # Qwen Code turns a text over 28,000 characters whole into a <persisted-output> stub (its own file and a
+    # 2,000-character preview); the model gets structuredContent and the text.  Its clientInfo.name ends
+    # with the user's name for the server.
+    "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
+        "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
+                                "length)")},
+        profile={"budget_chars": 22000, "budget_bytes": 0, "preview_chars": 6000,
+                 "strip_output_schema": True, "shows_images": True, "model_skips": None,
+                 "client_names": ("qwen-cli-mcp-client-*",), "model_apis": ()}),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
         "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
@@ -1371,8 +1389,9 @@ def client_profile_for(name):
     """The CLIENTS name of the client calling itself ``name`` (clientInfo.name) that has a
     profile; "generic" when unknown."""
     for client, entry in CLIENTS.items():
-        if entry["profile"] and name in entry["profile"]["client_names"]:
-            return client
+        for known in entry["profile"]["client_names"] if entry["profile"] else ():
+            if name == known or known.endswith("*") and isinstance(name, str) and name.startswith(known[:-1]):
+                return client
     return "generic"
 
 
@@ -11580,13 +11599,17 @@ def client_config_entry(client, name, command, argv):
     """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
 
     claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
-    for ``$CODEX_HOME/config.toml``; gemini-cli: the ``mcpServers`` JSON of ``settings.json``, trusted:
-    an untrusted server's calls wait for a confirmation that ``gemini -p`` cannot ask for; copilot: the
-    ``mcpServers`` JSON of ``mcp-config.json``, a "local" server with all its tools.
+    for ``$CODEX_HOME/config.toml``; gemini-cli and qwen-code: the ``mcpServers`` JSON of ``settings.json``,
+    trusted: an untrusted server's calls wait for a confirmation that ``-p`` cannot ask for; copilot: the
+    ``mcpServers`` JSON of ``mcp-config.json``, a "local" server with all its tools; opencode: the ``mcp``
+    JSON of ``opencode.json``, one command array.
     """
     if client == "codex":
         return toml_table(("mcp_servers", name), {"command": command, "args": argv})
-    if client == "gemini-cli":
+    if client == "opencode":
+        document = {"mcp": {name: {"type": "local", "command": [command] + argv, "enabled": True}}}
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if client in ("gemini-cli", "qwen-code"):
         server = {"command": command, "args": argv, "trust": True}
     elif client == "copilot":
         server = {"type": "local", "command": command, "args": argv, "tools": ["*"]}
@@ -12848,6 +12871,11 @@ CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
               "--allowed-mcp-server-names %(name)s keeps it to this server",
     "copilot": "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
                "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>",
+    "opencode": "merge that mcp entry into opencode.json (or the file OPENCODE_CONFIG names); "
+                "the model sees the tools as %(name)s_<tool>",
+    "qwen-code": "merge that mcpServers entry into ~/.qwen/settings.json or .qwen/settings.json; "
+                 "--allowed-mcp-server-names %(name)s keeps it to this server; the model reaches "
+                 "mcp__%(name)s__<tool> through tool_search and tool_call",
 }
 
 

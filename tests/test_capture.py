@@ -819,6 +819,24 @@ def test_print_config_copilot_is_an_mcp_config_entry(tmp_path):
     assert_starts_a_working_server(server["command"], server["args"], out)
 
 
+def test_print_config_opencode_is_an_mcp_entry_with_one_command_array(tmp_path):
+    text, out, err = print_config(tmp_path, "opencode")
+    server = json.loads(text)["mcp"]["opencodex"]
+    assert sorted(server) == ["command", "enabled", "type"]
+    assert server["type"] == "local" and server["enabled"] is True
+    assert b"opencodex_<tool>" in err
+    assert_starts_a_working_server(server["command"][0], server["command"][1:], out)
+
+
+@pytest.mark.parametrize("client", ["qwen", "qwen-code"])
+def test_print_config_qwen_is_a_settings_json_entry(tmp_path, client):
+    text, out, err = print_config(tmp_path, client)
+    server = json.loads(text)["mcpServers"]["opencodex"]
+    assert sorted(server) == ["args", "command", "trust"] and server["trust"] is True
+    assert b"--allowed-mcp-server-names opencodex" in err and b"tool_search" in err and b".qwen/settings.json" in err
+    assert_starts_a_working_server(server["command"], server["args"], out)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(st.characters(blacklist_categories=("Cs",))),
        st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5),

@@ -43,6 +43,8 @@ CLIENT_CUTS = {
     "codex": ("budget_bytes", 12000),   # models Codex does not know; 48,000 for its catalog's
     "gemini-cli": ("budget_chars", 40000),
     "copilot": ("budget_bytes", 20480),  # measured, copilot 1.0.102
+    "opencode": ("budget_bytes", 51200),   # measured, opencode 1.18.33
+    "qwen-code": ("budget_chars", 28000),  # measured, qwen-code 0.24.4
 }
 
 
@@ -64,11 +66,13 @@ def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     generic = profiles()["generic"]
     assert (generic["budget_chars"], generic["budget_bytes"]) == (op.MAX_RESPONSE_CHARS, 0) == (10000, 0)
     assert [n for n, p in profiles().items() if not p["strip_output_schema"]] == ["codex"]
-    assert [n for n, p in profiles().items() if p["shows_images"]] == ["claude-code", "codex", "gemini-cli"]
+    assert [n for n, p in profiles().items() if p["shows_images"]] == ["claude-code", "codex", "gemini-cli",
+                                                                       "opencode", "qwen-code"]
     # clients.md section 2: Codex shows structuredContent alone, Gemini CLI content alone; Claude Code
     # 2.1.332 as Codex (measured in the real-client tier)
     assert {n: p["model_skips"] for n, p in profiles().items() if p["model_skips"]} == {
-        "claude-code": "content", "codex": "content", "gemini-cli": "structuredContent"}
+        "claude-code": "content", "codex": "content", "gemini-cli": "structuredContent",
+        "opencode": "structuredContent"}   # OpenCode 1.18.33 and Qwen Code 0.24.4: measured
     # clients.md section 4: the model API each agent CLI hands the schemas to
     assert {n: p["model_apis"] for n, p in profiles().items() if p["model_apis"]} == {
         "claude-code": ("anthropic",), "codex": ("openai",), "gemini-api": ("gemini-api",)}
@@ -79,9 +83,11 @@ def test_client_names_pick_their_profile_and_anything_else_is_generic():
     names = [n for profile in profiles().values() for n in profile["client_names"]]
     assert len(names) == len(set(names))
     assert [op.client_profile_for(n) for n in ("claude-code", "codex-mcp-client", "gemini-cli-mcp-client",
-                                               "cursor-vscode", "copilot-cli", "github-copilot-developer")] == [
-        "claude-code", "codex", "gemini-cli", "cursor", "copilot", "copilot"]
-    for other in ("Visual Studio Code", "CLAUDE-CODE", "", None, 7, "generic"):
+                                               "cursor-vscode", "copilot-cli", "github-copilot-developer", "opencode",
+                                               "qwen-cli-mcp-client-fx", "qwen-cli-mcp-client-")] == [
+        "claude-code", "codex", "gemini-cli", "cursor", "copilot", "copilot", "opencode", "qwen-code", "qwen-code"]
+    for other in ("Visual Studio Code", "CLAUDE-CODE", "", None, 7, "generic", "qwen-cli-mcp-client",
+                  "x-qwen-cli-mcp-client-fx"):
         assert op.client_profile_for(other) == "generic"
 
 

@@ -1,4 +1,5 @@
-"""Real-client tier: run Codex, Claude Code, Gemini CLI or Copilot CLI once against the scripted model server.
+"""Real-client tier: run Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode or Qwen Code once against the
+scripted model server.
 
 ``run_client(client, case, via_relay, workdir)`` writes the CLI's config into a
 temporary HOME, starts ``model_server.ModelServer`` on 127.0.0.1, runs the CLI
@@ -120,8 +121,54 @@ def copilot(port, command, home, env):
             "--disable-client-telemetry", "--output-format", "json"]
 
 
-CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot}
-BINARIES = {"claude-code": "claude"}  # the executable of a client in CLIENTS, where it is not the client's name
+def xdg_dirs(home, env):
+    for name, folder in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                         ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
+        env[name] = os.path.join(home, folder)
+        os.makedirs(env[name], exist_ok=True)
+
+
+def opencode(port, command, home, env):
+    """OpenCode: a custom provider (@ai-sdk/openai-compatible, built into the binary) in its config file.
+
+    The prompt goes as separate words: ``opencode run`` quotes a single spaced argument as a JSON string."""
+    xdg_dirs(home, env)
+    config = {"$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+              "model": "mock/test-model", "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
+              "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "mock",
+                                    "options": {"baseURL": "http://127.0.0.1:%d/v1" % port, "apiKey": "dummy"},
+                                    "models": {"test-model": {"name": "test-model", "attachment": True,
+                                                              "tool_call": True,
+                                                              "modalities": {"input": ["text", "image"],
+                                                                             "output": ["text"]}}}}},
+              "mcp": {SERVER: {"type": "local", "command": command, "enabled": True}}}
+    path = os.path.join(home, "opencode.json")
+    with open(path, "w") as out:
+        json.dump(config, out)
+    env.update(OPENCODE_CONFIG=path, OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_SHARE="1",
+               OPENCODE_DISABLE_LSP_DOWNLOAD="1", OPENCODE_DISABLE_MODELS_FETCH="1",
+               OPENCODE_DISABLE_DEFAULT_PLUGINS="1")
+    return [os.path.join(BIN, "opencode"), "run", "--pure", "--format", "json"] + PROMPT.split()
+
+
+def qwen(port, command, home, env):
+    """Qwen Code: its OpenAI-compatible endpoint from the environment, the server in ~/.qwen/settings.json."""
+    settings_dir = os.path.join(home, ".qwen")
+    os.makedirs(settings_dir, exist_ok=True)
+    settings = {"mcpServers": {SERVER: {"command": command[0], "args": command[1:], "trust": True}},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
+    with open(os.path.join(settings_dir, "settings.json"), "w") as out:
+        json.dump(settings, out)
+    env.update(OPENAI_API_KEY="dummy", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % port, OPENAI_MODEL="qwen3-vl-plus")
+    return [os.path.join(BIN, "qwen"), "--auth-type", "openai", "-o", "json", "--approval-mode", "yolo",
+            "--allowed-mcp-server-names", SERVER, "-p", PROMPT]
+
+
+CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot, "opencode": opencode,
+           "qwen-code": qwen}
+# the executable of a client in CLIENTS, where it is not the client's name
+BINARIES = {"claude-code": "claude", "qwen-code": "qwen"}
 
 
 def run_client(client, tool, via_relay, workdir, server=None, script=None):

@@ -1,12 +1,14 @@
 """A scripted model endpoint on 127.0.0.1 for the real-client tier (standard library only).
 
-One server speaks the three wire formats the CLIs use:
+One server speaks the four wire formats the CLIs use:
 
 - OpenAI Responses API (Codex): ``POST /v1/responses`` answered with SSE events;
 - Anthropic Messages (Claude Code): ``POST /v1/messages`` streaming events
   (and ``count_tokens``);
 - Gemini API (Gemini CLI): ``:streamGenerateContent`` (SSE), ``:generateContent``
-  and ``:countTokens``.
+  and ``:countTokens``;
+- OpenAI Chat Completions (OpenCode, Qwen Code): ``POST /v1/chat/completions``,
+  streamed (SSE chunks ending ``data: [DONE]``) or not.
 
 The script, the same for every client: turn 1 calls the MCP tool whose name
 ends with ``Script.tool``; when the client passes its output back, that output
@@ -24,6 +26,7 @@ import threading
 READER = "read_spilled_output"
 SERVER = "fx"  # the MCP server's name in every CLI config: its tools are named mcp__fx__*, mcp_fx_*, ...
 MAX_PAGES = 12
+BRIDGE_SEARCH, BRIDGE_CALL = "tool_search", "tool_call"   # Qwen Code's way to deferred (MCP) tools
 NEXT_LINE = re.compile(r"line\s*[=:]\s*(\d+)(?:\s*,\s*column\s*[=:]\s*(\d+))?")
 
 
@@ -38,6 +41,7 @@ class Script:
         self.tools_seen = []
         self.requests = []
         self.refusals = []  # (path, (status, body)) of requests refused as the real API would
+        self.revealed = set()  # deferred tools whose schema the model reviewed (tool_search)
         self.lock = threading.Lock()
 
     def decide(self, tool_names, outputs, body=None):
@@ -267,6 +271,85 @@ def gemini_answer(handler, script, body, turn, stream):
         send_json(handler, chunk)
 
 
+# ---- OpenAI Chat Completions (OpenCode, Qwen Code) ----
+
+def chat_tools(tools):
+    return [(t.get("function") or {}).get("name", "") for t in tools or [] if t.get("type") == "function"]
+
+
+def chat_outputs(messages):
+    """Each ``tool`` message's content with the user parts that follow it (where these CLIs put images).
+
+    A call through Qwen Code's ``tool_call`` bridge counts as a call of the tool it names; what
+    ``tool_search`` answered is left out (the script never reads it)."""
+    calls, outputs = {}, []
+    for message in messages or []:
+        role = message.get("role")
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                name = function.get("name", "")
+                if name == BRIDGE_CALL:
+                    name = json.loads(function.get("arguments") or "{}").get("name", "")
+                calls[call.get("id")] = name
+        elif role == "tool":
+            name = calls.get(message.get("tool_call_id"), "")
+            if name != BRIDGE_SEARCH:
+                outputs.append((name, {"content": message.get("content"), "parts": []}))
+        elif role == "user" and outputs and isinstance(message.get("content"), list):
+            outputs[-1][1]["parts"].extend(message["content"])
+    return outputs
+
+
+def deferred_tools(body, tools):
+    """The MCP tools a request only names (Qwen Code defers them behind ``tool_search``/``tool_call``)."""
+    if BRIDGE_CALL not in tools or BRIDGE_SEARCH not in tools:
+        return []
+    named = re.findall(r"mcp__%s__[A-Za-z0-9_-]+" % SERVER, json.dumps(body.get("messages")))
+    return sorted(set(named) - set(tools))
+
+
+def chat_answer(handler, script, body, turn):
+    tools = chat_tools(body.get("tools"))
+    deferred = deferred_tools(body, tools)
+    if not tools:
+        step = ("text", "ok")  # titles, summaries
+    else:
+        step = script.decide(tools + deferred, chat_outputs(body.get("messages")), body)
+    if step[0] == "call" and step[1] in deferred:
+        # the model reviews a deferred tool's schema once, then calls it through the bridge
+        if step[1] in script.revealed:
+            step = ("call", BRIDGE_CALL, {"name": step[1], "arguments": step[2]})
+        else:
+            script.revealed.add(step[1])
+            step = ("call", BRIDGE_SEARCH, {"query": "select:" + step[1]})
+    if step[0] == "call":
+        delta = {"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "call_%d" % turn, "type": "function",
+             "function": {"name": step[1], "arguments": json.dumps(step[2])}}]}
+        finish = "tool_calls"
+    else:
+        delta = {"role": "assistant", "content": step[1]}
+        finish = "stop"
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    head = {"id": "chatcmpl-%d" % turn, "created": 1767225600, "model": body.get("model", "m")}
+    if not body.get("stream"):
+        message = dict(delta)
+        if step[0] == "call":
+            message["tool_calls"] = [dict(call) for call in delta["tool_calls"]]
+            for call in message["tool_calls"]:
+                call.pop("index")
+        send_json(handler, dict(head, object="chat.completion", usage=usage, choices=[
+            {"index": 0, "message": message, "finish_reason": finish}]))
+        return
+    chunk = dict(head, object="chat.completion.chunk")
+    sse(handler, [(None, dict(chunk, choices=[{"index": 0, "delta": delta, "finish_reason": None}])),
+                  (None, dict(chunk, choices=[{"index": 0, "delta": {}, "finish_reason": finish}])),
+                  (None, dict(chunk, choices=[], usage=usage))])
+    handler.wfile.write(b"data: [DONE]\n\n")
+    handler.wfile.flush()
+
+
 # ---- What the real APIs refuse in a request's tools (HTTP 400), as documented or reported ----
 
 # Gemini API FunctionDeclaration.name: "Must be a-z, A-Z, 0-9, or contain underscores, colons, dots, and
@@ -410,6 +493,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with script.lock:
                 script.refusals.append((path, refused))
             send_json(self, refused[1], refused[0])
+        elif path.endswith("/chat/completions"):
+            chat_answer(self, script, body, turn)
         elif path.endswith("/responses"):
             responses_answer(self, script, body, turn)
         elif path.endswith("/messages/count_tokens"):

@@ -19,7 +19,7 @@ import harness
 import model_server
 import tools_server
 
-CLIENTS = ["codex", "claude-code", "gemini", "copilot"]
+CLIENTS = ["codex", "claude-code", "gemini", "copilot", "opencode", "qwen-code"]
 CASES = ["big_text", "cjk_text", "structured", "image"]
 READER = "read_spilled_output"
 RUNS = {}      # (client, case, via_relay) -> (Run, Outcome, seconds)
@@ -76,9 +76,11 @@ def collect(value, texts, images, key=None):
         return
     if not isinstance(value, dict):
         return
-    if value.get("type") in ("image", "input_image") or "inlineData" in value:
+    if value.get("type") in ("image", "input_image", "image_url") or "inlineData" in value:
+        url = value.get("image_url")   # Responses: the data URL; Chat Completions: {"url": data URL}
         data = (value.get("data") or (value.get("source") or {}).get("data")
-                or (value.get("inlineData") or {}).get("data") or value.get("image_url") or "")
+                or (value.get("inlineData") or {}).get("data") or (url.get("url") if isinstance(url, dict) else url)
+                or "")
         images.append(data.split("base64,", 1)[-1])
         return
     for name, item in value.items():

@@ -5,16 +5,20 @@ Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``cjk_text``
 structured result with its JSON text) and ``image`` (a ~50 KB base64 PNG).
 Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
 
-    python3 tools_server.py [--record FILE]
+    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE]
 
 With ``--record`` the ``initialize`` params (clientInfo, protocolVersion) are
 appended to FILE as one JSON line, which is how the tests learn each CLI's name.
+With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
+a minute after stdin ends, as a server that ignores EOF does (only a signal stops it).
 """
 import base64
 import json
 import random
 import struct
+import os
 import sys
+import time
 import zlib
 
 END_MARK = "END-OF-RESULT-7f3a"
@@ -72,6 +76,16 @@ TOOLS = [{"name": name, "description": "Returns the %s test result." % name,
 
 def main():
     record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
+    stubborn = sys.argv[sys.argv.index("--ignore-eof") + 1] if "--ignore-eof" in sys.argv else None
+    if stubborn:
+        with open(stubborn, "w") as out:
+            out.write("%d %d\n" % (os.getpid(), os.getppid()))
+    serve(record)
+    if stubborn:
+        time.sleep(60)
+
+
+def serve(record):
     for line in sys.stdin:
         if not line.strip():
             continue
