@@ -12476,13 +12476,13 @@ def add_oauth_options(parser):
     add_env_option(group, "--oauth-client-metadata-url", "OAUTH_CLIENT_METADATA_URL", client_id_url,
                    "a client id URL", None, metavar="URL",
                    help="the https URL of your Client ID Metadata Document, used as the client id where the "
-                        "authorization server advertises client_id_metadata_document_supported (default: none; "
-                        "dynamic client registration)")
+                        "authorization server advertises client_id_metadata_document_supported (default: none, dynamic client "
+                        "registration; env OCX_PROXY_OAUTH_CLIENT_METADATA_URL)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    None, metavar="PORT",
                    help="the port of the redirect URI http://127.0.0.1:PORT/callback, compared exactly by the "
                         "authorization server (default: %d for a pre-registered client, else one derived from "
-                        "the authorization server)" % OAUTH_CALLBACK_PORT)
+                        "the authorization server; env OCX_PROXY_OAUTH_CALLBACK_PORT)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
                    OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most %g s "
                                        "of it (default %%(default)s)" % OAUTH_REQUEST_WAIT)
