@@ -676,9 +676,10 @@ def print_table(rows, elapsed, args):
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
-    print("ocx-proxy relay benchmark  (Python %s, %d cores; medians of %d start-ups, %d x %d calls, %d x %d 5 MB calls)"
-          % (sys.version.split()[0], os.cpu_count() or 0, args.startup_runs, args.runs, args.calls,
-             args.big_runs, args.big_calls))
+    print("ocx-proxy relay benchmark  (Python %s, %d cores, load average %.2f; medians of %d start-ups, %d x %d calls, "
+          "%d x %d 5 MB calls, %d x %d tools/list)"
+          % (sys.version.split()[0], os.cpu_count() or 0, os.getloadavg()[0], args.startup_runs, args.runs,
+             args.calls, args.big_runs, args.big_calls, args.fit_runs, args.fit_lists))
     print("\n".join(lines))
     print("%d target(s) missed; bench took %.0f s" % (misses, elapsed))
     return misses
