@@ -22,7 +22,6 @@ Standard library only.  Not part of the pass/fail test run.
 """
 import argparse
 import compileall
-import copy
 import http.client
 import importlib.util
 import json
