@@ -7328,6 +7328,7 @@ SCHEMA_KEYWORDS_ONE = ("additionalProperties", "additionalItems", "contains", "n
                        "propertyNames", "unevaluatedProperties", "unevaluatedItems")
 SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+SUBSCHEMA_KEYS = frozenset(SCHEMA_KEYWORDS_ONE + SCHEMA_KEYWORDS_MAP + SCHEMA_KEYWORDS_LIST + ("items",))
 
 # One row per client rule: what breaks where (CLIENTS names; a finding of no
 # rule names "all": MCP and JSON Schema conformance), and why we say so.
@@ -7507,6 +7508,8 @@ def subschemas_mapped(node, change):
     """A copy of the schema object ``node`` with ``change(subschema)`` in place of each subschema."""
     out = dict(node)
     for key, value in node.items():
+        if key not in SUBSCHEMA_KEYS:  # most keys: one set lookup, not three scans of the tuples
+            continue
         if key in SCHEMA_KEYWORDS_ONE or (key == "items" and isinstance(value, dict)):
             out[key] = change(value)
         elif key in SCHEMA_KEYWORDS_MAP and isinstance(value, dict):
@@ -7642,7 +7645,7 @@ def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
     fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
     limit = name_limit(rules, server_chars)
     clean = "name-chars" in rules or "sanitized-collision" in rules
-    listed = {tool.get("name") for tool in tools if isinstance(tool, dict)}
+    taken = {tool.get("name") for tool in tools if isinstance(tool, dict)}
     fitted, names = [], {}
     for tool in tools:
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
@@ -7654,8 +7657,9 @@ def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
                 TOOL_FIXES[fix](tool)
         if "short-name" in fixes and ((limit is not None and len(name) > limit)
                                       or (clean and NAME_OUTSIDE_RE.search(name))):
-            tool["name"] = short_name(name, limit or 2 * len(name) + 40, listed | set(names))
+            tool["name"] = short_name(name, limit or 2 * len(name) + 40, taken)
             names[tool["name"]] = name
+            taken.add(tool["name"])
         fitted.append(tool)
     return fitted, names
 

@@ -11,6 +11,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --only-store    # only the token-store rows
     python tests/bench/bench_relay.py --only-startup --old OLD.py   # start-up of another copy beside this one
     python tests/bench/bench_relay.py --only-http     # only the Streamable HTTP rows (and peers)
+    python tests/bench/bench_relay.py --only-fit      # only the catalog-fitting rows (500 tools)
 
 Peers: the Streamable HTTP rows also time mcp-stdio (PyPI, a stdio->HTTP relay
 on httpx) against the same server, interleaved, from its own venv
@@ -33,6 +34,8 @@ import tempfile
 import time
 from urllib.parse import urlsplit
 
+from bench_catalog import catalog
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROXY = os.environ.get("OCX_BENCH_PROXY") or os.path.join(ROOT, "ocx_proxy.py")  # another copy to compare
@@ -43,8 +46,10 @@ BIG_BYTES = 5000000
 HUGE_BYTES = 100000000  # the memory rows: peak RSS must stay under 2x the line + 30 MB
 
 TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40, "store": 0.25,
-           "vs_mcp_stdio": 0.8}
+           "vs_mcp_stdio": 0.8, "fit": 20.0}
 STORE_SERVERS = 500  # other servers' tokens in the full token directory
+FIT_TOOLS = 500      # tools in the catalog of the fitting rows (bench_catalog.py)
+FIT_PROFILES = ("cursor", "codex", "gemini-api", "claude-code")  # the relay profiles that fit something
 
 
 class Session:
@@ -142,12 +147,12 @@ class Bench:
                        os.path.join(self.args.profile, "relay-%03d.prof" % self.profile_count)]
         return prefix + [proxy] + list(options)
 
-    def direct_argv(self):
-        return [PY, SERVER]
+    def direct_argv(self, *server_args):
+        return [PY, SERVER] + list(server_args)
 
-    def relay_argv(self, *options, proxy=PROXY):
+    def relay_argv(self, *options, proxy=PROXY, server_args=()):
         return self.relay_prefix("stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
-                                 *options, proxy=proxy) + ["--", PY, SERVER]
+                                 *options, proxy=proxy) + ["--", PY, SERVER] + list(server_args)
 
     def installed_relay_argv(self, proxy=PROXY, site="site"):
         """The relay as the ``ocx-proxy`` console script runs it: an import with cached bytecode."""
@@ -336,9 +341,7 @@ class Bench:
     def store_rows(self, rows, runs, count):
         """Round trips to a server that needs no login, the token directory empty, then holding
         other servers' tokens: finding a server's tokens must cost the same either way."""
-        spec = importlib.util.spec_from_file_location("ocx_proxy_measured", PROXY)
-        proxy = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(proxy)
+        proxy = load_proxy()
         empty = self.token_store(proxy, self.auth_dir, 0)
         full = self.token_store(proxy, os.path.join(self.tmp, "auth-full"), STORE_SERVERS)
         server, url = self.http_server()
@@ -357,6 +360,72 @@ class Bench:
                      TARGETS["store"]))
         rows.append(("  info: token lookup per request: empty | %d servers" % STORE_SERVERS, "us",
                      statistics.median(empty_us), statistics.median(full_us), None, None))
+
+    # -- catalog fitting -----------------------------------------------------
+
+    def tools_lists(self, argv, count):
+        """(median ms of ``count`` tools/list calls after two to warm up, the tools of the last answer)."""
+        session = Session(argv)
+        try:
+            session.initialize()
+            for _ in range(2):
+                session.request("tools/list")
+            times = []
+            for _ in range(count):
+                t0 = time.perf_counter()
+                line = session.request("tools/list")
+                times.append((time.perf_counter() - t0) * 1000.0)
+            return statistics.median(times), json.loads(line)["result"]["tools"]
+        finally:
+            session.close()
+
+    def fit_rows(self, rows, progress):
+        """One tools/list of a FIT_TOOLS-tool catalog for each profile that fits something: direct,
+        through the relay with --no-fit-tools, and fitted (the default), interleaved round by round;
+        then fit_tools alone, in this process, so that the relay's share and the fitting's are told apart."""
+        a = self.args
+        tools = catalog(FIT_TOOLS)
+        path = os.path.join(self.tmp, "catalog.json")
+        with open(path, "w") as handle:
+            json.dump(tools, handle)
+        server = ("--tools", path)
+        argvs = {"direct": self.direct_argv(*server)}
+        for client in FIT_PROFILES:
+            argvs[client, "off"] = self.relay_argv("--client", client, "--no-fit-tools", server_args=server)
+            argvs[client, "on"] = self.relay_argv("--client", client, server_args=server)
+        progress("tools/list of %d tools, %d profiles: %d rounds x %d lists"
+                 % (FIT_TOOLS, len(FIT_PROFILES), a.fit_runs, a.fit_lists))
+        times, answers = {name: [] for name in argvs}, {}
+        for _ in range(a.fit_runs):
+            for name, argv in argvs.items():
+                took, answers[name] = self.tools_lists(argv, a.fit_lists)
+                times[name].append(took)
+        progress("fit_tools in-process, %d runs per profile" % a.fit_calls)
+        proxy = load_proxy()
+        size = len(json.dumps({"tools": tools}, separators=(",", ":")))
+        d = statistics.median(times["direct"])
+        for client in FIT_PROFILES:
+            off, on = statistics.median(times[client, "off"]), statistics.median(times[client, "on"])
+            listed = {tool["name"] for tool in answers[client, "off"]}  # the server's and the reader tool
+            renamed = sum(tool["name"] not in listed for tool in answers[client, "on"])
+            fitted, changed = proxy.fit_tools(tools, client)
+            if renamed != len(changed) or len(fitted) != FIT_TOOLS:
+                raise RuntimeError("%s: the relay renamed %d tools, fit_tools %d" % (client, renamed, len(changed)))
+            alone = []
+            for _ in range(a.fit_calls):
+                t0 = time.perf_counter()
+                proxy.fit_tools(tools, client)
+                alone.append((time.perf_counter() - t0) * 1000.0)
+            rows.append(("tools/list of %d tools (%d kB), %s, --no-fit-tools" % (FIT_TOOLS, size // 1000, client),
+                         "ms", d, off, off - d, None))
+            rows.append(("tools/list of %d tools, %s, fitted (%d renamed)" % (FIT_TOOLS, client, renamed),
+                         "ms", d, on, on - d, None))
+            rows.append(("  fitting's cost: fitted | --no-fit-tools, %s" % client, "ms", off, on, on - off,
+                         TARGETS["fit"]))
+            rows.append(("  info: fit_tools alone, in-process, %s" % client, "ms", None,
+                         statistics.median(alone), None, None))
+        rows.append(("  info: json.loads + json.dumps of that tools/list, in-process", "ms", None,
+                     json_round_trip_ms(tools, a.fit_calls), None, None))
 
     def _http_direct(self, url, count):
         conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=10)
@@ -444,9 +513,11 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
-        if a.only_huge or a.only_store or a.only_http:
+        if a.only_huge or a.only_store or a.only_http or a.only_fit:
             if a.only_huge:
                 self.huge_rows(rows, progress)
+            elif a.only_fit:
+                self.fit_rows(rows, progress)
             elif a.only_http:
                 self.http_rows(rows, progress)
             else:
@@ -514,6 +585,7 @@ class Bench:
             r = statistics.median(values) if values else None
             rows.append(("relay peak RSS (VmHWM), %s" % label, "MB", None, r, None, TARGETS["rss"]))
 
+        self.fit_rows(rows, progress)
         if a.huge:
             self.huge_rows(rows, progress)
 
@@ -528,6 +600,25 @@ class Bench:
         progress("done")
         shutil.rmtree(self.tmp, ignore_errors=True)
         return rows, time.perf_counter() - t_start
+
+
+def load_proxy():
+    """The ocx_proxy module measured (PROXY), imported in this process."""
+    spec = importlib.util.spec_from_file_location("ocx_proxy_measured", PROXY)
+    proxy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(proxy)
+    return proxy
+
+
+def json_round_trip_ms(tools, runs):
+    """Median ms of parsing and writing again the line of a tools/list answer of ``tools``."""
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}, separators=(",", ":"))
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        json.dumps(json.loads(line), separators=(",", ":"))
+        times.append((time.perf_counter() - t0) * 1000.0)
+    return statistics.median(times)
 
 
 def stop(server):
@@ -584,9 +675,10 @@ def print_table(rows, elapsed, args):
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
-    print("ocx-proxy relay benchmark  (Python %s, %d cores; medians of %d start-ups, %d x %d calls, %d x %d 5 MB calls)"
-          % (sys.version.split()[0], os.cpu_count() or 0, args.startup_runs, args.runs, args.calls,
-             args.big_runs, args.big_calls))
+    print("ocx-proxy relay benchmark  (Python %s, %d cores, load average %.2f; medians of %d start-ups, %d x %d calls, "
+          "%d x %d 5 MB calls, %d x %d tools/list)"
+          % (sys.version.split()[0], os.cpu_count() or 0, os.getloadavg()[0], args.startup_runs, args.runs,
+             args.calls, args.big_runs, args.big_calls, args.fit_runs, args.fit_lists))
     print("\n".join(lines))
     print("%d target(s) missed; bench took %.0f s" % (misses, elapsed))
     return misses
@@ -606,13 +698,16 @@ def main(argv=None):
                         help="another copy of ocx_proxy.py whose start-up is timed beside this one's, "
                              "interleaved: a before/after pair of rows")
     parser.add_argument("--only-http", action="store_true", help="run only the Streamable HTTP rows")
+    parser.add_argument("--only-fit", action="store_true", help="run only the catalog-fitting rows")
     parser.add_argument("--peers", metavar="DIR", default=os.path.join(ROOT, ".venv-bench-peers"),
                         help="the venv holding mcp-stdio (default: .venv-bench-peers)")
     args = parser.parse_args(argv)
     if args.quick:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 5, 2, 500, 1, 3
+        args.fit_runs, args.fit_lists, args.fit_calls = 2, 5, 5
     else:
         args.startup_runs, args.runs, args.calls, args.big_runs, args.big_calls = 15, 5, 2000, 3, 5
+        args.fit_runs, args.fit_lists, args.fit_calls = 5, 10, 15
     rows, elapsed = Bench(args).run()
     misses = print_table(rows, elapsed, args)
     return 1 if (misses and args.strict) else 0

@@ -4,7 +4,8 @@ It answers as fast as plain Python can so that the figures measure the relay:
 ``initialize``, ``ping``, ``tools/list`` and ``tools/call`` with the tools
 ``small`` (a tiny text result) and ``big`` (a text result of about
 ``arguments.bytes`` bytes, 5 MB by default, lines of text or with ``arguments.json``
-a JSON text; built once and cached).
+a JSON text; built once and cached).  ``bench_server.py --tools FILE``: ``tools/list`` answers
+with the tools listed in the JSON file FILE (one page) instead.
 """
 import json
 import sys
@@ -38,6 +39,11 @@ def main():
     stdin = sys.stdin.buffer
     out = sys.stdout.buffer
     small = json.dumps({"content": [{"type": "text", "text": "ok"}]}, separators=(",", ":")).encode()
+    tools = [{"name": "small", "inputSchema": {"type": "object"}}, {"name": "big", "inputSchema": {"type": "object"}}]
+    if sys.argv[1:2] == ["--tools"]:
+        with open(sys.argv[2]) as handle:
+            tools = json.load(handle)
+    listed = json.dumps({"tools": tools}, separators=(",", ":")).encode()
     for line in stdin:
         if not line.strip():
             continue
@@ -53,8 +59,7 @@ def main():
         elif method == "ping":
             result = b"{}"
         elif method == "tools/list":
-            result = json.dumps({"tools": [{"name": "small", "inputSchema": {"type": "object"}},
-                                           {"name": "big", "inputSchema": {"type": "object"}}]}).encode()
+            result = listed
         elif method == "tools/call" and params.get("name") == "big":
             arguments = params.get("arguments") or {}
             result = big_result(int(arguments.get("bytes", 5000000)), bool(arguments.get("json")))
