@@ -7623,18 +7623,19 @@ def alternative(schema):
 
 
 # The relay's fixes, by the name CATALOG_RULES gives them: each takes a copy of one tool and
-# changes it in place.  "short-name" is fit_tools' own: it needs the whole list.
+# changes it in place, but those in NODE_FIXES: they change one schema object, and fit_tools
+# runs them together in one walk of the schema.  "short-name" is fit_tools' own: it needs the whole list.
 TOOL_FIXES = collections.OrderedDict([
     ("inline-refs", lambda tool: tool.update(inputSchema=inline_refs(tool["inputSchema"]))),
     ("one-object", lambda tool: tool.update(inputSchema=one_object(tool["inputSchema"]))),
-    ("one-type", lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], one_type))),
-    ("drop-additional-properties",
-     lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], drop_additional_properties))),
-    ("drop-format", lambda tool: tool.update(inputSchema=walk_schema(tool["inputSchema"], drop_format))),
+    ("one-type", one_type),
+    ("drop-additional-properties", drop_additional_properties),
+    ("drop-format", drop_format),
     ("drop-output-schema", lambda tool: tool.pop("outputSchema", None) if not isinstance(
         tool.get("outputSchema"), dict) or tool["outputSchema"].get("type") != "object" else None),
     ("short-name", None),
 ])
+NODE_FIXES = ("one-type", "drop-additional-properties", "drop-format")
 
 
 def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
@@ -7643,6 +7644,7 @@ def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
     objects where something changed (``tools`` is left alone); an entry that is no tool stays as it is."""
     rules = fit_rules(client)
     fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
+    node_fixes = [TOOL_FIXES[fix] for fix in fixes if fix in NODE_FIXES]
     limit = name_limit(rules, server_chars)
     clean = "name-chars" in rules or "sanitized-collision" in rules
     taken = {tool.get("name") for tool in tools if isinstance(tool, dict)}
@@ -7653,8 +7655,11 @@ def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
             continue
         tool, name = dict(tool), tool["name"]
         for fix in fixes:
-            if TOOL_FIXES[fix] and (fix == "drop-output-schema" or isinstance(tool.get("inputSchema"), dict)):
+            if TOOL_FIXES[fix] and fix not in NODE_FIXES and (
+                    fix == "drop-output-schema" or isinstance(tool.get("inputSchema"), dict)):
                 TOOL_FIXES[fix](tool)
+        if node_fixes and isinstance(tool.get("inputSchema"), dict):
+            tool["inputSchema"] = walk_schema(tool["inputSchema"], lambda node: [fix(node) for fix in node_fixes])
         if "short-name" in fixes and ((limit is not None and len(name) > limit)
                                       or (clean and NAME_OUTSIDE_RE.search(name))):
             tool["name"] = short_name(name, limit or 2 * len(name) + 40, taken)
