@@ -2689,7 +2689,7 @@ class Spill:
         """What ends a page: ``[end of the text]`` (``[no more matches]``) when nothing follows; else the call
         of the next page (``[next: ...]``, as scripts parse it) and, last, where the rest starts as the reader
         tool's description tells a model to use it (``more follows at line=L[, column=C]``, READER_MORE):
-        information, never an instruction, which some clients tell their model to ignore in a result.
+        facts, not instructions (some clients tell their model to ignore directives in a result).
         ``total``: the lines of the text read."""
         if where is None:
             return "[end of the text]" if pattern is None and path is None else "[no more matches]"
