@@ -1415,6 +1415,10 @@ SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
 # The tool the relay adds to tools/list to read spilled text (Spill.read, Spill.search).
 READER_TOOL_NAME = "read_spilled_output"
+# How a page says where the rest of what was read starts ("more follows at line=L, column=C"); the reader
+# tool's description tells models to continue from there: clients show a tool's description to their model as
+# trusted, while they may mark a tool's result as data whose directives are to be ignored (Gemini CLI 0.61).
+READER_MORE = "more follows at"
 # Bounds of its arguments: numbers beyond any text, lines of context, a pattern any command line holds.
 READER_MAX_NUMBER = 10 ** 12
 READER_MAX_CONTEXT = 100
@@ -2623,7 +2627,7 @@ class Spill:
         window = codecs.getincrementaldecoder("utf-8")("replace").decode(data, len(data) < want)
         complete = len(data) < want and len(window) <= budget_chars
         text, where = page.range(window[:budget_chars + 1], complete, line, column, lines)
-        return text, self.read_hint(spill_id, where, lines, None, 0)
+        return text, self.read_hint(spill_id, where, lines, None, 0, total=index.lines())
 
     def search(self, spill_id, pattern, line=1, context=0, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
         """A search of the ``.txt`` of spill ``spill_id`` for ``pattern``, ready to run: a ``SpillSearch``.
@@ -2681,13 +2685,18 @@ class Spill:
         fd = self._open_text(spill_id, self._index(spill_id))
         return JsonQuery(self, spill_id, path, outline, line, column, page, argv, fd)
 
-    def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False):
+    def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False, total=0):
+        """What ends a page: ``[end of the text]`` (``[no more matches]``) when nothing follows; else the call
+        of the next page (``[next: ...]``, as scripts parse it) and, last, where the rest starts as the reader
+        tool's description tells a model to use it (``more follows at line=L[, column=C]``, READER_MORE):
+        facts, not instructions (some clients tell their model to ignore directives in a result).
+        ``total``: the lines of the text read."""
         if where is None:
             return "[end of the text]" if pattern is None and path is None else "[no more matches]"
         line, column = where
-        call = '%s(id="%s", line=%d' % (self.reader_name or READER_TOOL_NAME, spill_id, line)
-        if column > 1:
-            call += ", column=%d" % column
+        place = "line=%d" % line + (", column=%d" % column if column > 1 else "")
+        what = "search" if pattern is not None else "listing" if path is not None else "text of %d lines" % total
+        call = '%s(id="%s", %s' % (self.reader_name or READER_TOOL_NAME, spill_id, place)
         if lines is not None:
             call += ", lines=%d" % lines
         if pattern is not None:
@@ -2698,7 +2707,7 @@ class Spill:
             call += ", path=%s" % json.dumps(path, ensure_ascii=False)
             if outline:
                 call += ", outline=true"
-        return "[next: %s)]" % call
+        return "[next: %s)]\n[%s: %s %s]" % (call, what, READER_MORE, place)
 
     def _index(self, spill_id):
         """The ``TextIndex`` of spill ``spill_id``; ValueError for anything but the id of a spill of ours."""
@@ -2940,12 +2949,15 @@ class PreviewBuilder:
         to the rest.
         """
         stem = os.path.basename(self.files.txt_path)[:-len(".txt")]
-        reader = '%s(id="%s")' % (self.reader_name, stem) if self.reader_name else None
+        # Information, not an instruction, and the tool named as the server has it: clients prefix it
+        # (mcp__fx__read_spilled_output, mcp_fx_..., fx_..., fx-...).
+        reader = '; the %s tool of this server returns it in pages, id="%s"' % (self.reader_name, stem) \
+            if self.reader_name else ""
         if not detail:
-            return "[ocx-proxy: saved to %s%s]" % (self.files.txt_path, "; read: " + reader if reader else "")
+            return "[ocx-proxy: saved to %s%s]" % (self.files.txt_path, reader)
         return "[ocx-proxy: %d chars (%d bytes) saved to %s (%d lines)%s; raw JSON-RPC: %s]" % (
-            self.original_chars, self.original_bytes, self.files.txt_path, text.count("\n") + 1,
-            "; read it with " + reader if reader else "", self.files.json_path)
+            self.original_chars, self.original_bytes, self.files.txt_path, text.count("\n") + 1, reader,
+            self.files.json_path)
 
     def preview(self, text, budget, detail, outline=None):
         """``(preview text, characters of the original kept)`` for ``budget`` characters of ``text``; a text
@@ -7828,20 +7840,26 @@ def reader_tool(taken=()):
     return {
         "name": name,
         "description": (
-            "Read output that ocx-proxy saved because it was too large to return whole. Give the id named in "
-            "the [ocx-proxy: ...] note of a shortened result. Returns a page of its text from `line` (1-based; "
-            "`column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, "
-            "`path` lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` "
-            "a member, `[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that "
-            "key at any depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead "
-            "(type, size, an object's keys, an array's length and first items): walk a big document with it from "
-            "`$`. Each page says how to get the next." % SEARCH_SECONDS),
+            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] "
+            "note of a shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text "
+            "from `line` (1-based; `column` inside a very long line), or with `pattern` (a Python regular "
+            "expression) the matching lines, numbered, with `context` lines around each (a search is stopped "
+            "after %d s). For JSON text, `path` lists the values it selects, one a line as `path: JSON`: `$` the "
+            "whole, `.key` or `[\"key\"]` a member, `[n]` an item (negative: from the end), `[a:b]` a slice, "
+            "`[*]` every member, `..key` that key at any depth, e.g. `$.items[10:20].name`; `outline: true` "
+            "describes each selected node instead (type, size, an object's keys, an array's length and first "
+            "items): walk a big document with it from `$`. Paging: an answer that holds only part ends with "
+            "`%s line=L` or `%s line=L, column=C`; the rest comes from the same call (same id, pattern, "
+            "context, path, outline, lines) with `line` L and `column` C (1 when not given). `[end of the "
+            "text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows."
+            % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
         "inputSchema": {"type": "object", "properties": {
-            "id": {"type": "string", "description": "spill id from the note"},
-            "line": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
+            "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
+            "line": {"type": "integer", "minimum": 1,
+                     "description": "first line (default 1); to go on: L of `%s line=L`" % READER_MORE},
             "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
-            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1)"},
+            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1); "
+                       "to go on: C of `%s line=L, column=C`" % READER_MORE},
             "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
                         "description": "regular expression to search for"},
             "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
@@ -7960,7 +7978,7 @@ class Reader:
             bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
                                          READER_MAX_NUMBER if "lines" in args else None,
                                          pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT,
-                                         path if isinstance(path, str) else None, True)
+                                         path if isinstance(path, str) else None, True, READER_MAX_NUMBER)
             chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
             budget = {"budget_chars": chars, "budget_bytes": size}
             if path is not None:

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+import ocx_proxy as op
 from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
 
 IO_MODES = ["select", "threads"]
@@ -1104,7 +1105,8 @@ def test_answers_saved_before_parsing_keep_their_era(relay_factory):
 # -- the reader tool (issue 13) ------------------------------------------------
 
 def spill_id_of(text):
-    return re.search(r'read_spilled_output(?:_\d+)?\(id="([^"]+)"\)', text).group(1)
+    return re.search(r'the read_spilled_output(?:_\d+)? tool of this server returns it in pages, id="([^"]+)"',
+                     text).group(1)
 
 
 def next_call(hint):
@@ -1123,7 +1125,7 @@ def test_the_reader_tool_is_listed_on_the_last_tools_list_page_only(relay_factor
     assert reader["name"] == "read_spilled_output" and "outputSchema" not in reader
     schema = reader["inputSchema"]
     assert schema["required"] == ["id"] and schema["properties"]["id"]["type"] == "string"
-    assert schema["properties"]["line"] == {"type": "integer", "minimum": 1, "description": "first line (default 1)"}
+    assert schema["properties"]["line"]["type"] == "integer" and schema["properties"]["line"]["minimum"] == 1
     assert schema["properties"]["context"]["minimum"] == 0 and schema["properties"]["pattern"]["type"] == "string"
     assert "ocx-proxy" in reader["description"]
     assert relay.close() == 0
@@ -1137,7 +1139,7 @@ def test_a_server_tool_of_that_name_wins_and_the_reader_takes_a_suffixed_name(re
     names = [t["name"] for t in relay.request("tools/list", {"cursor": "page2"})[0]["result"]["tools"]]
     assert names.count("read_spilled_output") == 0 and names[-1] == "read_spilled_output_2"
     text = relay.call("lines", {"n": 3000})["result"]["content"][0]["text"]
-    assert 'read_spilled_output_2(id="' in text
+    assert "the read_spilled_output_2 tool of this server" in text
     page = relay.call("read_spilled_output_2", {"id": spill_id_of(text), "lines": 1})["result"]
     assert page["content"][0]["text"] == "line 0 \n"
     theirs = relay.call("read_spilled_output", {"id": spill_id_of(text)})
@@ -1240,6 +1242,68 @@ def search_children(relay):
         if parent == relay.proc.pid and b"ocx-proxy pattern search" in command:
             found.append(int(name))
     return found
+
+
+class DescriptionModel:
+    """A model that knows of the reader only its tools/list entry: the forms its description quotes in
+    backticks tell where a note gives the id (`id="..."`) and where an answer says the rest starts
+    (`... line=L`, `... line=L, column=C`: L and C numbers)."""
+
+    def __init__(self, tool):
+        self.name = tool["name"]
+        quoted = re.findall(r"`([^`]*)`", tool["description"])
+        self.id_form = re.compile(re.escape(next(q for q in quoted if q.startswith("id="))).replace(
+            re.escape("..."), "([^\"]+)"))
+        self.more_forms = [re.compile(re.escape(q).replace("=L", r"=(\d+)").replace("=C", r"=(\d+)") + r"\W*\Z")
+                           for q in sorted(quoted, key=len, reverse=True) if q.endswith(("=L", "=C"))]
+
+    def next_arguments(self, arguments, answer):
+        """The arguments of the call that gives the rest of ``answer`` (a result), None when nothing follows."""
+        last = "\n".join(block["text"] for block in answer["content"]).rstrip().rsplit("\n", 1)[-1]
+        for form in self.more_forms:
+            found = form.search(last)
+            if found:
+                numbers = [int(n) for n in found.groups()] + [1]
+                return dict(arguments, line=numbers[0], column=numbers[1])
+        return None
+
+    def read_all(self, relay, arguments, budget):
+        """Every answer from ``arguments`` on, each raw line checked against ``budget`` (a client profile)."""
+        answers = []
+        while arguments is not None and len(answers) < 500:
+            relay.send({"jsonrpc": "2.0", "id": len(answers), "method": "tools/call",
+                        "params": {"name": self.name, "arguments": arguments}})
+            raw = relay.recv_raw().decode("utf-8").rstrip("\n")
+            assert len(raw) <= budget["budget_chars"] and len(raw.encode()) <= (budget["budget_bytes"] or len(raw) * 4)
+            answers.append(json.loads(raw)["result"])
+            assert "isError" not in answers[-1], answers[-1]
+            arguments = self.next_arguments(arguments, answers[-1])
+        return answers
+
+
+@pytest.mark.parametrize("client_name", sorted(
+    name for entry in op.CLIENTS.values() if entry["profile"] for name in entry["profile"]["client_names"]))
+def test_a_model_that_follows_only_the_reader_description_pages_to_the_end(relay_factory, client_name):
+    """Issue 23: the paging contract is in the description (trusted by clients), the facts in the answers."""
+    relay = relay_factory()
+    relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
+    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    profile = op.client_profile(op.client_profile_for(client_name))
+    model = DescriptionModel(relay.request("tools/list")[0]["result"]["tools"][-1])
+    spill_ids = []
+    for arguments in ({"unit": "数", "n": 200000}, {"n": 4000, "pad": "数据 é\t\"q\" " * 4}):
+        note = relay.call("big" if "unit" in arguments else "lines", arguments)["result"]["content"][0]["text"]
+        txt = re.search(r"saved to (\S+\.txt) ", note).group(1)
+        spill_ids.append(model.id_form.search(note).group(1))
+        pages = model.read_all(relay, {"id": spill_ids[-1]}, profile)
+        with open(txt, encoding="utf-8", newline="") as handle:
+            assert "".join(page["content"][0]["text"] for page in pages) == handle.read()
+        assert len(pages) > 2 and pages[-1]["content"][-1]["text"] == "[end of the text]"
+    found = model.read_all(relay, {"id": spill_ids[-1], "pattern": "^line \\d+ "}, profile)
+    numbers = [int(n) for page in found for n in re.findall(r"^(\d+):", page["content"][0]["text"], re.M)]
+    assert numbers == list(range(1, 4001)) and found[-1]["content"][-1]["text"] == "[no more matches]"
+    assert relay.close() == 0
 
 
 def test_a_catastrophic_pattern_is_stopped_and_the_relay_answers_meanwhile(relay_factory):

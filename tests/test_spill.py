@@ -663,7 +663,7 @@ def test_the_marker_opens_and_closes_the_preview(tmp_path):
     out, files = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
     text = json.loads(out)["result"]["content"][0]["text"]
     stem = os.path.basename(files.txt_path)[:-4]
-    call = 'read_spilled_output_2(id="%s")' % stem
+    call = 'the read_spilled_output_2 tool of this server returns it in pages, id="%s"' % stem
     # A client that keeps only the first or only the last half still has the way to the rest.
     for part in (text[:len(text) // 2], text[len(text) // 2:]):
         assert files.txt_path in part and files.json_path in part and call in part
@@ -671,7 +671,7 @@ def test_the_marker_opens_and_closes_the_preview(tmp_path):
     assert list(spill.spilled) == [stem] and spill.spilled[stem][0] == files.txt_path
     spill.reader_name = None  # no reader tool: the marker does not name one
     out, _ = spill.rewrite(spill_line(msg), msg, "tools/call", None, "2025-06-18")
-    assert "read_spilled_output" not in out and "read it with" not in out
+    assert "read_spilled_output" not in out and "id=" not in out
 
 
 def test_a_text_block_that_is_json_is_pretty_printed_in_the_txt(tmp_path):
@@ -703,11 +703,12 @@ def spilled(tmp_path, text, reader_name=op.READER_TOOL_NAME):
 def test_read_gives_lines_from_one_and_says_how_to_go_on(tmp_path):
     spill, stem, _ = spilled(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
     assert spill.read(stem, line=1, lines=3) == (
-        "row 1\nrow 2\nrow 3\n", '[next: read_spilled_output(id="%s", line=4, lines=3)]' % stem)
+        "row 1\nrow 2\nrow 3\n",
+        '[next: read_spilled_output(id="%s", line=4, lines=3)]\n[text of 100 lines: more follows at line=4]' % stem)
     assert spill.read(stem, line=99) == ("row 99\nrow 100", "[end of the text]")
     text, hint = spill.read(stem, budget_chars=60)  # the budget bounds the page, not only `lines`
     assert text == "row 1\nrow 2\nrow 3\nrow 4\nrow 5\nrow 6\nrow 7\nrow 8\n"  # 8 x 7 characters as JSON
-    assert hint.endswith('line=9)]')
+    assert hint.endswith('line=9)]\n[text of 100 lines: more follows at line=9]')
 
 
 @pytest.mark.parametrize("budget_bytes", [0, 700])
@@ -751,7 +752,8 @@ def test_read_searches_with_a_regular_expression_and_context(tmp_path):
     assert hint == "[no more matches]"
     text, hint = search(spill, stem, pattern=r"row \d+0$", budget_chars=40)
     assert text == "10:row 10\n20:row 20\n30:row 30\n"
-    assert hint == '[next: read_spilled_output(id="%s", line=40, pattern="row \\\\d+0$")]' % stem
+    assert hint == ('[next: read_spilled_output(id="%s", line=40, pattern="row \\\\d+0$")]\n'
+                    '[search: more follows at line=40]' % stem)
     assert search(spill, stem, line=40, pattern=r"row \d+0$", budget_chars=40)[0].startswith("40:row 40\n")
 
 
@@ -767,7 +769,8 @@ def test_a_search_out_of_time_answers_what_it_found_and_where_to_go_on(tmp_path,
     spill, stem, _ = saved(tmp_path, "\n".join("row %d" % i for i in range(1, 101)))
     monkeypatch.setattr(op, "SEARCH_SECONDS", 0)  # every line is past the soft deadline: one line a call
     assert search(spill, stem, pattern="row") == (
-        "1:row 1\n", '[next: read_spilled_output(id="%s", line=2, pattern="row")]' % stem)
+        "1:row 1\n", '[next: read_spilled_output(id="%s", line=2, pattern="row")]\n[search: more follows at line=2]'
+        % stem)
     assert search(spill, stem, pattern="row", line=100) == ("100:row 100\n", "[no more matches]")
 
 
@@ -816,7 +819,8 @@ def test_a_page_of_one_long_line_costs_a_page(tmp_path):
     finally:
         tracemalloc.stop()
     assert text == line[5000000:5005000]
-    assert hint == '[next: read_spilled_output(id="%s", line=1, column=5005001)]' % stem
+    assert hint == ('[next: read_spilled_output(id="%s", line=1, column=5005001)]\n'
+                    '[text of 2 lines: more follows at line=1, column=5005001]' % stem)
     assert peak < 1000000, peak  # the page and the index's step, not the line (old: the whole line, 3 times)
     assert spill.read(stem, column=10000001) == ("数\nend", "[end of the text]")
 

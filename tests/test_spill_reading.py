@@ -98,7 +98,7 @@ def spill_json(relay, text):
     line = json.dumps({"jsonrpc": "2.0", "id": "__ID__", "result": {"content": [{"type": "text", "text": text}]}})
     reply = relay.call("raw", {"line": line.replace('"__ID__"', "__ID__")})
     note = reply["result"]["content"][0]["text"]
-    return re.search(r'read_spilled_output\(id="([^"]+)"\)', note).group(1)
+    return re.search(r'read_spilled_output tool of this server returns it in pages, id="([^"]+)"', note).group(1)
 
 
 def query(relay, spill_id, **arguments):

@@ -89,6 +89,8 @@ def offered_descriptions(body):
         if tool.get("type") == "namespace":
             for inner in tool.get("tools") or []:
                 found[(tool.get("name") or "") + "\x00" + (inner.get("name") or "")] = inner.get("description") or ""
+        elif isinstance(tool.get("function"), dict):  # Chat Completions
+            found[tool["function"].get("name", "")] = tool["function"].get("description") or ""
         elif tool.get("name"):
             found[tool["name"]] = tool.get("description") or ""
     return found
@@ -307,6 +309,21 @@ def deferred_tools(body, tools):
         return []
     named = re.findall(r"mcp__%s__[A-Za-z0-9_-]+" % SERVER, json.dumps(body.get("messages")))
     return sorted(set(named) - set(tools))
+
+
+def searched_descriptions(body):
+    """{name: description} of the deferred tools whose schema ``tool_search`` returned (Qwen Code answers
+    ``<function>{"name": ..., "description": ...}</function>``)."""
+    found = {}
+    for message in body.get("messages") or []:
+        if message.get("role") == "tool":
+            for text in re.findall(r"<function>(.*?)</function>", json.dumps(message.get("content"))):
+                try:
+                    tool = json.loads(json.loads('"%s"' % text))
+                except ValueError:
+                    continue
+                found[tool.get("name", "")] = tool.get("description") or ""
+    return found
 
 
 def chat_answer(handler, script, body, turn):

@@ -1,8 +1,11 @@
-"""Real CLIs, beyond the four results: a pattern read, capture's printed config (a server ignoring EOF:
-test_lifecycle.py).
+"""Real CLIs, beyond the four results: a pattern read, paging by the reader's description, capture's printed
+config (a server ignoring EOF: test_lifecycle.py).
 
 - pattern: via the relay, the model searches the spilled big text with the reader's ``pattern``
   argument and must find its last line;
+- description: via the relay, a model that knows of the reader only its description in the tool list the
+  CLI sent (clients trust a tool's description; some tell their model to ignore directives in a result)
+  pages the spilled big text to its end;
 - capture: the CLI starts ``ocx_proxy.py capture`` with the entry ``capture --print-config CLIENT``
   printed (its command line, name and tool), the model calls the catalog's tool, the call is recorded;
 
@@ -10,6 +13,7 @@ Each outcome goes to ``outcomes.MORE`` and is printed after the main table.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -40,6 +44,55 @@ class PatternScript(model_server.Script):
         return step
 
 
+class DescriptionScript(model_server.Script):
+    """Pages the spilled result knowing of the reader only its description, as the CLI sent it: the reader is
+    the tool whose description speaks of the ``[ocx-proxy: ...]`` note; the forms it quotes in backticks say
+    where the note gives the id (`id="..."`) and where an answer says the rest starts (`... line=L`,
+    `... line=L, column=C`).  The ``[next: ...]`` text is never read."""
+
+    def decide(self, tool_names, outputs, body=None):
+        if not outputs:
+            return super().decide(tool_names, outputs, body)
+        self.tools_seen = list(tool_names)
+        descriptions = dict(model_server.offered_descriptions(body), **model_server.searched_descriptions(body))
+        reader = next((n for n in tool_names if "[ocx-proxy: ...]" in descriptions.get(n, "")), None)
+        hidden = [n for n in tool_names if n.endswith(model_server.READER) and n not in self.revealed]
+        if reader is None and hidden and hidden[0] not in descriptions:
+            return ("call", hidden[0], {})  # a deferred tool: the model reviews its schema first (Qwen Code)
+        if reader is None:
+            return ("text", "no tool describes the [ocx-proxy: ...] note")
+        quoted = re.findall(r"`([^`]*)`", descriptions[reader])
+        name, output = outputs[-1]
+        text = plain_text(output)
+        if name != reader:
+            self.received = output
+            id_form = next((q for q in quoted if q.startswith("id=")), None)
+            found = id_form and re.search(re.escape(id_form).replace(re.escape("..."), '([^"]+)'), text)
+            if not found:
+                return ("text", "no id in the note")
+            self.reader_id = found.group(1)
+            return ("call", reader, {"id": self.reader_id})
+        self.pages.append(output)
+        where = None
+        for form in [q for q in quoted if q.endswith(("=L", "=C"))]:
+            for found in re.finditer(re.escape(form).replace("=L", r"=(\d+)").replace("=C", r"=(\d+)"), text):
+                if where is None or (found.start(), found.end()) > where[0]:
+                    where = ((found.start(), found.end()), [int(n) for n in found.groups()] + [1])
+        if where is None or len(self.pages) >= model_server.MAX_PAGES * 4:
+            return ("text", "done")
+        return ("call", reader, {"id": self.reader_id, "line": where[1][0], "column": where[1][1]})
+
+
+def plain_text(output):
+    """The texts of a tool output as a client passed it on (content blocks, maybe as one JSON string)."""
+    text = outcomes.text_of(output)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return outcomes.text_of(value) if isinstance(value, (list, dict)) else text
+
+
 def workdir(client, case, via_relay):
     path = os.path.join(outcomes.WORKDIR, "more-%s-%s-%s" % (client, case, "relay" if via_relay else "direct"))
     os.makedirs(path)
@@ -57,6 +110,19 @@ def test_pattern_read_finds_the_end_via_relay(client):
         len(script.pages), "end found" if tools_server.END_MARK in found else "END NOT FOUND")
     assert run.status == 0, run.output[-2000:]
     assert tools_server.END_MARK in found, run.output[-2000:]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_model_following_only_the_reader_description_pages_to_the_end(client):
+    need(client)
+    where = workdir(client, "description", True)
+    script = DescriptionScript("big_text", os.path.join(where, "spill"))
+    run = harness.run_client(client, "big_text", True, where, script=script)
+    pages = "\n".join(plain_text(page) for page in script.pages)
+    outcomes.MORE[(client, "reader by its description")] = "%d page(s), %s" % (
+        len(script.pages), "end reached" if tools_server.END_MARK in pages else "END NOT REACHED")
+    assert run.status == 0, run.output[-2000:]
+    assert tools_server.END_MARK in pages, run.output[-2000:]
 
 
 def printed_config(client, where):
