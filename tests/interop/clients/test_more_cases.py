@@ -140,6 +140,8 @@ def printed_config(client, where):
     if client == "codex":
         tomllib = pytest.importorskip("tomllib")
         server = tomllib.loads(text)["mcp_servers"][model_server.SERVER]
+    elif client == "opencode":   # {"mcp": {NAME: {"type": "local", "command": [...]}}}
+        return json.loads(text)["mcp"][model_server.SERVER]["command"], calls
     else:
         server = json.loads(text)["mcpServers"][model_server.SERVER]
     return [server["command"]] + server["args"], calls
