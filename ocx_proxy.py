@@ -1702,21 +1702,25 @@ class TextIndex:
         return offset + utf8_len(text[:start + column - 1 - before])
 
 
+# How the reader's child programs start: SPEC (argv[1]) gives the seconds to answer in and
+# the CPU seconds after which the kernel ends a runaway one, even when the relay is gone.
+CHILD_PROLOGUE = """# ocx-proxy %s
+import json, os, re, sys, time
+spec = json.loads(sys.argv[1])
+deadline = time.monotonic() + spec["seconds"]
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
+except (ImportError, ValueError, OSError):
+    pass
+"""
 # The pattern search, run as ``python -I -S -c SEARCH_PROGRAM SPEC`` with the
 # .txt as its stdin (see Spill.search).  It prints one JSON object: the lines
 # to show, grep style ("12:" a match, "11-" a context line, "--" between
 # groups), and the line to go on from when it stopped early (budget or time).
 # ASCII only: it travels on a command line.
-SEARCH_PROGRAM = """\
-# ocx-proxy pattern search
-import collections, json, os, re, sys, time
-spec = json.loads(sys.argv[1])
-deadline = time.monotonic() + spec["seconds"]
-try:  # the kernel ends a runaway search even when the relay is gone
-    import resource
-    resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
-except (ImportError, ValueError, OSError):
-    pass
+SEARCH_PROGRAM = CHILD_PROLOGUE % "pattern search" + """\
+import collections
 regex, context, first = re.compile(spec["pattern"]), spec["context"], spec["line"]
 WIDTH = 400  # what is shown of a long line, around the match
 
@@ -1791,15 +1795,7 @@ class SpillSearch:
 # object: the text of the answer from ``line``/``column`` on (one line per
 # value, "path: compact JSON"; or outlines), whether that is all of it, and
 # the line to go on from when it stopped early; or an error.  ASCII only.
-JSON_PATH_PROGRAM = r"""# ocx-proxy path query
-import itertools, json, os, re, sys, time
-spec = json.loads(sys.argv[1])
-deadline = time.monotonic() + spec["seconds"]
-try:  # the kernel ends a runaway query even when the relay is gone
-    import resource
-    resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
-except (ImportError, ValueError, OSError):
-    pass
+JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + r"""import itertools
 sys.setrecursionlimit(20000)
 os.lseek(0, 0, os.SEEK_SET)
 b = os.fdopen(0, "rb").read()
