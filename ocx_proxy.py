@@ -6054,8 +6054,13 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _answer_for_the_login(self, exchange, why):
         """The client's initialize met a login a person still has to finish: answer it ourselves (the client
         keeps the server), list only the login tool, hold the calls that need the server, and replay the
-        handshake once logged in (then notifications/tools/list_changed).  False for any other request."""
-        if exchange.method != "initialize" or exchange.modern or not isinstance(exchange.msg, dict):
+        handshake once logged in (then notifications/tools/list_changed).  False for any other request, and
+        when no login is under way (it failed: its error is the answer) or --oauth-timeout ends it within our
+        wait anyway."""
+        oauth = self.config.oauth
+        if (exchange.method != "initialize" or exchange.modern or not isinstance(exchange.msg, dict)
+                or oauth.login_thread is None or not oauth.login_thread.is_alive()
+                or oauth.settings.timeout <= OAUTH_INITIALIZE_WAIT):
             return False
         params = exchange.msg.get("params")
         capabilities = params.get("capabilities") if isinstance(params, dict) else None

@@ -20,14 +20,41 @@ import time
 import urllib.request
 
 import harness
-from model_server import ModelServer, Script
+from model_server import SERVER, ModelServer, Script
 
 FIXTURES = os.path.join(harness.ROOT, "tests", "fixtures")
 OAUTH_SERVER = os.path.join(FIXTURES, "oauth_server.py")
 BROWSER = os.path.join(FIXTURES, "oauth_browser.py")
 LOGIN_DELAY = 30.0      # seconds the scripted person takes to approve (the issue says 90; 30 keeps the tier fast)
 TOOL = "whoami"         # the fixture server's tool the scripted model calls
+LOGIN_TOOL = "ocx_proxy_login"
 LOGINS = {}             # client -> Login, for the table
+
+
+class LoginScript(Script):
+    """The scripted model: call the server's tool when offered; else call the relay's login tool (it waits
+    for the login), at most twice, and look again at the next turn."""
+
+    def __init__(self, spill_dir):
+        Script.__init__(self, TOOL, spill_dir)
+        self.login_calls = 0
+
+    def wants(self, tool_names):
+        return any(n.endswith((TOOL, LOGIN_TOOL)) for n in tool_names)
+
+    def decide(self, tool_names, outputs, body=None):
+        self.tools_seen = list(tool_names)
+        if outputs and outputs[-1][0].endswith(TOOL):
+            self.received = outputs[-1][1]
+            return ("text", "done")
+        target = [n for n in tool_names if n.endswith(TOOL) and SERVER in n]
+        if target:
+            return ("call", target[0], {})
+        login = [n for n in tool_names if n.endswith(LOGIN_TOOL)]
+        if login and self.login_calls < 2:
+            self.login_calls += 1
+            return ("call", login[0], {})
+        return ("text", "no tool named *%s was offered" % TOOL)
 
 
 class Login:
@@ -41,10 +68,10 @@ class Login:
 
     def sent(self, method):
         """Trace records of the client's messages with ``method`` (times in seconds from the first)."""
-        return [r for r in self.trace if r.get("dir") == "client->server" and r.get("method") == method]
+        return [r for r in self.trace if r.get("dir") == "client->upstream" and r.get("method") == method]
 
     def answered(self, method):
-        return [r for r in self.trace if r.get("dir") == "server->client" and r.get("method") == method]
+        return [r for r in self.trace if r.get("dir") in ("upstream->client", "proxy->client") and r.get("method") == method]
 
     @property
     def tool_output(self):
@@ -58,8 +85,10 @@ class Login:
         if errors:
             parts.append("%d answered with an error after %.0f s" % (len(errors), errors[0]["ms"] / 1000))
         parts.append("%d tools/list" % len(self.sent("tools/list")))
-        if self.sent("tools/call"):
-            parts.append("tools/call sent")
+        if self.run.script.login_calls:
+            parts.append("model called the login tool %d x" % self.run.script.login_calls)
+        if self.answered("notifications/tools/list_changed"):
+            parts.append("list_changed sent")
         got = self.tool_output
         text = got if isinstance(got, str) else json.dumps(got)
         parts.append("tool worked" if got is not None and "scopes: mcp" in text else "tool NOT usable")
@@ -130,7 +159,7 @@ def run_client(client, command, workdir):
     home = os.path.join(workdir, "home")
     os.makedirs(home, exist_ok=True)
     env = harness.base_env(home)
-    script = Script(TOOL, os.path.join(workdir, "spill"))
+    script = LoginScript(os.path.join(workdir, "spill"))
     with ModelServer(script) as model:
         argv = harness.CLIENTS[client](model.port, command, home, env)
         if client == "codex":
