@@ -6072,7 +6072,12 @@ class StreamableHttpUpstream(RemoteUpstream):
                              "login (%s)" % why)
         answer = {"jsonrpc": "2.0", "id": exchange.msg["id"],
                   "result": pending_initialize_result(params, self.config.display_url)}
-        self._emit(encode_message(answer)[:-1], exchange)
+        with self.lock:   # answered, but not by the server: nothing is learnt from it (_answered)
+            for key in exchange.outstanding:
+                self.inflight.pop(key, None)
+            exchange.outstanding.clear()
+        exchange.settled.set()
+        self._post_line(encode_message(answer)[:-1], answer)
         self.spawn("ocx-first-login", self._first_login, dedicated=True)
         return True
 
