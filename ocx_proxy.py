@@ -6142,7 +6142,8 @@ class StreamableHttpUpstream(RemoteUpstream):
             if (thread is None or not thread.is_alive()) and oauth.access_token() is None:
                 if not self.login_failed and oauth.login_error:
                     self.login_note = ("the login failed (%s); the next call starts another, or run `python "
-                                       "ocx_proxy.py auth login --url %s`" % (oauth.login_error, self.config.display_url))
+                                       "ocx_proxy.py auth login --url %s`"
+                                       % (oauth.login_error, self.config.display_url))
                 self.login_failed = True
                 if not self.login_retry.wait(1.0):
                     continue

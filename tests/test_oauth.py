@@ -1151,7 +1151,8 @@ def test_a_call_made_while_the_login_is_pending_is_answered_once_logged_in(serve
 def test_the_login_tool_waits_for_the_login_and_a_client_that_takes_url_elicitation_gets_the_link(server):
     relay = server.relay(delay=6)
     try:
-        reply, _ = relay.request("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+        reply, _ = relay.request("initialize", {"protocolVersion": "2025-11-25",
+                                                "clientInfo": {"name": "t", "version": "1"},
                                                 "capabilities": {"elicitation": {"url": {}}}}, msg_id=1)
         assert reply["result"]["serverInfo"]["name"] == "ocx-proxy"
         relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -1161,7 +1162,8 @@ def test_the_login_tool_waits_for_the_login_and_a_client_that_takes_url_elicitat
         reply, before = relay.request("tools/call", {"name": "ocx_proxy_login", "arguments": {}}, timeout=40)
         assert reply["result"]["isError"] is False and "Logged in" in reply["result"]["content"][0]["text"]
         # the client hears of the new tools before the login tool returns: its next turn lists them
-        assert [m["method"] for m in before] == ["notifications/tools/list_changed", "notifications/elicitation/complete"]
+        assert [m["method"] for m in before] == ["notifications/tools/list_changed",
+                                                 "notifications/elicitation/complete"]
         assert before[1]["params"]["elicitationId"] == ask["params"]["elicitationId"]
         assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
     finally:

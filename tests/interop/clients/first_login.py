@@ -71,7 +71,8 @@ class Login:
         return [r for r in self.trace if r.get("dir") == "client->upstream" and r.get("method") == method]
 
     def answered(self, method):
-        return [r for r in self.trace if r.get("dir") in ("upstream->client", "proxy->client") and r.get("method") == method]
+        return [r for r in self.trace
+                if r.get("dir") in ("upstream->client", "proxy->client") and r.get("method") == method]
 
     @property
     def tool_output(self):
