@@ -5147,8 +5147,8 @@ class CallbackListener:
                     return None
                 wake = min([deadline] + [expires for _, expires in pending.values()])
                 for key, _ in selector.select(wake - now):
-                    if key.fileobj is self.sock:
-                        self._accept(selector, pending, now)
+                    if key.fileobj is self.sock:   # its read timeout runs from now, not from before select
+                        self._accept(selector, pending, time.monotonic())
                         continue
                     answer = self._read(key.fileobj, pending[key.fileobj], state)
                     if answer is not False:

@@ -407,6 +407,26 @@ def test_the_listener_bounds_slow_connections_and_floods(monkeypatch):
             sock.close()
 
 
+def test_a_callback_that_comes_after_the_read_timeout_is_answered(monkeypatch):
+    # the read timeout runs from each connection's arrival, not from when the wait began: a person
+    # who takes longer than it to approve the login must still be heard
+    monkeypatch.setattr(op, "OAUTH_CALLBACK_READ_TIMEOUT", 1)
+    listener = op.CallbackListener(0)
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.append(listener.wait("ours", time.monotonic() + 20)))
+    waiter.start()
+    try:
+        time.sleep(2.5)
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=5) as sock:
+            sock.sendall(b"GET /callback?code=c&state=ours HTTP/1.1\r\n\r\n")
+            assert sock.recv(100).startswith(b"HTTP/1.1 200 OK")
+        waiter.join(5)
+        assert answers == [{"code": "c", "state": "ours"}]
+    finally:
+        listener.close()
+        waiter.join(20)
+
+
 def test_stray_requests_to_the_callback_get_an_error_page_and_the_login_goes_on(server):
     # an old tab's answer, a favicon, no code, a POST, not HTTP, a head too large, the old tab again
     relay, reply = session(server, stray=1)
