@@ -38,12 +38,14 @@ class LoginScript(Script):
     def __init__(self, spill_dir):
         Script.__init__(self, TOOL, spill_dir)
         self.login_calls = 0
+        self.offered = []   # per model request: the server's tools the client offered the model
 
     def wants(self, tool_names):
         return any(n.endswith((TOOL, LOGIN_TOOL)) for n in tool_names)
 
     def decide(self, tool_names, outputs, body=None):
         self.tools_seen = list(tool_names)
+        self.offered.append([n for n in tool_names if SERVER in n])
         if outputs and outputs[-1][0].endswith(TOOL):
             self.received = outputs[-1][1]
             return ("text", "done")
@@ -185,5 +187,5 @@ if __name__ == "__main__":
     print("--- relay stderr\n" + login.stderr[-3000:])
     print("--- client output\n" + login.run.output[-3000:])
     print("--- model requests")
-    for method, path, body in login.run.script.requests:
-        print(method, path, [t.get("name") or t.get("type") for t in (body or {}).get("tools") or []])
+    for names in login.run.script.offered:
+        print(names)
