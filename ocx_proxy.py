@@ -5287,9 +5287,9 @@ class OAuthClient:
                 self._refresh()
             return self.tokens.get("access_token") if self.tokens else None
 
-    def authorize(self, status, challenge, used):
+    def authorize(self, status, challenge, used, wait=OAUTH_REQUEST_WAIT):
         """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer token,
-        or log in (waiting a bounded time); AuthorizationRequired, with instructions, when none is there."""
+        or log in (waiting at most ``wait`` s); AuthorizationRequired, with instructions, when none is there."""
         params = parse_www_authenticate(challenge)
         with self.lock:
             self._reload()
@@ -5311,7 +5311,7 @@ class OAuthClient:
                 return
             self._start_login(params)
             thread = self.login_thread
-        thread.join(min(self.settings.timeout, OAUTH_REQUEST_WAIT))
+        thread.join(min(self.settings.timeout, wait))
         with self.lock:
             if self.tokens and self.tokens.get("access_token") not in (None, used) and not thread.is_alive():
                 return
@@ -5975,8 +5975,8 @@ class CallbackListener:
                     return None
                 wake = min([deadline] + [expires for _, expires in pending.values()])
                 for key, _ in selector.select(wake - now):
-                    if key.fileobj is self.sock:
-                        self._accept(selector, pending, now)
+                    if key.fileobj is self.sock:   # its read timeout runs from now, not from before select
+                        self._accept(selector, pending, time.monotonic())
                         continue
                     answer = self._read(key.fileobj, pending[key.fileobj], state)
                     if answer is not False:
@@ -6170,6 +6170,43 @@ def param_value(arguments, path):
     return value.text if isinstance(value, LongNumber) else None
 
 
+# A first login happens while the client starts: initialize (and a server/discover probe) waits this long for
+# it, then the relay answers initialize itself and the client keeps the server (``FirstLogin``).
+OAUTH_INITIALIZE_WAIT = 5.0
+# How long a call of the login tool waits for the login: under the 60 s clients give a tool call by default.
+LOGIN_TOOL_WAIT = 45.0
+LOGIN_TOOL = "ocx_proxy_login"
+LOGIN_ELICITATION_ID = "ocx-proxy-login"
+
+
+def pending_initialize_result(params, url):
+    """Our answer to the client's initialize while the login to ``url`` is pending: the version it asked for
+    when we serve it, tools that will change (notifications/tools/list_changed once logged in)."""
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    return {"protocolVersion": served_version(requested), "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "ocx-proxy", "version": __version__,
+                           "title": "ocx-proxy, waiting for a login to %s" % url},
+            "instructions": "The MCP server %s needs a login; its tools are listed once it is done. Call the "
+                            "tool %s to see how to log in." % (url, LOGIN_TOOL)}
+
+
+def login_tool(url):
+    """The one tool we list while the login to ``url`` is pending."""
+    return {"name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
+            "description": "The MCP server %s needs a login before its tools can be used. Call this tool: it "
+                           "says how to log in (a link to open) and waits up to %d s for the login; once it is "
+                           "done the server's tools are listed." % (url, LOGIN_TOOL_WAIT)}
+
+
+def pending_answer(method, url):
+    """The result we give a request ``method`` while the login is pending, or None: it needs the server."""
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": [login_tool(url)]}
+    return None
+
+
 class RemoteExchange:
     """One client message on its way to the server, and the request ids still waiting for answers.
     ``modern``: it names a 2026-07-28-era version in its ``_meta`` (no session, no resumption)."""
@@ -6239,6 +6276,7 @@ class RemoteUpstream(Upstream):
         self.closing = False
         self.handed_over = False
         self.replays = 0
+        self.challenge = ""  # the WWW-Authenticate of the last 401 or 403 (see http)
         self.sender = None
         self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
 
@@ -6261,11 +6299,17 @@ class RemoteUpstream(Upstream):
             if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
                     and isinstance(msg.get("params"), dict) and self._cancelled(msg["params"])):
                 continue
+            if self._answered_during_login(line, msg):
+                continue
             exchange = RemoteExchange(line, msg)
             if not self._dispatch_now(exchange):
                 with self.lock:
                     self.queued += 1
                 self.outbox.put(exchange)
+
+    def _answered_during_login(self, line, msg):
+        """Hook (loop thread): True when a client message is ours to handle while a first login is pending."""
+        return False
 
     def _dispatch_now(self, exchange):
         """Start a request's worker from the loop thread when nothing waits before it; False: queue it.
@@ -6353,12 +6397,13 @@ class RemoteUpstream(Upstream):
     def thread_crashed(self, exc):
         """Hook: a helper thread died of an unexpected exception."""
 
-    def http(self, method, parts, headers, body=None, on_written=None, timeout=None):
+    def http(self, method, parts, headers, body=None, on_written=None, timeout=None, login_wait=OAUTH_REQUEST_WAIT):
         """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
 
         A redirect to another origin is returned as is: our credentials never reach another host.
         With OAuth, one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and
-        the request sent again (AuthorizationRequired, an OSError, when no token came in time).  The
+        the request sent again (AuthorizationRequired, an OSError, when no token came within ``login_wait``
+        s; ``self.challenge`` keeps the challenge).  The
         token store is read only while we hold tokens: a server that never asked for a login costs no
         lookups.
         """
@@ -6374,7 +6419,8 @@ class RemoteUpstream(Upstream):
             if (oauth is not None and not authorized and (resp.status == 401 or (
                     resp.status == 403 and "insufficient_scope" in challenge))):
                 self.pool.drain(conn, resp)
-                oauth.authorize(resp.status, challenge, token)  # AuthorizationRequired: how to log in
+                self.challenge = challenge
+                oauth.authorize(resp.status, challenge, token, login_wait)  # AuthorizationRequired: how to log in
                 authorized = True
                 continue
             if oauth is not None and resp.status < 300:
@@ -6716,6 +6762,14 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.get_conn = None
         self.announced = False
         self.tool_headers = {}             # tool name -> the Mcp-Param-* headers it asks for (param_headers)
+        # A first login while the client starts (see _answer_for_the_login): set once the server has our session
+        self.session_ready = None
+        self.login_note = None             # how to finish the login, as the last attempt said
+        self.login_failed = False          # the login ended without tokens: a call asks for another
+        self.login_retry = threading.Event()
+        self.login_announced = threading.Event()
+        self.can_open_urls = False         # the client takes URL-mode elicitation
+        self.login_offered = False
         self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list",
                                                 lambda line, params: is_modern(request_version(params)),
                                                 self._learn_tools),)}
@@ -6806,10 +6860,14 @@ class StreamableHttpUpstream(RemoteUpstream):
         if log.enabled("debug"):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
+        first = exchange.method in ("initialize", "server/discover") and not exchange.swallow and (
+            self.session_ready is None)
         try:
-            conn, resp = self.http("POST", self.target, headers, exchange.line, on_written=exchange.written.set)
+            conn, resp = self.http("POST", self.target, headers, exchange.line, on_written=exchange.written.set,
+                                   login_wait=OAUTH_INITIALIZE_WAIT if first else OAUTH_REQUEST_WAIT)
         except AuthorizationRequired as exc:
-            self.fail_exchange(exchange, str(exc), 401)
+            if not (first and self._answer_for_the_login(exchange, str(exc))):
+                self.fail_exchange(exchange, str(exc), 401)
             return None
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
@@ -6818,6 +6876,139 @@ class StreamableHttpUpstream(RemoteUpstream):
             return None
         exchange.conn = conn
         return conn, resp
+
+    # -- a first login while the client starts ---------------------------------------------------------
+
+    def _answer_for_the_login(self, exchange, why):
+        """The client's initialize met a login a person still has to finish: answer it ourselves (the client
+        keeps the server), list only the login tool, hold the calls that need the server, and replay the
+        handshake once logged in (then notifications/tools/list_changed).  False for any other request, and
+        when no login is under way (it failed: its error is the answer) or --oauth-timeout ends it within our
+        wait anyway."""
+        oauth = self.config.oauth
+        if (exchange.method != "initialize" or exchange.modern or not isinstance(exchange.msg, dict)
+                or oauth.login_thread is None or not oauth.login_thread.is_alive()
+                or oauth.settings.timeout <= OAUTH_INITIALIZE_WAIT):
+            return False
+        params = exchange.msg.get("params")
+        capabilities = params.get("capabilities") if isinstance(params, dict) else None
+        elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+        self.can_open_urls = isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
+        self.login_note = why
+        self.session_ready = threading.Event()
+        self.note("warning", "ocx-proxy answered the client's initialize itself; the server's tools follow the "
+                             "login (%s)" % why)
+        answer = {"jsonrpc": "2.0", "id": exchange.msg["id"],
+                  "result": pending_initialize_result(params, self.config.display_url)}
+        with self.lock:   # answered, but not by the server: nothing is learnt from it (_answered)
+            for key in exchange.outstanding:
+                self.inflight.pop(key, None)
+            exchange.outstanding.clear()
+        exchange.settled.set()
+        self._post_line(encode_message(answer)[:-1], answer)
+        self.spawn("ocx-first-login", self._first_login, dedicated=True)
+        return True
+
+    def _answered_during_login(self, line, msg):
+        ready = self.session_ready
+        if ready is None or not isinstance(msg, dict):
+            return False
+        kind, params = message_kind(msg), msg.get("params")
+        if kind == "response":
+            return msg.get("id") == LOGIN_ELICITATION_ID   # the client's answer to our login link
+        if kind == "request" and msg.get("method") == "tools/call" and isinstance(params, dict) and (
+                params.get("name") == LOGIN_TOOL):
+            self.spawn("ocx-login-tool", self._login_tool_call, msg["id"])
+            return True
+        if ready.is_set():
+            return False
+        if kind != "request":
+            return True   # initialized is replayed from the handshake; the rest concerns no server yet
+        result = pending_answer(msg.get("method"), self.config.display_url)
+        if result is None:
+            self.spawn("ocx-after-login", self._after_login, RemoteExchange(line, msg))
+        else:
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+            self._deliver(encode_message(answer)[:-1], answer)
+        return True
+
+    def _await_session(self, seconds):
+        """Wait up to ``seconds`` for the session, a failed login first started again: True once ready, False
+        when that login failed too or the time is up."""
+        if self.login_failed:
+            self.login_retry.set()
+        deadline = time.monotonic() + seconds
+        while not self.session_ready.wait(0.2):
+            if time.monotonic() > deadline or (self.login_failed and not self.login_retry.is_set()):
+                return False
+        return True
+
+    def _after_login(self, exchange):
+        """A request that needs the server: sent once logged in, else (after OAUTH_REQUEST_WAIT) an error."""
+        if not self._await_session(OAUTH_REQUEST_WAIT):
+            return self.fail_exchange(exchange, self.login_note, 401)
+        with self.lock:
+            self._track(exchange)
+        self._start_request(exchange)
+
+    def _login_tool_call(self, msg_id):
+        """The login tool: how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login."""
+        if self._await_session(LOGIN_TOOL_WAIT):
+            self.login_announced.wait(LOGIN_TOOL_WAIT)
+            text = "Logged in to %s; its tools are listed now." % self.config.display_url
+        else:
+            text = "Not logged in yet: %s. Call %s again to wait for the login." % (self.login_note, LOGIN_TOOL)
+        result = {"content": [{"type": "text", "text": text}], "isError": not self.session_ready.is_set()}
+        self._post_line(encode_message({"jsonrpc": "2.0", "id": msg_id, "result": result})[:-1])
+
+    def _first_login(self):
+        """Wait for the login (a failed one is tried again when a call asks), then replay the handshake."""
+        oauth = self.config.oauth
+        while not self.stopping.is_set():
+            self._offer_login_link(oauth.login_url)
+            thread = oauth.login_thread
+            if (thread is None or not thread.is_alive()) and oauth.access_token() is None:
+                if not self.login_failed and oauth.login_error:
+                    self.login_note = ("the login failed (%s); the next call starts another, or run `python "
+                                       "ocx_proxy.py auth login --url %s`"
+                                       % (oauth.login_error, self.config.display_url))
+                self.login_failed = True
+                if not self.login_retry.wait(1.0):
+                    continue
+            self.login_failed = False
+            self.login_retry.clear()
+            try:
+                oauth.authorize(401, self.challenge, None, 1.0)
+                break
+            except AuthorizationRequired as exc:
+                self.login_note = str(exc)
+        if self.stopping.is_set():
+            return
+        why = self.replay_handshake()
+        if why:
+            self.note("error", "after the login the server refused the client's initialize: %s" % why)
+        else:
+            self.note("info", "logged in; the client's session now reaches %s" % self.config.display_url)
+            self.start_get_stream()
+        self.session_ready.set()
+        self._post_line(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
+        if self.login_offered:
+            done = {"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                    "params": {"elicitationId": LOGIN_ELICITATION_ID}}
+            self._post_line(encode_message(done)[:-1], done)
+        self.login_announced.set()
+
+    def _offer_login_link(self, url):
+        """Show the login link inside a client that takes URL-mode elicitation (2025-11-25), once."""
+        if self.login_offered or not self.can_open_urls or not url or self.handshake.initialized_line is None:
+            return
+        self.login_offered = True
+        request = {"jsonrpc": "2.0", "id": LOGIN_ELICITATION_ID, "method": "elicitation/create",
+                   "params": {"mode": "url", "elicitationId": LOGIN_ELICITATION_ID, "url": url,
+                              "message": "Log in to %s to use its tools.%s" % (self.config.display_url, (
+                                  " Enter the code %s there." % self.config.oauth.user_code
+                                  if self.config.oauth.user_code else ""))}}
+        self._post_line(encode_message(request)[:-1], request)
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""

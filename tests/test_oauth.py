@@ -408,6 +408,26 @@ def test_the_listener_bounds_slow_connections_and_floods(monkeypatch):
             sock.close()
 
 
+def test_a_callback_that_comes_after_the_read_timeout_is_answered(monkeypatch):
+    # the read timeout runs from each connection's arrival, not from when the wait began: a person
+    # who takes longer than it to approve the login must still be heard
+    monkeypatch.setattr(op, "OAUTH_CALLBACK_READ_TIMEOUT", 1)
+    listener = op.CallbackListener(0)
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.append(listener.wait("ours", time.monotonic() + 20)))
+    waiter.start()
+    try:
+        time.sleep(2.5)
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=5) as sock:
+            sock.sendall(b"GET /callback?code=c&state=ours HTTP/1.1\r\n\r\n")
+            assert sock.recv(100).startswith(b"HTTP/1.1 200 OK")
+        waiter.join(5)
+        assert answers == [{"code": "c", "state": "ours"}]
+    finally:
+        listener.close()
+        waiter.join(20)
+
+
 def test_stray_requests_to_the_callback_get_an_error_page_and_the_login_goes_on(server):
     # an old tab's answer, a favicon, no code, a POST, not HTTP, a head too large, the old tab again
     relay, reply = session(server, stray=1)
@@ -1414,3 +1434,91 @@ def test_a_redirect_loop_is_bounded(server):
     hops = [r for r in server.stats()["requests"] if r["path"] == "/as/token"]
     assert len(hops) == op.OAUTH_MAX_REDIRECTS + 1
     assert "redirects" in result.stderr.decode()
+
+
+# -- issue 22: the first login never fails the client's session --------------------------------------------
+
+def notification(relay, method, timeout):
+    """Wait for a notification (or server request) ``method``; the messages before it are kept."""
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = relay.recv(max(0.01, deadline - time.monotonic()))
+        if msg.get("method") == method:
+            return msg
+        relay.backlog.append(msg)
+
+
+def test_first_login_answers_initialize_at_once_and_the_tools_follow_the_login(server):
+    relay = server.relay(delay=8)
+    try:
+        started = time.monotonic()
+        reply = relay.initialize("2025-11-25")
+        assert time.monotonic() - started < 7.5
+        result = reply["result"]
+        assert result["serverInfo"]["name"] == "ocx-proxy" and "waiting for a login" in result["serverInfo"]["title"]
+        assert result["protocolVersion"] == "2025-11-25" and result["capabilities"]["tools"]["listChanged"] is True
+        tools = relay.request("tools/list")[0]["result"]["tools"]
+        assert [t["name"] for t in tools if t["name"] != "read_spilled_output"] == ["ocx_proxy_login"]
+        notification(relay, "notifications/tools/list_changed", 30)
+        names = [t["name"] for t in relay.request("tools/list")[0]["result"]["tools"]]
+        assert "whoami" in names and "ocx_proxy_login" not in names
+        assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    assert len(server.visits()) == 1
+    inits = [r for r in server.stats()["requests"] if r["path"] == "/mcp" and '"initialize"' in r["body"]]
+    assert json.loads(inits[-1]["body"])["params"]["protocolVersion"] == "2025-11-25"   # the client's, replayed
+
+
+def test_a_call_made_while_the_login_is_pending_is_answered_once_logged_in(server):
+    relay = server.relay(delay=6)
+    try:
+        assert relay.initialize()["result"]["serverInfo"]["name"] == "ocx-proxy"
+        assert relay.call("whoami", timeout=30)["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+
+
+def test_the_login_tool_waits_for_the_login_and_a_client_that_takes_url_elicitation_gets_the_link(server):
+    relay = server.relay(delay=6)
+    try:
+        reply, _ = relay.request("initialize", {"protocolVersion": "2025-11-25",
+                                                "clientInfo": {"name": "t", "version": "1"},
+                                                "capabilities": {"elicitation": {"url": {}}}}, msg_id=1)
+        assert reply["result"]["serverInfo"]["name"] == "ocx-proxy"
+        relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        ask = notification(relay, "elicitation/create", 10)
+        assert ask["params"]["mode"] == "url" and "/as/authorize?" in ask["params"]["url"]
+        relay.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+        reply, before = relay.request("tools/call", {"name": "ocx_proxy_login", "arguments": {}}, timeout=40)
+        assert reply["result"]["isError"] is False and "Logged in" in reply["result"]["content"][0]["text"]
+        # the client hears of the new tools before the login tool returns: its next turn lists them
+        assert [m["method"] for m in before] == ["notifications/tools/list_changed",
+                                                 "notifications/elicitation/complete"]
+        assert before[1]["params"]["elicitationId"] == ask["params"]["elicitationId"]
+        assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    assert not any('"action"' in r["body"] for r in server.stats()["requests"])   # our elicitation's answer is ours
+
+
+@pytest.mark.parametrize("how", ["denied", "timeout"])
+def test_a_failed_first_login_gives_calls_a_clear_error_and_the_next_call_logs_in_again(server, how):
+    if how == "denied":
+        server.configure(authorize_error={"error": "access_denied"})
+        relay = server.relay(delay=6)
+    else:
+        relay = server.relay("--oauth-timeout", "7", idle=1)
+    try:
+        assert relay.initialize()["result"]["serverInfo"]["name"] == "ocx-proxy"
+        error = relay.call("whoami", timeout=30)["error"]
+        expected = "access_denied" if how == "denied" else "no login within 7 s"
+        assert "login failed" in error["message"] and expected in error["message"], error
+        assert "auth login --url %s" % server.url in error["message"] and error["data"]["httpStatus"] == 401
+        if how == "denied":
+            server.configure(authorize_error=None)
+            assert relay.call("whoami", timeout=30)["result"]["content"][0]["text"] == "scopes: mcp"
+        assert relay.request("ping")[0]["result"] == {}
+    finally:
+        relay.close()
+    assert "Traceback" not in relay.stderr

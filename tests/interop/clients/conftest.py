@@ -4,6 +4,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import first_login  # noqa: E402
 import outcomes  # noqa: E402
 
 
@@ -11,3 +12,6 @@ def pytest_terminal_summary(terminalreporter):
     outcomes.write_table(terminalreporter.write_line)
     outcomes.write_fit_table(terminalreporter.write_line)
     outcomes.write_more_table(terminalreporter.write_line)
+    for client, login in sorted(first_login.LOGINS.items()):   # issue 22: a first login during the run
+        terminalreporter.write_line("first login (login approved after %g s), %s: %s"
+                                    % (first_login.LOGIN_DELAY, client, login.summary()))

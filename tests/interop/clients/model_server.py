@@ -44,6 +44,10 @@ class Script:
         self.revealed = set()  # deferred tools whose schema the model reviewed (tool_search)
         self.lock = threading.Lock()
 
+    def wants(self, tool_names):
+        """Whether a request offering ``tool_names`` is the conversation (not a title or a side question)."""
+        return any(n.endswith(self.tool) for n in tool_names)
+
     def decide(self, tool_names, outputs, body=None):
         """Next step from the offered tool names and the tool outputs so far (list of (name, output)).
 
@@ -205,7 +209,7 @@ def anthropic_outputs(messages):
 
 def anthropic_answer(handler, script, body, turn):
     tools = [t.get("name", "") for t in body.get("tools") or []]
-    if not any(n.endswith(script.tool) for n in tools):
+    if not script.wants(tools):
         step = ("text", "ok")
     else:
         step = script.decide(tools, anthropic_outputs(body.get("messages")), body)
@@ -257,7 +261,7 @@ def gemini_outputs(contents):
 
 def gemini_answer(handler, script, body, turn, stream):
     tools = gemini_tools(body.get("tools"))
-    if not any(n.endswith(script.tool) for n in tools):
+    if not script.wants(tools):
         text = '{"reasoning": "done", "next_speaker": "user"}' if body.get("generationConfig", {}).get(
             "responseMimeType") == "application/json" else "ok"
         step = ("text", text)

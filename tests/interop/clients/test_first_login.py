@@ -1,0 +1,42 @@
+"""Issue 22 item 2 with the real CLIs: a remote server whose first login a person finishes after
+first_login.LOGIN_DELAY seconds (30 s here; the issue's 90 s would only make the tier slower).
+
+Measured (Claude Code 2.1.332, Gemini CLI 0.61.0, Codex 0.171.0, browser stand-in):
+- Claude Code and Gemini CLI keep the server: the relay's initialize answer is a result, tools/list offers
+  the login tool, the model's call of it waits for the login, and after notifications/tools/list_changed
+  the client lists the tools again.  Claude Code's model then used the server's tool in the same run; Gemini
+  CLI's did in some runs only (its tool refresh races the login tool's answer), so that is recorded in the
+  table (first_login.LOGINS) and asserted for Claude Code alone.
+- Codex `exec` starts its turn without waiting for its MCP servers: nothing is asserted beyond a bounded run."""
+import os
+
+import pytest
+
+import first_login
+import harness
+
+KEEPS_THE_SERVER = ["claude-code", "gemini"]
+SAME_RUN = ["claude-code"]     # the model used the server's tool in the run that did the login (every time measured)
+
+
+@pytest.mark.parametrize("client", ["codex", "claude-code", "gemini"])
+def test_first_login_keeps_the_server(client, tmp_path):
+    binary = os.path.join(harness.BIN, "codex" if client == "codex" else "claude" if client == "claude-code"
+                          else "gemini")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("%s is not installed in %s (run `make interop`)" % (client, harness.PREFIX))
+    login = first_login.run_first_login(client, str(tmp_path))
+    print(client, login.summary())
+    assert login.run.status != "timeout" and login.seconds < harness.CLIENT_TIMEOUT, login.summary()
+    if client not in KEEPS_THE_SERVER:
+        return
+    detail = login.summary() + "\n" + login.stderr[-2000:]
+    answers = login.answered("initialize")
+    assert answers and all("error" not in a for a in answers), detail
+    offered = login.run.script.offered
+    assert offered and any(n.endswith(first_login.LOGIN_TOOL) for n in offered[0]), detail
+    assert login.run.script.login_calls, detail
+    assert login.stats["token"] == 1, detail   # the login a person finished after LOGIN_DELAY s went through
+    assert login.answered("notifications/tools/list_changed") and len(login.sent("tools/list")) >= 2, detail
+    if client in SAME_RUN:
+        assert login.tool_output is not None and "scopes: mcp" in str(login.tool_output), detail
