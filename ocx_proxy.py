@@ -6195,8 +6195,9 @@ def login_tool(url):
     """The one tool we list while the login to ``url`` is pending."""
     return {"name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
             "description": "The MCP server %s needs a login before its tools can be used. Call this tool: it "
-                           "says how to log in (a link to open) and waits up to %d s for the login; once it is "
-                           "done the server's tools are listed." % (url, LOGIN_TOOL_WAIT)}
+                           "waits up to %d s for the user to log in (in the browser page or with the link and "
+                           "code ocx-proxy showed), then says that the login is done (the server's tools are "
+                           "listed then) or how to log in." % (url, LOGIN_TOOL_WAIT)}
 
 
 def pending_answer(method, url):
@@ -12700,7 +12701,8 @@ def add_oauth_options(parser):
                         "the authorization server; env OCX_PROXY_OAUTH_CALLBACK_PORT)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
                    OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most %g s "
-                                       "of it (default %%(default)s)" % OAUTH_REQUEST_WAIT)
+                                       "of it, a call of %s %g s (default %%(default)s)"
+                                       % (OAUTH_REQUEST_WAIT, LOGIN_TOOL, LOGIN_TOOL_WAIT))
     group.add_argument("--oauth-no-browser", action="store_true",
                        default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
                        help="never open a browser: print the login URL on stderr (default %(default)s)")
