@@ -6177,6 +6177,9 @@ OAUTH_INITIALIZE_WAIT = 5.0
 # How long a call of the login tool waits for the login: under the 60 s clients give a tool call by default.
 LOGIN_TOOL_WAIT = 45.0
 LOGIN_TOOL = "ocx_proxy_login"
+# Once logged in, the login tool answers after the client's new tool list (its model's next turn has the tools),
+# or after this many seconds when the client does not ask for one.
+LOGIN_RELIST_WAIT = 5.0
 LOGIN_ELICITATION_ID = "ocx-proxy-login"
 
 
@@ -6770,6 +6773,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.login_failed = False          # the login ended without tokens: a call asks for another
         self.login_retry = threading.Event()
         self.login_announced = threading.Event()
+        self.relisting = False             # the client's tools/list after our list_changed is on its way
+        self.relisted = threading.Event()  # ... and its answer went to the client
         self.can_open_urls = False         # the client takes URL-mode elicitation
         self.login_offered = False
         self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list",
@@ -6923,7 +6928,11 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.spawn("ocx-login-tool", self._login_tool_call, msg["id"])
             return True
         if ready.is_set():
-            return False
+            if self.relisting or kind != "request" or msg.get("method") != "tools/list":
+                return False
+            self.relisting = True
+            self.spawn("ocx-relist", self._relist, RemoteExchange(line, msg))
+            return True
         if kind != "request":
             return True   # initialized is replayed from the handshake; the rest concerns no server yet
         result = pending_answer(msg.get("method"), self.config.display_url)
@@ -6953,10 +6962,19 @@ class StreamableHttpUpstream(RemoteUpstream):
             self._track(exchange)
         self._start_request(exchange)
 
+    def _relist(self, exchange):
+        """The client's first tools/list once logged in: sent, and its answer relayed, in this thread."""
+        with self.lock:
+            self._track(exchange)
+        self._worker(exchange)
+        self.relisted.set()
+
     def _login_tool_call(self, msg_id):
-        """The login tool: how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login."""
+        """The login tool: how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login (and then up to
+        LOGIN_RELIST_WAIT s for the client's new tool list)."""
         if self._await_session(LOGIN_TOOL_WAIT):
             self.login_announced.wait(LOGIN_TOOL_WAIT)
+            self.relisted.wait(LOGIN_RELIST_WAIT)
             text = "Logged in to %s; its tools are listed now." % self.config.display_url
         else:
             text = "Not logged in yet: %s. Call %s again to wait for the login." % (self.login_note, LOGIN_TOOL)

@@ -1502,6 +1502,45 @@ def test_the_login_tool_waits_for_the_login_and_a_client_that_takes_url_elicitat
     assert not any('"action"' in r["body"] for r in server.stats()["requests"])   # our elicitation's answer is ours
 
 
+def login_tool_call_during_login(server):
+    """A relay whose login finishes in 6 s, initialized, with a call of the login tool (id 7) waiting for it;
+    returns (relay, the list_changed's arrival time)."""
+    relay = server.relay(delay=6)
+    assert relay.initialize("2025-11-25")["result"]["serverInfo"]["name"] == "ocx-proxy"
+    relay.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "ocx_proxy_login"}})
+    notification(relay, "notifications/tools/list_changed", 30)
+    return relay, time.monotonic()
+
+
+@pytest.mark.parametrize("relist_after", [0, 1])
+def test_the_login_tool_answers_after_the_new_tool_list_of_a_client_that_relists(server, relist_after):
+    relay, _ = login_tool_call_during_login(server)
+    try:
+        time.sleep(relist_after)
+        relay.send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+        answers = []
+        while len(answers) < 2:
+            msg = relay.recv(15)
+            if "id" in msg and "method" not in msg:
+                answers.append(msg)
+        assert [a["id"] for a in answers] == [8, 7], answers   # the model's next turn has the server's tools
+        assert "whoami" in [t["name"] for t in answers[0]["result"]["tools"]]
+        assert "Logged in" in answers[1]["result"]["content"][0]["text"]
+    finally:
+        relay.close()
+
+
+def test_the_login_tool_answers_a_client_that_never_relists_within_the_bound(server):
+    relay, listed = login_tool_call_during_login(server)
+    try:
+        reply, _ = relay.wait_for(7, timeout=op.LOGIN_RELIST_WAIT + 5)
+        assert op.LOGIN_RELIST_WAIT - 1 < time.monotonic() - listed < op.LOGIN_RELIST_WAIT + 2
+        assert "Logged in" in reply["result"]["content"][0]["text"]
+        assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+
+
 @pytest.mark.parametrize("how", ["denied", "timeout"])
 def test_a_failed_first_login_gives_calls_a_clear_error_and_the_next_call_logs_in_again(server, how):
     if how == "denied":
