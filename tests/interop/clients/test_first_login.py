@@ -4,9 +4,9 @@ first_login.LOGIN_DELAY seconds (30 s here; the issue's 90 s would only make the
 Measured (Claude Code 2.1.332, Gemini CLI 0.61.0, Codex 0.171.0, browser stand-in):
 - Claude Code and Gemini CLI keep the server: the relay's initialize answer is a result, tools/list offers
   the login tool, the model's call of it waits for the login, and after notifications/tools/list_changed
-  the client lists the tools again.  Claude Code's model then used the server's tool in the same run; Gemini
-  CLI's did in some runs only (its tool refresh races the login tool's answer), so that is recorded in the
-  table (first_login.LOGINS) and asserted for Claude Code alone.
+  the client lists the tools again; the login tool's answer waits for that new list (LOGIN_RELIST_WAIT), so
+  the model's next turn has the server's tools.  Both models then used the server's tool in the same run
+  (Gemini CLI: 6/6; 6/10 before the answer waited, its tool refresh raced the login tool's answer).
 - Codex `exec` starts its turn without waiting for its MCP servers: nothing is asserted beyond a bounded run."""
 import os
 
@@ -16,7 +16,7 @@ import first_login
 import harness
 
 KEEPS_THE_SERVER = ["claude-code", "gemini"]
-SAME_RUN = ["claude-code"]     # the model used the server's tool in the run that did the login (every time measured)
+SAME_RUN = ["claude-code", "gemini"]  # the model used the server's tool in the login's run (every time measured)
 
 
 @pytest.mark.parametrize("client", ["codex", "claude-code", "gemini"])
