@@ -6197,10 +6197,11 @@ def pending_initialize_result(params, url):
 def login_tool(url):
     """The one tool we list while the login to ``url`` is pending."""
     return {"name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
-            "description": "The MCP server %s needs a login before its tools can be used. Call this tool: it "
-                           "waits up to %d s for the user to log in (in the browser page or with the link and "
-                           "code ocx-proxy showed), then says that the login is done (the server's tools are "
-                           "listed then) or how to log in." % (url, LOGIN_TOOL_WAIT)}
+            "description": "The MCP server %s needs a login before its tools can be used. Call this tool: for a "
+                           "login with a code it first answers with the page and the code to show the user; "
+                           "otherwise, and when called again, it waits up to %d s for the user to log in, then "
+                           "says that the login is done (the server's tools are listed then) or how to log in."
+                           % (url, LOGIN_TOOL_WAIT)}
 
 
 def pending_answer(method, url):
@@ -6777,6 +6778,10 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.relisted = threading.Event()  # ... and its answer went to the client
         self.can_open_urls = False         # the client takes URL-mode elicitation
         self.login_offered = False
+        self.device_prompt = None          # a device login's (URI, code, completed URI or None) ...
+        self.prompt_shown = None           # ... and the one the login tool last showed
+        if config.oauth is not None:
+            config.oauth.on_login_prompt = self._device_prompt
         self.rewrites = {"tools/list": (Rewrite("leave tools out of tools/list",
                                                 lambda line, params: is_modern(request_version(params)),
                                                 self._learn_tools),)}
@@ -6943,14 +6948,14 @@ class StreamableHttpUpstream(RemoteUpstream):
             self._deliver(encode_message(answer)[:-1], answer)
         return True
 
-    def _await_session(self, seconds):
+    def _await_session(self, seconds, until=lambda: False):
         """Wait up to ``seconds`` for the session, a failed login first started again: True once ready, False
-        when that login failed too or the time is up."""
+        when that login failed too, ``until()`` is true or the time is up."""
         if self.login_failed:
             self.login_retry.set()
         deadline = time.monotonic() + seconds
         while not self.session_ready.wait(0.2):
-            if time.monotonic() > deadline or (self.login_failed and not self.login_retry.is_set()):
+            if time.monotonic() > deadline or (self.login_failed and not self.login_retry.is_set()) or until():
                 return False
         return True
 
@@ -6969,13 +6974,32 @@ class StreamableHttpUpstream(RemoteUpstream):
         self._worker(exchange)
         self.relisted.set()
 
+    def _device_prompt(self, uri, user_code, complete):
+        """OAuthClient.on_login_prompt: the code the login tool shows."""
+        self.device_prompt = (uri, user_code, complete)
+
+    def _new_code(self):
+        """A device login's prompt that no call of the login tool showed yet, or None."""
+        prompt = self.device_prompt
+        return prompt if prompt != self.prompt_shown else None
+
     def _login_tool_call(self, msg_id):
-        """The login tool: how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login (and then up to
-        LOGIN_RELIST_WAIT s for the client's new tool list)."""
-        if self._await_session(LOGIN_TOOL_WAIT):
+        """The login tool: a device login's code as soon as it is known, when no call showed it yet (the person
+        needs it to log in); else how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login (and then up
+        to LOGIN_RELIST_WAIT s for the client's new tool list)."""
+        logged_in = self._await_session(LOGIN_TOOL_WAIT, self._new_code)
+        prompt = None if logged_in else self._new_code()
+        if logged_in:
             self.login_announced.wait(LOGIN_TOOL_WAIT)
             self.relisted.wait(LOGIN_RELIST_WAIT)
             text = "Logged in to %s; its tools are listed now." % self.config.display_url
+        elif prompt:
+            self.prompt_shown = prompt
+            uri, code, complete = prompt
+            text = ("Not logged in yet. Ask the user to open %s and enter the code %s%s to log in to %s, then call "
+                    "this tool again: it waits for the login then." % (
+                        uri, code, " (or to open %s, the code filled in)" % complete if complete else "",
+                        self.config.display_url))
         else:
             text = "Not logged in yet: %s. Call %s again to wait for the login." % (self.login_note, LOGIN_TOOL)
         result = {"content": [{"type": "text", "text": text}], "isError": not self.session_ready.is_set()}

@@ -1181,6 +1181,12 @@ def wait_for_stderr(relay, needle, timeout=10):
     return [line for line in relay.stderr.splitlines() if needle in line][0]
 
 
+def approve(server, user_code):
+    """The user types the code they were shown into the verification page and approves."""
+    OPENER.open(urllib.request.Request(server.base + "/as/activate", urlencode(
+        {"user_code": user_code, "action": "approve"}).encode(), method="POST")).read()
+
+
 def test_relay_with_oauth_device_logs_in_with_the_code_the_user_enters(server):
     server.configure(device={"interval": 1})
     relay = server.relay("--oauth-device")
@@ -1189,10 +1195,7 @@ def test_relay_with_oauth_device_logs_in_with_the_code_the_user_enters(server):
                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                                "clientInfo": {"name": "test", "version": "1"}}})
         line = wait_for_stderr(relay, "/as/activate")
-        code = line.split("enter the code ")[1].split()[0]
-        # the user types the code they were shown into the verification page
-        OPENER.open(urllib.request.Request(server.base + "/as/activate", urlencode(
-            {"user_code": code, "action": "approve"}).encode(), method="POST")).read()
+        approve(server, line.split("enter the code ")[1].split()[0])
         reply, _ = relay.wait_for(1, timeout=20)
         assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", reply
     finally:
@@ -1561,3 +1564,27 @@ def test_a_failed_first_login_gives_calls_a_clear_error_and_the_next_call_logs_i
     finally:
         relay.close()
     assert "Traceback" not in relay.stderr
+
+
+def test_the_login_tool_of_a_device_login_shows_the_code_at_once_then_waits_for_the_login(server):
+    server.configure(device={"interval": 1})
+    relay = server.relay("--oauth-device")
+    try:
+        assert relay.initialize("2025-11-25")["result"]["serverInfo"]["name"] == "ocx-proxy"
+        login = {"name": "ocx_proxy_login", "arguments": {}}
+        started = time.monotonic()
+        reply, _ = relay.request("tools/call", login, timeout=10)
+        assert time.monotonic() - started < 5
+        text = reply["result"]["content"][0]["text"]
+        (issued,) = server.stats()["device"]
+        uri = server.base + "/as/activate"
+        assert "%s and enter the code %s" % (uri, issued["user_code"]) in text, text
+        assert uri + "?user_code=" + issued["user_code"] in text and "call this tool again" in text.lower(), text
+        approve(server, issued["user_code"])
+        reply, _ = relay.request("tools/call", login, timeout=40)
+        assert reply["result"]["isError"] is False and "Logged in" in reply["result"]["content"][0]["text"]
+        assert "whoami" in [t["name"] for t in relay.request("tools/list")[0]["result"]["tools"]]
+    finally:
+        relay.close()
+    (device_code,) = {f["device_code"][0] for f in device_requests(server, "/as/token") if "device_code" in f}
+    assert device_code not in text and device_code not in relay.stderr and "dc-" not in relay.stderr + text
