@@ -7002,7 +7002,10 @@ class StreamableHttpUpstream(RemoteUpstream):
                         self.config.display_url))
         else:
             text = "Not logged in yet: %s. Call %s again to wait for the login." % (self.login_note, LOGIN_TOOL)
-        result = {"content": [{"type": "text", "text": text}], "isError": not self.session_ready.is_set()}
+        # The code for the person is what the call is for, not a failure: a model told "error" may retry at
+        # once instead of showing it.
+        failed = not self.session_ready.is_set() and not prompt
+        result = {"content": [{"type": "text", "text": text}], "isError": failed}
         self._post_line(encode_message({"jsonrpc": "2.0", "id": msg_id, "result": result})[:-1])
 
     def _first_login(self):

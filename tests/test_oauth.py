@@ -1576,6 +1576,7 @@ def test_the_login_tool_of_a_device_login_shows_the_code_at_once_then_waits_for_
         reply, _ = relay.request("tools/call", login, timeout=10)
         assert time.monotonic() - started < 5
         text = reply["result"]["content"][0]["text"]
+        assert reply["result"]["isError"] is False   # the code is what the person needs, not a failure
         (issued,) = server.stats()["device"]
         uri = server.base + "/as/activate"
         assert "%s and enter the code %s" % (uri, issued["user_code"]) in text, text
