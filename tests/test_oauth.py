@@ -277,6 +277,7 @@ def test_busy_callback_port_is_said_and_a_new_registration_made(server):
 def test_a_busy_derived_port_gives_way_to_the_next_of_the_issuer(server):
     ports = op.callback_ports(server.base + "/as")
     blocker = socket.socket()
+    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # an earlier test's TIME_WAIT must not stop it
     try:
         blocker.bind(("127.0.0.1", ports[0]))
         blocker.listen(1)
