@@ -739,6 +739,19 @@ def message_kind(msg):
     return None
 
 
+def called_tool(msg):
+    """The name of the tool a tools/call message calls, else None."""
+    params = msg.get("params")
+    if msg.get("method") == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+        return params["name"]
+    return None
+
+
+def same_shape(line, raws):
+    """The messages ``raws`` (bytes) as one line shaped like ``line``: a batch if it was one."""
+    return b"[" + b",".join(raws) + b"]" if line.lstrip()[:1] == b"[" else raws[0]
+
+
 _SPACE = b" \t\r\n"
 _STRUCTURE_RE = re.compile(rb'["\[\]{}]')   # what matters when skipping a nested value
 _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
@@ -6925,11 +6938,10 @@ class StreamableHttpUpstream(RemoteUpstream):
         ready = self.session_ready
         if ready is None or not isinstance(msg, dict):
             return False
-        kind, params = message_kind(msg), msg.get("params")
+        kind = message_kind(msg)
         if kind == "response":
             return msg.get("id") == LOGIN_ELICITATION_ID   # the client's answer to our login link
-        if kind == "request" and msg.get("method") == "tools/call" and isinstance(params, dict) and (
-                params.get("name") == LOGIN_TOOL):
+        if kind == "request" and called_tool(msg) == LOGIN_TOOL:
             self.spawn("ocx-login-tool", self._login_tool_call, msg["id"])
             return True
         if ready.is_set():
@@ -7951,12 +7963,10 @@ class ToolFitting:
             if self._fitted(msg):
                 msg["params"] = dict(msg["params"], name=self.originals[msg["params"]["name"]])
                 raws[index] = encode_message(msg)[:-1]
-        return (b"[" + b",".join(raws) + b"]" if line.lstrip()[:1] == b"[" else raws[0]), msgs, raws
+        return same_shape(line, raws), msgs, raws
 
     def _fitted(self, msg):
-        params = msg.get("params")
-        return (msg.get("method") == "tools/call" and "id" in msg and isinstance(params, dict)
-                and isinstance(params.get("name"), str) and params["name"] in self.originals)
+        return "id" in msg and called_tool(msg) in self.originals
 
 
 # ---------------------------------------------------------------------------
@@ -8105,14 +8115,6 @@ def reader_tool(taken=()):
     }
 
 
-def called_tool(msg):
-    """The name of the tool a tools/call message of the client calls, else None."""
-    params = msg.get("params")
-    if msg.get("method") == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
-        return params["name"]
-    return None
-
-
 def take_messages(line, msgs, raws, taken, answer):
     """Answer with ``answer(msg)`` the messages among ``msgs`` (those of client ``line``, ``raws`` their
     bytes) that ``taken(msg)`` picks; returns ``(line, msgs, raws)`` of the others, ``line`` None when
@@ -8128,9 +8130,8 @@ def take_messages(line, msgs, raws, taken, answer):
             kept.append((msg, raw))
     if not kept:
         return None, [], []
-    batch = line.lstrip()[:1] == b"["
     msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
-    return b"[" + b",".join(raws) + b"]" if batch else raws[0], msgs, raws
+    return same_shape(line, raws), msgs, raws
 
 
 class Reader:
