@@ -3130,7 +3130,7 @@ class Loop:
         self.posted = collections.deque()
         self.timers = []
         self.sequence = itertools.count()
-        self.callbacks = {}  # fd -> {event: callback}
+        self.callbacks = {}  # fd -> {event: callback}, a new dict on every change
         self.running = False
         self.add_reader(self.wake_r.fileno(), self._drain_wake)
 
@@ -3201,7 +3201,6 @@ class Loop:
                           % (type(exc).__name__, exc))
                 if log.enabled("debug"):
                     import traceback
-
                     for line in traceback.format_exc().rstrip().splitlines():   # a record is one line
                         log.debug(line)
 
@@ -3215,26 +3214,14 @@ class Loop:
         heappop = heapq.heappop
         read_event, write_event = selectors.EVENT_READ, selectors.EVENT_WRITE
         while self.running:
-            if posted:
-                timeout = 0
-            else:
-                timeout = max(0, timers[0][0] - monotonic()) if timers else None
-            for key, mask in wait(timeout):
-                fd = key.fd
-                handlers = callbacks.get(fd)
-                if handlers is None:
-                    continue
-                if mask & read_event:
-                    callback = handlers.get(read_event)
-                    if callback is not None:
-                        callback()
-                        handlers = callbacks.get(fd)
-                        if handlers is None:
-                            continue
-                if mask & write_event:
-                    callback = handlers.get(write_event)
-                    if callback is not None:
-                        callback()
+            timeout = max(0, timers[0][0] - monotonic()) if timers else None
+            for key, mask in wait(0 if posted else timeout):
+                handlers = callbacks.get(key.fd, ())
+                if mask & read_event and read_event in handlers:
+                    handlers[read_event]()
+                    handlers = callbacks.get(key.fd, ())  # the callback may have removed the fd
+                if mask & write_event and write_event in handlers:
+                    handlers[write_event]()
             while posted:
                 callback, args = posted.popleft()
                 callback(*args)
@@ -3253,8 +3240,7 @@ class Loop:
 class PipeReader:
     """Feeds chunks read from ``fd`` to ``on_data(bytes)``; ``on_data(b"")`` means EOF.  ``pause()`` stops reading
     until ``resume()`` (a chunk already read is still delivered), so that the writer at the other end blocks: that
-    is how backpressure reaches a peer.  ``stop()`` ends the deliveries.  One subclass per mechanism;
-    ``pipe_reader()`` picks one."""
+    is how backpressure reaches a peer.  ``stop()`` ends the deliveries.  ``pipe_reader()`` picks a subclass."""
 
     def __init__(self, loop, fd, on_data):
         self.loop = loop
@@ -3278,8 +3264,7 @@ class PipeReader:
 
 
 class SelectPipeReader(PipeReader):
-    """Reads when the loop reports the fd readable; OSError/ValueError for an fd the selector refuses
-    (regular files, Windows pipes)."""
+    """Reads when the loop reports the fd readable; OSError/ValueError for an fd the selector refuses."""
 
     def __init__(self, loop, fd, on_data):
         PipeReader.__init__(self, loop, fd, on_data)
@@ -3363,12 +3348,11 @@ def pipe_reader(loop, fd, on_data, use_threads=False):
 
 
 class PipeWriter:
-    """Writes bytes to ``fd`` without ever blocking the loop.  Queued bytes are referenced, never copied: callers
-    must not change a buffer after writing it.  ``write()`` returns False once more than ``limit`` bytes wait (a
-    high-water mark, not a cap): the caller should stop reading from the peer that feeds us until
-    ``when_drained(callback)``.  ``on_error(exc)`` is called once if the reader went away (EPIPE).  ``close()``
-    closes after everything queued is written, the fd too with ``close_fd``.  One subclass per mechanism;
-    ``pipe_writer()`` picks one."""
+    """Writes bytes to ``fd`` without ever blocking the loop; queued bytes are referenced, never copied (callers
+    must not change a buffer after writing it).  ``write()`` returns False once more than ``limit`` bytes wait (a
+    high-water mark, not a cap): stop reading from the peer that feeds us until ``when_drained(callback)``.
+    ``on_error(exc)`` is called once if the reader went away (EPIPE).  ``close()`` closes after everything queued
+    is written, the fd too with ``close_fd``.  ``pipe_writer()`` picks a subclass."""
 
     def __init__(self, loop, fd, on_error, close_fd, limit):
         self.loop = loop
@@ -3408,11 +3392,10 @@ class PipeWriter:
         for callback in callbacks:
             self.loop.post(callback)
 
-    def _close_fd(self):
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+    def close(self):
+        if not self.closing:
+            self.closing = True
+            self._close()
 
 
 class SelectPipeWriter(PipeWriter):
@@ -3479,10 +3462,7 @@ class SelectPipeWriter(PipeWriter):
             self.on_error(exc)
         self._check_drained()
 
-    def close(self):
-        if self.closing:
-            return
-        self.closing = True
+    def _close(self):
         if not self.queue or self.failed:
             self._close_now()
 
@@ -3546,14 +3526,14 @@ class ThreadPipeWriter(PipeWriter):
             if self.drained:
                 self._check_drained()
         if self.close_fd:
-            self._close_fd()
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
 
-    def close(self):
-        if self.closing:
-            return
-        self.closing = True
+    def _close(self):
         with self.ready:
-            self.queue.append(None)
+            self.queue.append(None)  # the thread's sign to stop
             self.ready.notify()
 
     def flush_blocking(self, timeout):
@@ -3648,18 +3628,16 @@ def child_environment(env_pairs=(), pass_environment=False, environ=None):
 def resolve_command(command, env):
     """Find the program on the child's PATH (``npx`` -> ``npx.cmd`` on Windows)."""
     import shutil
-
     found = shutil.which(command[0], path=env.get("PATH"))
     return [found] + list(command[1:]) if found else list(command)
 
 
 class Handshake:
-    """The client's ``initialize`` request and ``notifications/initialized``, to say them again to a
-    new server behind the same client (a restarted child, a new session or stream); the answer is
-    ours: the client had one."""
+    """The client's ``initialize`` request and ``notifications/initialized`` (lines, no newline), said again
+    to a new server behind the same client (a restarted child, a new session or stream)."""
 
     def __init__(self):
-        self.initialize_line = None    # bytes, no newline
+        self.initialize_line = None
         self.initialized_line = None
 
     def note(self, msg, line):
@@ -3671,8 +3649,8 @@ class Handshake:
             self.initialized_line = line
 
     def replay(self, request_id):
-        """The initialize request under ``request_id`` (a line, no newline), None when the client sent
-        none; what ``dumps`` raises when it cannot be written back (1e999, a ``LongNumber``)."""
+        """The initialize request under ``request_id``, None when the client sent none; what ``dumps``
+        raises when it cannot be written back (1e999, a ``LongNumber``)."""
         if self.initialize_line is None:
             return None
         request = parse_message(self.initialize_line, long_numbers=True)
@@ -3697,10 +3675,7 @@ Rewrite = collections.namedtuple("Rewrite", "what applies rewrite")
 def apply_rewrites(rewrites, line, msg, params):
     """``line`` (``msg`` parsed) after each of ``rewrites`` that applies, written anew once (``msg``
     changed to match); as it came when JSON cannot hold the result (1e999, a LongNumber)."""
-    changed = []
-    for rewrite in rewrites:
-        if rewrite.applies(line, params) and rewrite.rewrite(msg, params):
-            changed.append(rewrite.what)
+    changed = [r.what for r in rewrites if r.applies(line, params) and r.rewrite(msg, params)]
     if not changed:
         return line
     try:
@@ -3711,26 +3686,22 @@ def apply_rewrites(rewrites, line, msg, params):
 
 
 class Upstream:
-    """The contract between the relay and a transport to the real server; a transport defines ``start``,
-    ``send`` and ``close_input``.
+    """The contract between the relay and a transport to the real server (which defines ``start``, ``send`` and
+    ``close_input``).
 
-    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (bytes ending in a newline) in
-    the client's order, ``close_input()`` when it wants the upstream to finish, and ``kill_tree()`` and
-    ``reap()`` at the very end.  The upstream calls, on the loop thread, ``on_line(bytes)`` for every line from
-    the server (no newline; an ``OversizedLine`` over ``--max-message-bytes``; a transport that parses lines
-    passes the message too, ``on_line(bytes, message)``, so that it is parsed once) and ``on_exit(description)``
-    exactly once when it is gone for good; it then sets ``exited``, and ``fatal`` when no retry can help (the
-    command exits with status 1).  ``stderr_tail`` holds recent diagnostic lines for error messages.
-    ``handshake`` is the client's ``Handshake``: whoever speaks for the client sets it before ``start()`` and
-    notes the client's messages in it; a transport that opens a new session or stream replays it.  ``rewrites``
-    ({method: tuple of ``Rewrite``}) are the transport's own changes to answers, run before the relay's
-    (``Relay.rewrites``).
+    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (ending in a newline) in the
+    client's order, ``close_input()`` to have the upstream finish, ``kill_tree()`` and ``reap()`` at the end.
+    The upstream calls, on the loop thread, ``on_line(bytes)`` for every line from the server (no newline; an
+    ``OversizedLine`` over ``--max-message-bytes``; ``on_line(bytes, message)`` from a transport that parsed
+    it) and ``on_exit(description)`` once when it is gone for good, after setting ``exited`` (and ``fatal``
+    when no retry can help: exit status 1).  ``stderr_tail``: recent diagnostic lines.  ``handshake``: the
+    client's, set before ``start()``; a transport opening a new session or stream replays it.  ``rewrites``
+    ({method: tuple of ``Rewrite``}) run before the relay's own.
 
-    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still arrive) until
-    ``resume_reading()``; ``send()`` returns False when more than ``--max-buffer-bytes`` wait, and
+    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still arrive)
+    until ``resume_reading()``; ``send()`` returns False when more than ``--max-buffer-bytes`` wait, and
     ``when_drained(callback)`` then calls ``callback()`` once, on the loop thread, when half of that has gone
-    out.  The defaults suit a transport that cannot push back.
-    """
+    out.  The defaults suit a transport that cannot push back."""
 
     def __init__(self, loop, on_line, on_exit):
         self.loop = loop
@@ -3743,13 +3714,12 @@ class Upstream:
         self.rewrites = {}
 
     def pause_reading(self):
-        """Stop reading from the server until ``resume_reading()`` (default: no-op)."""
+        pass
 
     def resume_reading(self):
-        """Undo ``pause_reading()`` (default: no-op)."""
+        pass
 
     def when_drained(self, callback):
-        """Call ``callback()`` once the input queue is back under half the bound (default: soon)."""
         self.loop.post(callback)
 
     def kill_tree(self, sig=None):
@@ -3779,16 +3749,14 @@ if not os.read(0, 1):
 
 
 class Watchdog:
-    """A helper process that stops a process group when we die without stopping it.
+    """A helper process that stops process group ``group`` (POSIX) when we die without stopping it.
 
-    It blocks reading a pipe whose write end only we hold: however we die, even by SIGKILL, it reads EOF and
-    sends the group SIGTERM, then SIGKILL after ``KILL_GRACE``.  ``release()`` tells it we dealt with the group
-    ourselves.  Its own session keeps a client's signal to our group from taking it down with us; its stdout
-    and stderr are /dev/null.  Not ``PR_SET_PDEATHSIG``: that is Linux only, misses grandchildren and needs a
-    ``preexec_fn`` (unsafe once threads run)."""
+    It reads a pipe whose write end only we hold: however we die, even by SIGKILL, it reads EOF and sends the
+    group SIGTERM, then SIGKILL after ``KILL_GRACE``; ``release()`` says we stopped the group ourselves.  Its
+    own session keeps a client's signal to our group from taking it down with us.  Not ``PR_SET_PDEATHSIG``:
+    Linux only, misses grandchildren and needs a ``preexec_fn`` (unsafe once threads run)."""
 
     def __init__(self, group):
-        """Start watching process group ``group`` (POSIX only)."""
         self.process = None
         self.pipe = None
         if not sys.executable:
@@ -3809,7 +3777,7 @@ class Watchdog:
             os.close(read_end)
 
     def release(self):
-        """We stopped the group ourselves: let the watchdog exit without a signal, and reap it."""
+        """Let the watchdog exit without a signal, and reap it."""
         if self.pipe is None:
             return
         try:
@@ -4012,10 +3980,8 @@ class StdioUpstream(Upstream):
 def stdio_upstream_factory(command, env, **options):
     """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream`` (``options``: its
     ``cwd``, ``use_threads``, ``max_message_bytes``, ``max_buffer_bytes``)."""
-    def make_upstream(loop, on_line, on_exit):
-        return StdioUpstream(loop, command, env, on_line=on_line, on_exit=on_exit, **options)
-
-    return make_upstream
+    return lambda loop, on_line, on_exit: StdioUpstream(loop, command, env, on_line=on_line, on_exit=on_exit,
+                                                        **options)
 
 
 # ---------------------------------------------------------------------------
