@@ -3988,9 +3988,8 @@ def stdio_upstream_factory(command, env, **options):
 # HTTP client: SSE parser, URLs, proxies, TLS, connection pool, worker threads
 # ---------------------------------------------------------------------------
 
-# Blocking http.client machinery for the remote transports, run on worker threads.  A hostile server cannot
-# make us wait or buffer without end: every read runs under a wall-clock deadline (``ResponseReader``) and
-# one answer is capped at --max-message-bytes (``read_body``, ``SseParser``).
+# Blocking http.client machinery, run on worker threads.  A hostile server cannot make us wait or buffer without
+# end: every read has a wall-clock deadline (``ResponseReader``), an answer --max-message-bytes (``read_body``).
 
 ERROR_BODY_LIMIT = 65536   # bytes of an error body we read
 EXCERPT_CHARS = 300        # characters of it quoted in the JSON-RPC error
@@ -4022,17 +4021,14 @@ SseEvent = collections.namedtuple("SseEvent", "event data last_id")
 
 
 class SseParser:
-    """Incremental ``text/event-stream`` parser (WHATWG rules); data stays bytes, relayed byte-exact.
-
-    The last event id also survives events with empty data (the 2025-11-25 priming event) and
-    ``reset_stream()`` (a new connection resumes from it).  An event's data or an unfinished line
-    longer than ``limit`` sets ``error`` and stops the parser; the events before it are returned.
-    """
+    """Incremental ``text/event-stream`` parser (WHATWG rules); data stays bytes, relayed byte-exact.  The last
+    event id survives events with empty data (the 2025-11-25 priming event) and ``reset_stream()`` (a new
+    connection resumes from it).  An event or unfinished line over ``limit`` sets ``error`` and stops it."""
 
     LINE_END = re.compile(b"[\r\n]")
 
-    def __init__(self, last_id=None, limit=MAX_MESSAGE_BYTES):
-        self.last_id = last_id
+    def __init__(self, limit=MAX_MESSAGE_BYTES):
+        self.last_id = None
         self.limit = limit
         self.retry = None        # milliseconds, from the last valid retry: field
         self.reset_stream()
@@ -4129,7 +4125,6 @@ def origin_of(parts):
 def redact_url(url, secrets=()):
     """A URL fit for a log line: no password, secret-looking query values masked."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
     try:
         parts = urlsplit(url)
         netloc = parts.netloc
@@ -4183,7 +4178,6 @@ ProxyInfo = collections.namedtuple("ProxyInfo", "host port auth display variable
 def no_proxy_matches(host, port, no_proxy):
     """True when ``host`` is listed in NO_PROXY (names, .suffixes, IPs, CIDR blocks, :port, ``*``)."""
     import ipaddress
-
     host = host.lower().strip("[]")
     for entry in no_proxy.replace(" ", ",").split(","):
         entry = entry.strip().lower()
@@ -4212,7 +4206,6 @@ def no_proxy_matches(host, port, no_proxy):
 def proxy_for(parts, environ=None):
     """The proxy to use for a target URL, or None (NO_PROXY, or no proxy variable)."""
     from urllib.parse import unquote, urlsplit
-
     environ = os.environ if environ is None else environ
     scheme = parts.scheme.lower()
     names = ("https_proxy", "HTTPS_PROXY") if scheme == "https" else ("http_proxy", "HTTP_PROXY")
@@ -4248,7 +4241,6 @@ class RemoteConfig:
     def __init__(self, url, headers=(), timeout=120.0, sse_read_timeout=300.0, cacert=None,
                  insecure=False, environ=None, max_message_bytes=MAX_MESSAGE_BYTES):
         from urllib.parse import unquote, unquote_plus, urlsplit
-
         self.environ = os.environ if environ is None else environ
         self.secrets = []
         expanded = expand_env_refs(url, self.environ)
@@ -4262,8 +4254,8 @@ class RemoteConfig:
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise UsageError("--url must be an http:// or https:// URL, got %s" % redact_url(url, self.secrets))
         for pair in parts.query.split("&"):
-            # ?api_key=...: an error page quoting the request path must not show it (as written, or decoded);
-            # shorter values are left alone, they would mask common words everywhere
+            # ?api_key=...: not in an error page quoting the path (as written or decoded); not under 8 characters,
+            # that would mask common words everywhere
             name, _, value = pair.partition("=")
             if SECRET_NAME_RE.search(unquote_plus(name)):
                 self.secrets.extend(v for v in dict.fromkeys((value, unquote_plus(value))) if len(v) >= 8)
@@ -4273,10 +4265,8 @@ class RemoteConfig:
             self.header_list.append((name, value))
             if secret:
                 self.secrets.append(value)
-                # "Bearer xyz": the token alone may also show up somewhere
-                self.secrets.extend(word for word in value.split() if len(word) >= 8)
-        if parts.username is not None:
-            # https://user:pass@host/ -> Authorization: Basic, unless one was given
+                self.secrets.extend(word for word in value.split() if len(word) >= 8)  # "Bearer xyz": xyz alone
+        if parts.username is not None:  # https://user:pass@host/ -> Authorization: Basic, unless one was given
             if not any(n.lower() == "authorization" for n, _ in self.header_list):
                 credentials = "%s:%s" % (unquote(parts.username), unquote(parts.password or ""))
                 value = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
@@ -4300,13 +4290,12 @@ class RemoteConfig:
 
     def _make_ssl_context(self):
         import ssl
-
         context = ssl.create_default_context()
         cert_file = self.environ.get("SSL_CERT_FILE")
         if cert_file:
             try:
                 context.load_verify_locations(cafile=cert_file)
-            except OSError as exc:   # ssl.SSLError is one
+            except OSError as exc:  # ssl.SSLError too
                 log.warning("SSL_CERT_FILE=%s could not be loaded (%s); using the system CAs" % (cert_file, exc))
         if self.cacert:
             try:
@@ -4329,7 +4318,7 @@ class RemoteConfig:
         return scrub_secrets(text, self.secrets)
 
     def keep_secret(self, *values):
-        """Mask ``values`` (those set) wherever ``scrub`` and the redacted URLs are used from now on."""
+        """Mask ``values`` (those set) in ``scrub`` and the redacted URLs from now on."""
         self.secrets.extend(value for value in values if value and value not in self.secrets)
 
     def headers(self, extra=()):
@@ -4358,7 +4347,6 @@ class RemoteConfig:
 def describe_http_exception(exc, config):
     """A short, human sentence for a connection-level failure."""
     import ssl
-
     if isinstance(exc, ssl.SSLCertVerificationError):
         return ("TLS certificate verification failed: %s (trust a private CA with --cacert FILE or "
                 "SSL_CERT_FILE)" % (exc.verify_message or exc))
@@ -4378,19 +4366,15 @@ def describe_http_exception(exc, config):
 
 def http_error_text(status, reason, body):
     """``HTTP 500 from upstream: <excerpt>`` for a non-2xx answer (JSON-RPC error bodies shortened)."""
-    excerpt = ""
-    if body:
-        text = body.decode("utf-8", "replace")
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("error"), dict) and "message" in doc["error"]:
-            excerpt = str(doc["error"]["message"])
-        elif isinstance(doc, dict) and isinstance(doc.get("error"), str):
-            excerpt = doc["error"]
-        else:
-            excerpt = " ".join(text.split())
+    text = body.decode("utf-8", "replace")
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and "message" in error:
+        excerpt = str(error["message"])
+    else:
+        excerpt = error if isinstance(error, str) else " ".join(text.split())
     excerpt = excerpt or reason or ""
     if len(excerpt) > EXCERPT_CHARS:
         excerpt = excerpt[:EXCERPT_CHARS] + "..."
@@ -4398,10 +4382,8 @@ def http_error_text(status, reason, body):
 
 
 def jsonrpc_error(body, kind):
-    """The JSON-RPC error response (integer code, string message) an HTTP error body holds, else None.
-
-    ``kind`` is the body's Content-Type: JSON (or none) is one message, an event stream its first event.
-    """
+    """The JSON-RPC error response (integer code, string message) an HTTP error body holds, else None; ``kind``
+    is its Content-Type: JSON (or none) is one message, an event stream its first event."""
     if kind == "text/event-stream":
         events = SseParser(limit=ERROR_BODY_LIMIT).feed(body + b"\n\n")
         body = next((event.data for event in events if event.event == "message"), b"")
@@ -4442,12 +4424,9 @@ def time_left(deadline):
 
 
 class ResponseReader(io.RawIOBase):
-    """The raw stream http.client reads a response through (it only calls ``makefile`` on the socket):
-    no recv outlives ``conn.deadline``, a wall-clock bound on the status line, the headers and the body.
-
-    A socket timeout bounds each recv, so a server trickling a byte a second never trips it: the
-    timeout is re-armed with the time left before every recv.
-    """
+    """The raw stream http.client reads a response through (it only calls ``makefile`` on the socket): no recv
+    outlives ``conn.deadline``, a wall-clock bound on status line, headers and body (a socket timeout alone
+    bounds each recv, which a server trickling a byte a second never trips)."""
 
     def __init__(self, conn, sock):
         io.RawIOBase.__init__(self)
@@ -4474,7 +4453,6 @@ class ResponseReader(io.RawIOBase):
 def bound_responses(conn, deadline):
     """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline`` (set here)."""
     import http.client
-
     conn.deadline = deadline
     conn.response_class = lambda sock, *args, **kw: http.client.HTTPResponse(ResponseReader(conn, sock),
                                                                              *args, **kw)
@@ -4482,9 +4460,8 @@ def bound_responses(conn, deadline):
 
 def chunk_size_error(resp, exc=None):
     """UpstreamDataError if ``resp`` broke the chunked framing (``exc``: what a read raised), else None.
-
-    http.client takes any integer as a chunk size (2^64 later fails with OverflowError, a negative
-    one reads garbage) and turns a size that is not hex into a bare IncompleteRead."""
+    http.client takes any integer as a chunk size (2^64 later fails with OverflowError, a negative one reads
+    garbage) and turns a size that is not hex into a bare IncompleteRead."""
     if not getattr(resp, "chunked", False):
         return None
     left = resp.chunk_left
@@ -4499,8 +4476,7 @@ def chunk_size_error(resp, exc=None):
 
 
 def read_body(resp, limit):
-    """The whole body of ``resp`` (read under its connection's deadline), at most ``limit`` bytes.
-
+    """The whole body of ``resp`` (read under its connection's deadline), at most ``limit`` bytes;
     UpstreamDataError past the limit (at once when Content-Length says so) or for a bad chunk size."""
     if resp.length is not None and resp.length > limit:
         raise UpstreamDataError("upstream announced a body of %d bytes, more than %d (--max-message-bytes)"
@@ -4548,7 +4524,6 @@ class HttpPool:
 
     def _new_connection(self, parts, deadline):
         import http.client
-
         proxy = self.config.proxy
         timeout = time_left(deadline)
         _, host, port = origin_of(parts)
@@ -4567,17 +4542,6 @@ class HttpPool:
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
-    @staticmethod
-    def _dropped(conn):
-        """True when an idle connection's socket is closed or has unexpected data waiting."""
-        sock = conn.sock
-        if sock is None:
-            return True
-        try:
-            return bool(select.select([sock], [], [], 0)[0])
-        except (OSError, ValueError):
-            return True
-
     def _take_idle(self, origin):
         while True:
             with self.lock:
@@ -4585,8 +4549,11 @@ class HttpPool:
                 if index is None:
                     return None
                 conn = self.idle.pop(index)[1]
-            if not self._dropped(conn):
-                return conn
+            try:  # a socket closed, or with unexpected data waiting, is dropped
+                if conn.sock is not None and not select.select([conn.sock], [], [], 0)[0]:
+                    return conn
+            except (OSError, ValueError):
+                pass
             conn.close()
 
     def _target(self, parts):
@@ -4595,12 +4562,9 @@ class HttpPool:
         return (parts.path or "/") + ("?" + parts.query if parts.query else "")
 
     def exchange(self, method, parts, headers, body=None, on_written=None, timeout=None):
-        """Send one request and read its status line and headers: returns (conn, response).
-
-        ``timeout`` (default ``--timeout``) bounds the whole exchange, wall clock, and, since
-        ``conn.deadline`` stays set, reading a plain body.  Event-stream readers move the deadline."""
+        """Send one request and read its status line and headers: returns (conn, response).  ``timeout`` (default
+        ``--timeout``) bounds the whole exchange and, ``conn.deadline`` staying set, reading a plain body."""
         import http.client
-
         if self.config.proxy is not None and parts.scheme.lower() == "http" and self.config.proxy.auth:
             headers = dict(headers, **{"Proxy-Authorization": self.config.proxy.auth})
         origin = origin_of(parts)
@@ -4628,7 +4592,7 @@ class HttpPool:
                 if not (reused and dead):
                     raise
                 log.debug("kept-alive connection was closed by the server (%s); retrying on a new one" % exc)
-        raise OSError("no connection")  # not reached
+        raise OSError("no connection")  # not reached: the second attempt returns or raises
 
     def release(self, conn, resp):
         """Return a connection whose response was read to the end (or close it)."""
@@ -4733,12 +4697,12 @@ class Backoff:
 
 
 class WorkerThreads:
-    """Daemon threads reused from task to task; a thread idle for ``idle_seconds`` ends.
+    """Daemon threads reused from task to task; a thread idle for ``IDLE_SECONDS`` ends.  ``run(task)``
+    starts a new thread when none is idle: a long tool call must not delay a ping."""
 
-    ``run(task)`` starts a new thread when none is idle: a long tool call must not delay a ping."""
+    IDLE_SECONDS = 30.0
 
-    def __init__(self, idle_seconds=30.0):
-        self.idle_seconds = idle_seconds
+    def __init__(self):
         self.ready = threading.Condition(threading.Lock())
         self.tasks = collections.deque()
         self.idle = 0
@@ -4756,7 +4720,7 @@ class WorkerThreads:
             with self.ready:
                 if not self.tasks:
                     self.idle += 1
-                    self.ready.wait(self.idle_seconds)
+                    self.ready.wait(self.IDLE_SECONDS)
                     self.idle -= 1
                     if not self.tasks:
                         return
