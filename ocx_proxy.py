@@ -3137,9 +3137,8 @@ class Loop:
     def _update(self, fd, event, callback):
         handlers = dict(self.callbacks.get(fd, {}))
         old_mask = sum(handlers)  # the keys are the event bits
-        if callback is None:
-            handlers.pop(event, None)
-        else:
+        handlers.pop(event, None)
+        if callback is not None:
             handlers[event] = callback
         new_mask = sum(handlers)
         if not old_mask and new_mask:
@@ -3322,11 +3321,9 @@ class ThreadPipeReader(PipeReader):
 
     def _deliver(self, data):
         try:
-            if self.closed:
-                return
-            if not data:
-                self.closed = True
-            self.on_data(data)
+            if not self.closed:
+                self.closed = not data
+                self.on_data(data)
         finally:
             self.delivered.set()
 
@@ -3687,21 +3684,18 @@ def apply_rewrites(rewrites, line, msg, params):
 
 class Upstream:
     """The contract between the relay and a transport to the real server (which defines ``start``, ``send`` and
-    ``close_input``).
-
-    The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (ending in a newline) in the
-    client's order, ``close_input()`` to have the upstream finish, ``kill_tree()`` and ``reap()`` at the end.
-    The upstream calls, on the loop thread, ``on_line(bytes)`` for every line from the server (no newline; an
-    ``OversizedLine`` over ``--max-message-bytes``; ``on_line(bytes, message)`` from a transport that parsed
-    it) and ``on_exit(description)`` once when it is gone for good, after setting ``exited`` (and ``fatal``
-    when no retry can help: exit status 1).  ``stderr_tail``: recent diagnostic lines.  ``handshake``: the
-    client's, set before ``start()``; a transport opening a new session or stream replays it.  ``rewrites``
-    ({method: tuple of ``Rewrite``}) run before the relay's own.
-
-    Flow control: ``pause_reading()`` stops reading from the server (lines already read may still arrive)
-    until ``resume_reading()``; ``send()`` returns False when more than ``--max-buffer-bytes`` wait, and
-    ``when_drained(callback)`` then calls ``callback()`` once, on the loop thread, when half of that has gone
-    out.  The defaults suit a transport that cannot push back."""
+    ``close_input``).  The relay calls ``start()`` once, ``send(data)`` with complete JSON-RPC lines (ending in a
+    newline) in the client's order, ``close_input()`` to have the upstream finish, ``kill_tree()`` and ``reap()``
+    at the end.  The upstream calls, on the loop thread, ``on_line(bytes)`` for every line from the server (no
+    newline; an ``OversizedLine`` over ``--max-message-bytes``; ``on_line(bytes, message)`` from a transport that
+    parsed it) and ``on_exit(description)`` once when it is gone for good, after setting ``exited`` (and
+    ``fatal`` when no retry can help: exit status 1).  ``stderr_tail``: recent diagnostic lines.  ``handshake``:
+    the client's, set before ``start()``; a transport opening a new session or stream replays it.  ``rewrites``
+    ({method: tuple of ``Rewrite``}) run before the relay's own.  Flow control: ``pause_reading()`` stops
+    reading from the server (lines already read may still arrive) until ``resume_reading()``; ``send()``
+    returns False when more than ``--max-buffer-bytes`` wait, and ``when_drained(callback)`` then calls
+    ``callback()`` once, on the loop thread, when half of that has gone out.  The defaults suit a transport
+    that cannot push back."""
 
     def __init__(self, loop, on_line, on_exit):
         self.loop = loop
@@ -4149,8 +4143,7 @@ def scrub_secrets(text, secrets):
 
 def parse_header_option(text, environ=None):
     """``NAME=VALUE`` or ``NAME: VALUE`` -> (name, value, secret); ``${VAR}`` expands."""
-    colon, equals = text.find(":"), text.find("=")
-    cuts = [i for i in (colon, equals) if i > 0]
+    cuts = [i for i in (text.find(":"), text.find("=")) if i > 0]
     if not cuts:
         raise UsageError("--header expects NAME=VALUE or 'NAME: VALUE', got %r" % text)
     cut = min(cuts)
