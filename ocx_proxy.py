@@ -3196,8 +3196,7 @@ class Loop:
                 self._spin()
             except Exception as exc:
                 # A bug met by one message must not end the session for all the others.
-                log.error("internal error: %s: %s (run with --log-level debug for details)"
-                          % (type(exc).__name__, exc))
+                log.error("internal error: %s: %s (run with --log-level debug for details)" % (type(exc).__name__, exc))
                 if log.enabled("debug"):
                     import traceback
                     for line in traceback.format_exc().rstrip().splitlines():   # a record is one line
@@ -3559,8 +3558,7 @@ class BoundedRun:
         self.on_done = on_done
         self.chunks = []
         self.killed = self.finished = False
-        self.process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        bufsize=0)
+        self.process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
         self.timer = loop.call_later(seconds, self._kill)
         self.reader = pipe_reader(loop, self.process.stdout.fileno(), self._data, use_threads)
 
@@ -3599,8 +3597,7 @@ class BoundedRun:
 # with --env or --pass-environment: tokens in our environment do not leak to the child).
 SAFE_ENV_POSIX = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 SAFE_ENV_WINDOWS = ("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
-                    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME",
-                    "USERPROFILE")
+                    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE")
 STDERR_TAIL_LINES = 20
 KILL_GRACE = 1.0   # seconds from SIGTERM to SIGKILL when we are being stopped ourselves
 
@@ -3760,8 +3757,7 @@ class Watchdog:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", WATCHDOG_PROGRAM, str(group), str(KILL_GRACE),
                  str(int(signal.SIGTERM)), str(int(signal.SIGKILL))],
-                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             os.close(write_end)
             log.warning("could not start the watchdog for the upstream: %s" % exc)
@@ -3974,8 +3970,7 @@ class StdioUpstream(Upstream):
 def stdio_upstream_factory(command, env, **options):
     """``make_upstream(loop, on_line, on_exit)`` starting ``command`` as a ``StdioUpstream`` (``options``: its
     ``cwd``, ``use_threads``, ``max_message_bytes``, ``max_buffer_bytes``)."""
-    return lambda loop, on_line, on_exit: StdioUpstream(loop, command, env, on_line=on_line, on_exit=on_exit,
-                                                        **options)
+    return lambda loop, on_line, on_exit: StdioUpstream(loop, command, env, on_line=on_line, on_exit=on_exit, **options)
 
 
 # ---------------------------------------------------------------------------
@@ -4447,8 +4442,7 @@ def bound_responses(conn, deadline):
     """Make every response on ``conn`` (the proxy's CONNECT answer too) read under ``conn.deadline`` (set here)."""
     import http.client
     conn.deadline = deadline
-    conn.response_class = lambda sock, *args, **kw: http.client.HTTPResponse(ResponseReader(conn, sock),
-                                                                             *args, **kw)
+    conn.response_class = lambda sock, *args, **kw: http.client.HTTPResponse(ResponseReader(conn, sock), *args, **kw)
 
 
 def chunk_size_error(resp, exc=None):
