@@ -12584,8 +12584,9 @@ RELAY_OPTION_NAMES = ("client", "max_response_chars", "max_response_bytes", "max
 
 def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
+    given = {name: getattr(args, name) for name in RELAY_OPTION_NAMES}
     return RelayOptions(use_threads=IS_WINDOWS or args.io == "threads", trace_path=args.trace,
-                        reader_tool=not args.no_reader_tool, **{name: getattr(args, name) for name in RELAY_OPTION_NAMES})
+                        reader_tool=not args.no_reader_tool, **given)
 
 
 # ---------------------------------------------------------------------------
@@ -12604,9 +12605,8 @@ def stdio_from_args(args, command, **kwargs):
 
 def cmd_stdio(args):
     options = relay_options_from_args(args)
-    make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads,
-                                    max_message_bytes=options.max_message_bytes,
-                                    max_buffer_bytes=options.max_buffer_bytes)
+    make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads, max_message_bytes=
+                                    options.max_message_bytes, max_buffer_bytes=options.max_buffer_bytes)
     if args.cwd and not os.path.isdir(args.cwd):
         raise UsageError("--cwd %s is not a directory" % args.cwd)
     return run_relay(options, make_upstream)
@@ -12639,8 +12639,8 @@ def add_oauth_options(parser):
     """The OAuth options of the remote relays and ``auth``."""
     group = parser.add_argument_group("OAuth (servers that answer HTTP 401)")
     group.add_argument("--no-oauth", action="store_true", default=EnvDefault("NO_OAUTH", flag_value, False),
-                       help="do not run the MCP authorization flow on HTTP 401, pass the 401 on as an error "
-                            "(default %(default)s; also when --header sets Authorization)")
+                       help="pass an HTTP 401 on as an error, no MCP authorization flow (default %(default)s; also "
+                            "when --header sets Authorization)")
     group.add_argument("--oauth-client-id", metavar="ID",
                        help="a pre-registered OAuth client id (default: dynamic client registration)")
     group.add_argument("--oauth-client-secret", metavar="SECRET",
@@ -12649,25 +12649,24 @@ def add_oauth_options(parser):
                        help="a JSON file with client_id and client_secret (default: none)")
     add_env_option(group, "--oauth-client-metadata-url", "OAUTH_CLIENT_METADATA_URL", client_id_url,
                    "a client id URL", None, metavar="URL",
-                   help="the https URL of your Client ID Metadata Document, used as the client id where the "
-                        "authorization server advertises client_id_metadata_document_supported (default: none, dynamic client "
-                        "registration; env OCX_PROXY_OAUTH_CLIENT_METADATA_URL)")
+                   help="the https URL of your Client ID Metadata Document, the client id where the authorization "
+                        "server supports it (default: none, dynamic client registration; env "
+                        "OCX_PROXY_OAUTH_CLIENT_METADATA_URL)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    None, metavar="PORT",
-                   help="the port of the redirect URI http://127.0.0.1:PORT/callback, compared exactly by the "
-                        "authorization server (default: %d for a pre-registered client, else one derived from "
-                        "the authorization server; env OCX_PROXY_OAUTH_CALLBACK_PORT)" % OAUTH_CALLBACK_PORT)
+                   help="the port of the redirect URI http://127.0.0.1:PORT/callback (default: %d for a "
+                        "pre-registered client, else one derived from the authorization server; env "
+                        "OCX_PROXY_OAUTH_CALLBACK_PORT)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
-                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most %g s "
-                                       "of it, a call of %s %g s (default %%(default)s)"
+                   OAUTH_TIMEOUT, help="how long a login may take; a request waits at most %g s of it, a call of %s "
+                                       "%g s (default %%(default)s)"
                                        % (OAUTH_REQUEST_WAIT, LOGIN_TOOL, LOGIN_TOOL_WAIT))
     group.add_argument("--oauth-no-browser", action="store_true",
                        default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
                        help="never open a browser: print the login URL on stderr (default %(default)s)")
     group.add_argument("--oauth-device", action="store_true", default=EnvDefault("OAUTH_DEVICE", flag_value, False),
-                       help="log in with a code entered on another device (RFC 8628) when the authorization "
-                            "server offers it; also when no browser can open here: --oauth-no-browser, no "
-                            "display, an SSH session (default %(default)s)")
+                       help="log in with a code entered on another device (RFC 8628) where offered; also when no "
+                            "browser can open here (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
 
@@ -12729,23 +12728,21 @@ def cmd_auth(args):
 
     for path, doc in stored:
         expires = stored_expiry(doc)
-        when = (datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never")
-        # what the servers said, escaped: a client id or scope may hold anything
+        when = datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never"
+        # escaped: a client id or scope may hold anything
         issuer, client_id, scope = (printable(str(doc.get(name) or "(none)"))
                                     for name in ("issuer", "client_id", "scope"))
-        print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\n"
-              "refresh token: %s\nfile: %s" % (
-                  config.display_url, issuer, client_id, scope, when,
-                  " (expired)" if expires and expires < time.time() else "",
-                  "yes" if doc.get("refresh_token") else "no", path))
+        print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\nrefresh token: %s\n"
+              "file: %s" % (config.display_url, issuer, client_id, scope, when,
+                            " (expired)" if expires and expires < time.time() else "",
+                            "yes" if doc.get("refresh_token") else "no", path))
     return 0
 
 
 def add_auth_command(sub):
     p = sub.add_parser("auth", help="log in to an OAuth-protected remote server, show or forget its tokens",
-                       description="Run the MCP authorization flow ahead of time (login), show what is stored "
-                                   "(status; never the tokens) or forget it (logout).  Exit status 0 on success, "
-                                   "1 when it failed or nothing is stored, 2 for usage errors.")
+                       description="Log in ahead of time, show what is stored (never the tokens) or forget it.  "
+                                   "Exit status 0 done, 1 failed or nothing stored, 2 usage errors.")
     p.add_argument("action", choices=("login", "status", "logout"))
     add_remote_server_options(p)
     add_oauth_options(p)
@@ -12756,8 +12753,7 @@ def add_auth_command(sub):
 
 def cmd_remote(args):
     options = relay_options_from_args(args)
-    config = attach_oauth(remote_config_from_args(args), args)
-    made = []
+    config, made = attach_oauth(remote_config_from_args(args), args), []
     proxy = config.proxy
     via = "" if proxy is None else " through the proxy %s (%s)" % (proxy.display, proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
@@ -12771,19 +12767,17 @@ def add_remote_server_options(parser, timeout=True):
     group.add_argument("--url", required=True,
                        help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands (required, no default)")
     group.add_argument("--header", action="append", metavar="NAME=VALUE",
-                       help="send this HTTP header ('NAME: VALUE' works too); ${VAR} in VALUE expands, an unset "
-                            "one is an error; secrets are never logged (repeatable; default: none)")
+                       help="send this HTTP header ('NAME: VALUE' works too); ${VAR} in VALUE expands, unset is an "
+                            "error; never logged (repeatable; default: none)")
     if timeout:
         add_env_option(group, "--timeout", "TIMEOUT_SECONDS", non_negative_float, "a number of seconds", 120.0,
-                       help="wall-clock limit on each HTTP exchange up to a JSON answer in full or an event "
-                            "stream's headers; 0 = no limit (default %(default)s)")
-    add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float,
-                   "a number of seconds", 300.0,
-                   help="how long a request answered on an event stream may go without its answer or a "
-                        "progress notification for it; 0 = no limit (default %(default)s)")
+                       help="limit on each HTTP exchange up to a whole JSON answer or an event stream's headers; "
+                            "0 = no limit (default %(default)s)")
+    add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
+                   300.0, help="how long a request answered on an event stream may go without its answer or its "
+                               "progress; 0 = no limit (default %(default)s)")
     group.add_argument("--cacert", metavar="FILE",
-                       help="also trust the CA certificates in this PEM file (default: the system CAs and "
-                            "SSL_CERT_FILE)")
+                       help="also trust the CAs in this PEM file (default: the system CAs and SSL_CERT_FILE)")
     group.add_argument("--insecure", action="store_true",
                        help="do not verify TLS certificates; prints a warning (default off)")
 
@@ -12801,9 +12795,8 @@ def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
                        usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
                              "[--] COMMAND [ARGS...]",
-                       description="Relay MCP between this process's stdio (the client) and a server started "
-                                   "as a child process.  Our options end at COMMAND; every word after it is the "
-                                   "server's.")
+                       description="Relay MCP between this process's stdio (the client) and a server started as a "
+                                   "child process.  Our options end at COMMAND; the words after it are the server's.")
     add_relay_options(p)
     add_child_process_options(p)
     p.set_defaults(handler=cmd_stdio, takes_command=True)
@@ -12813,8 +12806,8 @@ def add_child_process_options(parser):
     """--env, --cwd, --pass-environment: how ``stdio`` and ``check stdio`` start the server."""
     group = parser.add_argument_group("child process")
     group.add_argument("--env", action="append", metavar="NAME=VALUE",
-                       help="set a variable for the child; ${VAR} in VALUE expands from our environment "
-                            "(repeatable; default: only %s are passed)" % " ".join(SAFE_ENV_POSIX))
+                       help="set a variable for the child; ${VAR} in VALUE expands (repeatable; default: only %s "
+                            "are passed)" % " ".join(SAFE_ENV_POSIX))
     group.add_argument("--cwd", metavar="DIR", help="working directory of the child (default: ours)")
     group.add_argument("--pass-environment", action="store_true",
                        help="pass our whole environment to the child (default off)")
@@ -12822,21 +12815,19 @@ def add_child_process_options(parser):
 
 def add_demo_commands(sub):
     p = sub.add_parser("demo", help="run the whole chain against the built-in server and show it",
-                       description="Call the built-in demo-server's tools through the relay and print what "
-                                   "the client receives.")
+                       description="Call the built-in demo-server's tools through the relay; show what the client "
+                                   "gets.")
     p.add_argument("--output-dir", default=os.path.join(default_cache_dir(), "demo"),
                    help="where spilled responses go (default %(default)s)")
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
                    default=MAX_RESPONSE_CHARS, help="spill threshold used by the demo relay (default %(default)s)")
     p.set_defaults(handler=lambda args: run_demo(args.output_dir, args.max_response_chars, sys.stdout))
-    p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
-                       description="A small MCP server on stdio with tools that return small, huge, "
-                                   "unicode, structured and image results.")
+    p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)", description="A small MCP "
+                       "server on stdio whose tools return small, huge, unicode, structured and image results.")
     p.set_defaults(handler=lambda args: run_demo_server())
 
 
 def parse_tool_choice_arg(text):
-    """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
     if text in ("auto", "none", "required"):
         return text
     try:
@@ -12851,9 +12842,9 @@ BASE64_INPUT_RE = re.compile(rb"^[A-Za-z0-9+/_\-= \t\r\n]*$")
 
 
 def decode_input_format(data, fmt):
-    """Turn ``decode`` input into protobuf bytes: raw, hex, base64 or auto-detected."""
-    # A serialized message nearly always holds a byte outside these alphabets
-    # (small lengths and tags are control characters), so text means encoded.
+    """``decode`` input (raw, hex, base64 or auto-detected) as protobuf bytes."""
+    # A serialized message nearly always holds a byte outside these alphabets (small lengths and tags are
+    # control characters), so text means encoded.
     if fmt == "auto" and data.strip():
         if HEX_INPUT_RE.match(data):
             fmt = "hex"
@@ -12876,10 +12867,9 @@ def decode_input_format(data, fmt):
 
 
 def fitted_for_cursor(tools, provider):
-    """Normalised ``tools`` fitted to Cursor's rules as the relay fits a catalog (``fit_tools``), the
-    ``provider`` identifier counting as the server name (Cursor names a tool mcp_<provider>_<tool>).
-    A renamed tool loses its namespace: its wire name is the fitted name.  encode-tools has no call
-    path: each fitted name is logged with the catalog's, for whoever maps Cursor's calls back."""
+    """Normalised ``tools`` fitted to Cursor's rules as the relay fits them, ``provider`` counting as the server
+    name (mcp_<provider>_<tool>).  A renamed tool loses its namespace; each fitted name is logged with the
+    catalog's, for whoever maps Cursor's calls back."""
     fitted, names = fit_tools([{"name": tool["wire_name"], "inputSchema": tool["input_schema"]} for tool in tools],
                               "cursor", len(provider))
     out = []
@@ -12951,8 +12941,8 @@ def cmd_decode(args):
 
 
 def write_json_output(value):
-    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: the text of a
-    large decoded result, several times the size of its objects, is never held whole."""
+    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: a large result's text
+    is never held whole."""
     pending, size = [], 0
     for chunk in itertools.chain(_json_chunks(value, "\n"), ["\n"]):
         pending.append(chunk)
@@ -12965,42 +12955,35 @@ def write_json_output(value):
 
 
 def add_protobuf_commands(sub):
-    """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
-    p = sub.add_parser(
-        "encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
-        description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or Anthropic JSON), "
-                    "apply tool_choice and write it as Cursor's AgentRunRequest.mcp_tools.  A summary goes to "
-                    "stderr.")
+    p = sub.add_parser("encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
+                       description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or Anthropic "
+                                   "JSON), apply tool_choice and write Cursor's AgentRunRequest.mcp_tools; a summary "
+                                   "goes to stderr.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="JSON catalog: a tools array, a request body or a tools/list result (default: -, stdin)")
-    p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the document's own, "
-                        "else every tool)")
+    p.add_argument("--tool-choice", metavar="JSON", help="auto, none, required or a JSON tool_choice object "
+                                                         "(default: the document's own, else every tool)")
     p.add_argument("--provider", metavar="ID", default=CURSOR_PROVIDER,
                    help="provider_identifier of every definition (default: %(default)s)")
     p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
-                   help="message to write: McpTools, an AgentRunRequest holding it in field 4, or a "
-                        "RequestContext with the tools in field 7 (default: %(default)s)")
+                   help="McpTools, an AgentRunRequest holding it in field 4, or a RequestContext with the tools in "
+                        "field 7 (default: %(default)s)")
     p.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
-                   help="fit names and schemas to Cursor's rules as the relay does (check --fitted --client "
-                        "cursor), the --provider counting as the server name; each renamed tool is logged "
-                        "with the catalog's name (default %(default)s)")
+                   help="fit names and schemas to Cursor's rules as the relay does, --provider as the server name; "
+                        "each renamed tool is logged (default %(default)s)")
     p.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
                    help="encode the catalog's names and schemas as they are (default off)")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
-                   help="agent-run-request with no tool left: write the empty wrapper 22 00 (no native "
-                        "tools either) or leave field 4 absent (default: %(default)s)")
-    p.add_argument("--instructions", metavar="TEXT",
-                   help="request-context only: McpInstructions text (default: none)")
+                   help="agent-run-request with no tool left: the empty wrapper 22 00 (no native tools either) or "
+                        "field 4 absent (default: %(default)s)")
+    p.add_argument("--instructions", metavar="TEXT", help="request-context only: McpInstructions text (default: none)")
     p.add_argument("--format", choices=["raw", "hex", "base64"],
                    help="output encoding (default: hex on a terminal, else raw)")
     add_max_input_bytes_option(p)
     p.set_defaults(handler=cmd_encode_tools)
-
-    p = sub.add_parser(
-        "decode", help="decode Cursor tool protobuf (or any protobuf) to JSON",
-        description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value or any "
-                    "message (schema-less) and print JSON.")
+    p = sub.add_parser("decode", help="decode Cursor tool protobuf (or any protobuf) to JSON",
+                       description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value or any "
+                                   "message (schema-less) and print JSON.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="protobuf bytes, or hex/base64 text (default: -, standard input)")
     p.add_argument("--as", dest="as_type", choices=sorted(DECODERS), default="mcp-tools",
@@ -13092,21 +13075,19 @@ def cmd_capture(args):
 
 
 def add_capture_command(sub):
-    """Add ``capture`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "capture", help="capture-only MCP server: advertise a tool catalog, record calls, never execute",
-        description="Serve MCP over stdio, advertising exactly the catalog's tools, and write each tools/call "
-                    "as an OpenAI Responses function_call line to --out; nothing is executed.  Refused calls "
-                    "are written as capture_error lines and make the exit status 3.")
+        description="Serve MCP over stdio, advertising exactly the catalog's tools, and write each tools/call as "
+                    "an OpenAI Responses function_call line to --out; nothing is executed.  Refused calls are "
+                    "written as capture_error lines and make the exit status 3.")
     p.add_argument("--catalog", metavar="FILE", required=True,
-                   help="tools as a request body, a tools array or a tools/list result; at most %d MiB and "
-                        "%d tools (required, no default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
-    p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the catalog's own, "
-                        "else every tool)")
+                   help="tools as a request body, a tools array or a tools/list result; at most %d MiB and %d tools "
+                        "(required, no default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
+    p.add_argument("--tool-choice", metavar="JSON", help="auto, none, required or a JSON tool_choice object "
+                                                         "(default: the catalog's own, else every tool)")
     p.add_argument("--out", metavar="FILE|fd:N",
-                   help="captured calls as NDJSON, appended to FILE or written to an inherited descriptor "
-                        "(required to serve; default with --print-config: <catalog>.calls.ndjson)")
+                   help="captured calls as NDJSON, appended to FILE or an inherited descriptor (required to serve; "
+                        "default with --print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
     p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=CAPTURE_MAX_CALLS,
@@ -13115,25 +13096,23 @@ def add_capture_command(sub):
                    default=CAPTURE_MAX_ARGUMENT_BYTES,
                    help="largest accepted arguments object, as compact JSON (default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
-                   help="pending leaves each captured call unanswered so the outer client ends the turn; "
-                        "deferred answers that the call will run in the client (default: %(default)s)")
+                   help="pending leaves each call unanswered so the outer client ends the turn; deferred answers "
+                        "that it will run in the client (default: %(default)s)")
     p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
-                   help="print the configuration entry with which CLIENT (%s; claude-code when not named) "
-                        "starts this server, and exit%s (default: serve)"
-                        % (", ".join(CAPTURE_CONFIG_HINTS), aliases_note("capture")))
+                   help="print the configuration entry with which CLIENT (%s; claude-code when not named) starts "
+                        "this server, and exit%s (default: serve)" % (", ".join(CAPTURE_CONFIG_HINTS),
+                                                                      aliases_note("capture")))
     p.add_argument("--print-allowed-tools", action="store_true",
                    help="print the exact comma-joined --allowedTools list and exit (default: serve)")
     p.set_defaults(handler=cmd_capture)
 
 
 def add_check_output_options(parser, suppress=False):
-    """check's options, accepted before or after the transport name.
-
-    On a transport's parser (``suppress``) one not given sets nothing, keeping one given before the name.
-    """
+    """check's options, accepted before or after the transport name: on a transport's parser (``suppress``)
+    one not given sets nothing, keeping one given before the name."""
     def add(flag, default, help, **kwargs):
         parser.add_argument(flag, default=argparse.SUPPRESS if suppress else default,
                             help=help % {"default": default}, **kwargs)
@@ -13143,18 +13122,17 @@ def add_check_output_options(parser, suppress=False):
     add("--client", "all", "only show findings that affect this client (%s) or model API (%s)%s (default "
         "%%(default)s)" % (", ".join(kinds[0]), ", ".join(kinds[1]), aliases_note("check")),
         type=lambda text: client_named(text, "check"), choices=("all",) + tuple(CLIENTS), metavar="CLIENT")
-    add("--fitted", False, "check the catalog as ocx-proxy's relay advertises it to --client (fitted, "
-                           "--fit-tools; outputSchema and the reader tool as its profile has them), and print "
-                           "it: the findings are what the relay leaves (default: the server's catalog)",
-        action="store_true")
+    add("--fitted", False, "check and print the catalog as the relay advertises it to --client (--fit-tools, "
+                           "its profile's outputSchema and reader tool): the findings are what the relay leaves "
+                           "(default: the server's catalog)", action="store_true")
     add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
                                "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
-    add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and "
-                         "elicitation)", action="store_true")
-    add("--compare-capabilities", False, "list a second time with the other capabilities and report the "
-                                         "tools that differ (default: list once)", action="store_true")
+    add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and elicitation)",
+        action="store_true")
+    add("--compare-capabilities", False, "list again with the other capabilities and report the tools that "
+                                         "differ (default: list once)", action="store_true")
     add_tool_filter_options(parser, suppress)
 
 
@@ -13207,18 +13185,17 @@ def cmd_check(args):
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
-                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] "
-                             "[--compare-capabilities] (--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
-                             "streamable-http|sse|auto --url URL [--header ...])",
+                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] [--compare-"
+                             "capabilities] (--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] "
+                             "| streamable-http|sse|auto --url URL [--header ...])",
                        description="Connect like a full-featured client and list every page of tools, prompts, "
-                                   "resources and templates, or read a saved catalog, and report each problem "
-                                   "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
-                                   "found, 2 could not connect.")
-    p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
-                                                  "connecting ('-' reads stdin) (default: connect)")
+                                   "resources and templates, or read a saved catalog; report each problem with its "
+                                   "JSON pointer and the clients it breaks. Exit 0 clean, 1 errors, 2 no connection.")
+    p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array ('-': stdin) "
+                                                  "(default: connect)")
     p.add_argument("--config", metavar="FILE",
                    help="check every server of a client configuration (mcpServers JSON, Gemini CLI settings.json, "
-                        "Codex config.toml), then all of them together (default: one server)")
+                        "Codex config.toml), then all together (default: one server)")
     p.add_argument("--config-format", choices=CONFIG_FORMATS,
                    help="the format of --config FILE (default: from its name and content)")
     p.add_argument("--parallel", type=typed(int_at_least(1), "a whole number of at least 1"),
@@ -13255,7 +13232,7 @@ COMMAND_GROUPS = (
 
 
 def build_parser(command=None):
-    """The argument parser; with a known ``command`` only that command's group is built (~15 ms saved)."""
+    """The argument parser; for a known ``command`` only that command's group (~15 ms saved)."""
     parser = CliParser(prog="ocx-proxy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -13267,7 +13244,7 @@ def build_parser(command=None):
 
 
 def main(argv=None):
-    """Entry point: returns the process exit status."""
+    """The process exit status of one run."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     argv, upstream_command = split_server_command(parser, argv)
@@ -13294,8 +13271,7 @@ def main(argv=None):
         return 1
 
 
-def main_exit():
-    """Console-script entry point."""
+def main_exit():   # the console script
     sys.exit(main())
 
 
