@@ -11993,12 +11993,7 @@ def check_config_server(server, timeout, client):
             for header in server.headers:   # every configured header value stays out of reports
                 config.secrets.append(header.partition(": ")[2])
             make_upstream = remote_upstream_factory(server.transport, config)
-        mcp = McpClient(make_upstream, timeout, "ocx-proxy check")
-        mcp.start()
-        try:
-            snapshot, timings, problems, protocol = fetch_catalog(mcp)
-        finally:
-            mcp.close()
+        snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, ())
     except OcxError as exc:
         result["error"] = str(exc)
         return result, []
@@ -12006,7 +12001,7 @@ def check_config_server(server, timeout, client):
         (server.include is None or t.get("name") in server.include) and t.get("name") not in server.exclude)]
     snapshot["tools"] = tools
     result["report"] = catalog_report(snapshot, timings, problems, server.name, client, protocol)
-    return result, [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    return result, tool_names(snapshot)
 
 
 def combined_findings(fmt, servers, results):
@@ -12054,7 +12049,6 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
     """check --config: every server, ``parallel`` at a time, then the combined rules.  1 when any error was
     found (a server that could not be checked is one), else 0; OcxError when the file is unusable."""
     import concurrent.futures
-
     fmt, servers = load_client_config(path, fmt, limit)
     with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
         results = list(pool.map(lambda server: check_config_server(server, timeout, client), servers))
@@ -12137,7 +12131,6 @@ def demo_png(size=160, seed=7):
     """A noisy PNG made with zlib: big enough that its base64 must be spilled."""
     import random
     import zlib
-
     rng = random.Random(seed)
     rows = b"".join(b"\0" + bytes(rng.randrange(256) if (x // 8 + y // 8) % 2 else (x + y) % 256
                                   for x in range(size * 3)) for y in range(size))
@@ -12725,7 +12718,6 @@ def cmd_auth(args):
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
         return 1
     import datetime
-
     for path, doc in stored:
         expires = stored_expiry(doc)
         when = datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never"
