@@ -10922,18 +10922,11 @@ MAX_LIST_PAGES = 200
 
 
 class McpClient:
-    """A blocking MCP client over an Upstream, with the loop running in a thread.
+    """A blocking MCP client over an Upstream, its loop in a thread: ``check`` to a server, ``demo`` to the relay.
 
-    ``check`` talks to a server through it as a client would, and ``demo``
-    to the relay.  ``request`` waits up to ``timeout`` seconds for its answer
-    and raises OcxError when there is none or the upstream is gone (quoting
-    its last stderr lines).  An answer that is not strict JSON becomes an
-    error answer, as clients refuse it.  Requests from the server never
-    stall: ``ping`` is answered; so are the requests of a capability in
-    ``capabilities`` (the client capabilities it declares), politely: no
-    roots, sampling declined (-1, as a user would), elicitation declined;
-    anything else is refused (-32601, naming the client ``name``).
-    ``notified`` counts the notifications received.
+    An answer that is not strict JSON becomes an error answer, as clients refuse it.  Server requests never
+    stall: ``ping`` is answered, and for the ``capabilities`` declared: no roots, sampling declined (-1, as a
+    user would), elicitation declined; anything else -32601, naming ``name``.  ``notified`` counts notifications.
     """
 
     def __init__(self, make_upstream, timeout, name, capabilities=None):
@@ -10954,9 +10947,8 @@ class McpClient:
         self.thread.start()
 
     def _on_line(self, line, msg=None):
-        # An answer that parses only leniently (NaN, 1e999, 500 levels) is
-        # replaced by an error: clients refuse it, and so does this one (the
-        # transport's ``msg`` is parsed leniently: not used).
+        # An answer that parses only leniently (NaN, 1e999, 500 levels) becomes an error: clients refuse it
+        # (so the transport's leniently parsed ``msg`` is not used).
         problem = None
         try:
             msg = load_json_strict(line, "the answer")
@@ -10981,7 +10973,6 @@ class McpClient:
                 self.notified += 1
 
     def _answer(self, request):
-        """The answer to a request from the server (see the class docstring)."""
         method, msg_id = request["method"], request["id"]
         if method == "ping":
             return result_response(msg_id, {})
@@ -11002,11 +10993,8 @@ class McpClient:
             self.lock.notify_all()
 
     def request(self, method, params=None, timeout=None):
-        """Send a request and wait up to ``timeout`` (default: the client's) for its response.
-
-        OcxError when none comes; ``exit_reason`` is set when that is
-        because the upstream is gone.
-        """
+        """The response to a request, within ``timeout`` s (default: the client's); OcxError when none comes
+        (quoting the upstream's last stderr lines when it is gone)."""
         with self.lock:
             self.next_id += 1
             msg_id = self.next_id
@@ -11053,14 +11041,12 @@ class McpClient:
         self.loop.stop()
 
 
-# check asks for the stateless revisions through server/discover first, then
-# for the others through initialize.  A legacy server may never answer a request sent before initialize (the spec
-# allows it), so the probe waits this long at most before falling back.
+# A legacy server may never answer a request sent before initialize (the spec allows it): the
+# server/discover probe waits this long at most before falling back to initialize.
 DISCOVER_TIMEOUT = 5.0
 CHECK_CLIENT_INFO = {"name": "ocx-proxy-check", "version": __version__}
-# check lists as a full-featured client by default: some servers list tools
-# only to clients declaring these (server-everything 2026.8.31: 13 tools bare,
-# 17 with all three).  Not tasks: check cannot make task-augmented calls.
+# check lists as a full-featured client by default: some servers list tools only to clients declaring these
+# (server-everything 2026.8.31: 13 tools bare, 17 with all three).  Not tasks: check cannot make task calls.
 CHECK_CAPABILITIES = ("roots", "sampling", "elicitation")
 
 
@@ -11074,15 +11060,11 @@ def client_capabilities(names, modern=False):
 def fetch_catalog(client):
     """Connect like a dual-era client, then fetch every page of each declared list.
 
-    Returns (snapshot, timings, problems, protocol).  ``server/discover``
-    goes first; a result listing a modern version we know means the modern
-    era: no initialize, and every request names that version in ``_meta``.
-    Any other answer, or none within DISCOVER_TIMEOUT, means the legacy era:
-    initialize, asking for the newest version the server listed (in its
-    result or its UnsupportedProtocolVersion error), else our newest.
-    ``protocol`` is {"era", "requested", "version", "supported",
-    "clientCapabilities"}; supported is None when the server did not say.
-    Both eras declare the capabilities the client answers for.
+    Returns (snapshot, timings, problems, protocol).  A ``server/discover`` result listing a modern version we
+    know means the modern era: no initialize, that version in every request's ``_meta``.  Anything else means
+    initialize, asking for the newest version the server listed (in its result or its UnsupportedProtocolVersion
+    error), else our newest.  ``protocol``: {"era", "requested", "version", "supported" (None: not said),
+    "clientCapabilities"}.
     """
     timings, problems = {}, []
     modern_capabilities = client_capabilities(client.capabilities, modern=True)
@@ -11153,10 +11135,8 @@ def initialize_legacy(client, version, timings):
 
 
 def fetch_pages(client, method, key, problems, meta=None):
-    """All pages of one list method; repeated cursors and bad shapes become problems (Findings).
-
-    Each request carries ``meta`` as its ``_meta`` when given (the modern era).
-    """
+    """All pages of one list method (``meta``: each request's ``_meta``); repeated cursors and bad shapes
+    become problems (Findings)."""
     items, cursors, cursor, pages = [], set(), None, 0
     while pages < MAX_LIST_PAGES:
         params = {"cursor": cursor} if cursor is not None else {}
@@ -11205,13 +11185,11 @@ def tool_names(snapshot):
 
 
 def compare_capabilities(snapshot, names, list_tools):
-    """Findings for the tools that appear or disappear with client capabilities.
+    """(findings, listings) for the tools that appear or disappear with client capabilities.
 
-    ``snapshot`` was listed declaring ``names`` (all of CHECK_CAPABILITIES,
-    or none); ``list_tools(names)`` lists the tool names in a new session.
-    The other extreme is listed; only when the two differ, one session per
-    capability tells which capability each tool depends on.  Returns
-    (findings, listings): listings is [{"capabilities", "tools"}] per session.
+    ``snapshot`` was listed declaring ``names`` (all of CHECK_CAPABILITIES, or none); ``list_tools(names)``
+    lists the tool names in a new session: the other extreme, then, only when they differ, one session per
+    capability.  listings: [{"capabilities", "tools"}] per session.
     """
     listed = {tuple(names): tool_names(snapshot)}
     other = () if names else CHECK_CAPABILITIES
@@ -11227,18 +11205,14 @@ def compare_capabilities(snapshot, names, list_tools):
     listings = [{"capabilities": list(key), "tools": len(value)} for key, value in listed.items()]
     where = {name: json_pointer("tools", index) for index, name in enumerate(tool_names(snapshot))}
     findings = []
-    for tool in sorted(full - bare):
-        needs = [name for name in CHECK_CAPABILITIES if tool in listed[(name,)]]
-        findings.append(Finding("info", where.get(tool, "/tools"), "only listed to clients declaring %s; "
-                                "other clients never see this tool"
-                                % (" or ".join(needs) or " and ".join(CHECK_CAPABILITIES) + " together"),
-                                tool=tool))
-    for tool in sorted(bare - full):
-        hides = [name for name in CHECK_CAPABILITIES if tool not in listed[(name,)]]
-        findings.append(Finding("warning", where.get(tool, "/tools"), "not listed to clients declaring %s, "
-                                "as full-featured clients do; only others see this tool"
-                                % (" or ".join(hides) or " and ".join(CHECK_CAPABILITIES) + " together"),
-                                tool=tool))
+    for tools, listed_with, severity, message in (
+            (full - bare, True, "info", "only listed to clients declaring %s; other clients never see this tool"),
+            (bare - full, False, "warning", "not listed to clients declaring %s, as full-featured clients do; "
+                                            "only others see this tool")):
+        for tool in sorted(tools):
+            which = [name for name in CHECK_CAPABILITIES if (tool in listed[(name,)]) == listed_with]
+            findings.append(Finding(severity, where.get(tool, "/tools"), message % (
+                " or ".join(which) or " and ".join(CHECK_CAPABILITIES) + " together"), tool=tool))
     return findings, listings
 
 
@@ -11258,11 +11232,7 @@ def filter_catalog(snapshot, tool_filter):
 
 
 def task_findings(tools):
-    """A warning for each tool whose ``execution.taskSupport`` is "required" (MCP 2025-11-25 tasks).
-
-    Such a tool must be called as a task; a client that did not declare the
-    tasks capability gets an error for every call.
-    """
+    """A warning for each tool whose ``execution.taskSupport`` is "required" (MCP 2025-11-25 tasks)."""
     findings = []
     for index, tool in enumerate(tools):
         execution = tool.get("execution") if isinstance(tool, dict) else None
@@ -11276,13 +11246,11 @@ def task_findings(tools):
 
 
 def load_catalog_file(path, limit=MAX_INPUT_BYTES):
-    """A saved tools/list result, JSON-RPC response, or bare tool array -> snapshot.
+    """A saved tools/list result, JSON-RPC response or bare tool array (``-``: stdin) -> snapshot.
 
-    The file (``-``: stdin) holds at most ``limit`` bytes of strict JSON
-    (see load_json_strict); OcxError otherwise.
+    OcxError unless the file holds at most ``limit`` bytes of strict JSON (see load_json_strict).
     """
-    value = load_json_strict(read_input_bytes(path, limit),
-                             "standard input" if path == "-" else path)
+    value = load_json_strict(read_input_bytes(path, limit), "standard input" if path == "-" else path)
     if isinstance(value, dict) and isinstance(value.get("result"), dict):
         value = value["result"]
     if isinstance(value, list):
@@ -11325,12 +11293,10 @@ def check_report_json(snapshot, findings, checker, timings, client, protocol=Non
 
 def check_report_text(report):
     """The human report: header, findings grouped by tool, summary."""
-    lines = []
-    server = report["server"] or {}
-    counts = report["counts"]
-    lines.append("ocx-proxy check: %s%s — %d tools, %d prompts, %d resources, %d templates" % (
+    server, counts = report["server"] or {}, report["counts"]
+    lines = ["ocx-proxy check: %s%s — %d tools, %d prompts, %d resources, %d templates" % (
         server.get("name", "catalog file"), (" " + str(server["version"])) if server.get("version") else "",
-        counts["tools"], counts["prompts"], counts["resources"], counts["resourceTemplates"]))
+        counts["tools"], counts["prompts"], counts["resources"], counts["resourceTemplates"])]
     protocol = report["protocol"]
     if protocol:
         lines.append("  protocol %s, %s era (%s); %s" % (
@@ -11358,28 +11324,30 @@ def check_report_text(report):
     for finding in report["findings"]:
         groups.setdefault(finding["tool"], []).append(finding)
     for tool, findings in groups.items():
-        lines.append("")
-        lines.append("tool %s" % json.dumps(tool, ensure_ascii=False) if tool is not None else "catalog")
+        lines += ["", "tool %s" % json.dumps(tool, ensure_ascii=False) if tool is not None else "catalog"]
         for f in findings:
-            lines.append("  %-7s %s" % (f["severity"], f["pointer"]))
-            lines.append("          %s  [%s]" % (f["message"], ", ".join(f["clients"])))
+            lines += finding_lines(f)
             if f.get("source"):
                 lines.append("          source: %s; seen with %s" % (f["source"]["ref"].split(", ")[0],
                                                                         f["source"]["observed"]))
             if f.get("fixedFor") and not report.get("fitted"):  # what is left after fitting is not fixed
                 lines.append("          fixed by ocx-proxy (--fit-tools) for %s" % ", ".join(f["fixedFor"]))
-    summary = report["summary"]
-    lines.append("")
-    size = report["cursorMcpToolsBytes"]
-    lines.append("%d errors, %d warnings, %d notes%s" % (
-        summary["error"], summary["warning"], summary["info"],
-        "; Cursor McpTools %d bytes" % size if size is not None else ""))
+    summary, size = report["summary"], report["cursorMcpToolsBytes"]
+    lines += ["", "%d errors, %d warnings, %d notes%s" % (summary["error"], summary["warning"], summary["info"],
+                                                          "; Cursor McpTools %d bytes" % size if size is not None
+                                                          else "")]
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
+def finding_lines(finding):
+    """The two lines of a finding in a human report: severity and pointer, message and clients."""
+    return ["  %-7s %s" % (finding["severity"], finding["pointer"]),
+            "          %s  [%s]" % (finding["message"], ", ".join(finding["clients"]))]
+
+
 def fitted_catalog_text(fitted):
-    """The lines of check --fitted's catalog: each server tool as the client gets it, renamed ones with
-    the server's name, then the name of the reader tool (the last)."""
+    """The lines of check --fitted's catalog: each tool as the client gets it (renamed ones with the server's
+    name), the reader tool last."""
     tools, names = fitted["tools"][:-1], fitted["names"]
     lines = ["", "as ocx-proxy advertises it to %s (relay profile %s, --fit-tools): %d tools, %d renamed"
              % (fitted["client"], fitted["profile"], len(fitted["tools"]), len(names))]
@@ -11398,8 +11366,7 @@ def fitted_catalog_text(fitted):
 
 
 def run_check(snapshot, timings, problems, server_name, client, as_json, out, protocol=None, fitted=False):
-    """Check a snapshot (``fitted``: as the relay advertises it to ``client``) and print the report;
-    returns 1 when errors were found, else 0."""
+    """Check a snapshot (see catalog_report) and print the report; 1 when errors were found, else 0."""
     report = catalog_report(snapshot, timings, problems, server_name, client, protocol, fitted)
     out.write(report_output(report, as_json, check_report_text))
     return 1 if report["summary"]["error"] else 0
@@ -11410,9 +11377,8 @@ MAX_REPORT_CHARS = 2000
 
 
 def report_output(report, as_json, text):
-    """What check prints: the report as JSON (``as_json``) or ``text(report)``, its strings
-    cut (``report_strings``) and nothing in it a terminal would obey.  The fitted catalog of ``check
-    --fitted`` is written whole in JSON: it is what the client gets."""
+    """What check prints: the report as JSON or ``text(report)``, its strings cut (``report_strings``), nothing
+    in it a terminal would obey.  check --fitted's catalog goes whole into JSON: it is what the client gets."""
     fitted = report.get("fitted")
     report = report_strings(report)
     if not as_json:
@@ -11423,8 +11389,7 @@ def report_output(report, as_json, text):
 
 
 def report_strings(value, secrets=()):
-    """``value`` (a report or part of one) with every string of ``secrets`` masked in its strings,
-    then those over MAX_REPORT_CHARS cut."""
+    """``value`` (a report or part of one), its strings with ``secrets`` masked and cut to MAX_REPORT_CHARS."""
     if isinstance(value, dict):
         return {key: report_strings(item, secrets) for key, item in value.items()}
     if isinstance(value, list):
@@ -11435,9 +11400,8 @@ def report_strings(value, secrets=()):
 
 
 def catalog_report(snapshot, timings, problems, server_name, client, protocol=None, fitted=False):
-    """Check a snapshot: the --json report (check_report_json) with ``problems`` first.  ``fitted``: check
-    the tools as the relay advertises them to ``client`` (``advertised_tools``; a client without a relay
-    profile gets the generic one, as --client auto gives it), held in the report's "fitted"."""
+    """Check a snapshot: the --json report with ``problems`` first.  ``fitted``: the tools as the relay
+    advertises them to ``client`` (generic profile for a client without one, as --client auto does)."""
     if server_name is None:
         info = server_info(snapshot.get("initialize", snapshot.get("discover"))) or {}
         server_name = info.get("name") if isinstance(info.get("name"), str) else None
@@ -11471,10 +11435,9 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # Client configs: check --config, every server a client loads
 # ---------------------------------------------------------------------------
 #
-# A client loads every server of its configuration together, so some limits only show in combination.  The three
-# formats: "json" (an "mcpServers" object: Cursor, Claude Desktop, Claude Code, CodeBuddy, Windsurf; Claude
-# Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI settings.json: "url" is legacy SSE,
-# "httpUrl" Streamable HTTP) and "codex" (config.toml, [mcp_servers.NAME]).
+# A client loads every server of its configuration together, so some limits only show in combination.  Formats:
+# "json" (an "mcpServers" object; Claude Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI
+# settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex" (config.toml, [mcp_servers.NAME]).
 
 CONFIG_FORMATS = ("json", "gemini", "codex")   # the clients each feeds: their "config" in CLIENTS
 CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
@@ -11501,10 +11464,9 @@ def gemini_tool_name(server, tool):
 class ConfigServer:
     """One server of a client configuration, ready to start or connect to.
 
-    ``transport`` is "stdio", "streamable-http", "sse" or "auto"; ``problem`` says why it cannot be checked
-    (it is reported, not started) and ``skipped`` why the client itself would not load it.  ``pointer`` is
-    where it sits in the file; ``scope`` the Claude Code project it belongs to (None: loaded everywhere).
-    ``secrets``: what its entry took from the environment, never printed.
+    ``problem``: why it cannot be checked (reported, not started); ``skipped``: why the client would not load
+    it; ``scope``: its Claude Code project (None: everywhere); ``secrets``: what its entry took from the
+    environment, never printed.
     """
 
     def __init__(self, name, pointer, scope=None):
@@ -11518,12 +11480,8 @@ class ConfigServer:
 
 
 class TomlReader:
-    """The TOML that client configurations use, for Pythons without tomllib (< 3.11).
-
-    Tables and arrays of tables, dotted and quoted keys, strings (basic, literal, multi-line, with escapes),
-    integers, floats, booleans, arrays and inline tables; dates and times are refused.  ``parse`` returns a
-    dict; OcxError names the line of the first problem.
-    """
+    """TOML for Pythons without tomllib (< 3.11): all of it but dates and times.  ``parse`` returns a dict;
+    OcxError names the line of the first problem."""
 
     ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
     BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -11544,17 +11502,18 @@ class TomlReader:
             self.skip(newlines=True)
             if self.pos >= len(self.text):
                 return root
-            if self.text.startswith("[[", self.pos):
+            if not self.text.startswith("[", self.pos):
+                self.key_value(table)
+            elif self.text.startswith("[[", self.pos):
                 self.pos += 2
                 keys = self.keys()
                 self.expect("]]")
-                parent = self.walk(root, keys[:-1])
-                array = parent.setdefault(keys[-1], [])
+                array = self.walk(root, keys[:-1]).setdefault(keys[-1], [])
                 if not isinstance(array, list):
                     self.error("%s is not an array of tables" % ".".join(keys))
                 table = {}
                 array.append(table)
-            elif self.text.startswith("[", self.pos):
+            else:
                 self.pos += 1
                 keys = self.keys()
                 self.expect("]")
@@ -11562,8 +11521,6 @@ class TomlReader:
                     self.error("table [%s] defined twice" % ".".join(keys))
                 defined.add(tuple(keys))
                 table = self.walk(root, keys)
-            else:
-                self.key_value(table)
             self.end_of_line()
 
     def walk(self, node, keys):
@@ -11717,23 +11674,18 @@ class TomlReader:
         self.pos += 1
         table = {}
         self.skip()
-        if self.text.startswith("}", self.pos):
-            self.pos += 1
-            return table
-        while True:
+        while not self.text.startswith("}", self.pos):
+            if table:
+                self.expect(",")
             self.key_value(table)
             self.skip()
-            if self.text.startswith("}", self.pos):
-                self.pos += 1
-                return table
-            self.expect(",")
+        self.pos += 1
+        return table
 
 
 def load_toml(text, what):
-    """A TOML document as a dict: tomllib where Python has it, else TomlReader.
-
-    OcxError starting with ``what`` when it is invalid or nested deeper than MAX_JSON_DEPTH.
-    """
+    """A TOML document as a dict (tomllib, else TomlReader); OcxError starting with ``what`` when it is
+    invalid or nested deeper than MAX_JSON_DEPTH."""
     try:
         import tomllib
     except ImportError:
@@ -11777,11 +11729,7 @@ def toml_table(path, values):
 def client_config_entry(client, name, command, argv):
     """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
 
-    claude-code: the ``mcpServers`` JSON for ``--mcp-config``; codex: a ``[mcp_servers.NAME]`` table
-    for ``$CODEX_HOME/config.toml``; gemini-cli and qwen-code: the ``mcpServers`` JSON of ``settings.json``,
-    trusted: an untrusted server's calls wait for a confirmation that ``-p`` cannot ask for; copilot: the
-    ``mcpServers`` JSON of ``mcp-config.json``, a "local" server with all its tools; opencode: the ``mcp``
-    JSON of ``opencode.json``, one command array.
+    gemini-cli and qwen-code trust it: an untrusted server's calls wait for a confirmation ``-p`` cannot ask for.
     """
     if client == "codex":
         return toml_table(("mcp_servers", name), {"command": command, "args": argv})
@@ -11808,10 +11756,7 @@ def config_format(path, document_text):
 
 
 def load_client_config(path, fmt, limit):
-    """Read a client configuration: (format, [ConfigServer] in file order).
-
-    OcxError when the file cannot be read or parsed or holds no servers; a problem with one server is set on it.
-    """
+    """(format, [ConfigServer] in file order); OcxError when the file is unreadable or holds no servers."""
     environ = os.environ
     try:
         text = read_input_bytes(path, limit).decode("utf-8-sig")   # the bytes go at once: a copy less
@@ -11943,8 +11888,8 @@ def codex_server(name, spec, environ):
 
 
 def check_config_server(server, timeout, client):
-    """Start or connect to one server and check it: ({"name", "scope", "transport", "report" | "error"},
-    the names of its tools).  Nothing raises: a spawn error, a timeout or a bad entry is the "error"."""
+    """Check one server: ({"name", "scope", "transport", "report" | "error" | "skipped"}, its tool names).
+    Nothing raises: a spawn error, a timeout or a bad entry is the "error"."""
     result = {"name": server.name, "scope": server.scope, "transport": server.transport}
     if server.skipped:
         result["skipped"] = server.skipped
@@ -11965,12 +11910,7 @@ def check_config_server(server, timeout, client):
             for header in server.headers:   # every configured header value stays out of reports
                 config.secrets.append(header.partition(": ")[2])
             make_upstream = remote_upstream_factory(server.transport, config)
-        mcp = McpClient(make_upstream, timeout, "ocx-proxy check")
-        mcp.start()
-        try:
-            snapshot, timings, problems, protocol = fetch_catalog(mcp)
-        finally:
-            mcp.close()
+        snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, ())
     except OcxError as exc:
         result["error"] = str(exc)
         return result, []
@@ -11978,12 +11918,11 @@ def check_config_server(server, timeout, client):
         (server.include is None or t.get("name") in server.include) and t.get("name") not in server.exclude)]
     snapshot["tools"] = tools
     result["report"] = catalog_report(snapshot, timings, problems, server.name, client, protocol)
-    return result, [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    return result, tool_names(snapshot)
 
 
 def combined_findings(fmt, servers, results):
-    """What only shows with every server of one scope loaded: (findings, tool count, Cursor bytes).
-    ``results``: each server's (result, tool names)."""
+    """What only shows with every server of one scope loaded: (findings, tool count, Cursor bytes)."""
     clients = [name for name, client in CLIENTS.items() if client["config"] == fmt]
     checker = CatalogChecker()
     checked = [(server, result, names) for server, (result, names) in zip(servers, results) if "report" in result]
@@ -12024,13 +11963,9 @@ def combined_findings(fmt, servers, results):
 
 
 def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=MAX_INPUT_BYTES):
-    """check --config: every server of a client configuration, ``parallel`` at a time, then the combined rules.
-
-    Returns 1 when any error was found (a server that could not be checked counts as one), else 0;
-    OcxError when the file is unusable.
-    """
+    """check --config: every server, ``parallel`` at a time, then the combined rules.  1 when any error was
+    found (a server that could not be checked is one), else 0; OcxError when the file is unusable."""
     import concurrent.futures
-
     fmt, servers = load_client_config(path, fmt, limit)
     with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
         results = list(pool.map(lambda server: check_config_server(server, timeout, client), servers))
@@ -12046,8 +11981,7 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
         combined.append({"scope": scope, "servers": [servers[i].name for i in members], "tools": count,
                          "cursorMcpToolsBytes": size,
                          "findings": [f.to_json() for f in findings if f.affects(client)]})
-    # What the servers' entries took from the environment is masked wherever it shows (a message
-    # quoting a command or a server's stderr); longest first, so that no part of one is left.
+    # Masked wherever it shows (a message quoting a command or a server's stderr); longest first, no part left.
     secrets = sorted(set(secret for server in servers for secret in server.secrets), key=len, reverse=True)
     reports = report_strings([result for result, _ in results], secrets)
     combined = report_strings(combined, secrets)
@@ -12063,8 +11997,8 @@ def run_config_check(path, fmt, timeout, parallel, client, as_json, out, limit=M
 
 def config_report_text(report):
     """The human report of check --config: each server's report, then the combined findings."""
-    lines = ["ocx-proxy check --config %s (%s): %d servers"
-             % (report["config"], report["format"], len(report["servers"]))]
+    lines = ["ocx-proxy check --config %s (%s): %d servers" % (report["config"], report["format"],
+                                                               len(report["servers"]))]
     for result in report["servers"]:
         title = "server %s%s" % (json.dumps(result["name"], ensure_ascii=False),
                                  " (project %s)" % result["scope"] if result["scope"] else "")
@@ -12080,11 +12014,9 @@ def config_report_text(report):
         lines.extend(["", "all servers%s together: %d tools, Cursor McpTools %d bytes" % (
             " of project %s" % group["scope"] if group["scope"] else "", group["tools"], group["cursorMcpToolsBytes"])])
         for f in group["findings"]:
-            lines.extend(["  %-7s %s" % (f["severity"], f["pointer"]),
-                          "          %s  [%s]" % (f["message"], ", ".join(f["clients"]))])
+            lines += finding_lines(f)
     summary = report["summary"]
-    lines.extend(["", "%d errors, %d warnings, %d notes in all"
-                  % (summary["error"], summary["warning"], summary["info"])])
+    lines += ["", "%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"])]
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
@@ -12116,7 +12048,6 @@ def demo_png(size=160, seed=7):
     """A noisy PNG made with zlib: big enough that its base64 must be spilled."""
     import random
     import zlib
-
     rng = random.Random(seed)
     rows = b"".join(b"\0" + bytes(rng.randrange(256) if (x // 8 + y // 8) % 2 else (x + y) % 256
                                   for x in range(size * 3)) for y in range(size))
@@ -12130,7 +12061,7 @@ def demo_png(size=160, seed=7):
 
 
 def demo_tool_result(name, arguments, notify):
-    """Result of one demo tool call (``notify`` sends a notification first)."""
+    """Result of one demo tool call, None for an unknown tool (``slow`` sends progress through ``notify``)."""
     if name == "echo":
         return {"content": [{"type": "text", "text": str(arguments.get("text", ""))}]}
     if name == "big_text":
@@ -12141,21 +12072,19 @@ def demo_tool_result(name, arguments, notify):
         repeat = int(arguments.get("repeat", 3000))
         return {"content": [{"type": "text", "text": "数据库连接正常🙂👍🏽é\n" * repeat}]}
     if name == "structured_report":
-        rows = [{"id": i, "name": "item-%d" % i, "score": i * 0.5} for i in range(int(arguments.get("rows", 400)))]
-        data = {"rows": rows}
+        data = {"rows": [{"id": i, "name": "item-%d" % i, "score": i * 0.5}
+                         for i in range(int(arguments.get("rows", 400)))]}
         return {"content": [{"type": "text", "text": json.dumps(data)}], "structuredContent": data}
     if name == "image":
-        data = base64.b64encode(demo_png()).decode("ascii")
-        return {"content": [{"type": "image", "data": data, "mimeType": "image/png"},
-                            {"type": "text", "text": "A generated 160x160 test pattern."}]}
+        return {"content": [{"type": "image", "data": base64.b64encode(demo_png()).decode("ascii"),
+                             "mimeType": "image/png"}, {"type": "text", "text": "A generated 160x160 test pattern."}]}
     if name == "slow":
         seconds = float(arguments.get("seconds", 1))
         token = arguments.get("_progressToken")
-        steps = 4
-        for step in range(1, steps + 1):
-            time.sleep(seconds / steps)
+        for step in range(1, 5):
+            time.sleep(seconds / 4)
             if token is not None:
-                notify("notifications/progress", {"progressToken": token, "progress": step, "total": steps})
+                notify("notifications/progress", {"progressToken": token, "progress": step, "total": 4})
         return {"content": [{"type": "text", "text": "slept %g s" % seconds}]}
     if name == "fail":
         return {"content": [{"type": "text", "text": "this tool always fails"}], "isError": True}
@@ -12181,13 +12110,11 @@ def demo_server_answer(msg, notify):
         if token is not None:
             arguments["_progressToken"] = token
         result = demo_tool_result(params.get("name"), arguments, notify)
-        if result is None:
-            return error_response(msg["id"], INVALID_PARAMS, "Unknown tool: %s" % params.get("name"))
-        return result_response(msg["id"], result)
+        return (result_response(msg["id"], result) if result is not None
+                else error_response(msg["id"], INVALID_PARAMS, "Unknown tool: %s" % params.get("name")))
     result = demo_method_result(msg["method"], params)
-    if result is None:
-        return error_response(msg["id"], METHOD_NOT_FOUND, "Method not found: %s" % msg["method"])
-    return result_response(msg["id"], result)
+    return (result_response(msg["id"], result) if result is not None
+            else error_response(msg["id"], METHOD_NOT_FOUND, "Method not found: %s" % msg["method"]))
 
 
 def demo_method_result(method, params):
@@ -12209,8 +12136,7 @@ def demo_method_result(method, params):
 
 def run_demo_server(stdin=None, stdout=None):
     """Serve the demo catalog on stdio until stdin closes (requests answered in order)."""
-    stdin = stdin or sys.stdin.buffer
-    stdout = stdout or sys.stdout.buffer
+    stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout.buffer
 
     def send(obj):
         stdout.write(encode_message(obj))
@@ -12238,8 +12164,8 @@ def run_demo(output_dir, max_chars, out):
     command = [sys.executable, me, "stdio", "--output-dir", output_dir, "--max-response-chars",
                str(max_chars), "--log-level", "warning", "--", sys.executable, me, "demo-server"]
     write = out.write
-    write("ocx-proxy demo: relay in front of the built-in demo-server\n")
-    write("  relay command: %s\n  spill directory: %s\n\n" % (" ".join(command[1:]), output_dir))
+    write("ocx-proxy demo: relay in front of the built-in demo-server\n  relay command: %s\n  spill directory: %s\n\n"
+          % (" ".join(command[1:]), output_dir))
     client = McpClient(stdio_upstream_factory(command, dict(os.environ)), 20.0, "ocx-proxy demo")
     client.start()
     started = time.monotonic()
@@ -12256,19 +12182,19 @@ def run_demo(output_dir, max_chars, out):
         calls = [("echo", {"text": "hello through the relay"}), ("big_text", {"lines": 2000}),
                  ("unicode_text", {"repeat": 600}), ("unicode_text", {"repeat": 3000}),
                  ("structured_report", {"rows": 400}), ("image", {}), ("fail", {})]
-        for name, arguments in calls:
-            reply = client.request("tools/call", {"name": name, "arguments": arguments})
-            describe_demo_reply(write, "tools/call %s %s" % (name, json.dumps(arguments, ensure_ascii=False)), reply)
-        notified = client.notified
-        reply = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.4},
-                                              "_meta": {"progressToken": "demo-progress"}})
-        write("-> tools/call slow: %d progress notifications arrived before the result\n"
-              % (client.notified - notified))
-        describe_demo_reply(write, "", reply)
-        reply = client.request("resources/read", {"uri": "demo://big-log"})
-        describe_demo_reply(write, "resources/read demo://big-log", reply)
-        reply = client.request("prompts/get", {"name": "review"})
-        describe_demo_reply(write, "prompts/get review", reply)
+        steps = [("tools/call", {"name": name, "arguments": arguments},
+                  "tools/call %s %s" % (name, json.dumps(arguments, ensure_ascii=False))) for name, arguments in calls]
+        steps += [("tools/call", {"name": "slow", "arguments": {"seconds": 0.4},
+                                  "_meta": {"progressToken": "demo-progress"}}, ""),
+                  ("resources/read", {"uri": "demo://big-log"}, "resources/read demo://big-log"),
+                  ("prompts/get", {"name": "review"}, "prompts/get review")]
+        for method, params, title in steps:
+            notified = client.notified
+            reply = client.request(method, params)
+            if not title:
+                write("-> tools/call slow: %d progress notifications arrived before the result\n"
+                      % (client.notified - notified))
+            describe_demo_reply(write, title, reply)
     finally:
         client.close()
     status = client.upstream.process.returncode
@@ -12285,8 +12211,8 @@ def describe_demo_reply(write, title, reply):
     error_data = (reply.get("error") or {}).get("data") or {}
     meta = (result.get("_meta") or {}).get(SPILL_META_KEY) or error_data.get(SPILL_META_KEY)
     if meta:
-        write("   client received %d characters (spilled: the original had %d)\n" % (size, meta["original_chars"]))
-        write("   full text: %s\n   raw JSON : %s\n" % (meta["txt"], meta["json"]))
+        write("   client received %d characters (spilled: the original had %d)\n   full text: %s\n   raw JSON : %s\n"
+              % (size, meta["original_chars"], meta["txt"], meta["json"]))
         for path in meta.get("files", []):
             write("   file     : %s\n" % path)
     else:
@@ -12331,10 +12257,8 @@ class CliParser(argparse.ArgumentParser):
 
 
 def option_arity(parser, word):
-    """How many words after ``word`` are its value, or None when ``parser`` has no such option.
-
-    A unique prefix of a long option counts, as in argparse; an ambiguous one is None.
-    """
+    """How many words after ``word`` are its value; None when ``parser`` has no such option (a unique prefix of
+    a long option counts, as in argparse)."""
     # argparse's one map of option strings to actions (there since 2.7) knows which take a value.
     actions = parser._option_string_actions
     name, equals, _ = word.partition("=") if word.startswith("--") else (word, "", "")
@@ -12342,19 +12266,16 @@ def option_arity(parser, word):
     if action is None and name.startswith("--") and parser.allow_abbrev:
         matches = set(actions[option] for option in actions if option.startswith(name))
         action = matches.pop() if len(matches) == 1 else None
-    if action is None:
-        return None
-    if equals:
-        return 0
+    if action is None or equals:
+        return None if action is None else 0
     return action.nargs if isinstance(action.nargs, int) else 1
 
 
 def split_server_command(parser, argv):
     """Split ``argv`` into (our words, the server's command or None).
 
-    The server's command follows a ``--`` or, under a command that takes one, starts at the first
-    word that is neither our option nor its value (the MCP Inspector drops the ``--``); all words from
-    there are the server's.  An option we do not know ends the walk, for argparse to name.
+    The server's command follows a ``--`` or, under a command that takes one, starts at the first word that
+    is neither our option nor its value (the MCP Inspector drops the ``--``).  An unknown option ends the walk.
     """
     index = 0
     while index < len(argv):
@@ -12385,7 +12306,7 @@ IO_MODES = ("auto", "select", "threads")
 
 
 def int_at_least(minimum, zero_means=None):
-    """Converter for options: an integer of at least ``minimum``, or 0 if ``zero_means``; ValueError otherwise."""
+    """Converter: an integer of at least ``minimum``, or 0 if ``zero_means``; ValueError otherwise."""
     def convert(text):
         value = int(text)
         if value < minimum and not (value == 0 and zero_means):
@@ -12396,7 +12317,6 @@ def int_at_least(minimum, zero_means=None):
 
 
 def choice_of(values):
-    """Converter for options: ``text`` when it is one of ``values``; ValueError otherwise."""
     def convert(text):
         if text not in values:
             raise ValueError("expected one of " + ", ".join(values))
@@ -12424,7 +12344,7 @@ def flag_value(text):
 
 
 def typed(convert, what):
-    """argparse ``type=`` wrapper whose error message says what was expected."""
+    """argparse ``type=`` wrapper whose error says what was expected."""
     def parse(text):
         try:
             return convert(text)
@@ -12434,10 +12354,8 @@ def typed(convert, what):
 
 
 class EnvDefault:
-    """The argparse default of an option with an environment twin ``OCX_PROXY_<name>``, shown by --help.
-
-    ``resolve_env_defaults`` replaces it with the twin converted by ``convert``, else ``value``.
-    """
+    """The default of an option with an environment twin ``OCX_PROXY_<name>``, shown by --help;
+    ``resolve_env_defaults`` replaces it with the twin converted by ``convert``, else ``value``."""
 
     def __init__(self, name, convert, value):
         self.name, self.convert, self.value = name, convert, value
@@ -12469,7 +12387,6 @@ def add_env_option(group, flag, name, convert, what, default, **kwargs):
 
 
 def resolve_env_defaults(args):
-    """Give each option of ``args`` that was not given its twin's value or its default."""
     for dest, value in list(vars(args).items()):
         if isinstance(value, EnvDefault):
             setattr(args, dest, value.resolve())
@@ -12479,7 +12396,7 @@ CLIENT_CHOICES = ("auto",) + tuple(name for name, client in CLIENTS.items() if c
 
 
 def client_choice(command, names):
-    """Converter for the --client of ``command``: one of ``names``, an older spelling of one as its name."""
+    """Converter for the --client of ``command``: one of ``names``, or an older spelling of one."""
     choose = choice_of(names)
     return lambda text: choose(client_named(text, command))
 
@@ -12494,47 +12411,40 @@ def add_spill_options(parser):
     group = parser.add_argument_group("response spill")
     add_env_option(group, "--client", "CLIENT", client_choice("relay", CLIENT_CHOICES), "a client name", "auto",
                    choices=CLIENT_CHOICES,
-                   help="the client's profile (budget, preview size, image and outputSchema handling); auto "
-                        "picks it from the clientInfo.name the client sends, generic (%d characters) for clients "
-                        "not known; the options below win over it%s (default %%(default)s)"
+                   help="the client's profile (budget, preview, images, outputSchema); auto: from the clientInfo.name "
+                        "it sends, generic (%d characters) if unknown; the options below win%s (default %%(default)s)"
                         % (MAX_RESPONSE_CHARS, aliases_note("relay")))
     add_env_option(group, "--max-response-chars", "MAX_RESPONSE_CHARS", max_chars_value, "a character count",
-                   None, metavar="CHARS",
-                   help="responses longer than this many characters of compact JSON are saved to disk and "
-                        "replaced by a preview; 0 never spills (default %(default)s)")
-    add_env_option(group, "--max-response-bytes", "MAX_RESPONSE_BYTES", max_bytes_value, "a byte count",
-                   None, metavar="BYTES",
-                   help="responses longer than this many UTF-8 bytes are spilled too; 0 = no byte limit "
-                        "(default %(default)s)")
+                   None, metavar="CHARS", help="responses longer than this (compact JSON) are saved to disk and "
+                                               "replaced by a preview; 0 never spills (default %(default)s)")
+    add_env_option(group, "--max-response-bytes", "MAX_RESPONSE_BYTES", max_bytes_value, "a byte count", None,
+                   metavar="BYTES", help="spill responses longer than this many UTF-8 bytes too; 0 = no byte limit "
+                                         "(default %(default)s)")
     add_env_option(group, "--max-image-bytes", "MAX_IMAGE_BYTES", int_at_least(0), "a byte count", None,
                    metavar="BYTES",
-                   help="base64 image data a response may carry on top of the budget, for clients that show "
-                        "images to the model; 0 = images always count; profiles: %d for %s, else 0 (default "
-                        "%%(default)s)" % (MAX_IMAGE_BYTES, ", ".join(
+                   help="base64 image data allowed on top of the budget, for clients that show images; 0 = images "
+                        "count; profiles: %d for %s, else 0 (default %%(default)s)" % (MAX_IMAGE_BYTES, ", ".join(
                             n for n in CLIENT_CHOICES if n != "auto" and client_profile(n)["shows_images"])))
     add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
                    metavar="CHARS", help="characters of text kept in a preview (default %(default)s)")
-    group.add_argument("--output-dir", metavar="DIR",
-                       default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()),
-                       help="where spilled responses are written (default %(default)s)")
+    group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %(default)s)",
+                       default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()))
     add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", RETENTION_DAYS,
                    metavar="DAYS", help="at start, delete spills older than this; 0 keeps all (default %(default)s)")
-    group.add_argument("--no-reader-tool", action="store_true",
-                       default=EnvDefault("NO_READER_TOOL", flag_value, False),
-                       help="do not add the %s tool, which reads spilled text through MCP, to tools/list "
-                            "(default %%(default)s)" % READER_TOOL_NAME)
+    group.add_argument("--no-reader-tool", action="store_true", default=EnvDefault("NO_READER_TOOL", flag_value, False),
+                       help="do not add %s (reads spilled text) to tools/list (default %%(default)s)"
+                            % READER_TOOL_NAME)
     group.add_argument("--keep-output-schema", action="store_true",
-                       help="keep outputSchema in tools/list results, which SDK clients then enforce on spilled "
-                            "results (default off, on for --client codex)")
+                       help="keep outputSchema in tools/list, which SDK clients then enforce on spilled results "
+                            "(default off, on for --client codex)")
     group.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
-                       help="rewrite tools/list so that every tool survives the client's name and schema rules "
-                            "(those check marks fixed), and calls reach the server's names (default %(default)s)")
+                       help="fit tools/list to the client's name and schema rules, calls reaching the server's "
+                            "names (default %(default)s)")
     group.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
                        help="relay tools/list as the server sent it (default off)")
 
 
 def tool_globs(text):
-    """Converter for --allow-tools/--deny-tools: globs separated by commas, none of them empty."""
     globs = tuple(glob.strip() for glob in text.split(","))
     if "" in globs:
         raise ValueError("an empty glob: two commas, or one at an end")
@@ -12542,8 +12452,7 @@ def tool_globs(text):
 
 
 def add_tool_filter_options(parser, suppress=False):
-    """--allow-tools/--deny-tools (``ToolFilter``); ``suppress``: not given sets nothing (see
-    ``add_check_output_options``)."""
+    """--allow-tools/--deny-tools (``ToolFilter``); ``suppress``: see ``add_check_output_options``."""
     for flag, name, which, default in (("--allow-tools", "ALLOW_TOOLS", "only", "every tool"),
                                        ("--deny-tools", "DENY_TOOLS", "none of", "none")):
         parser.add_argument(flag, type=typed(tool_globs, "a comma-separated list of globs"), metavar="GLOB[,GLOB...]",
@@ -12557,40 +12466,37 @@ def add_relay_options(parser):
     group = parser.add_argument_group("relay")
     add_tool_filter_options(group)
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
-                   metavar="SECONDS",
-                   help="answer a request still unanswered after this many seconds with an error and cancel it "
-                        "upstream; 0 = no timeout (default %(default)s)")
+                   metavar="SECONDS", help="answer a request unanswered after this many seconds with an error and "
+                                           "cancel it upstream; 0 = no timeout (default %(default)s)")
     add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0, metavar="N",
-                   help="restart a crashed upstream up to N times, replaying the client's initialize "
-                        "(default %(default)s)")
+                   help="restart a crashed upstream up to N times, replaying initialize (default %(default)s)")
     levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
     add_env_option(group, "--log-level", "LOG_LEVEL", choice_of(levels), "a log level", "info",
                    choices=levels, help="stderr logging threshold (default %(default)s)")
-    group.add_argument("--trace", metavar="FILE",
-                       help="append one NDJSON record per message (time, direction, id, method, size, "
-                            "duration, spill paths; no message bodies, secrets redacted) (default off)")
+    group.add_argument("--trace", metavar="FILE", help="append an NDJSON record per message (time, direction, id, "
+                                                       "method, size, spill paths; no bodies, secrets redacted) "
+                                                       "(default off)")
     add_env_option(group, "--max-message-bytes", "MAX_MESSAGE_BYTES", int_at_least(1024), "a byte count",
-                   MAX_MESSAGE_BYTES, metavar="BYTES",
-                   help="largest single message accepted from either side; a larger one is answered with an "
-                        "error (default %(default)s)")
+                   MAX_MESSAGE_BYTES, metavar="BYTES", help="largest message accepted from either side; a larger "
+                                                            "one is answered with an error (default %(default)s)")
     add_env_option(group, "--max-buffer-bytes", "MAX_BUFFER_BYTES", int_at_least(65536), "a byte count",
-                   MAX_BUFFER_BYTES, metavar="BYTES",
-                   help="bytes held for a peer that is not reading before we stop reading from the other side "
-                        "(default %(default)s)")
+                   MAX_BUFFER_BYTES, metavar="BYTES", help="bytes held for a peer not reading before we stop "
+                                                           "reading the other side (default %(default)s)")
     add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto", choices=IO_MODES,
                    help="how pipes are read: select, or threads (always on Windows) (default %(default)s)")
 
 
+# RelayOptions' parameters that take the option of the same name.
+RELAY_OPTION_NAMES = ("client", "max_response_chars", "max_response_bytes", "max_image_bytes", "preview_chars",
+                      "output_dir", "retention_days", "request_timeout", "restart", "keep_output_schema",
+                      "max_message_bytes", "max_buffer_bytes", "fit_tools", "allow_tools", "deny_tools")
+
+
 def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
-    return RelayOptions(
-        client=args.client, max_response_chars=args.max_response_chars, max_response_bytes=args.max_response_bytes,
-        max_image_bytes=args.max_image_bytes, preview_chars=args.preview_chars, output_dir=args.output_dir,
-        retention_days=args.retention_days, request_timeout=args.request_timeout, restart=args.restart,
-        keep_output_schema=args.keep_output_schema, use_threads=IS_WINDOWS or args.io == "threads",
-        trace_path=args.trace, max_message_bytes=args.max_message_bytes, max_buffer_bytes=args.max_buffer_bytes,
-        reader_tool=not args.no_reader_tool, fit_tools=args.fit_tools, allow_tools=args.allow_tools,
-        deny_tools=args.deny_tools)
+    given = {name: getattr(args, name) for name in RELAY_OPTION_NAMES}
+    return RelayOptions(use_threads=IS_WINDOWS or args.io == "threads", trace_path=args.trace,
+                        reader_tool=not args.no_reader_tool, **given)
 
 
 # ---------------------------------------------------------------------------
@@ -12609,9 +12515,8 @@ def stdio_from_args(args, command, **kwargs):
 
 def cmd_stdio(args):
     options = relay_options_from_args(args)
-    make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads,
-                                    max_message_bytes=options.max_message_bytes,
-                                    max_buffer_bytes=options.max_buffer_bytes)
+    make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads, max_message_bytes=
+                                    options.max_message_bytes, max_buffer_bytes=options.max_buffer_bytes)
     if args.cwd and not os.path.isdir(args.cwd):
         raise UsageError("--cwd %s is not a directory" % args.cwd)
     return run_relay(options, make_upstream)
@@ -12644,8 +12549,8 @@ def add_oauth_options(parser):
     """The OAuth options of the remote relays and ``auth``."""
     group = parser.add_argument_group("OAuth (servers that answer HTTP 401)")
     group.add_argument("--no-oauth", action="store_true", default=EnvDefault("NO_OAUTH", flag_value, False),
-                       help="do not run the MCP authorization flow on HTTP 401, pass the 401 on as an error "
-                            "(default %(default)s; also when --header sets Authorization)")
+                       help="pass an HTTP 401 on as an error, no MCP authorization flow (default %(default)s; also "
+                            "when --header sets Authorization)")
     group.add_argument("--oauth-client-id", metavar="ID",
                        help="a pre-registered OAuth client id (default: dynamic client registration)")
     group.add_argument("--oauth-client-secret", metavar="SECRET",
@@ -12654,25 +12559,24 @@ def add_oauth_options(parser):
                        help="a JSON file with client_id and client_secret (default: none)")
     add_env_option(group, "--oauth-client-metadata-url", "OAUTH_CLIENT_METADATA_URL", client_id_url,
                    "a client id URL", None, metavar="URL",
-                   help="the https URL of your Client ID Metadata Document, used as the client id where the "
-                        "authorization server advertises client_id_metadata_document_supported (default: none, dynamic client "
-                        "registration; env OCX_PROXY_OAUTH_CLIENT_METADATA_URL)")
+                   help="the https URL of your Client ID Metadata Document, the client id where the authorization "
+                        "server supports it (default: none, dynamic client registration; env "
+                        "OCX_PROXY_OAUTH_CLIENT_METADATA_URL)")
     add_env_option(group, "--oauth-callback-port", "OAUTH_CALLBACK_PORT", int_at_least(1), "a port number",
                    None, metavar="PORT",
-                   help="the port of the redirect URI http://127.0.0.1:PORT/callback, compared exactly by the "
-                        "authorization server (default: %d for a pre-registered client, else one derived from "
-                        "the authorization server; env OCX_PROXY_OAUTH_CALLBACK_PORT)" % OAUTH_CALLBACK_PORT)
+                   help="the port of the redirect URI http://127.0.0.1:PORT/callback (default: %d for a "
+                        "pre-registered client, else one derived from the authorization server; env "
+                        "OCX_PROXY_OAUTH_CALLBACK_PORT)" % OAUTH_CALLBACK_PORT)
     add_env_option(group, "--oauth-timeout", "OAUTH_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
-                   OAUTH_TIMEOUT, help="how long a login may take in the browser; a request waits at most %g s "
-                                       "of it, a call of %s %g s (default %%(default)s)"
+                   OAUTH_TIMEOUT, help="how long a login may take; a request waits at most %g s of it, a call of %s "
+                                       "%g s (default %%(default)s)"
                                        % (OAUTH_REQUEST_WAIT, LOGIN_TOOL, LOGIN_TOOL_WAIT))
     group.add_argument("--oauth-no-browser", action="store_true",
                        default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
                        help="never open a browser: print the login URL on stderr (default %(default)s)")
     group.add_argument("--oauth-device", action="store_true", default=EnvDefault("OAUTH_DEVICE", flag_value, False),
-                       help="log in with a code entered on another device (RFC 8628) when the authorization "
-                            "server offers it; also when no browser can open here: --oauth-no-browser, no "
-                            "display, an SSH session (default %(default)s)")
+                       help="log in with a code entered on another device (RFC 8628) where offered; also when no "
+                            "browser can open here (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
 
@@ -12731,26 +12635,23 @@ def cmd_auth(args):
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
         return 1
     import datetime
-
     for path, doc in stored:
         expires = stored_expiry(doc)
-        when = (datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never")
-        # what the servers said, escaped: a client id or scope may hold anything
+        when = datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never"
+        # escaped: a client id or scope may hold anything
         issuer, client_id, scope = (printable(str(doc.get(name) or "(none)"))
                                     for name in ("issuer", "client_id", "scope"))
-        print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\n"
-              "refresh token: %s\nfile: %s" % (
-                  config.display_url, issuer, client_id, scope, when,
-                  " (expired)" if expires and expires < time.time() else "",
-                  "yes" if doc.get("refresh_token") else "no", path))
+        print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\nrefresh token: %s\n"
+              "file: %s" % (config.display_url, issuer, client_id, scope, when,
+                            " (expired)" if expires and expires < time.time() else "",
+                            "yes" if doc.get("refresh_token") else "no", path))
     return 0
 
 
 def add_auth_command(sub):
     p = sub.add_parser("auth", help="log in to an OAuth-protected remote server, show or forget its tokens",
-                       description="Run the MCP authorization flow ahead of time (login), show what is stored "
-                                   "(status; never the tokens) or forget it (logout).  Exit status 0 on success, "
-                                   "1 when it failed or nothing is stored, 2 for usage errors.")
+                       description="Log in ahead of time, show what is stored (never the tokens) or forget it.  "
+                                   "Exit status 0 done, 1 failed or nothing stored, 2 usage errors.")
     p.add_argument("action", choices=("login", "status", "logout"))
     add_remote_server_options(p)
     add_oauth_options(p)
@@ -12761,8 +12662,7 @@ def add_auth_command(sub):
 
 def cmd_remote(args):
     options = relay_options_from_args(args)
-    config = attach_oauth(remote_config_from_args(args), args)
-    made = []
+    config, made = attach_oauth(remote_config_from_args(args), args), []
     proxy = config.proxy
     via = "" if proxy is None else " through the proxy %s (%s)" % (proxy.display, proxy.variable)
     log.debug("remote server %s (%s)%s" % (config.display_url, args.transport, via))
@@ -12776,19 +12676,17 @@ def add_remote_server_options(parser, timeout=True):
     group.add_argument("--url", required=True,
                        help="the server's MCP endpoint (the SSE URL for sse); ${VAR} expands (required, no default)")
     group.add_argument("--header", action="append", metavar="NAME=VALUE",
-                       help="send this HTTP header ('NAME: VALUE' works too); ${VAR} in VALUE expands, an unset "
-                            "one is an error; secrets are never logged (repeatable; default: none)")
+                       help="send this HTTP header ('NAME: VALUE' works too); ${VAR} in VALUE expands, unset is an "
+                            "error; never logged (repeatable; default: none)")
     if timeout:
         add_env_option(group, "--timeout", "TIMEOUT_SECONDS", non_negative_float, "a number of seconds", 120.0,
-                       help="wall-clock limit on each HTTP exchange up to a JSON answer in full or an event "
-                            "stream's headers; 0 = no limit (default %(default)s)")
-    add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float,
-                   "a number of seconds", 300.0,
-                   help="how long a request answered on an event stream may go without its answer or a "
-                        "progress notification for it; 0 = no limit (default %(default)s)")
+                       help="limit on each HTTP exchange up to a whole JSON answer or an event stream's headers; "
+                            "0 = no limit (default %(default)s)")
+    add_env_option(group, "--sse-read-timeout", "SSE_READ_TIMEOUT_SECONDS", non_negative_float, "a number of seconds",
+                   300.0, help="how long a request answered on an event stream may go without its answer or its "
+                               "progress; 0 = no limit (default %(default)s)")
     group.add_argument("--cacert", metavar="FILE",
-                       help="also trust the CA certificates in this PEM file (default: the system CAs and "
-                            "SSL_CERT_FILE)")
+                       help="also trust the CAs in this PEM file (default: the system CAs and SSL_CERT_FILE)")
     group.add_argument("--insecure", action="store_true",
                        help="do not verify TLS certificates; prints a warning (default off)")
 
@@ -12806,9 +12704,8 @@ def add_stdio_command(sub):
     p = sub.add_parser("stdio", help="relay to an MCP server started as a child process",
                        usage="%(prog)s [options] [--env NAME=VALUE]... [--cwd DIR] [--pass-environment] "
                              "[--] COMMAND [ARGS...]",
-                       description="Relay MCP between this process's stdio (the client) and a server started "
-                                   "as a child process.  Our options end at COMMAND; every word after it is the "
-                                   "server's.")
+                       description="Relay MCP between this process's stdio (the client) and a server started as a "
+                                   "child process.  Our options end at COMMAND; the words after it are the server's.")
     add_relay_options(p)
     add_child_process_options(p)
     p.set_defaults(handler=cmd_stdio, takes_command=True)
@@ -12818,8 +12715,8 @@ def add_child_process_options(parser):
     """--env, --cwd, --pass-environment: how ``stdio`` and ``check stdio`` start the server."""
     group = parser.add_argument_group("child process")
     group.add_argument("--env", action="append", metavar="NAME=VALUE",
-                       help="set a variable for the child; ${VAR} in VALUE expands from our environment "
-                            "(repeatable; default: only %s are passed)" % " ".join(SAFE_ENV_POSIX))
+                       help="set a variable for the child; ${VAR} in VALUE expands (repeatable; default: only %s "
+                            "are passed)" % " ".join(SAFE_ENV_POSIX))
     group.add_argument("--cwd", metavar="DIR", help="working directory of the child (default: ours)")
     group.add_argument("--pass-environment", action="store_true",
                        help="pass our whole environment to the child (default off)")
@@ -12827,21 +12724,19 @@ def add_child_process_options(parser):
 
 def add_demo_commands(sub):
     p = sub.add_parser("demo", help="run the whole chain against the built-in server and show it",
-                       description="Call the built-in demo-server's tools through the relay and print what "
-                                   "the client receives.")
+                       description="Call the built-in demo-server's tools through the relay; show what the client "
+                                   "gets.")
     p.add_argument("--output-dir", default=os.path.join(default_cache_dir(), "demo"),
                    help="where spilled responses go (default %(default)s)")
     p.add_argument("--max-response-chars", type=typed(max_chars_value, "a character count"),
                    default=MAX_RESPONSE_CHARS, help="spill threshold used by the demo relay (default %(default)s)")
     p.set_defaults(handler=lambda args: run_demo(args.output_dir, args.max_response_chars, sys.stdout))
-    p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)",
-                       description="A small MCP server on stdio with tools that return small, huge, "
-                                   "unicode, structured and image results.")
+    p = sub.add_parser("demo-server", help="the built-in sample MCP server (stdio)", description="A small MCP "
+                       "server on stdio whose tools return small, huge, unicode, structured and image results.")
     p.set_defaults(handler=lambda args: run_demo_server())
 
 
 def parse_tool_choice_arg(text):
-    """``--tool-choice``: auto/none/required as bare words, anything else as JSON."""
     if text in ("auto", "none", "required"):
         return text
     try:
@@ -12856,9 +12751,9 @@ BASE64_INPUT_RE = re.compile(rb"^[A-Za-z0-9+/_\-= \t\r\n]*$")
 
 
 def decode_input_format(data, fmt):
-    """Turn ``decode`` input into protobuf bytes: raw, hex, base64 or auto-detected."""
-    # A serialized message nearly always holds a byte outside these alphabets
-    # (small lengths and tags are control characters), so text means encoded.
+    """``decode`` input (raw, hex, base64 or auto-detected) as protobuf bytes."""
+    # A serialized message nearly always holds a byte outside these alphabets (small lengths and tags are
+    # control characters), so text means encoded.
     if fmt == "auto" and data.strip():
         if HEX_INPUT_RE.match(data):
             fmt = "hex"
@@ -12881,10 +12776,9 @@ def decode_input_format(data, fmt):
 
 
 def fitted_for_cursor(tools, provider):
-    """Normalised ``tools`` fitted to Cursor's rules as the relay fits a catalog (``fit_tools``), the
-    ``provider`` identifier counting as the server name (Cursor names a tool mcp_<provider>_<tool>).
-    A renamed tool loses its namespace: its wire name is the fitted name.  encode-tools has no call
-    path: each fitted name is logged with the catalog's, for whoever maps Cursor's calls back."""
+    """Normalised ``tools`` fitted to Cursor's rules as the relay fits them, ``provider`` counting as the server
+    name (mcp_<provider>_<tool>).  A renamed tool loses its namespace; each fitted name is logged with the
+    catalog's, for whoever maps Cursor's calls back."""
     fitted, names = fit_tools([{"name": tool["wire_name"], "inputSchema": tool["input_schema"]} for tool in tools],
                               "cursor", len(provider))
     out = []
@@ -12956,8 +12850,8 @@ def cmd_decode(args):
 
 
 def write_json_output(value):
-    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: the text of a
-    large decoded result, several times the size of its objects, is never held whole."""
+    """``json.dumps(value, indent=2)`` and a newline on stdout, written as it is made: a large result's text
+    is never held whole."""
     pending, size = [], 0
     for chunk in itertools.chain(_json_chunks(value, "\n"), ["\n"]):
         pending.append(chunk)
@@ -12970,42 +12864,35 @@ def write_json_output(value):
 
 
 def add_protobuf_commands(sub):
-    """Add ``encode-tools`` and ``decode`` to the subcommand parser ``sub``."""
-    p = sub.add_parser(
-        "encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
-        description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or Anthropic JSON), "
-                    "apply tool_choice and write it as Cursor's AgentRunRequest.mcp_tools.  A summary goes to "
-                    "stderr.")
+    p = sub.add_parser("encode-tools", help="encode a tool catalog as Cursor's McpTools protobuf",
+                       description="Read a tool catalog (Responses, Chat Completions, MCP tools/list or Anthropic "
+                                   "JSON), apply tool_choice and write Cursor's AgentRunRequest.mcp_tools; a summary "
+                                   "goes to stderr.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="JSON catalog: a tools array, a request body or a tools/list result (default: -, stdin)")
-    p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the document's own, "
-                        "else every tool)")
+    p.add_argument("--tool-choice", metavar="JSON", help="auto, none, required or a JSON tool_choice object "
+                                                         "(default: the document's own, else every tool)")
     p.add_argument("--provider", metavar="ID", default=CURSOR_PROVIDER,
                    help="provider_identifier of every definition (default: %(default)s)")
     p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
-                   help="message to write: McpTools, an AgentRunRequest holding it in field 4, or a "
-                        "RequestContext with the tools in field 7 (default: %(default)s)")
+                   help="McpTools, an AgentRunRequest holding it in field 4, or a RequestContext with the tools in "
+                        "field 7 (default: %(default)s)")
     p.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
-                   help="fit names and schemas to Cursor's rules as the relay does (check --fitted --client "
-                        "cursor), the --provider counting as the server name; each renamed tool is logged "
-                        "with the catalog's name (default %(default)s)")
+                   help="fit names and schemas to Cursor's rules as the relay does, --provider as the server name; "
+                        "each renamed tool is logged (default %(default)s)")
     p.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
                    help="encode the catalog's names and schemas as they are (default off)")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
-                   help="agent-run-request with no tool left: write the empty wrapper 22 00 (no native "
-                        "tools either) or leave field 4 absent (default: %(default)s)")
-    p.add_argument("--instructions", metavar="TEXT",
-                   help="request-context only: McpInstructions text (default: none)")
+                   help="agent-run-request with no tool left: the empty wrapper 22 00 (no native tools either) or "
+                        "field 4 absent (default: %(default)s)")
+    p.add_argument("--instructions", metavar="TEXT", help="request-context only: McpInstructions text (default: none)")
     p.add_argument("--format", choices=["raw", "hex", "base64"],
                    help="output encoding (default: hex on a terminal, else raw)")
     add_max_input_bytes_option(p)
     p.set_defaults(handler=cmd_encode_tools)
-
-    p = sub.add_parser(
-        "decode", help="decode Cursor tool protobuf (or any protobuf) to JSON",
-        description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value or any "
-                    "message (schema-less) and print JSON.")
+    p = sub.add_parser("decode", help="decode Cursor tool protobuf (or any protobuf) to JSON",
+                       description="Decode McpTools, AgentRunRequest, RequestContext, google.protobuf.Value or any "
+                                   "message (schema-less) and print JSON.")
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="protobuf bytes, or hex/base64 text (default: -, standard input)")
     p.add_argument("--as", dest="as_type", choices=sorted(DECODERS), default="mcp-tools",
@@ -13097,21 +12984,19 @@ def cmd_capture(args):
 
 
 def add_capture_command(sub):
-    """Add ``capture`` to the subcommand parser ``sub``."""
     p = sub.add_parser(
         "capture", help="capture-only MCP server: advertise a tool catalog, record calls, never execute",
-        description="Serve MCP over stdio, advertising exactly the catalog's tools, and write each tools/call "
-                    "as an OpenAI Responses function_call line to --out; nothing is executed.  Refused calls "
-                    "are written as capture_error lines and make the exit status 3.")
+        description="Serve MCP over stdio, advertising exactly the catalog's tools, and write each tools/call as "
+                    "an OpenAI Responses function_call line to --out; nothing is executed.  Refused calls are "
+                    "written as capture_error lines and make the exit status 3.")
     p.add_argument("--catalog", metavar="FILE", required=True,
-                   help="tools as a request body, a tools array or a tools/list result; at most %d MiB and "
-                        "%d tools (required, no default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
-    p.add_argument("--tool-choice", metavar="JSON",
-                   help="auto, none, required or a JSON tool_choice object (default: the catalog's own, "
-                        "else every tool)")
+                   help="tools as a request body, a tools array or a tools/list result; at most %d MiB and %d tools "
+                        "(required, no default)" % (CAPTURE_MAX_CATALOG_BYTES >> 20, CAPTURE_MAX_TOOLS))
+    p.add_argument("--tool-choice", metavar="JSON", help="auto, none, required or a JSON tool_choice object "
+                                                         "(default: the catalog's own, else every tool)")
     p.add_argument("--out", metavar="FILE|fd:N",
-                   help="captured calls as NDJSON, appended to FILE or written to an inherited descriptor "
-                        "(required to serve; default with --print-config: <catalog>.calls.ndjson)")
+                   help="captured calls as NDJSON, appended to FILE or an inherited descriptor (required to serve; "
+                        "default with --print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
     p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=CAPTURE_MAX_CALLS,
@@ -13120,25 +13005,23 @@ def add_capture_command(sub):
                    default=CAPTURE_MAX_ARGUMENT_BYTES,
                    help="largest accepted arguments object, as compact JSON (default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
-                   help="pending leaves each captured call unanswered so the outer client ends the turn; "
-                        "deferred answers that the call will run in the client (default: %(default)s)")
+                   help="pending leaves each call unanswered so the outer client ends the turn; deferred answers "
+                        "that it will run in the client (default: %(default)s)")
     p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
                    help="tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
-                   help="print the configuration entry with which CLIENT (%s; claude-code when not named) "
-                        "starts this server, and exit%s (default: serve)"
-                        % (", ".join(CAPTURE_CONFIG_HINTS), aliases_note("capture")))
+                   help="print the configuration entry with which CLIENT (%s; claude-code when not named) starts "
+                        "this server, and exit%s (default: serve)" % (", ".join(CAPTURE_CONFIG_HINTS),
+                                                                      aliases_note("capture")))
     p.add_argument("--print-allowed-tools", action="store_true",
                    help="print the exact comma-joined --allowedTools list and exit (default: serve)")
     p.set_defaults(handler=cmd_capture)
 
 
 def add_check_output_options(parser, suppress=False):
-    """check's options, accepted before or after the transport name.
-
-    On a transport's parser (``suppress``) one not given sets nothing, keeping one given before the name.
-    """
+    """check's options, accepted before or after the transport name: on a transport's parser (``suppress``)
+    one not given sets nothing, keeping one given before the name."""
     def add(flag, default, help, **kwargs):
         parser.add_argument(flag, default=argparse.SUPPRESS if suppress else default,
                             help=help % {"default": default}, **kwargs)
@@ -13148,18 +13031,17 @@ def add_check_output_options(parser, suppress=False):
     add("--client", "all", "only show findings that affect this client (%s) or model API (%s)%s (default "
         "%%(default)s)" % (", ".join(kinds[0]), ", ".join(kinds[1]), aliases_note("check")),
         type=lambda text: client_named(text, "check"), choices=("all",) + tuple(CLIENTS), metavar="CLIENT")
-    add("--fitted", False, "check the catalog as ocx-proxy's relay advertises it to --client (fitted, "
-                           "--fit-tools; outputSchema and the reader tool as its profile has them), and print "
-                           "it: the findings are what the relay leaves (default: the server's catalog)",
-        action="store_true")
+    add("--fitted", False, "check and print the catalog as the relay advertises it to --client (--fit-tools, "
+                           "its profile's outputSchema and reader tool): the findings are what the relay leaves "
+                           "(default: the server's catalog)", action="store_true")
     add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
                                "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
-    add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and "
-                         "elicitation)", action="store_true")
-    add("--compare-capabilities", False, "list a second time with the other capabilities and report the "
-                                         "tools that differ (default: list once)", action="store_true")
+    add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and elicitation)",
+        action="store_true")
+    add("--compare-capabilities", False, "list again with the other capabilities and report the tools that "
+                                         "differ (default: list once)", action="store_true")
     add_tool_filter_options(parser, suppress)
 
 
@@ -13212,18 +13094,17 @@ def cmd_check(args):
 
 def add_check_command(sub):
     p = sub.add_parser("check", help="tell which part of a server's catalog breaks which client",
-                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] "
-                             "[--compare-capabilities] (--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] | "
-                             "streamable-http|sse|auto --url URL [--header ...])",
+                       usage="%(prog)s [--json] [--client C] [--fitted] [--server-name N] [--bare] [--compare-"
+                             "capabilities] (--file FILE | --config FILE | stdio [--env ...] [--] COMMAND [ARGS...] "
+                             "| streamable-http|sse|auto --url URL [--header ...])",
                        description="Connect like a full-featured client and list every page of tools, prompts, "
-                                   "resources and templates, or read a saved catalog, and report each problem "
-                                   "with its JSON pointer and the clients it breaks. Exit 0 clean, 1 errors "
-                                   "found, 2 could not connect.")
-    p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array instead of "
-                                                  "connecting ('-' reads stdin) (default: connect)")
+                                   "resources and templates, or read a saved catalog; report each problem with its "
+                                   "JSON pointer and the clients it breaks. Exit 0 clean, 1 errors, 2 no connection.")
+    p.add_argument("--file", metavar="FILE", help="check a saved tools/list result or tool array ('-': stdin) "
+                                                  "(default: connect)")
     p.add_argument("--config", metavar="FILE",
                    help="check every server of a client configuration (mcpServers JSON, Gemini CLI settings.json, "
-                        "Codex config.toml), then all of them together (default: one server)")
+                        "Codex config.toml), then all together (default: one server)")
     p.add_argument("--config-format", choices=CONFIG_FORMATS,
                    help="the format of --config FILE (default: from its name and content)")
     p.add_argument("--parallel", type=typed(int_at_least(1), "a whole number of at least 1"),
@@ -13260,7 +13141,7 @@ COMMAND_GROUPS = (
 
 
 def build_parser(command=None):
-    """The argument parser; with a known ``command`` only that command's group is built (~15 ms saved)."""
+    """The argument parser; for a known ``command`` only that command's group (~15 ms saved)."""
     parser = CliParser(prog="ocx-proxy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version="ocx-proxy " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -13272,7 +13153,7 @@ def build_parser(command=None):
 
 
 def main(argv=None):
-    """Entry point: returns the process exit status."""
+    """The process exit status of one run."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     argv, upstream_command = split_server_command(parser, argv)
@@ -13299,8 +13180,7 @@ def main(argv=None):
         return 1
 
 
-def main_exit():
-    """Console-script entry point."""
+def main_exit():   # the console script
     sys.exit(main())
 
 
