@@ -7780,25 +7780,20 @@ def walk_schema(node, fix, depth=0):
 
 
 def noted(node, note):
-    """``node`` with ``note`` added to its description (what a fix changed, for the model)."""
+    """``node`` with ``note`` added to its description (what a fix changed)."""
     text = node.get("description")
     node["description"] = (text + " " if isinstance(text, str) and text else "") + "(%s)" % note
     return node
 
 
 def one_type(node):
-    """A type array becomes its first type but "null" (the model may no longer send null)."""
+    """A type array becomes its first type but "null"."""
     kind = node.get("type")
     if isinstance(kind, list) and len(kind) > 1:
         node["type"] = next((k for k in kind if k != "null"), kind[0])
 
 
-def drop_additional_properties(node):
-    node.pop("additionalProperties", None)
-
-
 def drop_format(node):
-    """A format the Gemini API refuses goes; the description says it."""
     if "format" in node and node["format"] not in GEMINI_FORMATS:
         noted(node, "format: %s" % dumps(node.pop("format")))
 
@@ -7832,8 +7827,8 @@ def inline_refs(schema):
 
 
 def one_object(schema):
-    """A root oneOf/anyOf/allOf made one object schema: every alternative's properties, required
-    what all of them require (allOf: what any requires); the description lists the alternatives."""
+    """A root oneOf/anyOf/allOf made one object schema of every alternative's properties, required what all
+    require (allOf: any), the alternatives listed in the description."""
     kinds = [key for key in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(key), list)]
     if not kinds:
         return schema
@@ -7863,7 +7858,7 @@ def one_object(schema):
 
 
 def alternative(schema):
-    """One alternative of a root combinator, in a few words: its title, or the properties it takes."""
+    """One alternative of a root combinator: its title, or the properties it takes."""
     if isinstance(schema.get("title"), str):
         return schema["title"]
     names = list(schema.get("properties") or ()) if isinstance(schema.get("properties"), dict) else []
@@ -7877,7 +7872,7 @@ TOOL_FIXES = collections.OrderedDict([
     ("inline-refs", lambda tool: tool.update(inputSchema=inline_refs(tool["inputSchema"]))),
     ("one-object", lambda tool: tool.update(inputSchema=one_object(tool["inputSchema"]))),
     ("one-type", one_type),
-    ("drop-additional-properties", drop_additional_properties),
+    ("drop-additional-properties", lambda node: node.pop("additionalProperties", None)),
     ("drop-format", drop_format),
     ("drop-output-schema", lambda tool: tool.pop("outputSchema", None) if not isinstance(
         tool.get("outputSchema"), dict) or tool["outputSchema"].get("type") != "object" else None),
@@ -8530,10 +8525,8 @@ class Supervisor:
 # ---------------------------------------------------------------------------
 
 class Relay:
-    """Relays JSON-RPC lines between the client (our stdio) and one upstream (``make_upstream``, see
-    ``Supervisor``): each client request is answered exactly once, by the upstream or by us with a
-    JSON-RPC error; upstream lines go through the spill check on their way to the client.
-    """
+    """Relays JSON-RPC lines between the client (our stdio) and one upstream (see ``Supervisor``): each client
+    request is answered exactly once, by the upstream or by us; upstream lines go through the spill check."""
 
     def __init__(self, loop, options, make_upstream, client_in_fd=0, client_out_fd=1):
         self.loop = loop
@@ -8542,15 +8535,16 @@ class Relay:
         self.profile = ClientProfile(self.spill, options)
         self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing,
                              options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
-        # What we change in answers, by their request's method (after Upstream.rewrites): a line over
-        # PEEK_LINE_BYTES is parsed only when one applies (_may_change); _forward runs them.
+        # What we change in answers, by their request's method (after Upstream.rewrites; see _may_change).
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
         self.rewrites = {"tools/list": (
             Rewrite("filter tools/list", self.tool_filter.applies, self.tool_filter.rewrite),
-            Rewrite("remove outputSchema from tools/list", self._has_output_schemas, strip_output_schemas),
+            Rewrite("remove outputSchema from tools/list", lambda line, params: not self.profile.keep_output_schema
+                    and b'"outputSchema"' in line, strip_output_schemas),
             Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
-            Rewrite("add the reader tool to tools/list", self._offers_reader, self.reader.advertise))}
+            Rewrite("add the reader tool to tools/list", lambda line, params: self.reader.offered,
+                    self.reader.advertise))}
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -8587,8 +8581,7 @@ class Relay:
                                     use_threads=self.options.use_threads)
 
     def shutdown(self, reason="client closed stdin", signalled=False):
-        """Stop politely: close the upstream's input, then TERM and KILL its group (after a signal,
-        see ``terminate``: KILL after ``KILL_GRACE``, even if a polite shutdown was under way)."""
+        """Stop politely: close the upstream's input, then TERM and KILL its group (``Supervisor.stop``)."""
         if self.closing and not signalled:
             return
         first = not self.closing
@@ -8604,8 +8597,8 @@ class Relay:
         self.supervisor.stop(signalled, self._finish)
 
     def terminate(self, signum):
-        """Stop because of signal ``signum`` (from the signal handler).  A client that signals us may
-        SIGKILL us a moment later (Codex CLI: 30 ms on), so the upstream's group gets its SIGTERM now."""
+        """Stop on signal ``signum``: the upstream's group gets its SIGTERM now, as a client that signals us
+        may SIGKILL us a moment later (Codex CLI: 30 ms on)."""
         upstream = self.upstream
         if upstream is not None and not IS_WINDOWS:
             upstream.kill_tree(signal.SIGTERM)
@@ -8642,12 +8635,15 @@ class Relay:
         if not data:
             self.shutdown()
 
-    def _client_too_long(self, line):
-        """A client line over --max-message-bytes was dropped as it came: answer what it was."""
+    def _too_long(self, line, whose=""):
+        """A line over --max-message-bytes, dropped as it came: ``(envelope, id or None, why)``."""
         envelope = line.envelope()
-        message = ("message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
-                   % (line.size, self.options.max_message_bytes))
-        msg_id = envelope.id if envelope.has_valid_id else None
+        message = ("%smessage of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
+                   % (whose, line.size, self.options.max_message_bytes))
+        return envelope, envelope.id if envelope.has_valid_id else None, message
+
+    def _client_too_long(self, line):
+        envelope, msg_id, message = self._too_long(line)
         if envelope.has_method and not envelope.has_id:
             log.warning("dropped a client notification %s: %s" % (envelope.method, message))
         elif envelope.has_method or msg_id is None:
@@ -8657,10 +8653,9 @@ class Relay:
             # The client's answer to a server request: tell the server it will not come.
             log.warning("client response to %r: %s; the upstream gets an error instead" % (msg_id, message))
             if self.supervisor.state == UPSTREAM_UP:
-                self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
+                self._error_upstream(msg_id, INVALID_REQUEST, message)
 
     def _client_line(self, line):
-        """Handle one line from the client: whatever goes wrong costs this line only."""
         if not line or line.isspace():
             return
         try:
@@ -8692,8 +8687,7 @@ class Relay:
         log.warning("client sent a message ocx-proxy cannot relay (%s); answered with %d" % (message, code))
         if envelope is not None and envelope.kind() == "response":
             # The client's answer to the server: tell the server, or its request waits forever.
-            self._send_upstream(encode_message(error_response(envelope.id, code, message))[:-1], [])
-            return
+            return self._error_upstream(envelope.id, code, message)
         answer_id = None
         if envelope is not None and envelope.has_valid_id and not (envelope.has_result or envelope.has_error):
             answer_id = envelope.id
@@ -8714,9 +8708,9 @@ class Relay:
         kind = message_kind(msg)
         method = msg.get("method")
         self.supervisor.handshake.note(msg, line)
-        if kind == "request" and not self.profile.known:
-            self.profile.choose(msg)
         if kind == "request":
+            if not self.profile.known:
+                self.profile.choose(msg)
             if method == "initialize":
                 self.supervisor.initialize_ok = False
             self.requests.add(msg)
@@ -8841,9 +8835,8 @@ class Relay:
         return True
 
     def _spill_later(self, line, envelope, pending):
-        """Save a big answer that will be spilled now, and parse it on the next loop turn, when its bytes
-        are let go (two copies at most, not three); False: parse it now.  Upstream lines that arrive
-        meanwhile wait in ``behind_spill``, so the client sees them in order."""
+        """Save a big answer that will be spilled, to parse it on the next loop turn once its bytes are let go
+        (two copies at most, not three; upstream lines meanwhile wait in ``behind_spill``); False: parse it now."""
         if pending is None or never_spilled(pending.method):
             return False
         chars = char_count(line)
@@ -8922,9 +8915,8 @@ class Relay:
                 return
             if envelope.kind() == "request":
                 log.warning("the upstream sent a request that %s; answered it with -32603: %s" % (defect, shown))
-                self._send_upstream(encode_message(error_response(
-                    envelope.id, INTERNAL_ERROR, "ocx-proxy could not relay this request: it %s" % defect))[:-1], [])
-                return
+                return self._error_upstream(envelope.id, INTERNAL_ERROR,
+                                            "ocx-proxy could not relay this request: it %s" % defect)
         log.warning("ignored a line from the upstream that %s: %s" % (defect, shown))
 
     def _complete(self, msg):
@@ -8948,12 +8940,6 @@ class Relay:
             line = line if out is None else out
         self._send_line(line, msg, pending, spilled)
 
-    def _has_output_schemas(self, line, params):
-        return not self.profile.keep_output_schema and b'"outputSchema"' in line
-
-    def _offers_reader(self, line, params):
-        return self.reader.offered
-
     def _send_line(self, line, msg, pending, spilled=None, direction="upstream->client"):
         """Write one line (no newline) to the client; ``msg`` is for the trace only."""
         if self.trace:
@@ -8962,7 +8948,6 @@ class Relay:
             self._hold_upstream()
 
     def _hold_upstream(self):
-        """The client is not reading: stop reading the upstream until it catches up."""
         if not self.upstream_held and self.upstream is not None:
             self.upstream_held = True
             self.upstream.pause_reading()
@@ -8974,11 +8959,7 @@ class Relay:
             self.upstream.resume_reading()
 
     def _upstream_too_long(self, line):
-        """An upstream line over --max-message-bytes was dropped as it came: fail its request."""
-        envelope = line.envelope()
-        message = ("upstream message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
-                   % (line.size, self.options.max_message_bytes))
-        msg_id = envelope.id if envelope.has_valid_id else None
+        envelope, msg_id, message = self._too_long(line, "upstream ")
         pending = self.requests.take(id_key(msg_id)) if msg_id is not None and not envelope.has_method else None
         if pending is not None:
             log.warning("%s; request %r answered with an error" % (message, msg_id))
@@ -8990,10 +8971,8 @@ class Relay:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
     def _check_size(self, line, msg, pending, chars, size, saved=None):
-        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check:
-        as it is or compacted when it fits ``spill.budget``, else spilled (``saved``: its line is saved
-        already, ``line`` is None); one JSON cannot hold rewritten (1e999, a LongNumber) goes unchanged.
-        """
+        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check: compacted
+        when that fits ``spill.budget``, else spilled (``saved``: saved already, ``line`` None), else unchanged."""
         method = pending.method if pending else None
         try:
             fits, compact = (False, None) if saved else self.spill.budget.fit(line, msg, chars)
@@ -9013,12 +8992,15 @@ class Relay:
             method or msg.get("method") or "?", msg.get("id"), size, files.txt_path))
         return out.encode("utf-8", "surrogatepass"), files
 
+    def _error_upstream(self, msg_id, code, message):
+        """Answer a message of the server's with a JSON-RPC error."""
+        self._send_upstream(encode_message(error_response(msg_id, code, message))[:-1], [])
+
     def _answer_error(self, msg_id, code, message):
-        """Answer the client ourselves, with a JSON-RPC error."""
         self._answer(error_response(msg_id, code, message))
 
     def _answer(self, msg):
-        """Send the client an answer of ours (not the upstream's)."""
+        """Send the client an answer of ours."""
         self._send_line(encode_message(msg)[:-1], msg, None, direction="proxy->client")
 
     def _fail_all_pending(self, reason):
@@ -9057,15 +9039,11 @@ def run_relay(options, make_upstream):
     """Run the relay on our stdin/stdout until the client leaves; returns the exit status."""
     loop = Loop()
     relay = Relay(loop, options, make_upstream)
-
-    def on_signal(signum, frame):
-        relay.terminate(signum)
-
     previous = {}
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
-            previous[sig] = signal.signal(sig, on_signal)
+            previous[sig] = signal.signal(sig, lambda signum, frame: relay.terminate(signum))
     try:
         relay.start()
         loop.run()
