@@ -8040,18 +8040,17 @@ def reader_tool(taken=()):
     return {
         "name": name,
         "description": (
-            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] "
-            "note of a shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text "
-            "from `line` (1-based; `column` inside a very long line), or with `pattern` (a Python regular "
-            "expression) the matching lines, numbered, with `context` lines around each (a search is stopped "
-            "after %d s). For JSON text, `path` lists the values it selects, one a line as `path: JSON`: `$` the "
-            "whole, `.key` or `[\"key\"]` a member, `[n]` an item (negative: from the end), `[a:b]` a slice, "
-            "`[*]` every member, `..key` that key at any depth, e.g. `$.items[10:20].name`; `outline: true` "
-            "describes each selected node instead (type, size, an object's keys, an array's length and first "
-            "items): walk a big document with it from `$`. Paging: an answer that holds only part ends with "
-            "`%s line=L` or `%s line=L, column=C`; the rest comes from the same call (same id, pattern, "
-            "context, path, outline, lines) with `line` L and `column` C (1 when not given). `[end of the "
-            "text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows."
+            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
+            "shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text from `line` "
+            "(1-based; `column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, `path` "
+            "lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` a member, "
+            "`[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that key at any "
+            "depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead (type, size, an "
+            "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
+            "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
+            "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
+            "`[end of the text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows."
             % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
         "inputSchema": {"type": "object", "properties": {
             "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
@@ -8242,9 +8241,6 @@ class ToolFilter:
             return None
         return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
             ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
-
-    def applies(self, line, params):
-        return self.active
 
     def rewrite(self, msg, params=None):
         result = msg.get("result") if isinstance(msg, dict) else None
@@ -8539,7 +8535,7 @@ class Relay:
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
         self.rewrites = {"tools/list": (
-            Rewrite("filter tools/list", self.tool_filter.applies, self.tool_filter.rewrite),
+            Rewrite("filter tools/list", lambda line, params: self.tool_filter.active, self.tool_filter.rewrite),
             Rewrite("remove outputSchema from tools/list", lambda line, params: not self.profile.keep_output_schema
                     and b'"outputSchema"' in line, strip_output_schemas),
             Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
@@ -8735,7 +8731,6 @@ class Relay:
 
     def _send_upstream_bytes(self, data):
         if self.upstream.send(data) is False and not self.client_held:
-            # The upstream is not reading: stop reading the client until it does.
             self.client_held = True
             self.client_in.pause()
             self.upstream.when_drained(self._release_client)
@@ -9006,8 +9001,6 @@ class Relay:
     def _fail_all_pending(self, reason):
         for entry in self.requests.take_all():
             self._answer_error(entry.msg_id, UPSTREAM_ERROR, reason)
-
-    # -- upstream failure and restart --------------------------------------
 
     def _upstream_exit(self, description):
         reason = self.supervisor.exit_reason(description)
