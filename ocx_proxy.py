@@ -7734,9 +7734,9 @@ def fit_rules(client):
     return [rule for rule, row in CATALOG_RULES.items() if row.fix and reached & set(row.clients)]
 
 
-def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
+def name_limit(rules):
     """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
-    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * server_chars, ""))
+    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * FIT_SERVER_NAME_CHARS, ""))
               for rule, client, fact, spelled in NAME_LENGTH_RULES if rule in rules]
     return min(limits) if limits else None
 
@@ -7881,13 +7881,13 @@ TOOL_FIXES = collections.OrderedDict([
 NODE_FIXES = ("one-type", "drop-additional-properties", "drop-format")
 
 
-def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
+def fit_tools(tools, client):
     """``(fitted, names)``: ``tools`` (a tools/list page, left alone) fitted to the relay profile ``client``,
     and each name changed mapped to the server's; an entry that is no tool stays as it is."""
     rules = fit_rules(client)
     fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
     node_fixes = [TOOL_FIXES[fix] for fix in fixes if fix in NODE_FIXES]
-    limit = name_limit(rules, server_chars)
+    limit = name_limit(rules)
     clean = "name-chars" in rules or "sanitized-collision" in rules
     taken = {tool.get("name") for tool in tools if isinstance(tool, dict)}
     fitted, names = [], {}
@@ -7915,9 +7915,8 @@ class ToolFitting:
     """--fit-tools for one relay session: tools/list answers fitted to the profile ``client()`` (read at each
     answer; ``rewrite``, a ``Rewrite``), and calls of a fitted name sent under the server's (``restore``)."""
 
-    def __init__(self, client, server_chars=FIT_SERVER_NAME_CHARS):
+    def __init__(self, client):
         self.client = client
-        self.server_chars = server_chars
         self.originals = {}          # fitted name -> the server's
 
     def rewrite(self, msg, params=None):
@@ -7925,7 +7924,7 @@ class ToolFitting:
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
             return False
-        fitted, names = fit_tools(tools, self.client(), self.server_chars)
+        fitted, names = fit_tools(tools, self.client())
         self.originals.update(names)
         if fitted == tools:
             return False
