@@ -7734,9 +7734,9 @@ def fit_rules(client):
     return [rule for rule, row in CATALOG_RULES.items() if row.fix and reached & set(row.clients)]
 
 
-def name_limit(rules):
+def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
     """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
-    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * FIT_SERVER_NAME_CHARS, ""))
+    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * server_chars, ""))
               for rule, client, fact, spelled in NAME_LENGTH_RULES if rule in rules]
     return min(limits) if limits else None
 
@@ -7881,13 +7881,13 @@ TOOL_FIXES = collections.OrderedDict([
 NODE_FIXES = ("one-type", "drop-additional-properties", "drop-format")
 
 
-def fit_tools(tools, client):
+def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
     """``(fitted, names)``: ``tools`` (a tools/list page, left alone) fitted to the relay profile ``client``,
     and each name changed mapped to the server's; an entry that is no tool stays as it is."""
     rules = fit_rules(client)
     fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
     node_fixes = [TOOL_FIXES[fix] for fix in fixes if fix in NODE_FIXES]
-    limit = name_limit(rules)
+    limit = name_limit(rules, server_chars)
     clean = "name-chars" in rules or "sanitized-collision" in rules
     taken = {tool.get("name") for tool in tools if isinstance(tool, dict)}
     fitted, names = [], {}
