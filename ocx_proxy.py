@@ -7505,20 +7505,17 @@ SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions"
 SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 SUBSCHEMA_KEYS = frozenset(SCHEMA_KEYWORDS_ONE + SCHEMA_KEYWORDS_MAP + SCHEMA_KEYWORDS_LIST + ("items",))
 
-# One row per client rule: what breaks where (CLIENTS names; a finding of no
-# rule names "all": MCP and JSON Schema conformance), and why we say so.
-# ``ref`` is a public report (URL) or, with no public one found, our client
-# notes (clients.md §4, measured); ``observed`` the client and version it was seen with;
-# ``fix`` the relay's fix for it (a key of TOOL_FIXES; None: none), for the relay profiles the
-# rule reaches (fit_rules).
+# One row per client rule: what breaks where (CLIENTS names; "all": MCP and JSON Schema conformance), and
+# why we say so: ``ref`` a public report (URL) or our client notes (clients.md §4, measured), ``observed``
+# the client and version it was seen with, ``fix`` the relay's fix (a key of TOOL_FIXES; None: none).
 CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text fix", defaults=(None,))
 CATALOG_RULES = collections.OrderedDict([
     ("root-combinator", CatalogRule(
         "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
         "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
-        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06",
-        "oneOf/anyOf/allOf at the root of inputSchema: the Anthropic API rejects the whole request, Claude Code "
-        "drops the tool, OpenAI rejects the function", "one-object")),
+        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06", "oneOf/anyOf/allOf at the root of inputSchema: the "
+        "Anthropic API rejects the whole request, Claude Code drops the tool, OpenAI rejects the function",
+        "one-object")),
     ("nested-allof", CatalogRule(
         "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
         "OpenAI API, gpt-4.1-nano, 2025-08",
@@ -7546,12 +7543,10 @@ CATALOG_RULES = collections.OrderedDict([
         "Gemini CLI 0.1.7",
         "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it", "drop-format")),
     ("name-chars", CatalogRule(
-        "error", ("openai", "anthropic", "claude-desktop", "cursor"),
-        "https://github.com/openai/codex/issues/8174, https://github.com/loomle/loomle/issues/168, "
-        "https://github.com/webstudio-is/webstudio/issues/5960",
-        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07",
-        "characters outside [A-Za-z0-9_-] (dots too) in a tool name: rejected by the OpenAI and Anthropic APIs, "
-        "Claude Desktop and Cursor", "short-name")),
+        "error", ("openai", "anthropic", "claude-desktop", "cursor"), "https://github.com/openai/codex/issues/8174, "
+        "https://github.com/loomle/loomle/issues/168, https://github.com/webstudio-is/webstudio/issues/5960",
+        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07", "characters outside [A-Za-z0-9_-] (dots "
+        "too) in a tool name: rejected by the OpenAI and Anthropic APIs, Claude Desktop and Cursor", "short-name")),
     ("name-length", CatalogRule(
         "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
         "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
@@ -7603,8 +7598,7 @@ CATALOG_RULES = collections.OrderedDict([
         "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
     ("vscode-tool-count", CatalogRule(
         "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
-        "VS Code 1.102.1, Copilot Chat 0.114.1",
-        "more than 128 tools: VS Code Copilot fails the request")),
+        "VS Code 1.102.1, Copilot Chat 0.114.1", "more than 128 tools: VS Code Copilot fails the request")),
     ("big-integer", CatalogRule(
         "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
         "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
@@ -7636,9 +7630,8 @@ def resolve_pointer(document, pointer):
     return node
 
 
-# The relay spells a tool for a client whose name rules count the server name too (Cursor's
-# 60 characters, Gemini CLI's mcp_<server>_<tool>, Codex's mcp__<server>__<tool>) with a server
-# name of this length: it never learns the name the client's configuration gives the server.
+# The server name the length rules count (Cursor's 60 characters, mcp_<server>_<tool>...) is taken to be
+# this long: the relay never learns the name the client's configuration gives the server.
 FIT_SERVER_NAME_CHARS = 24
 # The length rules on a tool name: (rule, client, its fact, how the client spells server and tool).
 NAME_LENGTH_RULES = (("name-length", "openai", "function_name_chars", "%s%s"),
@@ -7653,8 +7646,7 @@ FIT_REF_EXPANSIONS = 500    # $refs expanded in one schema before inline-refs cu
 
 
 def fit_rules(client):
-    """The CATALOG_RULES rows the relay fixes for the relay profile ``client``: those with a fix
-    whose clients name "all", the client, or a model API its profile hands the schemas to."""
+    """The CATALOG_RULES rows with a fix for "all", ``client`` (a relay profile) or a model API it uses."""
     reached = {"all", client} | set(client_profile(client)["model_apis"])
     return [rule for rule, row in CATALOG_RULES.items() if row.fix and reached & set(row.clients)]
 
@@ -7667,9 +7659,9 @@ def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
 
 
 def short_name(name, limit, taken=()):
-    """``name`` with its characters outside [A-Za-z0-9_-] made "_", cut to ``limit`` with a sha1 of the
-    whole name: the same name always gets the same short one; a longer hash while it is in ``taken``."""
-    import hashlib  # lazily, as in Spill.stem: it loads OpenSSL
+    """``name`` with characters outside [A-Za-z0-9_-] made "_", cut to ``limit`` with a sha1 of the whole
+    name (the same name always gets the same short one; a longer hash while it is in ``taken``)."""
+    import hashlib  # lazily: it loads OpenSSL
     digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
     for size in range(NAME_HASH_CHARS, len(digest)):
         suffix = "_" + digest[:size]
@@ -7695,8 +7687,8 @@ def subschemas_mapped(node, change):
 
 
 def walk_schema(node, fix, depth=0):
-    """A copy of the schema ``node`` with ``fix(copy)`` applied to it and to every subschema below
-    it, deepest first; nodes deeper than SCHEMA_DEPTH_LIMIT stay as they are."""
+    """A copy of ``node`` with ``fix(copy)`` applied to it and every subschema, deepest first, down to
+    SCHEMA_DEPTH_LIMIT."""
     if not isinstance(node, dict) or depth > SCHEMA_DEPTH_LIMIT:
         return node
     out = subschemas_mapped(node, lambda sub: walk_schema(sub, fix, depth + 1))
@@ -7705,33 +7697,27 @@ def walk_schema(node, fix, depth=0):
 
 
 def noted(node, note):
-    """``node`` with ``note`` added to its description (what a fix changed, for the model)."""
+    """``node`` with ``note`` added to its description (what a fix changed)."""
     text = node.get("description")
     node["description"] = (text + " " if isinstance(text, str) and text else "") + "(%s)" % note
     return node
 
 
 def one_type(node):
-    """A type array becomes its first type but "null" (the model may no longer send null)."""
+    """A type array becomes its first type but "null"."""
     kind = node.get("type")
     if isinstance(kind, list) and len(kind) > 1:
         node["type"] = next((k for k in kind if k != "null"), kind[0])
 
 
-def drop_additional_properties(node):
-    node.pop("additionalProperties", None)
-
-
 def drop_format(node):
-    """A format the Gemini API refuses goes; the description says it."""
     if "format" in node and node["format"] not in GEMINI_FORMATS:
         noted(node, "format: %s" % dumps(node.pop("format")))
 
 
 def inline_refs(schema):
-    """``schema`` with each local $ref replaced by what it points at and $defs/definitions gone.  A ref
-    that nests in itself, FIT_REF_DEPTH deep or past FIT_REF_EXPANSIONS, or that does not resolve,
-    becomes an empty schema that says so."""
+    """``schema`` with each local $ref replaced by its target and $defs/definitions gone; a ref that nests in
+    itself, is past FIT_REF_DEPTH or FIT_REF_EXPANSIONS, or does not resolve becomes an empty schema saying so."""
     expansions = [0]
 
     def expand(node, refs, depth):
@@ -7758,8 +7744,8 @@ def inline_refs(schema):
 
 
 def one_object(schema):
-    """A root oneOf/anyOf/allOf made one object schema: every alternative's properties, required
-    what all of them require (allOf: what any requires); the description lists the alternatives."""
+    """A root oneOf/anyOf/allOf made one object schema of every alternative's properties, required what all
+    require (allOf: any), the alternatives listed in the description."""
     kinds = [key for key in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(key), list)]
     if not kinds:
         return schema
@@ -7789,7 +7775,7 @@ def one_object(schema):
 
 
 def alternative(schema):
-    """One alternative of a root combinator, in a few words: its title, or the properties it takes."""
+    """One alternative of a root combinator: its title, or the properties it takes."""
     if isinstance(schema.get("title"), str):
         return schema["title"]
     names = list(schema.get("properties") or ()) if isinstance(schema.get("properties"), dict) else []
@@ -7797,14 +7783,13 @@ def alternative(schema):
     return "{%s}" % ", ".join(name + ("" if name in need else "?") for name in names)
 
 
-# The relay's fixes, by the name CATALOG_RULES gives them: each takes a copy of one tool and
-# changes it in place, but those in NODE_FIXES: they change one schema object, and fit_tools
-# runs them together in one walk of the schema.  "short-name" is fit_tools' own: it needs the whole list.
+# The relay's fixes, by their CATALOG_RULES name: each changes a copy of one tool in place, but NODE_FIXES change
+# one schema object (fit_tools runs them in one walk), and "short-name" is fit_tools' own (it needs the list).
 TOOL_FIXES = collections.OrderedDict([
     ("inline-refs", lambda tool: tool.update(inputSchema=inline_refs(tool["inputSchema"]))),
     ("one-object", lambda tool: tool.update(inputSchema=one_object(tool["inputSchema"]))),
     ("one-type", one_type),
-    ("drop-additional-properties", drop_additional_properties),
+    ("drop-additional-properties", lambda node: node.pop("additionalProperties", None)),
     ("drop-format", drop_format),
     ("drop-output-schema", lambda tool: tool.pop("outputSchema", None) if not isinstance(
         tool.get("outputSchema"), dict) or tool["outputSchema"].get("type") != "object" else None),
@@ -7814,9 +7799,8 @@ NODE_FIXES = ("one-type", "drop-additional-properties", "drop-format")
 
 
 def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
-    """``tools`` (one tools/list page) as the relay advertises them to the relay profile ``client``:
-    ``(fitted, names)``, ``names`` mapping each name changed to the server's.  The tools are new
-    objects where something changed (``tools`` is left alone); an entry that is no tool stays as it is."""
+    """``(fitted, names)``: ``tools`` (a tools/list page, left alone) fitted to the relay profile ``client``,
+    and each name changed mapped to the server's; an entry that is no tool stays as it is."""
     rules = fit_rules(client)
     fixes = [fix for fix in TOOL_FIXES if any(CATALOG_RULES[rule].fix == fix for rule in rules)]
     node_fixes = [TOOL_FIXES[fix] for fix in fixes if fix in NODE_FIXES]
@@ -7845,25 +7829,19 @@ def fit_tools(tools, client, server_chars=FIT_SERVER_NAME_CHARS):
 
 
 class ToolFitting:
-    """--fit-tools for one relay session: tools/list answers fitted to the client (``rewrite``, a
-    ``Rewrite``), and each call of a fitted name sent upstream under the server's (``restore``).
+    """--fit-tools for one relay session: tools/list answers fitted to the profile ``client()`` (read at each
+    answer; ``rewrite``, a ``Rewrite``), and calls of a fitted name sent under the server's (``restore``)."""
 
-    ``client()`` is the relay profile in use, read at each answer: with --client auto it is known
-    from the client's first request on.  The names a session fitted are kept for the session.
-    """
-
-    def __init__(self, client, server_chars=FIT_SERVER_NAME_CHARS):
+    def __init__(self, client):
         self.client = client
-        self.server_chars = server_chars
         self.originals = {}          # fitted name -> the server's
 
     def rewrite(self, msg, params=None):
-        """Fit the tools/list result ``msg`` in place; True when it changed."""
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
             return False
-        fitted, names = fit_tools(tools, self.client(), self.server_chars)
+        fitted, names = fit_tools(tools, self.client())
         self.originals.update(names)
         if fitted == tools:
             return False
@@ -7871,8 +7849,7 @@ class ToolFitting:
         return True
 
     def restore(self, line, msgs, raws):
-        """``(line, msgs, raws)`` of one client line with each tools/call of a fitted name naming the
-        server's tool instead, its arguments as they came (those messages written anew)."""
+        """``(line, msgs, raws)`` of a client line with each call of a fitted name naming the server's tool."""
         if not self.originals or not any(self._fitted(msg) for msg in msgs):
             return line, msgs, raws
         raws = list(raws)
@@ -7897,45 +7874,23 @@ UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Supervisor
 UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 ABANDONED_LIMIT = 4096
 SHUTTING_DOWN = "ocx-proxy is shutting down"
-# Longer upstream lines are routed on their envelope, and parsed only when they may be rewritten.
+# Longer upstream lines are routed on their envelope, parsed only when they may be rewritten.
 PEEK_LINE_BYTES = 64 * 1024
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
 # Requests that last as long as the client wants: --request-timeout does not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
 
 
-class RelayOptions:
-    """Everything the relay needs to know from the command line."""
-
-    def __init__(self, max_response_chars=None, preview_chars=None, output_dir=None,
-                 retention_days=RETENTION_DAYS, request_timeout=0.0, restart=0, keep_output_schema=False,
-                 use_threads=False, trace_path=None, max_message_bytes=MAX_MESSAGE_BYTES,
-                 max_buffer_bytes=MAX_BUFFER_BYTES, reader_tool=True, client="auto", max_response_bytes=None,
-                 max_image_bytes=None, fit_tools=True, allow_tools=(), deny_tools=()):
-        # None: the client profile's value (see Budget.for_client); a number given wins.
-        self.client = client
-        self.max_response_chars = max_response_chars
-        self.max_response_bytes = max_response_bytes
-        self.max_image_bytes = max_image_bytes
-        self.preview_chars = preview_chars
-        self.output_dir = output_dir or default_cache_dir()
-        self.retention_days = retention_days
-        self.request_timeout = request_timeout
-        self.restart = restart
-        self.keep_output_schema = keep_output_schema
-        self.use_threads = use_threads
-        self.trace_path = trace_path
-        self.max_message_bytes = max_message_bytes  # one message from either side
-        self.max_buffer_bytes = max_buffer_bytes    # bytes queued for a peer before we stop reading
-        self.reader_tool = reader_tool              # serve READER_TOOL_NAME while spilling is on
-        self.fit_tools = fit_tools                  # fit tools/list to the client (ToolFitting)
-        self.allow_tools = allow_tools              # globs: see ToolFilter
-        self.deny_tools = deny_tools
+# Everything the relay needs to know from the command line (relay_options_from_args).  A budget option
+# None: the client profile's value (Budget.for_client); a number given wins.
+RelayOptions = collections.namedtuple(
+    "RelayOptions", "client max_response_chars max_response_bytes max_image_bytes preview_chars output_dir "
+    "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
+    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools")
 
 
 class Pending:
-    """A client request the upstream has not answered yet (``params`` only where a preview or a rewrite
-    needs them; ``version``: the one the request names in ``_meta``, else None)."""
+    """A client request not answered yet (``params`` only where a preview or a rewrite needs them)."""
 
     __slots__ = ("msg_id", "method", "params", "version", "started", "timer")
 
@@ -7952,7 +7907,7 @@ class Trace:
     """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted."""
 
     def __init__(self, path):
-        # O_NOFOLLOW: we never append to whatever a link planted at the name points at.
+        # O_NOFOLLOW: never append to what a link planted at the name points at.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         try:
             fd = os.open(path, flags, 0o600)
@@ -7992,8 +7947,8 @@ READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run
 
 
 def reader_tool(taken=()):
-    """The tools/list entry of the reader tool (see ``Reader`` and ``Spill.read``), under READER_TOOL_NAME
-    or, while ``taken`` (the server's tool names) has that, READER_TOOL_NAME_2, _3..."""
+    """The tools/list entry of the reader tool, named READER_TOOL_NAME or, while ``taken`` (the server's tool
+    names) has that, READER_TOOL_NAME_2, _3..."""
     name, n = READER_TOOL_NAME, 1
     while name in taken:
         n += 1
@@ -8001,18 +7956,17 @@ def reader_tool(taken=()):
     return {
         "name": name,
         "description": (
-            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] "
-            "note of a shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text "
-            "from `line` (1-based; `column` inside a very long line), or with `pattern` (a Python regular "
-            "expression) the matching lines, numbered, with `context` lines around each (a search is stopped "
-            "after %d s). For JSON text, `path` lists the values it selects, one a line as `path: JSON`: `$` the "
-            "whole, `.key` or `[\"key\"]` a member, `[n]` an item (negative: from the end), `[a:b]` a slice, "
-            "`[*]` every member, `..key` that key at any depth, e.g. `$.items[10:20].name`; `outline: true` "
-            "describes each selected node instead (type, size, an object's keys, an array's length and first "
-            "items): walk a big document with it from `$`. Paging: an answer that holds only part ends with "
-            "`%s line=L` or `%s line=L, column=C`; the rest comes from the same call (same id, pattern, "
-            "context, path, outline, lines) with `line` L and `column` C (1 when not given). `[end of the "
-            "text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows."
+            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
+            "shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text from `line` "
+            "(1-based; `column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, `path` "
+            "lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` a member, "
+            "`[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that key at any "
+            "depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead (type, size, an "
+            "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
+            "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
+            "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
+            "`[end of the text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows."
             % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
         "inputSchema": {"type": "object", "properties": {
             "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
@@ -8033,10 +7987,8 @@ def reader_tool(taken=()):
 
 
 def take_messages(line, msgs, raws, taken, answer):
-    """Answer with ``answer(msg)`` the messages among ``msgs`` (those of client ``line``, ``raws`` their
-    bytes) that ``taken(msg)`` picks; returns ``(line, msgs, raws)`` of the others, ``line`` None when
-    none is left.  A batch keeps its other members, as a batch of their own bytes.
-    """
+    """Answer with ``answer(msg)`` the messages of client ``line`` that ``taken(msg)`` picks; returns
+    ``(line, msgs, raws)`` of the others (a batch of their own bytes; ``line`` None when none is left)."""
     if not any(taken(msg) for msg in msgs):
         return line, msgs, raws
     kept = []
@@ -8052,17 +8004,12 @@ def take_messages(line, msgs, raws, taken, answer):
 
 
 class Reader:
-    """The reader tool (``reader_tool``): the relay's own tool, paging through what ``spill`` saved.
+    """The reader tool: the relay's own tool, paging through what ``spill`` saved.
 
-    The relay calls three hooks.  ``advertise`` adds the tool to the last page
-    of tools/list under a name no server tool has taken; only from then on are
-    calls of that name ours (``spill.reader_name``, named by previews too).
-    ``claim`` takes those calls out of what the client sends and answers them:
-    a page (``Spill.read``) at once, a pattern search (``Spill.search``) when it
-    ends, SEARCHES_AT_ONCE at most running beside the loop.  ``stop`` ends the
-    searches at shutdown.  Answers go out through ``send(msg)`` and fit
-    ``spill.budget``: never spilled themselves.  ``closing()``: the relay is
-    shutting down.
+    ``advertise`` adds it to the last tools/list page (only from then on are calls of its name ours);
+    ``claim`` takes those calls out of what the client sends and answers them through ``send(msg)``,
+    within ``spill.budget``: a page at once, a search when it ends (SEARCHES_AT_ONCE at most beside the
+    loop); ``stop`` ends the searches at shutdown.
     """
 
     def __init__(self, spill, loop, send, closing, offered, use_threads=False):
@@ -8070,15 +8017,14 @@ class Reader:
         self.loop = loop
         self.send = send
         self.closing = closing
-        self.offered = offered           # in tools/list (not with --no-reader-tool, nor when nothing spills)
+        self.offered = offered           # not with --no-reader-tool, nor when nothing spills
         self.use_threads = use_threads
         self.server_tools = set()        # tool names the server listed: the reader tool must not take one
         self.searches = []               # pattern searches running (BoundedRun)
         self.queue = collections.deque()  # calls with a pattern, waiting for a turn
 
     def advertise(self, msg, params=None):
-        """Add the reader tool to the tools/list answer ``msg`` when it is the last page, under a name
-        no tool the server listed has taken; True when it was added (a ``Rewrite``)."""
+        """A ``Rewrite``: the reader tool added to the last tools/list page, named apart from the server's tools."""
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
         if not self.offered or not isinstance(tools, list):
@@ -8092,8 +8038,6 @@ class Reader:
         return True
 
     def claim(self, line, msgs, raws):
-        """Answer the calls of the reader tool among ``msgs``, the messages of client ``line``
-        (``take_messages``)."""
         if self.spill.reader_name is None:
             return line, msgs, raws
         return take_messages(line, msgs, raws, self._is_call, self.answer)
@@ -8102,16 +8046,12 @@ class Reader:
         return "id" in msg and called_tool(msg) == self.spill.reader_name
 
     def answer(self, msg):
-        """Answer a call of the reader tool with one page of a spill (``Spill.read``), within the budget.
-
-        The page is sized so that the whole answer fits (``Budget.page``). A
-        call with a pattern is answered when its search ends (``_search``).
-        """
+        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends)."""
         params = msg["params"]
         args = params.get("arguments", {})
         helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
         if helped and len(self.searches) >= SEARCHES_AT_ONCE:
-            self.queue.append(msg)  # its turn comes when a search ends (_search)
+            self.queue.append(msg)
             return
         result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
         if is_modern(request_version(params)):
@@ -8134,13 +8074,11 @@ class Reader:
             chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
             budget = {"budget_chars": chars, "budget_bytes": size}
             if path is not None:
-                self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
-                                                           args.get("line", 1), args.get("column", 1), **budget))
-                return
+                return self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
+                                                                  args.get("line", 1), args.get("column", 1), **budget))
             if pattern is not None:
-                self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
-                                                            context=args.get("context", 0), **budget))
-                return
+                return self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
+                                                                   context=args.get("context", 0), **budget))
             text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
                                          column=args.get("column", 1), **budget)
             result["content"][0]["text"], result["content"][1]["text"] = text, hint
@@ -8153,7 +8091,6 @@ class Reader:
         result["isError"] = True
 
     def _search(self, msg, result, search):
-        """Run ``search`` (a ``SpillSearch``) beside the loop; its answer goes out when it ends."""
         def done(output):
             self.searches.remove(run)
             try:
@@ -8175,7 +8112,7 @@ class Reader:
         self.searches.append(run)
 
     def stop(self):
-        """Shutdown: running searches are killed; they and the calls waiting for a turn are answered so."""
+        """Shutdown: searches killed; they and the calls waiting for a turn are answered so."""
         waiting, self.queue = self.queue, collections.deque()
         for run in list(self.searches):
             run.stop()
@@ -8184,14 +8121,9 @@ class Reader:
 
 
 class ToolFilter:
-    """``--allow-tools``/``--deny-tools``: which of the server's tools the client sees and may call.
-
-    A tool is kept when its name (the server's own) matches some ``allow`` glob,
-    or there is none, and no ``deny`` glob (``fnmatch.fnmatchcase``).  In the
-    relay, ``rewrite`` (the first ``Rewrite`` of tools/list answers) drops the
-    others from every page, and once a list is complete warns, once, when the
-    allow list matches none of the server's tools; ``claim`` answers a call of
-    a dropped tool with an error through ``send(msg)``: it never reaches the server.
+    """``--allow-tools``/``--deny-tools``: a tool (by the server's name) is kept when it matches some ``allow``
+    glob, or there is none, and no ``deny`` glob.  ``rewrite`` drops the others from tools/list (and warns once
+    when ``allow`` matches none of the server's tools); ``claim`` answers their calls with an error (``send``).
     """
 
     def __init__(self, allow=(), deny=(), send=None):
@@ -8199,7 +8131,7 @@ class ToolFilter:
         self.deny = tuple(deny)
         self.send = send
         self.active = bool(self.allow or self.deny)
-        self.listed = []    # the server's tool names on the pages of the list being read
+        self.listed = []    # the server's tool names on the pages read so far
         self.warned = False
 
     def refusal(self, name):
@@ -8215,7 +8147,7 @@ class ToolFilter:
         return not self.allow or any(fnmatch.fnmatchcase(name, glob) for glob in self.allow)
 
     def kept(self, tools):
-        """The entries of ``tools`` (a tools/list array) that are not filtered out (those without a name stay)."""
+        """The entries of ``tools`` not filtered out (those without a name stay)."""
         return [tool for tool in tools if not isinstance(tool, dict) or not isinstance(tool.get("name"), str)
                 or self.refusal(tool["name"]) is None]
 
@@ -8226,11 +8158,7 @@ class ToolFilter:
         return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
             ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
 
-    def applies(self, line, params):
-        return self.active
-
     def rewrite(self, msg, params=None):
-        """Drop the filtered tools from the tools/list answer ``msg`` (a ``Rewrite``); True when any went."""
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
@@ -8252,8 +8180,6 @@ class ToolFilter:
         return True
 
     def claim(self, line, msgs, raws):
-        """Refuse the calls of filtered tools among ``msgs``, the messages of client ``line``
-        (``take_messages``)."""
         if not self.active:
             return line, msgs, raws
         return take_messages(line, msgs, raws, self._is_refused, self._refuse)
@@ -8272,12 +8198,9 @@ class ToolFilter:
 
 
 def client_messages(line):
-    """What one client line holds: ``(out, msgs, raws, refused)``.
-
-    ``msgs`` are its JSON-RPC messages (a batch's good members), ``raws`` their own bytes, ``out``
-    the bytes to relay (a batch of the good members alone when some are not; None when none is):
-    nothing is re-serialized.  ``refused``: ``(raw, code, message)`` of each message to refuse.
-    """
+    """``(out, msgs, raws, refused)`` of one client line: its good JSON-RPC messages, their own bytes, the bytes
+    to relay (None: none; a batch of the good members alone, never re-serialized), ``(raw, code, message)`` of
+    each message to refuse."""
     try:
         msg = parse_message(line, long_numbers=True)
     except ValueError as exc:
@@ -8308,21 +8231,15 @@ def client_messages(line):
 
 
 def repaired(line):
-    """(message, line) for an upstream line that is not JSON, repaired; ValueError, TypeError or
-    RecursionError when it cannot be.  Invalid UTF-8 becomes U+FFFD, a raw control character in a
-    string is escaped, NaN or Infinity becomes null (as JSON.stringify writes them).
-    """
+    """(message, line) for an upstream line that is not JSON, repaired (ValueError, TypeError or RecursionError
+    when it cannot be): invalid UTF-8 becomes U+FFFD, a raw control character is escaped, NaN null."""
     msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
     return msg, encode_message(msg)[:-1]
 
 
 class Requests:
-    """The client requests the upstream has not answered yet (``Pending``, by ``id_key``), and the last
-    ABANDONED_LIMIT ids of those we answered ourselves, whose late answers are dropped.
-
-    ``add(msg)`` starts a request's --request-timeout timer (``timeout`` seconds, 0: none; never for
-    OPEN_ENDED methods); when it fires, the request is dropped and ``on_timeout(pending)`` answers it.
-    """
+    """The client requests not answered yet (``Pending`` by ``id_key``, each with its --request-timeout timer:
+    ``on_timeout(pending)`` answers it), and the last ABANDONED_LIMIT ids we answered ourselves."""
 
     def __init__(self, loop, timeout, on_timeout):
         self.loop = loop
@@ -8339,14 +8256,11 @@ class Requests:
             pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
         self.pending[id_key(msg["id"])] = pending
 
-    def get(self, key):
-        return self.pending.get(key)
-
     def is_open(self, pending):
         return self.pending.get(id_key(pending.msg_id)) is pending
 
     def take(self, key):
-        """Remove the request pending under ``key`` and stop its timer; None when there is none."""
+        """The request pending under ``key``, removed and its timer stopped (None: none)."""
         pending = self.pending.pop(key, None)
         if pending is not None and pending.timer:
             pending.timer.cancel()
@@ -8362,11 +8276,10 @@ class Requests:
         return pending
 
     def late(self, key):
-        """True when ``key`` was abandoned: its answer, which came now, is to be dropped (said once)."""
+        """True (once) when ``key`` was abandoned: its answer is to be dropped."""
         return self.abandoned.pop(key, None) is not None
 
     def take_all(self):
-        """Empty the table (timers stopped); returns what it held."""
         return [self.take(key) for key in list(self.pending)]
 
     def _timed_out(self, pending):
@@ -8376,9 +8289,8 @@ class Requests:
 
 
 class ClientProfile:
-    """The client profile in use (``client_profile``): the spill's Budget and whether outputSchema is kept.
-    With --client auto, the generic one until the client's first request names the client (``choose``);
-    ``spill.budget`` is replaced here and only here."""
+    """The client profile in use: ``spill.budget`` (set here only) and whether outputSchema is kept; with
+    --client auto, the generic one until the client's first request (``choose``)."""
 
     def __init__(self, spill, options):
         self.spill = spill
@@ -8393,8 +8305,8 @@ class ClientProfile:
         self.name = name
 
     def choose(self, msg):
-        """--client auto: the profile of the client that sent ``msg``, its first request (named in
-        initialize's clientInfo or, from 2026-07-28 on, in ``_meta``; else the generic profile)."""
+        """--client auto: the profile named by ``msg``, the client's first request (initialize's clientInfo or,
+        from 2026-07-28 on, ``_meta``)."""
         self.known = True
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
@@ -8409,12 +8321,9 @@ class ClientProfile:
 
 
 class Supervisor:
-    """The upstream's life: started, restarted when it exits (``--restart`` times, each a little later),
-    re-initialized by replaying the client's handshake; or dead for good.
-
-    ``make_upstream(loop, on_line, on_exit)`` builds each upstream; they share one ``Handshake``.
-    ``state``: UPSTREAM_UP, _RESTARTING or _DEAD (``dead_reason``).  ``paused()``: a new upstream
-    starts with its reading paused; ``closing()``: no restart once shutdown began.
+    """The upstream's life: started, restarted when it exits (``--restart`` times) and re-initialized by
+    replaying the client's handshake, or dead for good (``state``).  ``paused()``: a new upstream starts with
+    its reading paused; ``closing()``: no restart once shutdown began.
     """
 
     def __init__(self, loop, make_upstream, restarts, on_line, on_exit, paused, closing):
@@ -8427,7 +8336,7 @@ class Supervisor:
         self.closing = closing
         self.upstream = None
         self.generation = 0
-        self.handshake = Handshake()     # shared with every upstream, replayed after a restart
+        self.handshake = Handshake()     # shared by every upstream, replayed after a restart
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
@@ -8449,9 +8358,8 @@ class Supervisor:
             self.protocol_version = msg["result"].get("protocolVersion")
 
     def stop(self, signalled, finish):
-        """Shutdown, the upstream's input closed: its group gets TERM 2 s on and KILL 2 s later (after a
-        signal, which sent the TERM: KILL after KILL_GRACE), ``finish()`` half a second after the KILL;
-        nothing more once it exited."""
+        """Shutdown, the upstream's input closed: TERM 2 s on, KILL 2 s later (after a signal: KILL after
+        KILL_GRACE), ``finish()`` 0.5 s after the KILL; nothing more once it exited."""
         sig = None if signalled or IS_WINDOWS else signal.SIGTERM
         self.loop.call_later(KILL_GRACE if signalled else 2.0, self._escalate, self.upstream, sig, finish)
 
@@ -8469,7 +8377,6 @@ class Supervisor:
         return description + (("; last stderr: " + " | ".join(tail)) if tail else "")
 
     def exited(self, reason):
-        """The upstream exited (its requests answered): restart it, or mark it dead."""
         if self.held:
             # Their requests were just answered with errors: sending them later would run them anyway.
             log.warning("dropped %d client messages that were waiting for the restart" % len(self.held))
@@ -8519,7 +8426,6 @@ class Supervisor:
         self._restart_done()
 
     def _restart_done(self):
-        """The new upstream is ready: send what the client said meanwhile, in order."""
         self.state = UPSTREAM_UP
         held, self.held = self.held, []
         for line in held:
@@ -8531,10 +8437,8 @@ class Supervisor:
 # ---------------------------------------------------------------------------
 
 class Relay:
-    """Relays JSON-RPC lines between the client (our stdio) and one upstream (``make_upstream``, see
-    ``Supervisor``): each client request is answered exactly once, by the upstream or by us with a
-    JSON-RPC error; upstream lines go through the spill check on their way to the client.
-    """
+    """Relays JSON-RPC lines between the client (our stdio) and one upstream (see ``Supervisor``): each client
+    request is answered exactly once, by the upstream or by us; upstream lines go through the spill check."""
 
     def __init__(self, loop, options, make_upstream, client_in_fd=0, client_out_fd=1):
         self.loop = loop
@@ -8543,15 +8447,16 @@ class Relay:
         self.profile = ClientProfile(self.spill, options)
         self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing,
                              options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
-        # What we change in answers, by their request's method (after Upstream.rewrites): a line over
-        # PEEK_LINE_BYTES is parsed only when one applies (_may_change); _forward runs them.
+        # What we change in answers, by their request's method (after Upstream.rewrites; see _may_change).
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
         self.rewrites = {"tools/list": (
-            Rewrite("filter tools/list", self.tool_filter.applies, self.tool_filter.rewrite),
-            Rewrite("remove outputSchema from tools/list", self._has_output_schemas, strip_output_schemas),
+            Rewrite("filter tools/list", lambda line, params: self.tool_filter.active, self.tool_filter.rewrite),
+            Rewrite("remove outputSchema from tools/list", lambda line, params: not self.profile.keep_output_schema
+                    and b'"outputSchema"' in line, strip_output_schemas),
             Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
-            Rewrite("add the reader tool to tools/list", self._offers_reader, self.reader.advertise))}
+            Rewrite("add the reader tool to tools/list", lambda line, params: self.reader.offered,
+                    self.reader.advertise))}
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -8588,8 +8493,7 @@ class Relay:
                                     use_threads=self.options.use_threads)
 
     def shutdown(self, reason="client closed stdin", signalled=False):
-        """Stop politely: close the upstream's input, then TERM and KILL its group (after a signal,
-        see ``terminate``: KILL after ``KILL_GRACE``, even if a polite shutdown was under way)."""
+        """Stop politely: close the upstream's input, then TERM and KILL its group (``Supervisor.stop``)."""
         if self.closing and not signalled:
             return
         first = not self.closing
@@ -8605,8 +8509,8 @@ class Relay:
         self.supervisor.stop(signalled, self._finish)
 
     def terminate(self, signum):
-        """Stop because of signal ``signum`` (from the signal handler).  A client that signals us may
-        SIGKILL us a moment later (Codex CLI: 30 ms on), so the upstream's group gets its SIGTERM now."""
+        """Stop on signal ``signum``: the upstream's group gets its SIGTERM now, as a client that signals us
+        may SIGKILL us a moment later (Codex CLI: 30 ms on)."""
         upstream = self.upstream
         if upstream is not None and not IS_WINDOWS:
             upstream.kill_tree(signal.SIGTERM)
@@ -8643,12 +8547,15 @@ class Relay:
         if not data:
             self.shutdown()
 
-    def _client_too_long(self, line):
-        """A client line over --max-message-bytes was dropped as it came: answer what it was."""
+    def _too_long(self, line, whose=""):
+        """A line over --max-message-bytes, dropped as it came: ``(envelope, id or None, why)``."""
         envelope = line.envelope()
-        message = ("message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
-                   % (line.size, self.options.max_message_bytes))
-        msg_id = envelope.id if envelope.has_valid_id else None
+        message = ("%smessage of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
+                   % (whose, line.size, self.options.max_message_bytes))
+        return envelope, envelope.id if envelope.has_valid_id else None, message
+
+    def _client_too_long(self, line):
+        envelope, msg_id, message = self._too_long(line)
         if envelope.has_method and not envelope.has_id:
             log.warning("dropped a client notification %s: %s" % (envelope.method, message))
         elif envelope.has_method or msg_id is None:
@@ -8658,10 +8565,9 @@ class Relay:
             # The client's answer to a server request: tell the server it will not come.
             log.warning("client response to %r: %s; the upstream gets an error instead" % (msg_id, message))
             if self.supervisor.state == UPSTREAM_UP:
-                self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
+                self._error_upstream(msg_id, INVALID_REQUEST, message)
 
     def _client_line(self, line):
-        """Handle one line from the client: whatever goes wrong costs this line only."""
         if not line or line.isspace():
             return
         try:
@@ -8693,8 +8599,7 @@ class Relay:
         log.warning("client sent a message ocx-proxy cannot relay (%s); answered with %d" % (message, code))
         if envelope is not None and envelope.kind() == "response":
             # The client's answer to the server: tell the server, or its request waits forever.
-            self._send_upstream(encode_message(error_response(envelope.id, code, message))[:-1], [])
-            return
+            return self._error_upstream(envelope.id, code, message)
         answer_id = None
         if envelope is not None and envelope.has_valid_id and not (envelope.has_result or envelope.has_error):
             answer_id = envelope.id
@@ -8715,9 +8620,9 @@ class Relay:
         kind = message_kind(msg)
         method = msg.get("method")
         self.supervisor.handshake.note(msg, line)
-        if kind == "request" and not self.profile.known:
-            self.profile.choose(msg)
         if kind == "request":
+            if not self.profile.known:
+                self.profile.choose(msg)
             if method == "initialize":
                 self.supervisor.initialize_ok = False
             self.requests.add(msg)
@@ -8742,7 +8647,6 @@ class Relay:
 
     def _send_upstream_bytes(self, data):
         if self.upstream.send(data) is False and not self.client_held:
-            # The upstream is not reading: stop reading the client until it does.
             self.client_held = True
             self.client_in.pause()
             self.upstream.when_drained(self._release_client)
@@ -8811,7 +8715,7 @@ class Relay:
             if self.requests.late(key):
                 log.info("dropped a late answer to timed-out request %r" % msg["id"])
                 return
-            pending = self.requests.get(key)
+            pending = self.requests.pending.get(key)
             answers = [msg]
         self._forward(line, msg, pending)
         for answer in answers:  # only now: a request is pending until its answer is on its way
@@ -8829,7 +8733,7 @@ class Relay:
             key = id_key(envelope.id)
             if key in self.requests.abandoned or self.supervisor.is_replay_answer(envelope.id):
                 return False
-            pending = self.requests.get(key)
+            pending = self.requests.pending.get(key)
         method = pending.method if pending else envelope.method
         if method == "initialize" or not relayable_unparsed(line):
             return False
@@ -8842,9 +8746,8 @@ class Relay:
         return True
 
     def _spill_later(self, line, envelope, pending):
-        """Save a big answer that will be spilled now, and parse it on the next loop turn, when its bytes
-        are let go (two copies at most, not three); False: parse it now.  Upstream lines that arrive
-        meanwhile wait in ``behind_spill``, so the client sees them in order."""
+        """Save a big answer that will be spilled, to parse it on the next loop turn once its bytes are let go
+        (two copies at most, not three; upstream lines meanwhile wait in ``behind_spill``); False: parse it now."""
         if pending is None or never_spilled(pending.method):
             return False
         chars = char_count(line)
@@ -8923,9 +8826,8 @@ class Relay:
                 return
             if envelope.kind() == "request":
                 log.warning("the upstream sent a request that %s; answered it with -32603: %s" % (defect, shown))
-                self._send_upstream(encode_message(error_response(
-                    envelope.id, INTERNAL_ERROR, "ocx-proxy could not relay this request: it %s" % defect))[:-1], [])
-                return
+                return self._error_upstream(envelope.id, INTERNAL_ERROR,
+                                            "ocx-proxy could not relay this request: it %s" % defect)
         log.warning("ignored a line from the upstream that %s: %s" % (defect, shown))
 
     def _complete(self, msg):
@@ -8949,12 +8851,6 @@ class Relay:
             line = line if out is None else out
         self._send_line(line, msg, pending, spilled)
 
-    def _has_output_schemas(self, line, params):
-        return not self.profile.keep_output_schema and b'"outputSchema"' in line
-
-    def _offers_reader(self, line, params):
-        return self.reader.offered
-
     def _send_line(self, line, msg, pending, spilled=None, direction="upstream->client"):
         """Write one line (no newline) to the client; ``msg`` is for the trace only."""
         if self.trace:
@@ -8963,7 +8859,6 @@ class Relay:
             self._hold_upstream()
 
     def _hold_upstream(self):
-        """The client is not reading: stop reading the upstream until it catches up."""
         if not self.upstream_held and self.upstream is not None:
             self.upstream_held = True
             self.upstream.pause_reading()
@@ -8975,11 +8870,7 @@ class Relay:
             self.upstream.resume_reading()
 
     def _upstream_too_long(self, line):
-        """An upstream line over --max-message-bytes was dropped as it came: fail its request."""
-        envelope = line.envelope()
-        message = ("upstream message of %d bytes exceeds the limit of %d bytes (ocx-proxy --max-message-bytes)"
-                   % (line.size, self.options.max_message_bytes))
-        msg_id = envelope.id if envelope.has_valid_id else None
+        envelope, msg_id, message = self._too_long(line, "upstream ")
         pending = self.requests.take(id_key(msg_id)) if msg_id is not None and not envelope.has_method else None
         if pending is not None:
             log.warning("%s; request %r answered with an error" % (message, msg_id))
@@ -8991,10 +8882,8 @@ class Relay:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
     def _check_size(self, line, msg, pending, chars, size, saved=None):
-        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check:
-        as it is or compacted when it fits ``spill.budget``, else spilled (``saved``: its line is saved
-        already, ``line`` is None); one JSON cannot hold rewritten (1e999, a LongNumber) goes unchanged.
-        """
+        """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check: compacted
+        when that fits ``spill.budget``, else spilled (``saved``: saved already, ``line`` None), else unchanged."""
         method = pending.method if pending else None
         try:
             fits, compact = (False, None) if saved else self.spill.budget.fit(line, msg, chars)
@@ -9014,19 +8903,20 @@ class Relay:
             method or msg.get("method") or "?", msg.get("id"), size, files.txt_path))
         return out.encode("utf-8", "surrogatepass"), files
 
+    def _error_upstream(self, msg_id, code, message):
+        """Answer a message of the server's with a JSON-RPC error."""
+        self._send_upstream(encode_message(error_response(msg_id, code, message))[:-1], [])
+
     def _answer_error(self, msg_id, code, message):
-        """Answer the client ourselves, with a JSON-RPC error."""
         self._answer(error_response(msg_id, code, message))
 
     def _answer(self, msg):
-        """Send the client an answer of ours (not the upstream's)."""
+        """Send the client an answer of ours."""
         self._send_line(encode_message(msg)[:-1], msg, None, direction="proxy->client")
 
     def _fail_all_pending(self, reason):
         for entry in self.requests.take_all():
             self._answer_error(entry.msg_id, UPSTREAM_ERROR, reason)
-
-    # -- upstream failure and restart --------------------------------------
 
     def _upstream_exit(self, description):
         reason = self.supervisor.exit_reason(description)
@@ -9058,15 +8948,11 @@ def run_relay(options, make_upstream):
     """Run the relay on our stdin/stdout until the client leaves; returns the exit status."""
     loop = Loop()
     relay = Relay(loop, options, make_upstream)
-
-    def on_signal(signum, frame):
-        relay.terminate(signum)
-
     previous = {}
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
-            previous[sig] = signal.signal(sig, on_signal)
+            previous[sig] = signal.signal(sig, lambda signum, frame: relay.terminate(signum))
     try:
         relay.start()
         loop.run()
@@ -12495,6 +12381,7 @@ RELAY_OPTION_NAMES = ("client", "max_response_chars", "max_response_bytes", "max
 def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
     given = {name: getattr(args, name) for name in RELAY_OPTION_NAMES}
+    given["output_dir"] = given["output_dir"] or default_cache_dir()
     return RelayOptions(use_threads=IS_WINDOWS or args.io == "threads", trace_path=args.trace,
                         reader_tool=not args.no_reader_tool, **given)
 
