@@ -9165,19 +9165,12 @@ def run_relay(options, make_upstream):
 # Protobuf: Cursor agent.v1 McpTools encoder and decoder
 # ---------------------------------------------------------------------------
 
-# Cursor's agent service (package agent.v1, proto3) takes a client's tools in
-# AgentRunRequest.mcp_tools.  The messages involved are small enough to write
-# by hand, which keeps this file free of generated code and of the protobuf
-# runtime.  Field numbers and their sources are in vendor_proto_notes.md.
+# Cursor's agent service (package agent.v1, proto3) takes a client's tools in AgentRunRequest.mcp_tools.  Its
+# few messages are written by hand: no generated code, no protobuf runtime.  Field numbers and their sources
+# are in vendor_proto_notes.md.
 
 
-WIRE_VARINT = 0
-WIRE_FIXED64 = 1
-WIRE_LEN = 2
-WIRE_START_GROUP = 3
-WIRE_END_GROUP = 4
-WIRE_FIXED32 = 5
-
+WIRE_VARINT, WIRE_FIXED64, WIRE_LEN, WIRE_START_GROUP, WIRE_END_GROUP, WIRE_FIXED32 = range(6)
 WIRE_TYPE_NAMES = ("varint", "fixed64", "length-delimited", "start-group", "end-group", "fixed32")
 
 # A JSON number travels as a double; past 2**53 two integers share one double.
@@ -9186,19 +9179,14 @@ MAX_EXACT_INTEGER = 2 ** 53
 MAX_VALUE_DEPTH = 100
 # decode_raw guesses nested messages only this deep; deeper payloads stay bytes.
 MAX_RAW_DEPTH = 64
-# A field takes two bytes on the wire and some two hundred once decoded (a
-# dict, its keys, a list slot), so without a cap a 2 MB blob of empty tools
-# decodes to a gigabyte.  A 1 MiB message, Cursor's largest, has at most
-# 524,288 fields.
+# A field is two bytes on the wire and some two hundred decoded: uncapped, 2 MB of empty tools decode to a
+# gigabyte.  A 1 MiB message, Cursor's largest, has at most 524,288 fields.
 MAX_DECODED_FIELDS = 1000000
 
 
 class ProtobufDecodeError(OcxError):
-    """Bytes that are not the protobuf message they were decoded as.
-
-    ``offset`` is the byte position in the whole input, ``field`` and ``wire_type`` the tag being read
-    (None when no tag applies), ``where`` the message path, ``snippet`` the text around the offset if any.
-    """
+    """Bytes that are not the protobuf message they were decoded as: ``offset`` in the whole input, the tag
+    read (``field``, ``wire_type``; None when none applies), ``where`` the message path, ``snippet`` nearby text."""
 
     def __init__(self, reason, data, offset, field=None, wire_type=None, where=""):
         self.offset = offset
@@ -9252,8 +9240,7 @@ def _text_around(data, offset):
     end = offset + 1
     while end < len(data) and end - offset < 48 and _is_text_byte(data[end]):
         end += 1
-    # A printable length-delimited tag ('"' is field 4) right before a small
-    # length byte is the next field, not part of the text.
+    # A printable length-delimited tag ('"' is field 4) before a small length byte starts the next field.
     if end < len(data) and end - 1 > offset and data[end - 1] & 7 == WIRE_LEN and data[end] < 0x20:
         end -= 1
     if end - start < 3:
@@ -9261,7 +9248,7 @@ def _text_around(data, offset):
     return data[start:end].decode("utf-8", "replace")
 
 
-# -- encoder: one small function per wire type ------------------------------
+# -- encoder ------------------------------------------------------------------
 
 # Tags and most lengths are below 128; a table spares building those bytes.
 _ONE_BYTE_VARINTS = [bytes((value,)) for value in range(0x80)]
@@ -9285,7 +9272,6 @@ def encode_varint(value):
 
 
 def encode_tag(field, wire_type):
-    """The key that precedes every field: ``field << 3 | wire_type`` as a varint."""
     return encode_varint(field << 3 | wire_type)
 
 
@@ -9294,15 +9280,10 @@ def encode_bytes_field(field, payload):
     return encode_tag(field, WIRE_LEN) + encode_varint(len(payload)) + payload
 
 
-# -- google.protobuf.Value ---------------------------------------------------
-
-
 def encode_value(obj):
-    """Serialize a JSON value (as ``json.loads`` returns it) as a ``google.protobuf.Value`` message.
-
-    Numbers become doubles, so an integer beyond 2**53 in magnitude, NaN and infinities raise OcxError
-    naming their JSON path (``$.properties.n.maximum``).  Object keys keep their order.
-    """
+    """Serialize a JSON value (as ``json.loads`` returns it) as a ``google.protobuf.Value``; object keys keep
+    their order.  Numbers become doubles: an integer beyond 2**53 in magnitude, NaN and infinities raise
+    OcxError naming their JSON path (``$.properties.n.maximum``)."""
     return _encode_value(obj, (), 0)
 
 
@@ -9330,7 +9311,9 @@ def _encode_value(obj, path, depth):
                            % (obj, _json_path(path)))
         return encode_tag(2, WIRE_FIXED64) + _pack_double(obj)
     if isinstance(obj, list):
-        return encode_bytes_field(6, _encode_list(obj, path, depth + 1))
+        # ListValue { repeated Value values = 1 }
+        return encode_bytes_field(6, b"".join(encode_bytes_field(1, _encode_value(item, path + (index,), depth + 1))
+                                              for index, item in enumerate(obj)))
     raise OcxError("%s is a %s, which is not a JSON value" % (_json_path(path), type(obj).__name__))
 
 
@@ -9353,12 +9336,6 @@ def _encode_struct(obj, path, depth):
     return b"".join(entries)
 
 
-def _encode_list(obj, path, depth):
-    # ListValue { repeated Value values = 1 }
-    return b"".join(encode_bytes_field(1, _encode_value(item, path + (index,), depth))
-                    for index, item in enumerate(obj))
-
-
 def _json_path(path):
     """``("properties", "n", 0)`` -> ``$.properties.n[0]``; odd keys are quoted."""
     parts = ["$"]
@@ -9370,9 +9347,6 @@ def _json_path(path):
         else:
             parts.append("[%s]" % json.dumps(key, ensure_ascii=False))
     return "".join(parts)
-
-
-# -- agent.v1 messages -------------------------------------------------------
 
 
 def encode_tool_definition(name, description, input_schema, provider_identifier, tool_name):
@@ -9388,11 +9362,9 @@ def _encode_singular(values):
 
 
 def encode_agent_run_request(mcp_tools=b"", empty_wrapper=False):
-    """An ``AgentRunRequest`` holding only field 4, a serialized ``McpTools``.
-
-    An empty one is left out, which makes Cursor add its own native tool catalog, unless ``empty_wrapper``:
-    then it is written with length zero (``22 00``), which suppresses that catalog.
-    """
+    """An ``AgentRunRequest`` holding only field 4, a serialized ``McpTools``.  An empty one is left out (Cursor
+    then adds its native tool catalog) unless ``empty_wrapper``: written with length zero (``22 00``), it
+    suppresses that catalog."""
     mcp_tools = bytes(mcp_tools)
     if not mcp_tools and not empty_wrapper:
         return b""
@@ -9410,8 +9382,7 @@ def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
         warnings.append("McpTools is %d bytes, over Cursor's limit of about %d bytes"
                         % (mcp_tools_size, cursor["mcp_tools_bytes"]))
     if message_size is not None and message_size > cursor["message_bytes"]:
-        warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB"
-                        % message_size)
+        warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB" % message_size)
     return warnings
 
 
@@ -9451,15 +9422,6 @@ def _read_tag(data, pos, end, where):
     return field, wire_type, after
 
 
-def _read_length(data, pos, end, where, field):
-    """Return (payload start, payload end) of a length-delimited field."""
-    length, start = _read_varint(data, pos, end, where, field, WIRE_LEN)
-    if length > end - start:
-        raise ProtobufDecodeError("length %d runs past the end of its message (%d bytes left)"
-                                  % (length, end - start), data, pos, field, WIRE_LEN, where)
-    return start, start + length
-
-
 # The fixed wire types: their size, and how decode_raw shows them (unsigned, and as a float when finite).
 FIXED_FORMATS = {WIRE_FIXED64: (8, "fixed64", "<Q", "double", "<d"),
                  WIRE_FIXED32: (4, "fixed32", "<I", "float", "<f")}
@@ -9470,8 +9432,11 @@ def _read_value(data, pos, end, where, field, wire_type):
     if wire_type == WIRE_VARINT:
         return _read_varint(data, pos, end, where, field, wire_type)
     if wire_type == WIRE_LEN:
-        span = _read_length(data, pos, end, where, field)
-        return span, span[1]
+        length, start = _read_varint(data, pos, end, where, field, WIRE_LEN)
+        if length > end - start:
+            raise ProtobufDecodeError("length %d runs past the end of its message (%d bytes left)"
+                                      % (length, end - start), data, pos, field, WIRE_LEN, where)
+        return (start, start + length), start + length
     size = FIXED_FORMATS[wire_type][0]
     if end - pos < size:
         raise ProtobufDecodeError("data ends inside a %d-byte fixed field" % size,
@@ -9531,8 +9496,7 @@ def _expect(data, offset, field, wire_type, expected, where, name):
 
 
 def _once(seen, data, offset, field, wire_type, where, name):
-    # Valid protobuf lets a later copy win or merge; no correct encoder writes
-    # two, so a repeat here is reported rather than silently resolved.
+    # Protobuf lets a later copy win or merge; no correct encoder writes two, so a repeat is an error here.
     if field in seen:
         raise ProtobufDecodeError("%s appears twice" % name, data, offset, field, wire_type, where)
     seen.add(field)
@@ -9547,12 +9511,9 @@ def _utf8_at(data, span, offset, field, where, name):
 
 
 def decode_value(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode serialized ``google.protobuf.Value`` bytes into a JSON value.
-
-    Strict: exactly one kind must be set, NaN/infinity and unknown fields are refused (ProtobufDecodeError).
-    Integral doubles within 2**53 come back as int.  Like every decoder here, it raises DecodeLimitError
-    rather than decode more than ``max_fields`` fields.
-    """
+    """Decode serialized ``google.protobuf.Value`` bytes into a JSON value; integral doubles within 2**53 come
+    back as int.  Strict: exactly one kind set, no NaN/infinity, no unknown field (else ProtobufDecodeError).
+    Like every decoder here, it raises DecodeLimitError rather than decode more than ``max_fields`` fields."""
     data = _as_bytes(data)
     return _decode_value(data, 0, len(data), "Value", 0, _FieldBudget(max_fields))
 
@@ -9625,15 +9586,13 @@ def _decode_struct_entry(data, span, where, depth, budget):
     seen = set()
     for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where, budget):
         _once(seen, data, offset, field, wire_type, where, "map entry field %d" % field)
+        if field not in (1, 2):
+            raise ProtobufDecodeError("map entry has no field %d" % field, data, offset, field, wire_type, where)
+        _expect(data, offset, field, wire_type, WIRE_LEN, where, "map key" if field == 1 else "map value")
         if field == 1:
-            _expect(data, offset, field, wire_type, WIRE_LEN, where, "map key")
             key = _utf8_at(data, value, offset, field, where, "map key")
-        elif field == 2:
-            _expect(data, offset, field, wire_type, WIRE_LEN, where, "map value")
-            value_span = value
         else:
-            raise ProtobufDecodeError("map entry has no field %d" % field,
-                                      data, offset, field, wire_type, where)
+            value_span = value
     if value_span is None:
         raise ProtobufDecodeError("map entry for key %s has no value" % json.dumps(key),
                                   data, span[0], where=where)
@@ -9671,8 +9630,7 @@ def _decode_instructions(data, pos, end, where, budget):
 
 def _decode_singular(data, pos, end, where, budget, names, item):
     """Fill ``item`` from singular length-delimited fields: strings, and input_schema a Value."""
-    # Unknown fields are skipped as protobuf-es skips them, so an error here
-    # is the same error Cursor's parser would report for the same bytes.
+    # Unknown fields are skipped as protobuf-es skips them: an error here is the one Cursor's parser reports.
     seen = set()
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         name = names.get(field)
@@ -9689,10 +9647,8 @@ def _decode_singular(data, pos, end, where, budget, names, item):
 
 
 def _decode_repeated(data, pos, end, where, budget, fields, result):
-    """Append each message of a repeated field in ``fields`` ({number: (name, decoder)}) to ``result[name]``.
-
-    Other fields go to ``result["other_fields"]`` when ``result`` has that key, else they are skipped.
-    """
+    """Append each message of a repeated field in ``fields`` ({number: (name, decoder)}) to ``result[name]``;
+    other fields go to ``result["other_fields"]`` when ``result`` has that key, else they are skipped."""
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         if field in fields:
             name, decode = fields[field]
@@ -9710,12 +9666,9 @@ def _decode_mcp_tools(data, pos, end, where, budget):
 
 
 def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode a serialized ``McpTools`` message into a list of tool dicts.
-
-    Each dict has name, description, input_schema (decoded JSON, None when absent), provider_identifier and
-    tool_name.  Unknown fields are skipped like protobuf-es skips them; anything else malformed or mis-shaped
-    raises ProtobufDecodeError.
-    """
+    """Decode a serialized ``McpTools`` into a list of tool dicts: name, description, input_schema (decoded
+    JSON, None when absent), provider_identifier, tool_name.  Unknown fields are skipped as protobuf-es skips
+    them; anything else malformed or mis-shaped raises ProtobufDecodeError."""
     data = _as_bytes(data)
     return _decode_mcp_tools(data, 0, len(data), "McpTools", _FieldBudget(max_fields))
 
@@ -9742,10 +9695,8 @@ def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
 
 
 def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14).
-
-    Returns ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``.
-    """
+    """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14) into
+    ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``."""
     data = _as_bytes(data)
     fields = {7: ("tools", _decode_definition), 14: ("mcp_instructions", _decode_instructions)}
     result = {"tools": [], "mcp_instructions": [], "other_fields": []}
@@ -9763,12 +9714,11 @@ def decode_raw(data, max_fields=MAX_DECODED_FIELDS):
     payload parses as one) or ``bytes`` (hex).  Malformed input raises ProtobufDecodeError.
     """
     data = _as_bytes(data)
-    fields, _ = _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))
-    return fields
+    return _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))[0]
 
 
 def _decode_raw_fields(data, pos, end, depth, group, budget):
-    """Parse data[pos:end]; inside a group, stop at its end tag and return the position."""
+    """Parse data[pos:end] into (fields, end position); inside a group, stop after its end tag."""
     fields = []
     where = "message" if group is None else "group %d" % group
     while pos < end:
@@ -9836,28 +9786,22 @@ def _guess_payload(data, start, end, depth, budget):
 # Tool catalog: normalising tool lists, tool_choice filtering, Cursor names
 # ---------------------------------------------------------------------------
 
-# Clients describe tools in four dialects (Responses, Chat Completions, MCP,
-# Anthropic).  Everything downstream works on one normalised form:
+# Clients describe tools in four dialects (Responses, Chat Completions, MCP, Anthropic).  Everything
+# downstream works on one normalised form, which normalize_tools() accepts too (normalising twice is harmless):
 #
 #     {"type": "function" | "custom", "name": raw name, "namespace": ns (if any),
 #      "wire_name": ns + "__" + name or name, "description": str,
 #      "input_schema": JSON Schema object, "freeform": True (custom tools only)}
-#
-# normalize_tools() accepts that form too, so normalising twice is harmless.
 
 CURSOR_PROVIDER = "opencodex-responses"
 
-# Tools the model provider runs itself: they carry no schema a client could
-# execute, so they cannot be advertised as callable functions.
+# Tools the model provider runs itself carry no schema a client could execute: no callable function.
 HOSTED_TOOL_TYPES = frozenset([
     "web_search", "web_search_preview", "web_search_preview_2025_03_11", "image_generation", "file_search",
-    "code_interpreter", "computer_use_preview", "computer_use", "mcp", "local_shell",
-])
+    "code_interpreter", "computer_use_preview", "computer_use", "mcp", "local_shell"])
 # Anthropic's versioned built-in tools (bash_20250124, web_search_20250305...).
 DATED_TOOL_TYPE_RE = re.compile(r"^[a-z_]+_\d{8}\Z")
-
 SCHEMA_KEYS = ("parameters", "inputSchema", "input_schema")
-
 # Codex puts plain functions in a reserved namespace that is not part of their name.
 FLATTENED_NAMESPACES = frozenset(["functions"])
 
@@ -9929,15 +9873,13 @@ def _normalize_entry(tool, where, namespace, notes):
         return _normalize_namespace(tool, where, namespace, notes)
     if kind in HOSTED_TOOL_TYPES or (isinstance(kind, str) and DATED_TOOL_TYPE_RE.match(kind)
                                      and not _has_schema(tool)):
-        notes.append("dropped hosted tool %s (%s): it has no schema a client can run"
-                     % (where, kind))
+        notes.append("dropped hosted tool %s (%s): it has no schema a client can run" % (where, kind))
         return []
     name = tool.get("name")
     if name is None and kind == "tool_search":
         name = "tool_search"
     if not isinstance(name, str) or not name:
-        raise OcxError("%s: unknown tool shape: no \"name\" string (type %s)"
-                       % (where, json.dumps(kind)))
+        raise OcxError("%s: unknown tool shape: no \"name\" string (type %s)" % (where, json.dumps(kind)))
     return [_normalized(tool, where, name, tool.get("namespace", namespace), kind)]
 
 
@@ -9963,13 +9905,11 @@ def _normalized(tool, where, name, namespace, kind):
         raise OcxError("%s: \"namespace\" must be a non-empty string" % where)
     if namespace in FLATTENED_NAMESPACES:
         namespace = None
-    description = tool.get("description")
-    if description is None:
-        description = ""
+    description = "" if tool.get("description") is None else tool["description"]
     if not isinstance(description, str):
         raise OcxError("%s: \"description\" must be a string" % where)
-    # OpenAI's freeform tools are "custom" without a schema; Anthropic's
-    # "custom" tools do carry input_schema and are ordinary functions.
+    # OpenAI's freeform tools are "custom" without a schema; Anthropic's "custom" tools carry input_schema
+    # and are ordinary functions.
     freeform = kind == "custom" and (tool.get("freeform") is True or not _has_schema(tool))
     item = {"type": "custom" if freeform else "function", "name": name}
     if namespace:
@@ -9989,11 +9929,8 @@ def _schema_of(tool):
 
 
 def filter_tools(tools, tool_choice):
-    """The tools a ``tool_choice`` (any dialect; see tool_choice_names) allows, in catalog order.
-
-    A named choice or ``allowed_tools`` keeps the tools matching a listed name by raw name, wire name
-    (``ns__name``) or ``ns.name``; the allowed_tools ``mode`` does not change which tools are kept.
-    """
+    """The tools a ``tool_choice`` (any dialect; see tool_choice_names) allows, in catalog order: those matching
+    a listed name by raw name, wire name (``ns__name``) or ``ns.name``; an allowed_tools ``mode`` changes none."""
     tools = normalize_tools(tools)
     names = tool_choice_names(tool_choice)
     if names is None:
@@ -10067,11 +10004,8 @@ def _tool_definition(tool, provider_identifier):
 
 
 def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDER):
-    """Serialize a catalog (as normalize_tools() takes it, filtered by ``tool_choice``) as Cursor's ``McpTools``.
-
-    Each tool's ``name`` and ``tool_name`` are its wire name.  Crossing Cursor's limits logs a warning;
-    nothing is truncated.
-    """
+    """Serialize a catalog (as normalize_tools() takes it, filtered by ``tool_choice``) as Cursor's ``McpTools``,
+    each tool's ``name`` and ``tool_name`` its wire name.  Crossing Cursor's limits logs a warning; nothing is cut."""
     selected = filter_tools(tools, tool_choice)
     # McpTools { repeated McpToolDefinition mcp_tools = 1 }
     data = b"".join(encode_bytes_field(1, _tool_definition(tool, provider_identifier)) for tool in selected)
