@@ -9307,8 +9307,7 @@ def _encode_value(obj, path, depth):
         return encode_tag(2, WIRE_FIXED64) + _pack_double(float(obj))
     if isinstance(obj, float):
         if not math.isfinite(obj):
-            raise OcxError("number %r at %s cannot be carried by google.protobuf.Value"
-                           % (obj, _json_path(path)))
+            raise OcxError("number %r at %s cannot be carried by google.protobuf.Value" % (obj, _json_path(path)))
         return encode_tag(2, WIRE_FIXED64) + _pack_double(obj)
     if isinstance(obj, list):
         # ListValue { repeated Value values = 1 }
@@ -9423,8 +9422,7 @@ def _read_tag(data, pos, end, where):
 
 
 # The fixed wire types: their size, and how decode_raw shows them (unsigned, and as a float when finite).
-FIXED_FORMATS = {WIRE_FIXED64: (8, "fixed64", "<Q", "double", "<d"),
-                 WIRE_FIXED32: (4, "fixed32", "<I", "float", "<f")}
+FIXED_FORMATS = {WIRE_FIXED64: (8, "fixed64", "<Q", "double", "<d"), WIRE_FIXED32: (4, "fixed32", "<I", "float", "<f")}
 
 
 def _read_value(data, pos, end, where, field, wire_type):
@@ -9439,8 +9437,7 @@ def _read_value(data, pos, end, where, field, wire_type):
         return (start, start + length), start + length
     size = FIXED_FORMATS[wire_type][0]
     if end - pos < size:
-        raise ProtobufDecodeError("data ends inside a %d-byte fixed field" % size,
-                                  data, pos, field, wire_type, where)
+        raise ProtobufDecodeError("data ends inside a %d-byte fixed field" % size, data, pos, field, wire_type, where)
     return data[pos:pos + size], pos + size
 
 
@@ -9474,8 +9471,7 @@ def _iter_fields(data, pos, end, where, budget):
         budget.take(tag_pos)
         field, wire_type, pos = _read_tag(data, pos, end, where)
         if wire_type == WIRE_END_GROUP:
-            raise ProtobufDecodeError("end-group tag without a start-group",
-                                      data, tag_pos, field, wire_type, where)
+            raise ProtobufDecodeError("end-group tag without a start-group", data, tag_pos, field, wire_type, where)
         if wire_type == WIRE_START_GROUP:
             value, pos = None, _skip_group(data, pos, end, where, field)
         else:
@@ -9520,8 +9516,7 @@ def decode_value(data, max_fields=MAX_DECODED_FIELDS):
 
 def _decode_value(data, pos, end, where, depth, budget):
     if depth > MAX_VALUE_DEPTH:
-        raise ProtobufDecodeError("Value nested deeper than %d levels" % MAX_VALUE_DEPTH,
-                                  data, pos, where=where)
+        raise ProtobufDecodeError("Value nested deeper than %d levels" % MAX_VALUE_DEPTH, data, pos, where=where)
     result = None
     kind = None
     for field, wire_type, offset, value in _iter_fields(data, pos, end, where, budget):
@@ -9594,8 +9589,7 @@ def _decode_struct_entry(data, span, where, depth, budget):
         else:
             value_span = value
     if value_span is None:
-        raise ProtobufDecodeError("map entry for key %s has no value" % json.dumps(key),
-                                  data, span[0], where=where)
+        raise ProtobufDecodeError("map entry for key %s has no value" % json.dumps(key), data, span[0], where=where)
     inner = "%s[%s]" % (where, json.dumps(key, ensure_ascii=False))
     return key, _decode_value(data, value_span[0], value_span[1], inner, depth, budget)
 
@@ -9613,8 +9607,7 @@ def _decode_list(data, pos, end, where, depth, budget):
     return result
 
 
-TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema",
-                          4: "provider_identifier", 5: "tool_name"}
+TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema", 4: "provider_identifier", 5: "tool_name"}
 MCP_INSTRUCTIONS_FIELDS = {1: "server_name", 2: "instructions", 3: "server_identifier"}
 
 
@@ -9734,8 +9727,7 @@ def _decode_raw_fields(data, pos, end, depth, group, budget):
         pos = _decode_raw_value(data, pos, end, depth, item, where, budget)
         fields.append(item)
     if group is not None:
-        raise ProtobufDecodeError("data ends inside group %d" % group,
-                                  data, pos, group, WIRE_START_GROUP, where)
+        raise ProtobufDecodeError("data ends inside group %d" % group, data, pos, group, WIRE_START_GROUP, where)
     return fields, pos
 
 
@@ -10014,8 +10006,7 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
     return data
 
 
-def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None,
-                           provider_identifier=CURSOR_PROVIDER):
+def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None, provider_identifier=CURSOR_PROVIDER):
     """Serialize the second channel, ``RequestContext``, with only tool fields set.
 
     ``mcp_instructions`` is None, a string (under ``provider_identifier`` as server name), a
@@ -10110,8 +10101,7 @@ def load_capture_catalog(path, tool_choice=None):
     if not selected and choice in ("required", {"type": "any"}):
         raise OcxError("tool_choice requires a tool call but the catalog has no tool")
     if len(selected) > CAPTURE_MAX_TOOLS:
-        raise OcxError("catalog limit: %d tools to advertise, at most %d"
-                       % (len(selected), CAPTURE_MAX_TOOLS))
+        raise OcxError("catalog limit: %d tools to advertise, at most %d" % (len(selected), CAPTURE_MAX_TOOLS))
     for tool in selected:
         _check_capture_schema(tool)
     for note in notes:  # only once the catalog is accepted, so an error stays one line
@@ -10131,8 +10121,7 @@ def _read_bounded_regular_file(path, limit):
         if not stat.S_ISREG(before.st_mode):
             raise OcxError("catalog limit: %s is not a regular file" % path)
         if before.st_size > limit:
-            raise OcxError("catalog limit: %s is %d bytes, at most %d"
-                           % (path, before.st_size, limit))
+            raise OcxError("catalog limit: %s is %d bytes, at most %d" % (path, before.st_size, limit))
         with open(fd, "rb", buffering=0, closefd=False) as stream:
             data = read_at_most(stream, limit + 1)
         after = os.fstat(fd)
@@ -10142,8 +10131,7 @@ def _read_bounded_regular_file(path, limit):
         os.close(fd)
     if len(data) > limit:
         raise OcxError("catalog limit: %s grew past %d bytes while being read" % (path, limit))
-    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) \
-            or len(data) != before.st_size:
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(data) != before.st_size:
         raise OcxError("catalog %s changed while being read" % path)
     return data
 
@@ -10224,8 +10212,7 @@ class CaptureSession:
 
     def handle_line(self, line):
         if line is None:
-            return [self._refuse(None, INVALID_REQUEST, "line_too_large",
-                                 "message longer than the line limit")]
+            return [self._refuse(None, INVALID_REQUEST, "line_too_large", "message longer than the line limit")]
         if not line.strip():
             return []
         try:
@@ -10245,8 +10232,7 @@ class CaptureSession:
             return None  # this server sends no requests; a stray answer changes nothing
         if kind is None:
             msg_id = message.get("id") if isinstance(message, dict) else None
-            return self._refuse(msg_id, INVALID_REQUEST, "invalid_request",
-                                "not a JSON-RPC request or notification")
+            return self._refuse(msg_id, INVALID_REQUEST, "invalid_request", "not a JSON-RPC request or notification")
         method = message["method"]
         if kind == "notification":
             if method == "tools/call":
@@ -10282,8 +10268,7 @@ class CaptureSession:
         cursor = params.get("cursor") if isinstance(params, dict) else None
         start = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not re.match(r"[0-9]{1,9}\Z", cursor) \
-                    or int(cursor) > len(self.listing):
+            if not isinstance(cursor, str) or not re.match(r"[0-9]{1,9}\Z", cursor) or int(cursor) > len(self.listing):
                 return error_response(msg_id, INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
         end = start + self.page_size
@@ -10295,8 +10280,7 @@ class CaptureSession:
     def _call(self, msg_id, params):
         name = params.get("name") if isinstance(params, dict) else None
         if not self.initialized:
-            return self._refuse(msg_id, INVALID_REQUEST, "not_initialized",
-                                "tools/call before initialize", name)
+            return self._refuse(msg_id, INVALID_REQUEST, "not_initialized", "tools/call before initialize", name)
         tool = self.by_alias.get(name) if isinstance(name, str) else None
         if tool is None:
             shown = name if isinstance(name, str) else dumps(name)
@@ -10306,8 +10290,7 @@ class CaptureSession:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments",
-                                "arguments must be a JSON object", name)
+            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments", "arguments must be a JSON object", name)
         text = dumps(arguments)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_argument_bytes:
@@ -10364,10 +10347,8 @@ def _call_record(tool, arguments, text):
     if tool.get("freeform"):
         if set(arguments) != set(["input"]) or not isinstance(arguments["input"], str):
             return None
-        return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"],
-                "input": arguments["input"]}
-    return {"type": "function_call", "call_id": call_id, "name": tool["wire_name"],
-            "arguments": text}
+        return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"], "input": arguments["input"]}
+    return {"type": "function_call", "call_id": call_id, "name": tool["wire_name"], "arguments": text}
 
 
 def check_capture_output(spec):
@@ -10384,8 +10365,7 @@ def check_capture_output(spec):
     try:
         os.fstat(number)
     except OSError as exc:
-        raise UsageError("--out %s is not an open file descriptor (%s)"
-                         % (spec, exc.strerror or exc))
+        raise UsageError("--out %s is not an open file descriptor (%s)" % (spec, exc.strerror or exc))
 
 
 def open_capture_output(spec):
@@ -10485,10 +10465,9 @@ class Finding:
 class CatalogChecker:
     """Applies the rules to a catalog snapshot and collects Findings.
 
-    The snapshot is ``{"initialize": result, "tools": [...], "prompts": [...],
-    "resources": [...], "resourceTemplates": [...]}``, with ``"discover"``
-    (the server/discover result) instead of ``"initialize"`` for a server
-    checked in the modern era; pointers refer to it.
+    The snapshot is ``{"initialize": result, "tools": [...], "prompts": [...], "resources": [...], "resourceTemplates":
+    [...]}``, with ``"discover"`` (the server/discover result) instead of ``"initialize"`` for a server checked in the
+    modern era; pointers refer to it.
     """
 
     def __init__(self, server_name=None):
@@ -10503,8 +10482,7 @@ class CatalogChecker:
     def add_rule(self, rule, pointer, message, tool=None):
         """A finding of the client rule ``rule``: its severity, clients and source come from CATALOG_RULES."""
         row = CATALOG_RULES[rule]
-        self.add(row.severity, pointer, message, row.clients, tool, rule,
-                 {"ref": row.ref, "observed": row.observed})
+        self.add(row.severity, pointer, message, row.clients, tool, rule, {"ref": row.ref, "observed": row.observed})
 
     def check(self, snapshot, requested_version=None):
         if "initialize" in snapshot:
@@ -10568,8 +10546,7 @@ class CatalogChecker:
                 self.add("error", base + "/name", "tool has no name string")
                 continue
             if name in seen:
-                self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]),
-                         tool=name)
+                self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]), tool=name)
             seen.setdefault(name, base)
             clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENTS["openai"]["facts"]["function_name_chars"]]
             sanitized.setdefault(clean, set()).add(name)
@@ -10876,8 +10853,7 @@ class CatalogChecker:
             except KeyError:
                 self.add("error", pointer, "$ref %r does not resolve inside this schema" % ref, tool=tool)
         else:
-            self.add("warning", pointer, "$ref %r points outside the schema; clients do not fetch it" % ref,
-                     tool=tool)
+            self.add("warning", pointer, "$ref %r points outside the schema; clients do not fetch it" % ref, tool=tool)
 
     def check_big_integers(self, value, pointer, tool):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
@@ -10892,9 +10868,8 @@ class CatalogChecker:
 
 
 def schema_blocks(node, pointer, stop=None):
-    """(pointer, (size, hash)) of every object in a schema of at least
-    REPEATED_BLOCK_BYTES of compact JSON, outermost first; with ``stop``,
-    only the blocks it accepts and nothing inside them."""
+    """(pointer, (size, hash)) of every object in a schema of at least REPEATED_BLOCK_BYTES of compact JSON, outermost
+    first; with ``stop``, only the blocks it accepts and nothing inside them."""
     children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     if isinstance(node, dict):
         text = json.dumps(node, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
