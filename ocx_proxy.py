@@ -9462,10 +9462,8 @@ def _skip_group(data, pos, end, where, field):
 
 
 def _iter_fields(data, pos, end, where, budget):
-    """Yield (field, wire type, tag offset, value) for each field in data[pos:end], taken from ``budget``.
-
-    ``value``: an int (varint), bytes (fixed), a (start, end) pair (length-delimited), None (skipped group).
-    """
+    """Yield (field, wire type, tag offset, value) for each field in data[pos:end], taken from ``budget``; ``value``:
+    an int (varint), bytes (fixed), a (start, end) pair (length-delimited), None (skipped group)."""
     while pos < end:
         tag_pos = pos
         budget.take(tag_pos)
@@ -9607,23 +9605,17 @@ def _decode_list(data, pos, end, where, depth, budget):
     return result
 
 
-TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema", 4: "provider_identifier", 5: "tool_name"}
-MCP_INSTRUCTIONS_FIELDS = {1: "server_name", 2: "instructions", 3: "server_identifier"}
+# Messages of singular length-delimited fields: ({field number: name}, what an empty one decodes to).
+TOOL_DEFINITION = ({1: "name", 2: "description", 3: "input_schema", 4: "provider_identifier", 5: "tool_name"},
+                   {"name": "", "description": "", "input_schema": None, "provider_identifier": "", "tool_name": ""})
+MCP_INSTRUCTIONS = ({1: "server_name", 2: "instructions", 3: "server_identifier"},
+                    {"server_name": "", "instructions": ""})
 
 
-def _decode_definition(data, pos, end, where, budget):
-    tool = {"name": "", "description": "", "input_schema": None, "provider_identifier": "", "tool_name": ""}
-    return _decode_singular(data, pos, end, where, budget, TOOL_DEFINITION_FIELDS, tool)
-
-
-def _decode_instructions(data, pos, end, where, budget):
-    item = {"server_name": "", "instructions": ""}
-    return _decode_singular(data, pos, end, where, budget, MCP_INSTRUCTIONS_FIELDS, item)
-
-
-def _decode_singular(data, pos, end, where, budget, names, item):
-    """Fill ``item`` from singular length-delimited fields: strings, and input_schema a Value."""
+def _decode_singular(data, pos, end, where, budget, message):
+    """Decode a ``message`` (as TOOL_DEFINITION) into a dict: strings, and input_schema a Value."""
     # Unknown fields are skipped as protobuf-es skips them: an error here is the one Cursor's parser reports.
+    names, item = message[0], dict(message[1])
     seen = set()
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         name = names.get(field)
@@ -9640,21 +9632,21 @@ def _decode_singular(data, pos, end, where, budget, names, item):
 
 
 def _decode_repeated(data, pos, end, where, budget, fields, result):
-    """Append each message of a repeated field in ``fields`` ({number: (name, decoder)}) to ``result[name]``;
+    """Append each message of a repeated field in ``fields`` ({number: (name, message)}) to ``result[name]``;
     other fields go to ``result["other_fields"]`` when ``result`` has that key, else they are skipped."""
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         if field in fields:
-            name, decode = fields[field]
+            name, message = fields[field]
             _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
             inner = "%s.%s[%d]" % (where, name, len(result[name]))
-            result[name].append(decode(data, span[0], span[1], inner, budget))
+            result[name].append(_decode_singular(data, span[0], span[1], inner, budget, message))
         elif "other_fields" in result:
             result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
     return result
 
 
 def _decode_mcp_tools(data, pos, end, where, budget):
-    fields = {1: ("mcp_tools", _decode_definition)}
+    fields = {1: ("mcp_tools", TOOL_DEFINITION)}
     return _decode_repeated(data, pos, end, where, budget, fields, {"mcp_tools": []})["mcp_tools"]
 
 
@@ -9667,11 +9659,9 @@ def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
 
 
 def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode the tool part of an ``AgentRunRequest``: ``{"mcp_tools": ..., "other_fields": [...]}``.
-
-    mcp_tools is None when field 4 is absent (Cursor adds its native catalog), [] for the empty wrapper.
-    Other fields are listed by number, wire type and offset, not decoded.
-    """
+    """Decode the tool part of an ``AgentRunRequest``: ``{"mcp_tools": ..., "other_fields": [...]}``; mcp_tools is
+    None when field 4 is absent (Cursor adds its native catalog), [] for the empty wrapper.  Other fields are listed
+    by number, wire type and offset, not decoded."""
     data = _as_bytes(data)
     where = "AgentRunRequest"
     result = {"mcp_tools": None, "other_fields": []}
@@ -9691,7 +9681,7 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
     """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14) into
     ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``."""
     data = _as_bytes(data)
-    fields = {7: ("tools", _decode_definition), 14: ("mcp_instructions", _decode_instructions)}
+    fields = {7: ("tools", TOOL_DEFINITION), 14: ("mcp_instructions", MCP_INSTRUCTIONS)}
     result = {"tools": [], "mcp_instructions": [], "other_fields": []}
     return _decode_repeated(data, 0, len(data), "RequestContext", _FieldBudget(max_fields), fields, result)
 
@@ -9700,12 +9690,10 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
 
 
 def decode_raw(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode any protobuf message without its schema into ``{"field", "wire_type", "offset", <value>}`` dicts.
-
-    The value key is ``varint``, ``fixed64`` (+ ``double``), ``fixed32`` (+ ``float``), ``group`` (a nested
-    list), or for length-delimited fields ``string`` (UTF-8 text), ``message`` (a nested list, when the
-    payload parses as one) or ``bytes`` (hex).  Malformed input raises ProtobufDecodeError.
-    """
+    """Decode any protobuf message without its schema into ``{"field", "wire_type", "offset", <value>}`` dicts.  The
+    value key is ``varint``, ``fixed64`` (+ ``double``), ``fixed32`` (+ ``float``), ``group`` (a nested list), or for
+    length-delimited fields ``string`` (UTF-8 text), ``message`` (a nested list, when the payload parses as one) or
+    ``bytes`` (hex).  Malformed input raises ProtobufDecodeError."""
     data = _as_bytes(data)
     return _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))[0]
 
@@ -9754,8 +9742,7 @@ def _decode_raw_value(data, pos, end, depth, item, where, budget):
 
 
 def _guess_payload(data, start, end, depth, budget):
-    # Text is the likelier reading when every byte is printable: a message
-    # almost always holds a control byte (small lengths, tags 0x08-0x1A).
+    # Text is the likelier reading when every byte is printable: a message almost always holds a control byte.
     payload = data[start:end]
     try:
         text = payload.decode("utf-8")
@@ -9831,11 +9818,9 @@ def _json_kind(value):
 
 
 def normalize_tools(tools, notes=None):
-    """Normalise a tool list, or any document split_catalog() accepts, in any client dialect.
-
-    Hosted tools without a schema and repeated wire names are dropped, each with a sentence in ``notes``
-    when a list is given, else logged.  A tool of unknown shape raises OcxError naming its index.
-    """
+    """Normalise a tool list, or any document split_catalog() accepts, in any client dialect.  Hosted tools without a
+    schema and repeated wire names are dropped, each with a sentence in ``notes`` when a list is given, else logged.
+    A tool of unknown shape raises OcxError naming its index."""
     if not isinstance(tools, list):
         tools = split_catalog(tools)[0]
     own_notes = [] if notes is None else notes
@@ -10007,12 +9992,9 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
 
 
 def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None, provider_identifier=CURSOR_PROVIDER):
-    """Serialize the second channel, ``RequestContext``, with only tool fields set.
-
-    ``mcp_instructions`` is None, a string (under ``provider_identifier`` as server name), a
-    ``{"server_name", "instructions"}`` dict or a list of those.  Cursor describes these tools to the
-    model but does not make them callable: that takes AgentRunRequest.mcp_tools.
-    """
+    """Serialize the second channel, ``RequestContext``, with only tool fields set.  ``mcp_instructions`` is None, a
+    string (under ``provider_identifier`` as server name), a ``{"server_name", "instructions"}`` dict or a list of
+    those.  Cursor describes these tools to the model but does not make them callable (AgentRunRequest.mcp_tools)."""
     selected = filter_tools(tools, tool_choice) if tools else []
     parts = [encode_bytes_field(7, _tool_definition(tool, provider_identifier)) for tool in selected]
     # McpInstructions { server_name = 1; instructions = 2 }
@@ -10061,11 +10043,9 @@ def normalize_cursor_wire_name(name, provider_identifier=CURSOR_PROVIDER):
 # Capture: capture-only MCP bridge (advertise a catalog, record calls)
 # ---------------------------------------------------------------------------
 
-# An agent CLI run with its built-in tools off has no legitimate way to ask
-# for a tool.  This MCP server gives it one: it advertises exactly the
-# caller's catalog, turns each tools/call into an OpenAI Responses
-# function_call line and never runs anything.  Execution, approval and
-# sandboxing stay with the outer client.
+# An agent CLI run with its built-in tools off has no legitimate way to ask for a tool.  This MCP server gives it
+# one: it advertises exactly the caller's catalog, turns each tools/call into an OpenAI Responses function_call line
+# and never runs anything.  Execution, approval and sandboxing stay with the outer client.
 
 
 CAPTURE_MAX_CATALOG_BYTES = 2 * 1024 * 1024
@@ -10077,8 +10057,8 @@ CAPTURE_SERVER_NAME = "opencodex"   # defaults of --server-name, --max-calls, --
 CAPTURE_MAX_CALLS = 16
 CAPTURE_MAX_ARGUMENT_BYTES = 65536
 
-# mcp__<server>__<alias> must stay a function name agent CLIs can send their
-# model (openai's function_name_chars in CLIENTS): 5 + 17 + 2 + 40 = 64.
+# mcp__<server>__<alias> must stay a function name agent CLIs can send their model (openai's function_name_chars
+# in CLIENTS): 5 + 17 + 2 + 40 = 64.
 ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}\Z")
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}\Z")
 ALIAS_HASH_CHARS = 16
@@ -10086,10 +10066,8 @@ ALIAS_PREFIX_CHARS = 40 - 1 - ALIAS_HASH_CHARS
 
 
 def load_capture_catalog(path, tool_choice=None):
-    """Read, bound-check (the CAPTURE_MAX_* limits) and filter a catalog file; return (tools, tool_choice used).
-
-    ``tool_choice`` None means the document's own.  A violation raises OcxError naming the limit.
-    """
+    """Read, bound-check (the CAPTURE_MAX_* limits) and filter a catalog file into (tools, tool_choice used);
+    ``tool_choice`` None means the document's own.  A violation raises OcxError naming the limit."""
     data = _read_bounded_regular_file(path, CAPTURE_MAX_CATALOG_BYTES)
     document = load_json_strict(data, "catalog %s" % path)
     tools, body_choice = split_catalog(document)
@@ -10110,10 +10088,9 @@ def load_capture_catalog(path, tool_choice=None):
 
 
 def _read_bounded_regular_file(path, limit):
-    # O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
+        # O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise OcxError("cannot open catalog %s: %s" % (path, exc.strerror or exc))
     try:
@@ -10155,10 +10132,7 @@ def _check_capture_schema(tool):
 def capture_aliases(wire_names):
     """Map each wire name to an alias matching ALIAS_RE: itself when it fits (reserved first), else a cleaned
     prefix and a sha256 digest, assigned in sorted order and re-hashed on a clash (catalog order is moot)."""
-    aliases = {}
-    for name in wire_names:
-        if ALIAS_RE.match(name):
-            aliases[name] = name
+    aliases = {name: name for name in wire_names if ALIAS_RE.match(name)}
     taken = set(aliases.values())
     for name in sorted(set(wire_names) - set(aliases)):
         for attempt in itertools.count():
@@ -10172,7 +10146,6 @@ def capture_aliases(wire_names):
 
 def _hashed_alias(name, attempt):
     import hashlib  # lazily, as in Spill.stem: it loads OpenSSL
-
     seed = name if attempt == 0 else "%s\x00%d" % (name, attempt)
     digest = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()
     prefix = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:ALIAS_PREFIX_CHARS]
@@ -10185,11 +10158,9 @@ def capture_allowed_tools(server_name, aliases):
 
 
 class CaptureSession:
-    """One capture-only MCP session, independent of any transport.
-
-    ``handle_line`` takes one JSON-RPC line and returns the messages to send back.  Accepted calls and
-    refusals are written to ``out`` (binary) as NDJSON at once; ``failed`` turns true on the first refusal.
-    """
+    """One capture-only MCP session, independent of any transport: ``handle_line`` takes one JSON-RPC line and
+    returns the messages to send back.  Accepted calls and refusals are written to ``out`` (binary) as NDJSON at
+    once; ``failed`` turns true on the first refusal."""
 
     def __init__(self, tools, out, server_name=CAPTURE_SERVER_NAME, max_calls=CAPTURE_MAX_CALLS,
                  max_argument_bytes=CAPTURE_MAX_ARGUMENT_BYTES, reply="pending", page_size=50):
@@ -10260,8 +10231,7 @@ class CaptureSession:
             "protocolVersion": served_version(requested),
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": self.server_name, "version": __version__},
-            "instructions": "Tools here are captured for the client to run; results come in "
-                            "the next turn.",
+            "instructions": "Tools here are captured for the client to run; results come in the next turn.",
         })
 
     def _list(self, msg_id, params):
@@ -10286,26 +10256,21 @@ class CaptureSession:
             shown = name if isinstance(name, str) else dumps(name)
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
             return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool", "unknown tool: %s" % shown, name)
-        arguments = params.get("arguments", {})
-        if arguments is None:
-            arguments = {}
+        arguments = {} if params.get("arguments") is None else params["arguments"]
         if not isinstance(arguments, dict):
             return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments", "arguments must be a JSON object", name)
         text = dumps(arguments)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_argument_bytes:
-            return self._refuse(msg_id, INVALID_PARAMS, "arguments_too_large",
-                                "arguments are %d bytes, over --max-argument-bytes %d"
-                                % (size, self.max_argument_bytes), name)
+            return self._refuse(msg_id, INVALID_PARAMS, "arguments_too_large", "arguments are %d bytes, over "
+                                "--max-argument-bytes %d" % (size, self.max_argument_bytes), name)
         if self.calls >= self.max_calls:
             return self._refuse(msg_id, CAPTURE_REFUSED, "too_many_calls",
-                                "more than --max-calls %d calls in this session" % self.max_calls,
-                                name)
+                                "more than --max-calls %d calls in this session" % self.max_calls, name)
         record = _call_record(tool, arguments, text)
         if record is None:
-            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments",
-                                "freeform tool %s takes one string argument \"input\""
-                                % tool["wire_name"], name)
+            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments", "freeform tool %s takes one string "
+                                "argument \"input\"" % tool["wire_name"], name)
         self.calls += 1
         self._write(record)
         log.info("captured %s: %s" % (record["call_id"], tool["wire_name"]))
@@ -10420,23 +10385,18 @@ SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
-# Keywords Codex removes from a tool's schema that constrain a value
-# ("title", "examples" are dropped too but constrain nothing).
-CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
-                          "maxItems", "not", "if", "then", "else", "patternProperties", "dependencies",
-                          "contentEncoding")
-# The rules of clients that take so many tools per request across all servers (their
-# model_tools in CLIENTS; Cursor's depend on its version: check_cursor_tool_count).
+# Keywords Codex removes from a tool's schema that constrain a value ("title", "examples" go too, constraining nothing).
+CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength", "maxItems",
+                          "not", "if", "then", "else", "patternProperties", "dependencies", "contentEncoding")
+# The rules of clients that take so many tools per request across all servers (their model_tools in CLIENTS;
+# Cursor's depend on its version: check_cursor_tool_count).
 TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
 
 
 class Finding:
-    """One problem: severity, where (JSON pointer), what, and which clients it breaks.
-
-    A finding made by a client rule names it (``rule``, a key of CATALOG_RULES)
-    and carries its ``source``: {"ref": report or note, "observed": client version}.
-    """
+    """One problem: severity, where (JSON pointer), what, and which clients it breaks.  A client rule's finding
+    names it (``rule``, a key of CATALOG_RULES) with its ``source``: {"ref": report or note, "observed": version}."""
 
     SEVERITIES = ("error", "warning", "info")
 
@@ -10463,12 +10423,9 @@ class Finding:
 
 
 class CatalogChecker:
-    """Applies the rules to a catalog snapshot and collects Findings.
-
-    The snapshot is ``{"initialize": result, "tools": [...], "prompts": [...], "resources": [...], "resourceTemplates":
-    [...]}``, with ``"discover"`` (the server/discover result) instead of ``"initialize"`` for a server checked in the
-    modern era; pointers refer to it.
-    """
+    """Applies the rules to a catalog snapshot, which pointers refer to, and collects Findings.  The snapshot is
+    ``{"initialize": result, "tools": [...], "prompts", "resources", "resourceTemplates": [...]}``, with
+    ``"discover"`` (the server/discover result) instead of ``"initialize"`` for a server checked in the modern era."""
 
     def __init__(self, server_name=None):
         self.server_name = server_name
@@ -10490,9 +10447,10 @@ class CatalogChecker:
         if "discover" in snapshot:
             self.check_discover(snapshot["discover"])
         self.check_tools(snapshot.get("tools") or [])
-        self.check_named_items(snapshot.get("prompts") or [], "prompts", "name")
-        self.check_named_items(snapshot.get("resources") or [], "resources", "uri")
-        self.check_named_items(snapshot.get("resourceTemplates") or [], "resourceTemplates", "uriTemplate")
+        for key, field in (("prompts", "name"), ("resources", "uri"), ("resourceTemplates", "uriTemplate")):
+            for index, item in enumerate(snapshot.get(key) or []):
+                if not isinstance(item, dict) or not isinstance(item.get(field), str):
+                    self.add("error", json_pointer(key, index), "%s entry has no %s string" % (key, field))
         return self.findings
 
     # -- conformance ---------------------------------------------------------
@@ -10505,13 +10463,11 @@ class CatalogChecker:
         if not isinstance(version, str):
             self.add("error", "/initialize/protocolVersion", "initialize result has no protocolVersion string")
         elif version not in PROTOCOL_VERSIONS:
-            self.add("error", "/initialize/protocolVersion",
-                     "server negotiated unknown protocol version %r (known: %s)"
-                     % (version, ", ".join(PROTOCOL_VERSIONS)))
+            self.add("error", "/initialize/protocolVersion", "server negotiated unknown protocol version %r "
+                     "(known: %s)" % (version, ", ".join(PROTOCOL_VERSIONS)))
         elif requested_version and version != requested_version:
-            self.add("info", "/initialize/protocolVersion",
-                     "server answered protocol %s to our %s (allowed: clients accept an older version "
-                     "they support)" % (version, requested_version))
+            self.add("info", "/initialize/protocolVersion", "server answered protocol %s to our %s (allowed: "
+                     "clients accept an older version they support)" % (version, requested_version))
         if not isinstance(result.get("capabilities"), dict):
             self.add("error", "/initialize/capabilities", "initialize result has no capabilities object")
         info = result.get("serverInfo")
@@ -10523,13 +10479,8 @@ class CatalogChecker:
         if not isinstance(result.get("capabilities"), dict):
             self.add("error", "/discover/capabilities", "server/discover result has no capabilities object")
         if not isinstance((server_info(result) or {}).get("name"), str):
-            self.add("info", json_pointer("discover", "_meta", META_SERVER_INFO),
-                     "server/discover result names no server (clients show none)")
-
-    def check_named_items(self, items, key, field):
-        for index, item in enumerate(items):
-            if not isinstance(item, dict) or not isinstance(item.get(field), str):
-                self.add("error", json_pointer(key, index), "%s entry has no %s string" % (key, field))
+            self.add("info", json_pointer("discover", "_meta", META_SERVER_INFO), "server/discover result names no "
+                     "server (clients show none)")
 
     # -- tools ---------------------------------------------------------------
 
@@ -10572,14 +10523,12 @@ class CatalogChecker:
                      tool=tool)
         odd = sorted(set(re.sub(r"[A-Za-z0-9_-]", "", name)))
         if odd:
-            self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and "
-                          "Cursor take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN),
-                          tool=tool)
+            self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and Cursor "
+                          "take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN), tool=tool)
         limit = CLIENTS["openai"]["facts"]["function_name_chars"]
         if len(name) > limit:
-            self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and "
-                          "Claude Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN),
-                          tool=tool)
+            self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and Claude "
+                          "Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN), tool=tool)
         limit = CLIENTS["vscode"]["facts"]["name_chars"]
         if len(name) > limit:
             self.add_rule("vscode-name-cut", pointer, "name has %d characters: VS Code cuts it to %d"
@@ -10613,8 +10562,8 @@ class CatalogChecker:
         for rule, client in TOOL_COUNT_CAPS:
             cap = CLIENTS[client]["facts"]["model_tools"]
             if count > cap:
-                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers"
-                              % (count, CLIENTS[client]["display"], cap))
+                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers" % (
+                    count, CLIENTS[client]["display"], cap))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -10626,8 +10575,8 @@ class CatalogChecker:
         self.check_mcp_tools_size(size, len(valid), "/tools")
 
     def check_cursor_tool_count(self, count, pointer, together=""):
-        """Cursor's tool count rules for ``count`` tools: of one catalog, or ``together`` (" in all")
-        those of every server a configuration loads (combined_findings)."""
+        """Cursor's tool count rules for ``count`` tools: of one catalog, or ``together`` (" in all") those of every
+        server a configuration loads (combined_findings)."""
         cursor = CLIENTS["cursor"]["facts"]
         if count > cursor["model_tools"]:
             self.add_rule("cursor-tool-count", pointer, "%d tools%s: Cursor sends at most %d to the model (older "
@@ -10646,8 +10595,8 @@ class CatalogChecker:
                           % (size, count, together, cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]))
 
     def check_repetition(self, tools):
-        """One note for inputSchema blocks that repeat across the catalog: their
-        bytes go to the model with every request (outputSchemas mostly do not)."""
+        """One note for inputSchema blocks that repeat across the catalog: their bytes go to the model with every
+        request (outputSchemas mostly do not)."""
         schemas = [(json_pointer("tools", index, "inputSchema"), tool["inputSchema"])
                    for index, tool in enumerate(tools) if isinstance(tool, dict) and "inputSchema" in tool]
         counts = collections.Counter()
@@ -10676,8 +10625,8 @@ class CatalogChecker:
     # -- schemas -------------------------------------------------------------
 
     def check_root_schema(self, schema, pointer, tool, model_facing=True):
-        """Check a tool's inputSchema (``model_facing``: clients hand it to the
-        model API, whose rules apply too) or outputSchema."""
+        """Check a tool's inputSchema (``model_facing``: clients hand it to the model API, whose rules apply too) or
+        outputSchema."""
         if not isinstance(schema, dict):
             self.add("error", pointer, "schema is not an object", tool=tool)
             return
@@ -10695,8 +10644,8 @@ class CatalogChecker:
                           "the function" % "/".join(combinators), tool=tool)
         size = len(dumps(schema))
         if size > SCHEMA_SIZE_LIMIT:
-            self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit "
-                     "client size limits" % size, tool=tool)
+            self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit client "
+                     "size limits" % size, tool=tool)
         self.depth_reported = False
         self.model_hits = collections.OrderedDict() if model_facing else None
         self.check_schema(schema, pointer, tool, schema, 0)
@@ -10740,11 +10689,10 @@ class CatalogChecker:
             self.check_items(node["items"], pointer + "/items", tool, root, depth)
 
     def check_model_rules(self, node, pointer, depth):
-        """Note where one node of an inputSchema breaks a model API's or client's
-        rule; report_model_hits turns the notes into one finding per rule."""
+        """Note where one node of an inputSchema breaks a model API's or client's rule; report_model_hits turns the
+        notes into one finding per rule."""
         def hit(rule, key, what):
             self.model_hits.setdefault(rule, []).append((pointer + json_pointer(key), what))
-
         kind = node.get("type")
         if isinstance(kind, list) and len(kind) > 1:
             hit("cursor-type-array", "type", json.dumps(kind))
@@ -10765,8 +10713,8 @@ class CatalogChecker:
                 hit("codex-dropped-keywords", key, key)
 
     def report_model_hits(self, tool):
-        """One finding per rule a schema breaks, at its first place: a schema
-        generator repeats a construct everywhere, and one line says enough."""
+        """One finding per rule a schema breaks, at its first place: a schema generator repeats a construct
+        everywhere, and one line says enough."""
         for rule, hits in self.model_hits.items():
             what = list(collections.OrderedDict.fromkeys(what for _, what in hits))
             places = " (%d places)" % len(hits) if len(hits) > 1 else ""
@@ -10780,16 +10728,16 @@ class CatalogChecker:
         names = value if isinstance(value, list) else [value]
         bad = [n for n in names if not isinstance(n, str) or n not in JSON_SCHEMA_TYPES]
         if bad or not names or (isinstance(value, list) and len(set(map(str, names))) != len(names)):
-            self.add("error", pointer + "/type", "invalid type %s (use one of %s, or an array of unique ones)"
-                     % (json.dumps(value), ", ".join(sorted(JSON_SCHEMA_TYPES))), tool=tool)
+            self.add("error", pointer + "/type", "invalid type %s (use one of %s, or an array of unique ones)" % (
+                json.dumps(value), ", ".join(sorted(JSON_SCHEMA_TYPES))), tool=tool)
 
     def check_required(self, node, pointer, tool):
         if "required" not in node:
             return
         required = node["required"]
         if not isinstance(required, list):
-            self.add("error", pointer + "/required", "required must be an array of property names, not %s"
-                     % type_name(required), tool=tool)
+            self.add("error", pointer + "/required", "required must be an array of property names, not %s" % (
+                type_name(required)), tool=tool)
             return
         properties = node.get("properties")
         closed = node.get("additionalProperties") is False
@@ -10813,8 +10761,8 @@ class CatalogChecker:
             self.check_schema(items, pointer, tool, root, depth + 1)
         else:
             hint = ' (did you mean {"type": %s}?)' % json.dumps(items) if items in JSON_SCHEMA_TYPES else ""
-            self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s"
-                     % (type_name(items), hint), tool=tool)
+            self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s" % (
+                type_name(items), hint), tool=tool)
 
     def check_keyword_values(self, node, pointer, tool, root):
         if "enum" in node and (not isinstance(node["enum"], list) or not node["enum"]):
@@ -10859,11 +10807,8 @@ class CatalogChecker:
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
             self.add_rule("big-integer", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value "
                           "(Cursor) and JavaScript clients" % value, tool=tool)
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self.check_big_integers(item, pointer + json_pointer(index), tool)
-        elif isinstance(value, dict):
-            for key, item in value.items():
+        elif isinstance(value, (list, dict)):
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
                 self.check_big_integers(item, pointer + json_pointer(key), tool)
 
 
