@@ -9392,9 +9392,7 @@ def _read_varint(data, pos, end, where, field=None, wire_type=None):
     """Return (value, next position) of the varint at ``pos``; at most ten bytes."""
     if pos < end and data[pos] < 0x80:
         return data[pos], pos + 1  # the common one-byte case
-    start = pos
-    result = 0
-    shift = 0
+    start, result, shift = pos, 0, 0
     while True:
         if pos >= end:
             raise ProtobufDecodeError("data ends inside a varint", data, start, field, wire_type, where)
@@ -9515,8 +9513,7 @@ def decode_value(data, max_fields=MAX_DECODED_FIELDS):
 def _decode_value(data, pos, end, where, depth, budget):
     if depth > MAX_VALUE_DEPTH:
         raise ProtobufDecodeError("Value nested deeper than %d levels" % MAX_VALUE_DEPTH, data, pos, where=where)
-    result = None
-    kind = None
+    kind = result = None
     for field, wire_type, offset, value in _iter_fields(data, pos, end, where, budget):
         if kind is not None:
             raise ProtobufDecodeError("Value sets more than one kind (already %s)" % kind,
@@ -10171,12 +10168,8 @@ class CaptureSession:
         self.reply = reply
         self.page_size = page_size
         aliases = capture_aliases([tool["wire_name"] for tool in tools])
-        self.by_alias = {}
-        self.listing = []
-        for tool in tools:
-            alias = aliases[tool["wire_name"]]
-            self.by_alias[alias] = tool
-            self.listing.append(_mcp_tool_entry(alias, tool))
+        self.by_alias = {aliases[tool["wire_name"]]: tool for tool in tools}
+        self.listing = [_mcp_tool_entry(alias, tool) for alias, tool in self.by_alias.items()]
         self.initialized = False
         self.calls = 0
         self.failed = False
