@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """ocx-proxy: one-file MCP relay that keeps oversized tool results from being lost.
 
-Copy this file anywhere Python 3.8+ runs; it imports nothing outside the standard
-library.  An MCP client (Cursor, Claude Code, Codex, CodeBuddy...) starts it over
-stdio, and it relays JSON-RPC to the real server::
+Copy this file anywhere Python 3.8+ runs (standard library only).  An MCP client (Cursor, Claude Code,
+Codex...) starts it over stdio, and it relays JSON-RPC to the real server::
 
     python ocx_proxy.py stdio -- npx -y @modelcontextprotocol/server-everything
     python ocx_proxy.py streamable-http --url https://example.com/mcp --header 'Authorization: Bearer ${TOKEN}'
@@ -11,22 +10,16 @@ stdio, and it relays JSON-RPC to the real server::
     python ocx_proxy.py demo            # the whole chain against a built-in server
     python ocx_proxy.py demo-server     # that built-in sample server, on stdio
 
-Besides relaying it can encode a tool catalog as Cursor's ``McpTools``
-protobuf and explain a bad blob (``encode-tools``, ``decode``), serve a
-capture-only MCP server that records an agent CLI's tool calls without running
-anything (``capture``), and tell which field of a server's catalog breaks
-which client (``check``).  Every function documented here can be imported.
+It also encodes a tool catalog as Cursor's ``McpTools`` protobuf and explains a bad blob (``encode-tools``,
+``decode``), records an agent CLI's tool calls without running anything (``capture``), and tells which field
+of a server's catalog breaks which client (``check``).
 
-When a response is larger than the client's budget (``--client auto`` picks a
-profile from the client's name: 10000 characters of compact JSON for one it
-does not know; ``--max-response-chars``/``--max-response-bytes`` override), the
-full line is saved byte-exact under ``--output-dir`` (``<stem>.json``), its
-readable text goes to ``<stem>.txt`` and decoded images/blobs to
-``<stem>.<n>.<ext>``; the client receives a short, protocol-valid preview
-naming those files, and the relay serves a ``read_spilled_output`` tool that
-pages through them.  Both MCP eras are relayed side by side: the 2025
-handshake sessions and the stateless 2026-07-28 revision.  Run ``python
-ocx_proxy.py COMMAND --help`` for every option and its default.
+A response over the client's budget (``--client auto``: a profile by the client's name, else 10000
+characters of compact JSON) is saved byte-exact under ``--output-dir`` (``<stem>.json``, its readable text
+``<stem>.txt``, decoded images/blobs ``<stem>.<n>.<ext>``); the client gets a short, protocol-valid preview
+naming those files, and a ``read_spilled_output`` tool that pages through them.  Both MCP eras are relayed:
+2025 handshake sessions and the stateless 2026-07-28 revision.  ``python ocx_proxy.py COMMAND --help``
+lists every option and its default.
 
 Layout of this file (each section only uses the ones above it):
 
@@ -105,21 +98,18 @@ class UsageError(OcxError):
     """Bad command line or configuration: the CLI exits with status 2."""
 
 
-# What text from a server must not bring to a terminal: C0 and C1 controls but tab, DEL, the Unicode
-# line and paragraph separators and the bidirectional overrides.  They move the cursor, recolour,
-# ring, retitle the window, start a forged line or reorder what is shown.
+# What text from a server must not bring to a terminal (they move the cursor, recolour, retitle, forge a line or
+# reorder it): C0 and C1 controls but tab, DEL, the Unicode line and paragraph separators, bidirectional overrides.
 CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text):
-    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``): printed,
-    it stays on one line and drives nothing."""
+    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``): one inert line."""
     return CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Logger:
-    """One-line log records on stderr; stdout belongs to the MCP channel.  A message is one line
-    whatever it quotes (``printable``)."""
+    """One-line log records on stderr (stdout belongs to the MCP channel), whatever they quote (``printable``)."""
 
     def __init__(self, stream=None):
         self.level = LOG_LEVELS["info"]
@@ -156,8 +146,7 @@ REDACTED = "[redacted]"
 
 
 def redact(obj):
-    """A copy of ``obj`` where keys that name credentials (SECRET_NAME_RE) lose their value and
-    ``Bearer xyz`` inside any string is masked."""
+    """A copy of ``obj``: values of keys naming credentials (SECRET_NAME_RE) and ``Bearer xyz`` in strings masked."""
     if isinstance(obj, dict):
         return {k: (REDACTED if SECRET_NAME_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -172,8 +161,7 @@ JSON_RAW_CONTROL_RE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2
 
 
 def printable_json(text):
-    """JSON text from ``json.dumps`` with what ``printable`` escapes and JSON leaves raw, as ``\\uNNNN``:
-    the same value, safe on a terminal."""
+    """``json.dumps`` text with what ``printable`` escapes and JSON leaves raw as ``\\uNNNN``: safe on a terminal."""
     return JSON_RAW_CONTROL_RE.sub(lambda match: "\\u%04x" % ord(match.group()), text)
 
 
@@ -209,8 +197,7 @@ MAX_JSON_DEPTH = 200
 
 
 def read_at_most(stream, size):
-    """Read a binary stream until its end or ``size`` bytes, in 64 KiB pieces: an endless input
-    (``/dev/zero``) costs ``size`` bytes and no more."""
+    """Read a binary stream to its end or ``size`` bytes, in 64 KiB pieces: ``/dev/zero`` costs ``size`` bytes."""
     chunks = []
     while size > 0:
         chunk = stream.read(min(size, 1 << 16))
@@ -222,8 +209,7 @@ def read_at_most(stream, size):
 
 
 def read_input_bytes(source, limit=MAX_INPUT_BYTES):
-    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes (reading stops one byte
-    past it); OcxError when unreadable or longer, naming --max-input-bytes."""
+    """Read a FILE argument (``-``: stdin) of at most ``limit`` bytes; OcxError when unreadable or longer."""
     stdin = source in (None, "-")
     try:
         if stdin:
@@ -231,6 +217,7 @@ def read_input_bytes(source, limit=MAX_INPUT_BYTES):
         else:
             with open(source, "rb") as handle:
                 data = read_at_most(handle, limit + 1)
+
     except OSError as exc:
         raise OcxError("cannot read %s: %s" % (source, exc.strerror or exc))
     if len(data) > limit:
@@ -246,10 +233,9 @@ _MAX_DOUBLE_INT = int(sys.float_info.max)
 
 
 def load_json_strict(data, what):
-    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).  NaN, Infinity, numbers
-    beyond a double (``1e999``), lone surrogates and nesting deeper than MAX_JSON_DEPTH are refused, so nothing
-    derived from the value puts them into JSON we write and no later walk meets RecursionError.  Any defect raises
-    OcxError, one line starting with ``what``."""
+    """Parse a JSON document from a user or a peer (UTF-8 bytes, BOM allowed, or str).  NaN, Infinity, numbers
+    beyond a double (``1e999``), lone surrogates and nesting past MAX_JSON_DEPTH are refused (nothing we write or
+    walk meets them); any defect raises OcxError, one line starting with ``what``."""
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
         value = json.loads(text, parse_constant=_refuse_json_constant,
@@ -278,9 +264,7 @@ def _json_double(text):
 
 
 def _json_integer(text):
-    # Checking the length first spares Python < 3.11 a quadratic conversion
-    # of a megabyte of digits (3.11+ refuses past 4300 digits anyway).
-    if len(text) <= 320:
+    if len(text) <= 320:  # spares Python < 3.11 a quadratic int() of a megabyte of digits
         value = int(text)
         if abs(value) <= _MAX_DOUBLE_INT:
             return value
@@ -314,8 +298,8 @@ def _json_tree_problem(value, check_strings):
 
 
 def user_cache_dir(name, environ=None):
-    """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``),
-    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
+    """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``), ``~/Library/Caches``
+    on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
     environ = os.environ if environ is None else environ
     if IS_WINDOWS:
         base = environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
@@ -333,7 +317,6 @@ def default_cache_dir():
 
 def utc_now_iso():
     import datetime  # imported where used (traces, spill names, `auth`): ~1.5 ms at start-up
-
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -348,10 +331,8 @@ TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLO
 READ_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
-# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and host (a hash of its name: a
-# home directory may be shared by several machines) of the writing relay tell, at the next start, a temporary
-# file left by one that was killed while writing from one being written now.  Older versions wrote
-# ".<name>.<random>.tmp".
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp" (older versions: ".<name>.<random>.tmp"), then renamed:
+# the writer's pid and host (a hash: a home may be shared by machines) tell a killed writer's leftover from a live one.
 TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
                           r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
 HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
@@ -365,8 +346,8 @@ def temp_name(name, pid=None):
 
 
 def stale_temp(match, mtime, now):
-    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is
-    no one's: untouched for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
+    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is no one's: untouched
+    for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
     if mtime < now - STALE_TEMP_SECONDS:
         return True
     pid, host = match.group(1), match.group(2)
@@ -393,9 +374,8 @@ def _write_all(fd, data):
 
 
 class PrivateDir:
-    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).  On POSIX every file is
-    created, renamed and removed relative to ``fd``, the very directory that was checked, so renaming or replacing
-    its path meanwhile cannot send a file elsewhere.  On Windows ``fd`` is None and plain paths are used."""
+    """An opened, checked directory of ours.  On POSIX every file is created, renamed and removed relative to
+    ``fd``, the directory that was checked, so a path swapped meanwhile sends nothing elsewhere (Windows: paths)."""
 
     def __init__(self, path, fd=None):
         self.path = path
@@ -414,7 +394,6 @@ class PrivateDir:
             self.fd = None
 
     def at(self, name):
-        """``name`` as the path to pass along with ``dir_fd=self.fd``."""
         return name if self.fd is not None else os.path.join(self.path, name)
 
     def names(self):
@@ -427,14 +406,13 @@ class PrivateDir:
         os.unlink(self.at(name), dir_fd=self.fd)
 
     def open_read(self, name):
-        """``(descriptor, its fstat)`` of ``name`` opened for reading (READ_FILE_FLAGS); OSError
-        (ELOOP for a link) when it cannot be.  The caller judges the stat and closes the descriptor."""
+        """``(descriptor, its fstat)`` of ``name`` opened with READ_FILE_FLAGS (OSError, ELOOP for a link): the
+        caller judges the stat and closes the descriptor."""
         fd = os.open(self.at(name), READ_FILE_FLAGS, dir_fd=self.fd)
         return fd, os.fstat(fd)
 
     def discard(self, names):
-        """Remove ``names``, ignoring errors: undoes a write that failed part-way."""
-        for name in names:
+        for name in names:  # ignoring errors: this undoes a write that failed part-way
             try:
                 self.remove(name)
             except OSError:
@@ -442,9 +420,8 @@ class PrivateDir:
 
     def write(self, name, data):
         """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.  The bytes go to a
-        new 0600 file (``temp_name``, TEMP_FILE_FLAGS: no planted link is ever opened), then renamed to ``name``:
-        rename() replaces a symbolic link, never writes through it.  On any failure the temporary file is removed
-        and the error raised: a full disk is left no fuller."""
+        new 0600 temporary file (TEMP_FILE_FLAGS: no planted link is opened), renamed to ``name`` (rename never
+        writes through a link); on any failure it is removed and the error raised: a full disk is left no fuller."""
         temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
@@ -461,8 +438,7 @@ class PrivateDir:
 
 
 def _open_dir(name, create, dir_fd=None, follow=True):
-    """Open directory ``name``, made 0700 first when missing and ``create``.  Returns ``(fd, made)``, or ``(None,
-    False)`` when it is missing and not ``create``."""
+    """``(fd, made)`` of directory ``name``, made 0700 when missing and ``create``; ``(None, False)`` if missing."""
     made = False
     if create:
         try:
@@ -484,25 +460,23 @@ def _is_ours(fd, uid, made, shared_bits):
     info = os.fstat(fd)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
         return False
-    if made:  # ours: only a directory we created is ever chmodded (an odd umask)
+    if made:  # only a directory we created is ever chmodded (an odd umask)
         os.fchmod(fd, 0o700)
         return True
     return not info.st_mode & shared_bits
 
 
 def open_spill_dir(path, create=True):
-    """The directory spill files go to for ``--output-dir path``, as ``open_private_dir`` opens it.  A shared or
-    foreign ``path`` (/tmp, a 0777 directory) holds a private ``ocx-proxy-<uid>`` directory, used only when it is a
-    real directory, ours, mode 0700; a symbolic link to someone else's directory is refused.  Refusals raise
-    OSError with a one-line reason."""
+    """The spill directory for ``--output-dir path`` (``open_private_dir``).  A shared or foreign ``path`` (/tmp)
+    holds a private ``ocx-proxy-<uid>``, used only when it is a real directory, ours, mode 0700; a link to someone
+    else's directory is refused.  Refusals raise OSError with a one-line reason."""
     return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
 
 
 def open_private_dir(path, create, otherwise):
-    """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700
-    when missing and ``create``, its missing parents with the default mode); None when it is missing.
-    Any other directory is for ``otherwise(fd, uid)`` to answer or refuse (``fd``, open on it, is
-    closed after).  Windows has no owners and modes to check: ``path`` is used as it is."""
+    """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700 when
+    missing and ``create``, missing parents with the default mode); None when missing.  Any other directory is for
+    ``otherwise(fd, uid)`` to answer or refuse (``fd`` is closed after).  Windows has no owners: ``path`` as it is."""
     if not hasattr(os, "geteuid"):
         if create:
             os.makedirs(path, exist_ok=True)
@@ -563,16 +537,15 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-# json cannot write raw text: dumps writes a LongNumber as a string holding this tag, then puts its digits in
-# place of that string.  The tag is random, so no string a peer sends can pass for it.
+# json cannot write raw text: dumps writes a LongNumber as a string holding this (random, so unforgeable) tag,
+# then puts its digits in place of that string.
 _LONG_TAG = "\x00%sL" % os.urandom(8).hex()
 _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
 
 def dumps(obj, indent=None):
-    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).  A ``LongNumber``
-    is written as the text it was read from.  NaN and infinities raise ValueError: a client's parser would refuse
-    the whole line."""
+    """Compact JSON as we write it: no spaces, real characters (``indent``: for people), a ``LongNumber`` as the
+    text it was read from.  NaN and infinities raise ValueError: a client's parser would refuse the whole line."""
     digits = []
 
     def long_number(value):
@@ -598,8 +571,8 @@ _JSON_SLICE = 1 << 16  # characters of one string escaped at a time
 
 
 def _json_chunks(value, newline):
-    # ``newline`` is a line break and the current indentation.  Leaves are written in place rather than by a
-    # nested generator: this is as fast as json.dumps(indent=2).
+    # ``newline``: a line break and the indentation.  Leaves are written in place, not by a nested generator:
+    # as fast as json.dumps(indent=2).
     text = _json_leaf(value)
     if text is not None:
         yield text
@@ -656,10 +629,9 @@ def error_response(msg_id, code, message, data=None):
 
 
 class LongNumber:
-    """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged.
-    ``parse_message(..., long_numbers=True)`` leaves one in place of an integer too long for ``int()`` (4,300
-    digits and more since 2022): as a request id it is a key like any other.  Nothing converts it to an int: that
-    is the quadratic work the limit exists to prevent."""
+    """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged: what
+    ``parse_message(..., long_numbers=True)`` makes of an integer too long for ``int()`` (4,300 digits), a key like
+    any other as a request id.  Nothing converts it to an int: the quadratic work that limit prevents."""
 
     __slots__ = ("text",)
 
@@ -683,16 +655,15 @@ def _long_int(text):
         return LongNumber(text)
 
 
-# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so that what we read is what any
-# client can read.  One decoder each, made once: json.loads(text, **options) would build a new one per line.
+# Refuse NaN and Infinity, which Python reads and JSON clients do not.  Decoders made once: json.loads(text,
+# **options) would build one per line.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant)
 _LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int=_long_int)
 
 
 def parse_message(line, long_numbers=False):
-    """Parse one line (bytes) into a JSON value; ValueError when it is not JSON (invalid UTF-8,
-    ``NaN``/``Infinity``, nesting too deep).  With ``long_numbers``, an integer too long for ``int()``
-    becomes a ``LongNumber`` instead of an error."""
+    """Parse one line (bytes) into a JSON value; ValueError when it is not JSON (invalid UTF-8, ``NaN``, nesting too
+    deep).  With ``long_numbers``, an integer too long for ``int()`` becomes a ``LongNumber``, not an error."""
     return parse_text(line.decode("utf-8"), long_numbers)
 
 
@@ -717,8 +688,7 @@ def valid_id(msg_id):
 
 
 def id_key(msg_id):
-    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests; an invalid id gets a key
-    of its own that matches nothing, so looking one up never raises."""
+    """Dictionary key for a JSON-RPC id (1 and "1" differ); an invalid id gets a key that matches nothing."""
     if not valid_id(msg_id):
         return object()
     return (isinstance(msg_id, str), msg_id)
@@ -728,15 +698,18 @@ def message_kind(msg):
     """'request', 'notification', 'response' or None for anything else (an invalid id or method too)."""
     if not isinstance(msg, dict):
         return None
-    if "method" in msg:
-        if not isinstance(msg["method"], str):
+    return _kind("method" in msg, isinstance(msg.get("method"), str), "id" in msg,
+                 "id" in msg and valid_id(msg["id"]), "result" in msg or "error" in msg)
+
+
+def _kind(has_method, method_is_str, has_id, has_valid_id, has_answer):
+    if has_method:
+        if not method_is_str:
             return None
-        if "id" not in msg:
+        if not has_id:
             return "notification"
-        return "request" if valid_id(msg["id"]) else None
-    if "id" in msg and ("result" in msg or "error" in msg) and valid_id(msg["id"]):
-        return "response"
-    return None
+        return "request" if has_valid_id else None
+    return "response" if has_valid_id and has_answer else None
 
 
 def called_tool(msg):
@@ -758,31 +731,22 @@ _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
 
 
 class Envelope:
-    """The top-level routing fields of one JSON object line, read without parsing the rest.  ``id`` is the id when
-    ``has_valid_id``; ``method`` is the method when it is a string.  Nothing nested is validated, so a line can
-    have an envelope and still not be valid JSON."""
+    """The top-level routing fields of one JSON object line, read without parsing the rest (nothing nested is
+    validated).  ``id`` is the id when ``has_valid_id``; ``method`` is the method when it is a string."""
 
     id = method = None
     has_id = has_valid_id = has_method = has_result = has_error = False
 
     def kind(self):
-        """Like ``message_kind``: 'request', 'notification', 'response' or None."""
-        if self.has_method:
-            if self.method is None:
-                return None
-            if not self.has_id:
-                return "notification"
-            return "request" if self.has_valid_id else None
-        if self.has_valid_id and (self.has_result or self.has_error):
-            return "response"
-        return None
+        """Like ``message_kind``."""
+        return _kind(self.has_method, self.method is not None, self.has_id, self.has_valid_id,
+                     self.has_result or self.has_error)
 
 
 def peek_envelope(line, partial=False):
-    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.  Nested values are skipped by
-    scanning for brackets and string ends, never by recursion, so no nesting depth, integer length or control
-    character hides a top-level ``id`` from us.  With ``partial``, a broken object still gives the keys read before
-    the break (enough to tell which request a broken answer was meant for)."""
+    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.  Nested values are skipped by scanning,
+    never by recursion: no depth, integer length or control character hides a top-level ``id``.  With ``partial``,
+    a broken object still gives the keys before the break (which request a broken answer was meant for)."""
     pos = _skip_space(line, 0)
     if pos >= len(line) or line[pos] != 0x7B:  # "{"
         return None
@@ -791,8 +755,8 @@ def peek_envelope(line, partial=False):
 
 
 def _read_members(line, pos, envelope, cut=False):
-    """Note the members of the object whose "{" is just before ``pos``; False when it is broken.
-    With ``cut`` (``line`` is the start of a longer line), a value reaching its end is not noted."""
+    """Note the members of the object whose "{" is just before ``pos``; False when it is broken.  With ``cut``
+    (``line`` is the start of a longer line), a value reaching its end is not noted."""
     end = len(line)
     pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
@@ -821,7 +785,7 @@ def _read_members(line, pos, envelope, cut=False):
 def _note_key(envelope, key, raw):
     if key == b"id":
         envelope.has_id = True
-        envelope.id, envelope.has_valid_id = None, False  # a repeated key counts as JSON counts it: the last
+        envelope.id, envelope.has_valid_id = None, False  # a repeated key: the last counts, as in JSON
         if raw[:1] not in (b"{", b"[", b"t", b"f"):
             try:
                 value = parse_message(raw, long_numbers=True)
@@ -859,8 +823,7 @@ def _string_end(data, pos):
         return -1
     if data[quote - 1] != 0x5C:  # the usual case: no backslash before the first quote
         return quote + 1
-    # Escaped quotes (JSON inside a string) would cost one step each: blank out
-    # escape pairs a chunk at a time instead, so the next quote left is the end.
+    # Escaped quotes (JSON in a string) would cost a step each: blank escape pairs a chunk at a time instead.
     size = 4096
     while True:
         chunk = data[start:start + size]
@@ -906,8 +869,7 @@ def _value_end(data, pos):
                 return pos
         hits += 1
         if hits == 256 and len(data) - pos > _SKIP_CHUNK:
-            # A big container (a 100 MB structured result): one step per bracket
-            # would take seconds, so go on a chunk at a time up to its last chunk.
+            # A big container (100 MB): a step per bracket would take seconds; go a chunk at a time to its last.
             pos, depth = _skip_chunks(data, pos, depth)
             if pos < 0:
                 return -1
@@ -920,10 +882,9 @@ _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
 
 
 def _skip_chunks(data, pos, depth):
-    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.  ``pos`` is outside any string.
-    Returns the position and depth where the chunk holding the end starts, or (-1, 0) when a string never ends.  A
-    chunk costs a few C-speed passes: escape pairs blanked, everything but quotes and brackets dropped, strings and
-    matched bracket pairs removed; what is left is "}" * closed + "{" * opened."""
+    """Skip the chunks in which a container ``depth`` deep at ``pos`` (outside any string) cannot end: the position
+    and depth where the chunk holding the end starts, or (-1, 0) when a string never ends.  A chunk costs a few
+    C-speed passes (escape pairs blanked, all but quotes and brackets dropped, strings and matched pairs removed)."""
     end = len(data)
     while end - pos > _SKIP_CHUNK:
         chunk = data[pos:pos + _SKIP_CHUNK].replace(b"\\\\", b"__").replace(b'\\"', b"__")
@@ -959,8 +920,7 @@ def _skip_chunks(data, pos, depth):
 
 
 def split_array(line):
-    """The members of a JSON array line as a list of their exact bytes, or None when it is not one:
-    the good members of a batch go on even when another one is not JSON at all."""
+    """The members of a JSON array line as their exact bytes, or None: a batch's good members go on alone."""
     end = len(line)
     pos = _skip_space(line, 0)
     if pos >= end or line[pos] != 0x5B:  # "["
@@ -989,9 +949,8 @@ _NOT_CONTROL = bytes(sorted(set(range(256)) - set(range(0x20)) | set(b"\t\r")))
 
 
 def relayable_unparsed(line):
-    """True when ``line`` is valid UTF-8 with no raw control character and no ``NaN``/``Infinity``
-    (maybe inside a string: the full parse decides): it may reach a client without a full parse.
-    Each test is a C-speed pass that holds no copy of the line."""
+    """True when ``line`` may reach a client unparsed: valid UTF-8, no raw control character, no ``NaN`` or
+    ``Infinity`` (even in a string: the full parse decides).  Each test is a C-speed pass holding no copy."""
     if line.translate(None, _NOT_CONTROL) or b"NaN" in line or b"Infinity" in line:
         return False
     if line.isascii():
@@ -1023,16 +982,14 @@ def char_count(line):
     return len(line) - continuation
 
 
-# The top-level id as the last member of an object, at the very end of a line:
-# only the outermost object's closing brace can end a line, so the member just
-# before it is top-level (a string cannot hide it: its quotes would be escaped).
+# The id as the last member of the object ending the line: only the outermost "}" can end a line, so the member
+# before it is top-level (a string cannot fake it: its quotes would be escaped).
 _TAIL_ID_RE = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*"|null)\s*}\s*$')
 
 
 class OversizedLine:
-    """A line longer than the cap: its size and both ends, the rest was dropped as it came.  ``envelope()``
-    recovers the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is the last member, from the last
-    ``KEEP`` bytes.  An id in the middle is lost."""
+    """A line longer than the cap: its size and both ends (the rest dropped as it came).  ``envelope()`` recovers
+    the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is the last member (not one in the middle)."""
 
     KEEP = 65536
     __slots__ = ("head", "tail", "size")
@@ -1069,10 +1026,8 @@ class OversizedLine:
 
 
 class LineSplitter:
-    """Turns a byte stream into lines without the trailing CR/LF.  Chunks without a newline are kept as they came
-    and joined once when the line ends: a big line costs linear time and a single copy.  A line longer than
-    ``max_line`` bytes is never held: its bytes are dropped as they come and it is returned as an
-    ``OversizedLine``."""
+    """Turns a byte stream into lines without the trailing CR/LF; chunks are joined once when the line ends (a big
+    line costs one copy).  A line over ``max_line`` bytes is never held: it is returned as an ``OversizedLine``."""
 
     def __init__(self, max_line=None):
         self.chunks = []  # bytes received after the last newline
