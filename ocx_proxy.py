@@ -1109,16 +1109,11 @@ class LineSplitter:
 # Protocol versions: what each MCP revision has
 # ---------------------------------------------------------------------------
 
-# Every MCP revision we know, oldest first, with the features the code asks version_has() about.  A new revision
-# is one more row, a new question one more word in the rows that have it; nothing else compares versions.
-#   handshake           initialize / notifications/initialized before anything else
-#   http_sse            the HTTP+SSE transport (GET stream plus an endpoint for POSTs)
-#   streamable_http     one POST per message; sessions: its Mcp-Session-Id header
-#   batches             JSON-RPC batches
-#   resource_link       tool results may link a resource instead of embedding it
-#   structured_content  tool results carry structuredContent, tools an outputSchema
-#   tasks               the experimental tasks of 2025-11-25 (an extension later)
-#   result_type         results say their kind in resultType
+# Every MCP revision we know, oldest first, with the features version_has() is asked about (a new revision is one
+# more row; nothing else compares versions): handshake (initialize before anything else), http_sse (GET stream and
+# an endpoint for POSTs), streamable_http (a POST per message; sessions: Mcp-Session-Id), batches, resource_link
+# (results may link a resource), structured_content (structuredContent, outputSchema), tasks (experimental in
+# 2025-11-25, an extension later), result_type (results say their kind in resultType).
 PROTOCOL_VERSIONS = {
     "2024-11-05": frozenset(["handshake", "http_sse"]),
     "2025-03-26": frozenset(["handshake", "streamable_http", "sessions", "batches"]),
@@ -1136,16 +1131,16 @@ LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
 
 
 def version_has(version, feature):
-    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.  A version we do
-    not know has those of the newest known one before it; one that is not a string has none."""
+    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.  An unknown version has those
+    of the newest known one before it; one that is not a string has none."""
     if not isinstance(version, str):
         return False
     known = [v for v in PROTOCOL_VERSIONS if v <= version]
     return bool(known) and feature in PROTOCOL_VERSIONS[known[-1]]
 
 
-# The 2026-07-28 revision has no handshake: each request names its version and
-# the client's capabilities in params._meta, and results name the server.
+# Without a handshake (2026-07-28), each request names its version and the client in params._meta; results name
+# the server.
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -1158,8 +1153,7 @@ def is_modern(version):
 
 
 def request_version(params):
-    """The version a request names in ``params._meta`` (2026-07-28 and later), else None (the
-    request belongs to its session)."""
+    """The version a request names in ``params._meta`` (2026-07-28 on), else None (it belongs to its session)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(META_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) else None
@@ -1188,39 +1182,24 @@ def served_version(requested):
 # Client facts: the limits and name rules of the clients we know
 # ---------------------------------------------------------------------------
 
-# The one table of clients and model APIs, under the names every --client takes
-# (the relays, check, capture --print-config): one client_entry each.
-#   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every
-#             client that sends it the schemas unchanged)
+# The one table of clients and model APIs, under the names every --client takes (relays, check, capture).
+#   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every client passing it schemas)
 #   config    the format of the file it loads all its servers from (check --config)
-#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still
-#             means this entry ("gemini": Gemini CLI to the relay and capture, the API to check)
-#   facts     what it does to a catalog or a result, each with its source: a public report,
-#             our client notes (clients.md §N), vendor_proto_notes.md; "measured": by driving
-#             the client against a scripted model on 127.0.0.1
-#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server +
-#                        tool name, dropped past it; Gemini CLI mcp_<server>_<tool>, Codex
-#                        mcp__<server>__<tool>, VS Code the name: cut past it)
+#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still means this entry
+#             ("gemini": Gemini CLI to the relay and capture, the API to check)
+#   facts     what it does to a catalog or a result, each with its source: a public report, our client notes
+#             (clients.md §N), vendor_proto_notes.md; "measured": driving the client with a scripted model on loopback
+#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server + tool name, dropped
+#                        past it; Gemini CLI mcp_<server>_<tool>, Codex mcp__<server>__<tool>, VS Code: cut past it)
 #     model_tools        tools sent to the model per request, all servers together (_old: in older versions)
-#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages:
-#                        past about these the service says resource_exhausted
+#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages: past about these
+#                        the service says resource_exhausted
 #     description_chars  tool descriptions are cut here
 #     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
 #     function_name_chars          a longer function name is refused
-#   profile   the relay's budget profile (--client; None: generic applies): what the client passes
-#             its model whole, so that the relay spills just before the client would cut.  Each
-#             budget stays under the client's result_chars or result_bytes with a margin: the client
-#             cuts the text the model sees, our budget counts the whole JSON-RPC message.
-#     budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
-#     preview_chars                text kept in a preview
-#     strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
-#     shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
-#     model_skips                  the tool result member the client never shows its model when the
-#                                  result has both: it does not count (None: both reach the model)
-#     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests);
-#                                  a trailing "*" matches any ending
-#     model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules
-#                                  reach it too, and the relay fixes them (--fit-tools, fit_rules)
+#   profile   the relay's budget profile (budget_profile; None: generic applies): what the client passes its model
+#             whole.  Each budget stays under its result_chars or result_bytes with a margin: the client cuts the
+#             text the model sees, our budget counts the whole JSON-RPC message.
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
@@ -1231,11 +1210,27 @@ def client_entry(display, kind="agent", config=None, aliases=None, profile=None,
             "sources": {fact: source for fact, (_, source) in facts.items()}}
 
 
+def budget_profile(budget_chars=10000, budget_bytes=0, preview_chars=4000, strip_output_schema=True,
+                   shows_images=False, model_skips=None, client_names=(), model_apis=()):
+    """A relay budget profile; the defaults are the generic one.
+      budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
+      preview_chars                text kept in a preview
+      strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
+      shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+      model_skips                  the tool result member the client never shows its model when the result has
+                                   both: it does not count (None: both reach the model)
+      client_names                 clientInfo.name it sends (initialize, or _meta); a trailing "*" matches any end
+      model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules reach it
+                                   too, and the relay fixes them (--fit-tools, fit_rules)"""
+    return {"budget_chars": budget_chars, "budget_bytes": budget_bytes, "preview_chars": preview_chars,
+            "strip_output_schema": strip_output_schema, "shows_images": shows_images, "model_skips": model_skips,
+            "client_names": client_names, "model_apis": model_apis}
+
+
 CURSOR_LIMITS_SOURCE = "vendor_proto_notes.md, Limits (measured, Cursor agent.v1)"
 CLIENTS = {
-    # Its clientInfo.name is not published by Cursor: "cursor-vscode" is what public servers
-    # record from its initialize (their client-name tables, which also call it unverified).
-    # A wrong name costs the generic profile, never more.
+    # Cursor does not publish its clientInfo.name: "cursor-vscode" is what public servers record (and call
+    # unverified).  A wrong name costs the generic profile, never more.
     "cursor": client_entry("Cursor", config="json", facts={
         "name_chars": (60, "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)"),
         "model_tools": (100, "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)"),
@@ -1245,100 +1240,72 @@ CLIENTS = {
         "mcp_tools_bytes": (120000, CURSOR_LIMITS_SOURCE),
         "message_bytes": (1 << 20, CURSOR_LIMITS_SOURCE),
         "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
-        profile={"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                 "client_names": ("cursor-vscode",), "model_apis": ()}),
-    # Past MAX_MCP_OUTPUT_TOKENS (25,000 tokens) Claude Code saves a file with no preview: the
-    # byte budget keeps CJK text (about a token a character) under it.  With structuredContent
-    # its model gets that alone, as compact JSON, like Codex (2.1.332, measured).  Name: its
-    # initialize (measured).
+        profile=budget_profile(client_names=("cursor-vscode",))),
+    # Past MAX_MCP_OUTPUT_TOKENS (25,000) Claude Code saves a file with no preview: the byte budget keeps CJK
+    # text (about a token a character) under it.  With structuredContent its model gets that alone (2.1.332).
     "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
         "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
-        profile={"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": "content",
-                 "client_names": ("claude-code",), "model_apis": ("anthropic",)}),
+        profile=budget_profile(40000, 60000, 8000, shows_images=True, model_skips="content",
+                               client_names=("claude-code",), model_apis=("anthropic",))),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
-    # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the
-    # smaller cut rules (raise it with --max-response-bytes for a catalog model).  Codex does
-    # not validate outputSchema but types results with it: keep it.  Images reach the model as
-    # input_image.  With structuredContent the model gets only that, as compact JSON (codex-rs
-    # protocol/src/models.rs), so the text beside it does not count.  Function names follow
-    # openai's.  Name: its initialize (0.171.0, measured; codex-rs builds Implementation
-    # {name: "codex-mcp-client"}).
+    # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the smaller cut rules
+    # (--max-response-bytes raises it).  It types results with outputSchema: keep it.  With structuredContent the
+    # model gets only that (codex-rs protocol/src/models.rs).  Name: codex-rs Implementation (0.171.0, measured).
     "codex": client_entry("Codex", config="codex", facts={
         "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
         "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
-        profile={"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
-                 "strip_output_schema": False, "shows_images": True, "model_skips": "content",
-                 "client_names": ("codex-mcp-client",), "model_apis": ("openai",)}),
-    # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
-    # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
-    # It sends a tool's schema as parametersJsonSchema, its type arrays as nullable, and $ref, root
-    # anyOf and additionalProperties reach the model (0.61.0, measured in the real-client tier): the
-    # Gemini API's rules about its legacy `parameters` do not reach it (model_apis empty).
+        profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
+                               model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
+    # Gemini CLI never passes structuredContent to the model (0.61.0, measured; packages/core/src/tools/
+    # mcp-client.ts names it).  It sends parametersJsonSchema, where $ref, root anyOf and additionalProperties
+    # reach the model: the Gemini API's rules about its legacy `parameters` do not reach it.
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
         "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
                            "generateValidName: the middle is cut out)"),
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
-        profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("gemini-cli-mcp-client",), "model_apis": ()}),
-    # Copilot CLI: past 20,480 UTF-8 bytes of a result's text its model gets "Output too large to read
-    # at once", the path of its own file (deleted when the session ends) and the first 500 characters.
-    # The text is content's, then "\n\n" and structuredContent as compact JSON: both count.  MCP images
-    # never reach its model (BYOK).  Name: its initialize (all measured, copilot 1.0.102, offline BYOK);
-    # "github-copilot-developer" is what public server logs recorded, no primary source.
+        profile=budget_profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
+                               client_names=("gemini-cli-mcp-client",))),
+    # Copilot CLI: past 20,480 bytes of a result's text (content's, "\n\n", structuredContent: both count) its
+    # model gets its own file's path and 500 characters; MCP images never reach it (copilot 1.0.102, measured).
+    # "github-copilot-developer": what public server logs recorded, no primary source.
     "copilot": client_entry("Copilot CLI", facts={
         "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)")},
-        profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
-                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                 "client_names": ("copilot-cli", "github-copilot-developer"), "model_apis": ()}),
-    # OpenCode keeps the head of a text over 51,200 UTF-8 bytes (or 2,000 lines) and saves the whole to its
-    # own file; the model gets the text blocks alone, images in a user message after the result.
+        profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
+    # OpenCode keeps the head of a text over 51,200 bytes (or 2,000 lines) and saves the whole to its own file;
+    # the model gets the text blocks alone, images in a user message after the result.
     "opencode": client_entry("OpenCode", facts={
         "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
         "result_lines": (2000, "clients.md §7 (opencode 1.18.33)")},
-        profile={"budget_chars": 40000, "budget_bytes": 40000, "preview_chars": 8000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("opencode",), "model_apis": ()}),
-    # Qwen Code turns a text over 28,000 characters whole into a <persisted-output> stub (its own file and a
-    # 2,000-character preview); the model gets structuredContent and the text.  Its clientInfo.name ends
-    # with the user's name for the server.
+        profile=budget_profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
+                               client_names=("opencode",))),
+    # Qwen Code turns a text over 28,000 characters into a <persisted-output> stub (its file, 2,000 characters);
+    # the model gets structuredContent and the text.  Its clientInfo.name ends with the user's name for the server.
     "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
         "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
                                 "length)")},
-        profile={"budget_chars": 22000, "budget_bytes": 0, "preview_chars": 6000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": None,
-                 "client_names": ("qwen-cli-mcp-client-*",), "model_apis": ()}),
+        profile=budget_profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",))),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
         "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
         "model_tools": (128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")}),
     "windsurf": client_entry("Windsurf", config="json", facts={
         "model_tools": (50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4")}),
-    # Any other client: the budget ocx-proxy always had, under every character cut above (not
-    # Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).  To check,
-    # the findings that affect every client.
-    "generic": client_entry("any other client", profile={
-        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
-        "model_apis": ()}),
+    # Any other client: under every character cut above (not Codex's bytes: CJK text needs the codex profile or
+    # --max-response-bytes).  To check, the findings that affect every client.
+    "generic": client_entry("any other client", profile=budget_profile()),
     "anthropic": client_entry("Anthropic API", "api"),
     "openai": client_entry("OpenAI API", "api", facts={
         "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
-    # A relay profile for the clients that hand a catalog to the Gemini API's legacy `parameters`
-    # (the reports behind the gemini-* rules: Zed, API gateways): generic budget, Gemini rules fitted.
-    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)}, profile={
-        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
-        "model_apis": ("gemini-api",)}),
+    # For the clients that hand a catalog to the Gemini API's legacy `parameters` (Zed, API gateways).
+    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)},
+                               profile=budget_profile(model_apis=("gemini-api",))),
 }
 
 
 def client_named(text, command):
-    """The CLIENTS name ``text`` stands for in ``command`` ("relay", "check" or "capture"):
-    itself, or the entry an older spelling still means there; ``text`` when it names none."""
+    """The CLIENTS name ``text`` stands for in ``command`` ("relay", "check" or "capture"): itself, or the entry an
+    older spelling still means there; ``text`` when it names none."""
     if text in CLIENTS:
         return text
     for name, client in CLIENTS.items():
@@ -1348,14 +1315,12 @@ def client_named(text, command):
 
 
 def client_profile(name):
-    """The relay's budget profile of the client ``name``: a CLIENTS name with a profile, or an
-    older spelling the relay took ("gemini")."""
+    """The budget profile of the client ``name`` (a CLIENTS name with one, or an alias the relay takes)."""
     return CLIENTS[client_named(name, "relay")]["profile"]
 
 
 def client_profile_for(name):
-    """The CLIENTS name of the client calling itself ``name`` (clientInfo.name) that has a
-    profile; "generic" when unknown."""
+    """The CLIENTS name with a profile of the client calling itself ``name`` (clientInfo.name), else "generic"."""
     for client, entry in CLIENTS.items():
         for known in entry["profile"]["client_names"] if entry["profile"] else ():
             if name == known or known.endswith("*") and isinstance(name, str) and name.startswith(known[:-1]):
