@@ -191,8 +191,7 @@ def expand_env_refs(value, environ=None):
 
 # What a command reads from a FILE argument or stdin (decode, encode-tools, check --file): --max-input-bytes.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-# Far deeper than any real JSON Schema, and shallow enough that every walk over a document we accept (check
-# rules, encoders) stays clear of the recursion limit.
+# Far deeper than any real JSON Schema, shallow enough for every walk over what we accept to stay off recursion limits.
 MAX_JSON_DEPTH = 200
 
 
@@ -233,9 +232,8 @@ _MAX_DOUBLE_INT = int(sys.float_info.max)
 
 
 def load_json_strict(data, what):
-    """Parse a JSON document from a user or a peer (UTF-8 bytes, BOM allowed, or str).  NaN, Infinity, numbers
-    beyond a double (``1e999``), lone surrogates and nesting past MAX_JSON_DEPTH are refused (nothing we write or
-    walk meets them); any defect raises OcxError, one line starting with ``what``."""
+    """Parse a JSON document from a user or a peer (UTF-8 bytes, BOM allowed, or str); NaN, Infinity, ``1e999``,
+    lone surrogates and nesting past MAX_JSON_DEPTH raise OcxError, one line starting with ``what``."""
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
         value = json.loads(text, parse_constant=_refuse_json_constant,
@@ -537,8 +535,7 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-# json cannot write raw text: dumps writes a LongNumber as a string holding this (random, so unforgeable) tag,
-# then puts its digits in place of that string.
+# dumps writes a LongNumber as a string holding this random (unforgeable) tag, then puts its digits in its place.
 _LONG_TAG = "\x00%sL" % os.urandom(8).hex()
 _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
@@ -571,8 +568,7 @@ _JSON_SLICE = 1 << 16  # characters of one string escaped at a time
 
 
 def _json_chunks(value, newline):
-    # ``newline``: a line break and the indentation.  Leaves are written in place, not by a nested generator:
-    # as fast as json.dumps(indent=2).
+    # ``newline``: line break and indentation.  Leaves written in place (no nested generator): as fast as json.dumps.
     text = _json_leaf(value)
     if text is not None:
         yield text
@@ -655,8 +651,7 @@ def _long_int(text):
         return LongNumber(text)
 
 
-# Refuse NaN and Infinity, which Python reads and JSON clients do not.  Decoders made once: json.loads(text,
-# **options) would build one per line.
+# Refuse NaN and Infinity (Python reads them, JSON clients do not); decoders made once, not per line.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant)
 _LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int=_long_int)
 
@@ -689,9 +684,7 @@ def valid_id(msg_id):
 
 def id_key(msg_id):
     """Dictionary key for a JSON-RPC id (1 and "1" differ); an invalid id gets a key that matches nothing."""
-    if not valid_id(msg_id):
-        return object()
-    return (isinstance(msg_id, str), msg_id)
+    return (isinstance(msg_id, str), msg_id) if valid_id(msg_id) else object()
 
 
 def message_kind(msg):
@@ -850,8 +843,7 @@ def _value_end(data, pos):
     if first not in b"{[":
         match = _SCALAR_END_RE.search(data, pos)
         return match.start() if match else len(data)
-    depth = 0
-    hits = 0
+    depth = hits = 0
     while True:
         match = _STRUCTURE_RE.search(data, pos)
         if match is None:
@@ -995,8 +987,7 @@ class OversizedLine:
     __slots__ = ("head", "tail", "size")
 
     def __init__(self, parts=()):
-        self.head = b""
-        self.tail = b""
+        self.head = self.tail = b""
         self.size = 0
         for part in parts:
             self.add(part)
@@ -1086,18 +1077,14 @@ class LineSplitter:
             self.chunks[-1] = self.chunks[-1][:-1]  # the CR ended the previous chunk
         if part:
             self.chunks.append(part)
-        line = b"".join(self.chunks)
-        self.chunks = []
-        self.size = 0
+        line, self.chunks, self.size = b"".join(self.chunks), [], 0
         return line
 
     def finish(self):
         """At end of stream: the last line when it was not terminated and is not blank."""
         if self.oversized is not None:
             return [self._end_line(b"")]
-        tail = self.pending()
-        self.chunks = []
-        self.size = 0
+        tail, self.chunks, self.size = self.pending(), [], 0
         return [tail] if tail.strip() else []
 
     def pending(self):
@@ -1139,8 +1126,7 @@ def version_has(version, feature):
     return bool(known) and feature in PROTOCOL_VERSIONS[known[-1]]
 
 
-# Without a handshake (2026-07-28), each request names its version and the client in params._meta; results name
-# the server.
+# From 2026-07-28 each request names its version and client in params._meta, and results name the server.
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -1266,9 +1252,8 @@ CLIENTS = {
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
         profile=budget_profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
                                client_names=("gemini-cli-mcp-client",))),
-    # Copilot CLI: past 20,480 bytes of a result's text (content's, "\n\n", structuredContent: both count) its
-    # model gets its own file's path and 500 characters; MCP images never reach it (copilot 1.0.102, measured).
-    # "github-copilot-developer": what public server logs recorded, no primary source.
+    # Copilot CLI: past 20,480 bytes of text (content's, "\n\n", structuredContent: both count) its model gets a
+    # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry("Copilot CLI", facts={
         "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)")},
         profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
@@ -1336,9 +1321,7 @@ def client_profile_for(name):
 MAX_RESPONSE_CHARS = CLIENTS["generic"]["profile"]["budget_chars"]
 PREVIEW_CHARS = CLIENTS["generic"]["profile"]["preview_chars"]
 RETENTION_DAYS = 7
-# Default of --max-image-bytes for clients that show images: base64 characters of
-# image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
-# screenshot and far below what the model APIs accept in one image.
+# --max-image-bytes default, for clients showing images: base64 characters per response (768 KiB: a screenshot).
 MAX_IMAGE_BYTES = 1 << 20
 # Responses that keep a session alive or describe it: an oversized one is forwarded, with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel", "server/discover",
@@ -1348,9 +1331,8 @@ SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
 # The tool the relay adds to tools/list to read spilled text (Spill.read, Spill.search).
 READER_TOOL_NAME = "read_spilled_output"
-# How a page says where the rest of what was read starts ("more follows at line=L, column=C"); the reader
-# tool's description tells models to continue from there: clients show a tool's description to their model as
-# trusted, while they may mark a tool's result as data whose directives are to be ignored (Gemini CLI 0.61).
+# How a page says where the rest starts ("more follows at line=L, column=C").  The reader tool's description (which
+# clients show their model as trusted, unlike a result: Gemini CLI 0.61) tells models to continue from there.
 READER_MORE = "more follows at"
 # Bounds of its arguments: numbers beyond any text, lines of context, a pattern any command line holds.
 READER_MAX_NUMBER = 10 ** 12
@@ -1364,18 +1346,16 @@ TEXT_INDEX_STEP = 1 << 16
 PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+\Z")
 MIME_EXTENSIONS = {
-    "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
-    "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3",
-    "audio/ogg": ".ogg", "application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt",
-}
+    "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "image/svg+xml": ".svg",
+    "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3", "audio/ogg": ".ogg", "application/pdf": ".pdf",
+    "application/json": ".json", "text/plain": ".txt"}
 # Characters a preview must not start with (skin tones and combining marks are tested apart).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
 def never_spilled(method, result=None):
-    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten: lifecycle
-    and catalog answers describe the session, and an interim result (``resultType`` other than
-    "complete") or a task waiting for input carries what the client must act on."""
+    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten: lifecycle and catalog
+    answers, an interim result (``resultType`` not "complete") and a task waiting for input."""
     if method in NEVER_SPILL or (method or "").endswith("/list"):
         return True
     if not isinstance(result, dict):
@@ -1385,8 +1365,7 @@ def never_spilled(method, result=None):
 
 
 def task_tool_result(method, result):
-    """The final CallToolResult a tasks/get result embeds (a completed task of the 2026-07-28 tasks
-    extension), else None."""
+    """The final CallToolResult a tasks/get result of a completed task embeds (2026-07-28 tasks), else None."""
     if method != "tasks/get" or not isinstance(result, dict) or result.get("status") != "completed":
         return None
     inner = result.get("result")
@@ -1396,7 +1375,6 @@ def task_tool_result(method, result):
 def file_uri(path, windows=IS_WINDOWS):
     """``file://`` URI of an absolute path (``file:///C:/...`` on Windows)."""
     import pathlib
-
     pure = pathlib.PureWindowsPath(path) if windows else pathlib.PurePosixPath(path)
     return pure.as_uri()
 
@@ -1411,8 +1389,7 @@ def utf8_len(text):
 
 
 def pretty_json(text):
-    """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
-    Floats are read as ``LongNumber``: 1.50 or 1e5 do not become 1.5 or 100000.0."""
+    """``text`` indented (2 spaces) when it is a JSON object or array, else None; floats kept as written."""
     stripped = text.strip()
     if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return None
@@ -1426,15 +1403,14 @@ def pretty_json(text):
 def _is_continuation(text, i):
     """True when text[i] must stay with text[i-1] (combining mark, joiner, selector)."""
     import unicodedata
-
     ch = text[i]
     return (ch in _JOINERS or text[i - 1] == "\u200d" or "\U0001F3FB" <= ch <= "\U0001F3FF"
             or unicodedata.combining(ch) != 0)
 
 
 def make_preview(text, budget):
-    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters: about three quarters
-    to the head, both ends moved to a line break when one is near, and never inside a character."""
+    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters: about three quarters to the head,
+    both ends moved to a line break when one is near, and never inside a character."""
     if len(text) <= budget:
         return text, "", 0
     head_len = budget * 3 // 4
@@ -1454,14 +1430,8 @@ class SpillFiles(collections.namedtuple("SpillFiles", "json_path txt_path blob_p
     """Paths written for one spilled message."""
 
     def meta(self, original_chars, preview_chars):
-        meta = {
-            "json": self.json_path,
-            "txt": self.txt_path,
-            "json_uri": file_uri(self.json_path),
-            "txt_uri": file_uri(self.txt_path),
-            "original_chars": original_chars,
-            "preview_chars": preview_chars,
-        }
+        meta = {"json": self.json_path, "txt": self.txt_path, "json_uri": file_uri(self.json_path),
+                "txt_uri": file_uri(self.txt_path), "original_chars": original_chars, "preview_chars": preview_chars}
         if self.blob_paths:
             meta["files"] = list(self.blob_paths)
         return meta
@@ -1504,8 +1474,8 @@ class ReadableText:
         return "\n\n".join(self.parts)
 
     def encoded(self, step=1 << 20):
-        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.  A lone surrogate
-        becomes U+FFFD, 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid UTF-8 for any tool."""
+        """``text()`` as UTF-8, a slice at a time (never encoded whole); a lone surrogate becomes U+FFFD, 3 bytes as
+        ``utf8_len`` counts it: the ``.txt`` is valid UTF-8 for any tool."""
         for n, part in enumerate(self.parts):
             if n:
                 yield b"\n\n"
