@@ -1183,9 +1183,8 @@ def served_version(requested):
 #     description_chars  tool descriptions are cut here
 #     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
 #     function_name_chars          a longer function name is refused
-#   profile   the relay's budget profile (budget_profile; None: generic applies): what the client passes its model
-#             whole.  Each budget stays under its result_chars or result_bytes with a margin: the client cuts the
-#             text the model sees, our budget counts the whole JSON-RPC message.
+#   profile   the relay's budget (budget_profile; None: generic), under result_chars or result_bytes with a margin:
+#             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
@@ -1243,9 +1242,8 @@ CLIENTS = {
         "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
         profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
                                model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
-    # Gemini CLI never passes structuredContent to the model (0.61.0, measured; packages/core/src/tools/
-    # mcp-client.ts names it).  It sends parametersJsonSchema, where $ref, root anyOf and additionalProperties
-    # reach the model: the Gemini API's rules about its legacy `parameters` do not reach it.
+    # Gemini CLI never passes structuredContent to the model (0.61.0, measured).  It sends parametersJsonSchema:
+    # $ref, root anyOf and additionalProperties reach the model, the Gemini API's `parameters` rules do not apply.
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
         "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
                            "generateValidName: the middle is cut out)"),
