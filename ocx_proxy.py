@@ -216,7 +216,6 @@ def read_input_bytes(source, limit=MAX_INPUT_BYTES):
         else:
             with open(source, "rb") as handle:
                 data = read_at_most(handle, limit + 1)
-
     except OSError as exc:
         raise OcxError("cannot read %s: %s" % (source, exc.strerror or exc))
     if len(data) > limit:
