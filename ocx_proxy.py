@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """ocx-proxy: one-file MCP relay that keeps oversized tool results from being lost.
 
-Copy this file anywhere Python 3.8+ runs; it imports nothing outside the standard
-library.  An MCP client (Cursor, Claude Code, Codex, CodeBuddy...) starts it over
-stdio, and it relays JSON-RPC to the real server::
+Copy this file anywhere Python 3.8+ runs (standard library only).  An MCP client (Cursor, Claude Code,
+Codex...) starts it over stdio, and it relays JSON-RPC to the real server::
 
     python ocx_proxy.py stdio -- npx -y @modelcontextprotocol/server-everything
     python ocx_proxy.py streamable-http --url https://example.com/mcp --header 'Authorization: Bearer ${TOKEN}'
@@ -11,22 +10,16 @@ stdio, and it relays JSON-RPC to the real server::
     python ocx_proxy.py demo            # the whole chain against a built-in server
     python ocx_proxy.py demo-server     # that built-in sample server, on stdio
 
-Besides relaying it can encode a tool catalog as Cursor's ``McpTools``
-protobuf and explain a bad blob (``encode-tools``, ``decode``), serve a
-capture-only MCP server that records an agent CLI's tool calls without running
-anything (``capture``), and tell which field of a server's catalog breaks
-which client (``check``).  Every function documented here can be imported.
+It also encodes a tool catalog as Cursor's ``McpTools`` protobuf and explains a bad blob (``encode-tools``,
+``decode``), records an agent CLI's tool calls without running anything (``capture``), and tells which field
+of a server's catalog breaks which client (``check``).
 
-When a response is larger than the client's budget (``--client auto`` picks a
-profile from the client's name: 10000 characters of compact JSON for one it
-does not know; ``--max-response-chars``/``--max-response-bytes`` override), the
-full line is saved byte-exact under ``--output-dir`` (``<stem>.json``), its
-readable text goes to ``<stem>.txt`` and decoded images/blobs to
-``<stem>.<n>.<ext>``; the client receives a short, protocol-valid preview
-naming those files, and the relay serves a ``read_spilled_output`` tool that
-pages through them.  Both MCP eras are relayed side by side: the 2025
-handshake sessions and the stateless 2026-07-28 revision.  Run ``python
-ocx_proxy.py COMMAND --help`` for every option and its default.
+A response over the client's budget (``--client auto``: a profile by the client's name, else 10000
+characters of compact JSON) is saved byte-exact under ``--output-dir`` (``<stem>.json``, its readable text
+``<stem>.txt``, decoded images/blobs ``<stem>.<n>.<ext>``); the client gets a short, protocol-valid preview
+naming those files, and a ``read_spilled_output`` tool that pages through them.  Both MCP eras are relayed:
+2025 handshake sessions and the stateless 2026-07-28 revision.  ``python ocx_proxy.py COMMAND --help``
+lists every option and its default.
 
 Layout of this file (each section only uses the ones above it):
 
@@ -105,21 +98,18 @@ class UsageError(OcxError):
     """Bad command line or configuration: the CLI exits with status 2."""
 
 
-# What text from a server must not bring to a terminal: C0 and C1 controls but tab, DEL, the Unicode
-# line and paragraph separators and the bidirectional overrides.  They move the cursor, recolour,
-# ring, retitle the window, start a forged line or reorder what is shown.
+# What text from a server must not bring to a terminal (they move the cursor, recolour, retitle, forge a line or
+# reorder it): C0 and C1 controls but tab, DEL, the Unicode line and paragraph separators, bidirectional overrides.
 CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text):
-    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``): printed,
-    it stays on one line and drives nothing."""
+    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``): one inert line."""
     return CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Logger:
-    """One-line log records on stderr; stdout belongs to the MCP channel.  A message is one line
-    whatever it quotes (``printable``)."""
+    """One-line log records on stderr (stdout belongs to the MCP channel), whatever they quote (``printable``)."""
 
     def __init__(self, stream=None):
         self.level = LOG_LEVELS["info"]
@@ -156,8 +146,7 @@ REDACTED = "[redacted]"
 
 
 def redact(obj):
-    """A copy of ``obj`` where keys that name credentials (SECRET_NAME_RE) lose their value and
-    ``Bearer xyz`` inside any string is masked."""
+    """A copy of ``obj``: values of keys naming credentials (SECRET_NAME_RE) and ``Bearer xyz`` in strings masked."""
     if isinstance(obj, dict):
         return {k: (REDACTED if SECRET_NAME_RE.search(str(k)) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -172,8 +161,7 @@ JSON_RAW_CONTROL_RE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2
 
 
 def printable_json(text):
-    """JSON text from ``json.dumps`` with what ``printable`` escapes and JSON leaves raw, as ``\\uNNNN``:
-    the same value, safe on a terminal."""
+    """``json.dumps`` text with what ``printable`` escapes and JSON leaves raw as ``\\uNNNN``: safe on a terminal."""
     return JSON_RAW_CONTROL_RE.sub(lambda match: "\\u%04x" % ord(match.group()), text)
 
 
@@ -203,14 +191,12 @@ def expand_env_refs(value, environ=None):
 
 # What a command reads from a FILE argument or stdin (decode, encode-tools, check --file): --max-input-bytes.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-# Far deeper than any real JSON Schema, and shallow enough that every walk over a document we accept (check
-# rules, encoders) stays clear of the recursion limit.
+# Far deeper than any real JSON Schema, shallow enough for every walk over what we accept to stay off recursion limits.
 MAX_JSON_DEPTH = 200
 
 
 def read_at_most(stream, size):
-    """Read a binary stream until its end or ``size`` bytes, in 64 KiB pieces: an endless input
-    (``/dev/zero``) costs ``size`` bytes and no more."""
+    """Read a binary stream to its end or ``size`` bytes, in 64 KiB pieces: ``/dev/zero`` costs ``size`` bytes."""
     chunks = []
     while size > 0:
         chunk = stream.read(min(size, 1 << 16))
@@ -222,8 +208,7 @@ def read_at_most(stream, size):
 
 
 def read_input_bytes(source, limit=MAX_INPUT_BYTES):
-    """Read a FILE argument, ``-`` meaning stdin, of at most ``limit`` bytes (reading stops one byte
-    past it); OcxError when unreadable or longer, naming --max-input-bytes."""
+    """Read a FILE argument (``-``: stdin) of at most ``limit`` bytes; OcxError when unreadable or longer."""
     stdin = source in (None, "-")
     try:
         if stdin:
@@ -246,10 +231,8 @@ _MAX_DOUBLE_INT = int(sys.float_info.max)
 
 
 def load_json_strict(data, what):
-    """Parse a JSON document from a user or a peer (bytes in UTF-8, BOM allowed, or str).  NaN, Infinity, numbers
-    beyond a double (``1e999``), lone surrogates and nesting deeper than MAX_JSON_DEPTH are refused, so nothing
-    derived from the value puts them into JSON we write and no later walk meets RecursionError.  Any defect raises
-    OcxError, one line starting with ``what``."""
+    """Parse a JSON document from a user or a peer (UTF-8 bytes, BOM allowed, or str); NaN, Infinity, ``1e999``,
+    lone surrogates and nesting past MAX_JSON_DEPTH raise OcxError, one line starting with ``what``."""
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8-sig")
         value = json.loads(text, parse_constant=_refuse_json_constant,
@@ -278,9 +261,7 @@ def _json_double(text):
 
 
 def _json_integer(text):
-    # Checking the length first spares Python < 3.11 a quadratic conversion
-    # of a megabyte of digits (3.11+ refuses past 4300 digits anyway).
-    if len(text) <= 320:
+    if len(text) <= 320:  # spares Python < 3.11 a quadratic int() of a megabyte of digits
         value = int(text)
         if abs(value) <= _MAX_DOUBLE_INT:
             return value
@@ -314,8 +295,8 @@ def _json_tree_problem(value, check_strings):
 
 
 def user_cache_dir(name, environ=None):
-    """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``),
-    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
+    """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``), ``~/Library/Caches``
+    on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
     environ = os.environ if environ is None else environ
     if IS_WINDOWS:
         base = environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
@@ -333,7 +314,6 @@ def default_cache_dir():
 
 def utc_now_iso():
     import datetime  # imported where used (traces, spill names, `auth`): ~1.5 ms at start-up
-
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -348,10 +328,8 @@ TEMP_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLO
 READ_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                    | getattr(os, "O_BINARY", 0))
 PRIVATE_DIR_PREFIX = "ocx-proxy-"
-# A file is written as ".<name>.<pid>-<host>-<random>.tmp", then renamed: pid and host (a hash of its name: a
-# home directory may be shared by several machines) of the writing relay tell, at the next start, a temporary
-# file left by one that was killed while writing from one being written now.  Older versions wrote
-# ".<name>.<random>.tmp".
+# A file is written as ".<name>.<pid>-<host>-<random>.tmp" (older versions: ".<name>.<random>.tmp"), then renamed:
+# the writer's pid and host (a hash: a home may be shared by machines) tell a killed writer's leftover from a live one.
 TEMP_NAME_RE = re.compile(r"^\.\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+?\."
                           r"(?:(\d{1,10})-([0-9a-f]{8})-)?[0-9a-f]{16}\.tmp\Z")
 HOST_TAG = "%08x" % binascii.crc32(socket.gethostname().encode("utf-8", "replace"))
@@ -365,8 +343,8 @@ def temp_name(name, pid=None):
 
 
 def stale_temp(match, mtime, now):
-    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is
-    no one's: untouched for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
+    """True when the temporary file ``match`` (of TEMP_NAME_RE), last written at ``mtime``, is no one's: untouched
+    for STALE_TEMP_SECONDS, or written by a process of this machine that is gone."""
     if mtime < now - STALE_TEMP_SECONDS:
         return True
     pid, host = match.group(1), match.group(2)
@@ -393,9 +371,8 @@ def _write_all(fd, data):
 
 
 class PrivateDir:
-    """An opened, checked directory of ours (``open_spill_dir``, ``AuthStore.open``).  On POSIX every file is
-    created, renamed and removed relative to ``fd``, the very directory that was checked, so renaming or replacing
-    its path meanwhile cannot send a file elsewhere.  On Windows ``fd`` is None and plain paths are used."""
+    """An opened, checked directory of ours.  On POSIX every file is created, renamed and removed relative to
+    ``fd``, the directory that was checked, so a path swapped meanwhile sends nothing elsewhere (Windows: paths)."""
 
     def __init__(self, path, fd=None):
         self.path = path
@@ -414,7 +391,6 @@ class PrivateDir:
             self.fd = None
 
     def at(self, name):
-        """``name`` as the path to pass along with ``dir_fd=self.fd``."""
         return name if self.fd is not None else os.path.join(self.path, name)
 
     def names(self):
@@ -427,14 +403,13 @@ class PrivateDir:
         os.unlink(self.at(name), dir_fd=self.fd)
 
     def open_read(self, name):
-        """``(descriptor, its fstat)`` of ``name`` opened for reading (READ_FILE_FLAGS); OSError
-        (ELOOP for a link) when it cannot be.  The caller judges the stat and closes the descriptor."""
+        """``(descriptor, its fstat)`` of ``name`` opened with READ_FILE_FLAGS (OSError, ELOOP for a link): the
+        caller judges the stat and closes the descriptor."""
         fd = os.open(self.at(name), READ_FILE_FLAGS, dir_fd=self.fd)
         return fd, os.fstat(fd)
 
     def discard(self, names):
-        """Remove ``names``, ignoring errors: undoes a write that failed part-way."""
-        for name in names:
+        for name in names:  # ignoring errors: this undoes a write that failed part-way
             try:
                 self.remove(name)
             except OSError:
@@ -442,9 +417,8 @@ class PrivateDir:
 
     def write(self, name, data):
         """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.  The bytes go to a
-        new 0600 file (``temp_name``, TEMP_FILE_FLAGS: no planted link is ever opened), then renamed to ``name``:
-        rename() replaces a symbolic link, never writes through it.  On any failure the temporary file is removed
-        and the error raised: a full disk is left no fuller."""
+        new 0600 temporary file (TEMP_FILE_FLAGS: no planted link is opened), renamed to ``name`` (rename never
+        writes through a link); on any failure it is removed and the error raised: a full disk is left no fuller."""
         temp = temp_name(name)
         fd = os.open(self.at(temp), TEMP_FILE_FLAGS, 0o600, dir_fd=self.fd)
         try:
@@ -461,8 +435,7 @@ class PrivateDir:
 
 
 def _open_dir(name, create, dir_fd=None, follow=True):
-    """Open directory ``name``, made 0700 first when missing and ``create``.  Returns ``(fd, made)``, or ``(None,
-    False)`` when it is missing and not ``create``."""
+    """``(fd, made)`` of directory ``name``, made 0700 when missing and ``create``; ``(None, False)`` if missing."""
     made = False
     if create:
         try:
@@ -484,25 +457,23 @@ def _is_ours(fd, uid, made, shared_bits):
     info = os.fstat(fd)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
         return False
-    if made:  # ours: only a directory we created is ever chmodded (an odd umask)
+    if made:  # only a directory we created is ever chmodded (an odd umask)
         os.fchmod(fd, 0o700)
         return True
     return not info.st_mode & shared_bits
 
 
 def open_spill_dir(path, create=True):
-    """The directory spill files go to for ``--output-dir path``, as ``open_private_dir`` opens it.  A shared or
-    foreign ``path`` (/tmp, a 0777 directory) holds a private ``ocx-proxy-<uid>`` directory, used only when it is a
-    real directory, ours, mode 0700; a symbolic link to someone else's directory is refused.  Refusals raise
-    OSError with a one-line reason."""
+    """The spill directory for ``--output-dir path`` (``open_private_dir``).  A shared or foreign ``path`` (/tmp)
+    holds a private ``ocx-proxy-<uid>``, used only when it is a real directory, ours, mode 0700; a link to someone
+    else's directory is refused.  Refusals raise OSError with a one-line reason."""
     return open_private_dir(path, create, lambda fd, uid: _open_uid_dir(path, fd, uid, create))
 
 
 def open_private_dir(path, create, otherwise):
-    """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700
-    when missing and ``create``, its missing parents with the default mode); None when it is missing.
-    Any other directory is for ``otherwise(fd, uid)`` to answer or refuse (``fd``, open on it, is
-    closed after).  Windows has no owners and modes to check: ``path`` is used as it is."""
+    """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700 when
+    missing and ``create``, missing parents with the default mode); None when missing.  Any other directory is for
+    ``otherwise(fd, uid)`` to answer or refuse (``fd`` is closed after).  Windows has no owners: ``path`` as it is."""
     if not hasattr(os, "geteuid"):
         if create:
             os.makedirs(path, exist_ok=True)
@@ -563,16 +534,14 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-# json cannot write raw text: dumps writes a LongNumber as a string holding this tag, then puts its digits in
-# place of that string.  The tag is random, so no string a peer sends can pass for it.
+# dumps writes a LongNumber as a string holding this random (unforgeable) tag, then puts its digits in its place.
 _LONG_TAG = "\x00%sL" % os.urandom(8).hex()
 _LONG_TAG_RE = re.compile('"%s(\\d+)"' % re.escape(json.dumps(_LONG_TAG)[1:-1]))
 
 
 def dumps(obj, indent=None):
-    """Compact JSON as we write it: no spaces, real unicode characters (``indent``: for people).  A ``LongNumber``
-    is written as the text it was read from.  NaN and infinities raise ValueError: a client's parser would refuse
-    the whole line."""
+    """Compact JSON as we write it: no spaces, real characters (``indent``: for people), a ``LongNumber`` as the
+    text it was read from.  NaN and infinities raise ValueError: a client's parser would refuse the whole line."""
     digits = []
 
     def long_number(value):
@@ -598,8 +567,7 @@ _JSON_SLICE = 1 << 16  # characters of one string escaped at a time
 
 
 def _json_chunks(value, newline):
-    # ``newline`` is a line break and the current indentation.  Leaves are written in place rather than by a
-    # nested generator: this is as fast as json.dumps(indent=2).
+    # ``newline``: line break and indentation.  Leaves written in place (no nested generator): as fast as json.dumps.
     text = _json_leaf(value)
     if text is not None:
         yield text
@@ -656,10 +624,9 @@ def error_response(msg_id, code, message, data=None):
 
 
 class LongNumber:
-    """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged.
-    ``parse_message(..., long_numbers=True)`` leaves one in place of an integer too long for ``int()`` (4,300
-    digits and more since 2022): as a request id it is a key like any other.  Nothing converts it to an int: that
-    is the quadratic work the limit exists to prevent."""
+    """A JSON number kept as the text it was read from, which ``dumps`` writes back unchanged: what
+    ``parse_message(..., long_numbers=True)`` makes of an integer too long for ``int()`` (4,300 digits), a key like
+    any other as a request id.  Nothing converts it to an int: the quadratic work that limit prevents."""
 
     __slots__ = ("text",)
 
@@ -683,16 +650,14 @@ def _long_int(text):
         return LongNumber(text)
 
 
-# Python's parser takes NaN and Infinity, which are not JSON: refuse them here, so that what we read is what any
-# client can read.  One decoder each, made once: json.loads(text, **options) would build a new one per line.
+# Refuse NaN and Infinity (Python reads them, JSON clients do not); decoders made once, not per line.
 _DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant)
 _LONG_DECODER = json.JSONDecoder(parse_constant=_refuse_json_constant, parse_int=_long_int)
 
 
 def parse_message(line, long_numbers=False):
-    """Parse one line (bytes) into a JSON value; ValueError when it is not JSON (invalid UTF-8,
-    ``NaN``/``Infinity``, nesting too deep).  With ``long_numbers``, an integer too long for ``int()``
-    becomes a ``LongNumber`` instead of an error."""
+    """Parse one line (bytes) into a JSON value; ValueError when it is not JSON (invalid UTF-8, ``NaN``, nesting too
+    deep).  With ``long_numbers``, an integer too long for ``int()`` becomes a ``LongNumber``, not an error."""
     return parse_text(line.decode("utf-8"), long_numbers)
 
 
@@ -717,26 +682,26 @@ def valid_id(msg_id):
 
 
 def id_key(msg_id):
-    """Dictionary key for a JSON-RPC id: 1 and "1" are different requests; an invalid id gets a key
-    of its own that matches nothing, so looking one up never raises."""
-    if not valid_id(msg_id):
-        return object()
-    return (isinstance(msg_id, str), msg_id)
+    """Dictionary key for a JSON-RPC id (1 and "1" differ); an invalid id gets a key that matches nothing."""
+    return (isinstance(msg_id, str), msg_id) if valid_id(msg_id) else object()
 
 
 def message_kind(msg):
     """'request', 'notification', 'response' or None for anything else (an invalid id or method too)."""
     if not isinstance(msg, dict):
         return None
-    if "method" in msg:
-        if not isinstance(msg["method"], str):
+    return _kind("method" in msg, isinstance(msg.get("method"), str), "id" in msg,
+                 "id" in msg and valid_id(msg["id"]), "result" in msg or "error" in msg)
+
+
+def _kind(has_method, method_is_str, has_id, has_valid_id, has_answer):
+    if has_method:
+        if not method_is_str:
             return None
-        if "id" not in msg:
+        if not has_id:
             return "notification"
-        return "request" if valid_id(msg["id"]) else None
-    if "id" in msg and ("result" in msg or "error" in msg) and valid_id(msg["id"]):
-        return "response"
-    return None
+        return "request" if has_valid_id else None
+    return "response" if has_valid_id and has_answer else None
 
 
 def called_tool(msg):
@@ -758,31 +723,22 @@ _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
 
 
 class Envelope:
-    """The top-level routing fields of one JSON object line, read without parsing the rest.  ``id`` is the id when
-    ``has_valid_id``; ``method`` is the method when it is a string.  Nothing nested is validated, so a line can
-    have an envelope and still not be valid JSON."""
+    """The top-level routing fields of one JSON object line, read without parsing the rest (nothing nested is
+    validated).  ``id`` is the id when ``has_valid_id``; ``method`` is the method when it is a string."""
 
     id = method = None
     has_id = has_valid_id = has_method = has_result = has_error = False
 
     def kind(self):
-        """Like ``message_kind``: 'request', 'notification', 'response' or None."""
-        if self.has_method:
-            if self.method is None:
-                return None
-            if not self.has_id:
-                return "notification"
-            return "request" if self.has_valid_id else None
-        if self.has_valid_id and (self.has_result or self.has_error):
-            return "response"
-        return None
+        """Like ``message_kind``."""
+        return _kind(self.has_method, self.method is not None, self.has_id, self.has_valid_id,
+                     self.has_result or self.has_error)
 
 
 def peek_envelope(line, partial=False):
-    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.  Nested values are skipped by
-    scanning for brackets and string ends, never by recursion, so no nesting depth, integer length or control
-    character hides a top-level ``id`` from us.  With ``partial``, a broken object still gives the keys read before
-    the break (enough to tell which request a broken answer was meant for)."""
+    """``Envelope`` of ``line`` (bytes), or None when it is not a JSON object.  Nested values are skipped by scanning,
+    never by recursion: no depth, integer length or control character hides a top-level ``id``.  With ``partial``,
+    a broken object still gives the keys before the break (which request a broken answer was meant for)."""
     pos = _skip_space(line, 0)
     if pos >= len(line) or line[pos] != 0x7B:  # "{"
         return None
@@ -791,8 +747,8 @@ def peek_envelope(line, partial=False):
 
 
 def _read_members(line, pos, envelope, cut=False):
-    """Note the members of the object whose "{" is just before ``pos``; False when it is broken.
-    With ``cut`` (``line`` is the start of a longer line), a value reaching its end is not noted."""
+    """Note the members of the object whose "{" is just before ``pos``; False when it is broken.  With ``cut``
+    (``line`` is the start of a longer line), a value reaching its end is not noted."""
     end = len(line)
     pos = _skip_space(line, pos)
     while pos < end and line[pos] != 0x7D:  # "}"
@@ -821,7 +777,7 @@ def _read_members(line, pos, envelope, cut=False):
 def _note_key(envelope, key, raw):
     if key == b"id":
         envelope.has_id = True
-        envelope.id, envelope.has_valid_id = None, False  # a repeated key counts as JSON counts it: the last
+        envelope.id, envelope.has_valid_id = None, False  # a repeated key: the last counts, as in JSON
         if raw[:1] not in (b"{", b"[", b"t", b"f"):
             try:
                 value = parse_message(raw, long_numbers=True)
@@ -859,8 +815,7 @@ def _string_end(data, pos):
         return -1
     if data[quote - 1] != 0x5C:  # the usual case: no backslash before the first quote
         return quote + 1
-    # Escaped quotes (JSON inside a string) would cost one step each: blank out
-    # escape pairs a chunk at a time instead, so the next quote left is the end.
+    # Escaped quotes (JSON in a string) would cost a step each: blank escape pairs a chunk at a time instead.
     size = 4096
     while True:
         chunk = data[start:start + size]
@@ -887,8 +842,7 @@ def _value_end(data, pos):
     if first not in b"{[":
         match = _SCALAR_END_RE.search(data, pos)
         return match.start() if match else len(data)
-    depth = 0
-    hits = 0
+    depth = hits = 0
     while True:
         match = _STRUCTURE_RE.search(data, pos)
         if match is None:
@@ -906,8 +860,7 @@ def _value_end(data, pos):
                 return pos
         hits += 1
         if hits == 256 and len(data) - pos > _SKIP_CHUNK:
-            # A big container (a 100 MB structured result): one step per bracket
-            # would take seconds, so go on a chunk at a time up to its last chunk.
+            # A big container (100 MB): a step per bracket would take seconds; go a chunk at a time to its last.
             pos, depth = _skip_chunks(data, pos, depth)
             if pos < 0:
                 return -1
@@ -920,10 +873,9 @@ _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
 
 
 def _skip_chunks(data, pos, depth):
-    """Skip the chunks in which a container ``depth`` deep at ``pos`` cannot end.  ``pos`` is outside any string.
-    Returns the position and depth where the chunk holding the end starts, or (-1, 0) when a string never ends.  A
-    chunk costs a few C-speed passes: escape pairs blanked, everything but quotes and brackets dropped, strings and
-    matched bracket pairs removed; what is left is "}" * closed + "{" * opened."""
+    """Skip the chunks in which a container ``depth`` deep at ``pos`` (outside any string) cannot end: the position
+    and depth where the chunk holding the end starts, or (-1, 0) when a string never ends.  A chunk costs a few
+    C-speed passes (escape pairs blanked, all but quotes and brackets dropped, strings and matched pairs removed)."""
     end = len(data)
     while end - pos > _SKIP_CHUNK:
         chunk = data[pos:pos + _SKIP_CHUNK].replace(b"\\\\", b"__").replace(b'\\"', b"__")
@@ -959,8 +911,7 @@ def _skip_chunks(data, pos, depth):
 
 
 def split_array(line):
-    """The members of a JSON array line as a list of their exact bytes, or None when it is not one:
-    the good members of a batch go on even when another one is not JSON at all."""
+    """The members of a JSON array line as their exact bytes, or None: a batch's good members go on alone."""
     end = len(line)
     pos = _skip_space(line, 0)
     if pos >= end or line[pos] != 0x5B:  # "["
@@ -989,9 +940,8 @@ _NOT_CONTROL = bytes(sorted(set(range(256)) - set(range(0x20)) | set(b"\t\r")))
 
 
 def relayable_unparsed(line):
-    """True when ``line`` is valid UTF-8 with no raw control character and no ``NaN``/``Infinity``
-    (maybe inside a string: the full parse decides): it may reach a client without a full parse.
-    Each test is a C-speed pass that holds no copy of the line."""
+    """True when ``line`` may reach a client unparsed: valid UTF-8, no raw control character, no ``NaN`` or
+    ``Infinity`` (even in a string: the full parse decides).  Each test is a C-speed pass holding no copy."""
     if line.translate(None, _NOT_CONTROL) or b"NaN" in line or b"Infinity" in line:
         return False
     if line.isascii():
@@ -1023,23 +973,20 @@ def char_count(line):
     return len(line) - continuation
 
 
-# The top-level id as the last member of an object, at the very end of a line:
-# only the outermost object's closing brace can end a line, so the member just
-# before it is top-level (a string cannot hide it: its quotes would be escaped).
+# The id as the last member of the object ending the line: only the outermost "}" can end a line, so the member
+# before it is top-level (a string cannot fake it: its quotes would be escaped).
 _TAIL_ID_RE = re.compile(rb'[{,]\s*"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*"|null)\s*}\s*$')
 
 
 class OversizedLine:
-    """A line longer than the cap: its size and both ends, the rest was dropped as it came.  ``envelope()``
-    recovers the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is the last member, from the last
-    ``KEEP`` bytes.  An id in the middle is lost."""
+    """A line longer than the cap: its size and both ends (the rest dropped as it came).  ``envelope()`` recovers
+    the top-level keys in the first ``KEEP`` bytes, else an ``id`` that is the last member (not one in the middle)."""
 
     KEEP = 65536
     __slots__ = ("head", "tail", "size")
 
     def __init__(self, parts=()):
-        self.head = b""
-        self.tail = b""
+        self.head = self.tail = b""
         self.size = 0
         for part in parts:
             self.add(part)
@@ -1069,10 +1016,8 @@ class OversizedLine:
 
 
 class LineSplitter:
-    """Turns a byte stream into lines without the trailing CR/LF.  Chunks without a newline are kept as they came
-    and joined once when the line ends: a big line costs linear time and a single copy.  A line longer than
-    ``max_line`` bytes is never held: its bytes are dropped as they come and it is returned as an
-    ``OversizedLine``."""
+    """Turns a byte stream into lines without the trailing CR/LF; chunks are joined once when the line ends (a big
+    line costs one copy).  A line over ``max_line`` bytes is never held: it is returned as an ``OversizedLine``."""
 
     def __init__(self, max_line=None):
         self.chunks = []  # bytes received after the last newline
@@ -1131,18 +1076,14 @@ class LineSplitter:
             self.chunks[-1] = self.chunks[-1][:-1]  # the CR ended the previous chunk
         if part:
             self.chunks.append(part)
-        line = b"".join(self.chunks)
-        self.chunks = []
-        self.size = 0
+        line, self.chunks, self.size = b"".join(self.chunks), [], 0
         return line
 
     def finish(self):
         """At end of stream: the last line when it was not terminated and is not blank."""
         if self.oversized is not None:
             return [self._end_line(b"")]
-        tail = self.pending()
-        self.chunks = []
-        self.size = 0
+        tail, self.chunks, self.size = self.pending(), [], 0
         return [tail] if tail.strip() else []
 
     def pending(self):
@@ -1154,16 +1095,11 @@ class LineSplitter:
 # Protocol versions: what each MCP revision has
 # ---------------------------------------------------------------------------
 
-# Every MCP revision we know, oldest first, with the features the code asks version_has() about.  A new revision
-# is one more row, a new question one more word in the rows that have it; nothing else compares versions.
-#   handshake           initialize / notifications/initialized before anything else
-#   http_sse            the HTTP+SSE transport (GET stream plus an endpoint for POSTs)
-#   streamable_http     one POST per message; sessions: its Mcp-Session-Id header
-#   batches             JSON-RPC batches
-#   resource_link       tool results may link a resource instead of embedding it
-#   structured_content  tool results carry structuredContent, tools an outputSchema
-#   tasks               the experimental tasks of 2025-11-25 (an extension later)
-#   result_type         results say their kind in resultType
+# Every MCP revision we know, oldest first, with the features version_has() is asked about (a new revision is one
+# more row; nothing else compares versions): handshake (initialize before anything else), http_sse (GET stream and
+# an endpoint for POSTs), streamable_http (a POST per message; sessions: Mcp-Session-Id), batches, resource_link
+# (results may link a resource), structured_content (structuredContent, outputSchema), tasks (experimental in
+# 2025-11-25, an extension later), result_type (results say their kind in resultType).
 PROTOCOL_VERSIONS = {
     "2024-11-05": frozenset(["handshake", "http_sse"]),
     "2025-03-26": frozenset(["handshake", "streamable_http", "sessions", "batches"]),
@@ -1181,16 +1117,15 @@ LATEST_HANDSHAKE_VERSION = SERVED_PROTOCOL_VERSIONS[0]
 
 
 def version_has(version, feature):
-    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.  A version we do
-    not know has those of the newest known one before it; one that is not a string has none."""
+    """True when MCP ``version`` (negotiated or named by a request) has ``feature``.  An unknown version has those
+    of the newest known one before it; one that is not a string has none."""
     if not isinstance(version, str):
         return False
     known = [v for v in PROTOCOL_VERSIONS if v <= version]
     return bool(known) and feature in PROTOCOL_VERSIONS[known[-1]]
 
 
-# The 2026-07-28 revision has no handshake: each request names its version and
-# the client's capabilities in params._meta, and results name the server.
+# From 2026-07-28 each request names its version and client in params._meta, and results name the server.
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -1203,8 +1138,7 @@ def is_modern(version):
 
 
 def request_version(params):
-    """The version a request names in ``params._meta`` (2026-07-28 and later), else None (the
-    request belongs to its session)."""
+    """The version a request names in ``params._meta`` (2026-07-28 on), else None (it belongs to its session)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(META_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) else None
@@ -1233,39 +1167,23 @@ def served_version(requested):
 # Client facts: the limits and name rules of the clients we know
 # ---------------------------------------------------------------------------
 
-# The one table of clients and model APIs, under the names every --client takes
-# (the relays, check, capture --print-config): one client_entry each.
-#   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every
-#             client that sends it the schemas unchanged)
+# The one table of clients and model APIs, under the names every --client takes (relays, check, capture).
+#   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every client passing it schemas)
 #   config    the format of the file it loads all its servers from (check --config)
-#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still
-#             means this entry ("gemini": Gemini CLI to the relay and capture, the API to check)
-#   facts     what it does to a catalog or a result, each with its source: a public report,
-#             our client notes (clients.md §N), vendor_proto_notes.md; "measured": by driving
-#             the client against a scripted model on 127.0.0.1
-#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server +
-#                        tool name, dropped past it; Gemini CLI mcp_<server>_<tool>, Codex
-#                        mcp__<server>__<tool>, VS Code the name: cut past it)
+#   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still means this entry
+#             ("gemini": Gemini CLI to the relay and capture, the API to check)
+#   facts     what it does to a catalog or a result, each with its source: a public report, our client notes
+#             (clients.md §N), vendor_proto_notes.md; "measured": driving the client with a scripted model on loopback
+#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server + tool name, dropped
+#                        past it; Gemini CLI mcp_<server>_<tool>, Codex mcp__<server>__<tool>, VS Code: cut past it)
 #     model_tools        tools sent to the model per request, all servers together (_old: in older versions)
-#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages:
-#                        past about these the service says resource_exhausted
+#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages: past about these
+#                        the service says resource_exhausted
 #     description_chars  tool descriptions are cut here
 #     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
 #     function_name_chars          a longer function name is refused
-#   profile   the relay's budget profile (--client; None: generic applies): what the client passes
-#             its model whole, so that the relay spills just before the client would cut.  Each
-#             budget stays under the client's result_chars or result_bytes with a margin: the client
-#             cuts the text the model sees, our budget counts the whole JSON-RPC message.
-#     budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
-#     preview_chars                text kept in a preview
-#     strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
-#     shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
-#     model_skips                  the tool result member the client never shows its model when the
-#                                  result has both: it does not count (None: both reach the model)
-#     client_names                 clientInfo.name it sends (initialize, or _meta on 2026-07-28 requests);
-#                                  a trailing "*" matches any ending
-#     model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules
-#                                  reach it too, and the relay fixes them (--fit-tools, fit_rules)
+#   profile   the relay's budget (budget_profile; None: generic), under result_chars or result_bytes with a margin:
+#             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
@@ -1276,11 +1194,27 @@ def client_entry(display, kind="agent", config=None, aliases=None, profile=None,
             "sources": {fact: source for fact, (_, source) in facts.items()}}
 
 
+def budget_profile(budget_chars=10000, budget_bytes=0, preview_chars=4000, strip_output_schema=True,
+                   shows_images=False, model_skips=None, client_names=(), model_apis=()):
+    """A relay budget profile; the defaults are the generic one.
+      budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
+      preview_chars                text kept in a preview
+      strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
+      shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+      model_skips                  the tool result member the client never shows its model when the result has
+                                   both: it does not count (None: both reach the model)
+      client_names                 clientInfo.name it sends (initialize, or _meta); a trailing "*" matches any end
+      model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules reach it
+                                   too, and the relay fixes them (--fit-tools, fit_rules)"""
+    return {"budget_chars": budget_chars, "budget_bytes": budget_bytes, "preview_chars": preview_chars,
+            "strip_output_schema": strip_output_schema, "shows_images": shows_images, "model_skips": model_skips,
+            "client_names": client_names, "model_apis": model_apis}
+
+
 CURSOR_LIMITS_SOURCE = "vendor_proto_notes.md, Limits (measured, Cursor agent.v1)"
 CLIENTS = {
-    # Its clientInfo.name is not published by Cursor: "cursor-vscode" is what public servers
-    # record from its initialize (their client-name tables, which also call it unverified).
-    # A wrong name costs the generic profile, never more.
+    # Cursor does not publish its clientInfo.name: "cursor-vscode" is what public servers record (and call
+    # unverified).  A wrong name costs the generic profile, never more.
     "cursor": client_entry("Cursor", config="json", facts={
         "name_chars": (60, "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)"),
         "model_tools": (100, "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)"),
@@ -1290,100 +1224,70 @@ CLIENTS = {
         "mcp_tools_bytes": (120000, CURSOR_LIMITS_SOURCE),
         "message_bytes": (1 << 20, CURSOR_LIMITS_SOURCE),
         "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
-        profile={"budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                 "client_names": ("cursor-vscode",), "model_apis": ()}),
-    # Past MAX_MCP_OUTPUT_TOKENS (25,000 tokens) Claude Code saves a file with no preview: the
-    # byte budget keeps CJK text (about a token a character) under it.  With structuredContent
-    # its model gets that alone, as compact JSON, like Codex (2.1.332, measured).  Name: its
-    # initialize (measured).
+        profile=budget_profile(client_names=("cursor-vscode",))),
+    # Past MAX_MCP_OUTPUT_TOKENS (25,000) Claude Code saves a file with no preview: the byte budget keeps CJK
+    # text (about a token a character) under it.  With structuredContent its model gets that alone (2.1.332).
     "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
         "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
-        profile={"budget_chars": 40000, "budget_bytes": 60000, "preview_chars": 8000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": "content",
-                 "client_names": ("claude-code",), "model_apis": ("anthropic",)}),
+        profile=budget_profile(40000, 60000, 8000, shows_images=True, model_skips="content",
+                               client_names=("claude-code",), model_apis=("anthropic",))),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
-    # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the
-    # smaller cut rules (raise it with --max-response-bytes for a catalog model).  Codex does
-    # not validate outputSchema but types results with it: keep it.  Images reach the model as
-    # input_image.  With structuredContent the model gets only that, as compact JSON (codex-rs
-    # protocol/src/models.rs), so the text beside it does not count.  Function names follow
-    # openai's.  Name: its initialize (0.171.0, measured; codex-rs builds Implementation
-    # {name: "codex-mcp-client"}).
+    # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the smaller cut rules
+    # (--max-response-bytes raises it).  It types results with outputSchema: keep it.  With structuredContent the
+    # model gets only that (codex-rs protocol/src/models.rs).  Name: codex-rs Implementation (0.171.0, measured).
     "codex": client_entry("Codex", config="codex", facts={
         "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
         "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
-        profile={"budget_chars": 10000, "budget_bytes": 10000, "preview_chars": 3000,
-                 "strip_output_schema": False, "shows_images": True, "model_skips": "content",
-                 "client_names": ("codex-mcp-client",), "model_apis": ("openai",)}),
-    # Gemini CLI never passes structuredContent to the model.  Name: its initialize (0.61.0,
-    # measured; packages/core/src/tools/mcp-client.ts: new Client({name: 'gemini-cli-mcp-client', ...})).
-    # It sends a tool's schema as parametersJsonSchema, its type arrays as nullable, and $ref, root
-    # anyOf and additionalProperties reach the model (0.61.0, measured in the real-client tier): the
-    # Gemini API's rules about its legacy `parameters` do not reach it (model_apis empty).
+        profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
+                               model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
+    # Gemini CLI never passes structuredContent to the model (0.61.0, measured).  It sends parametersJsonSchema:
+    # $ref, root anyOf and additionalProperties reach the model, the Gemini API's `parameters` rules do not apply.
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
         "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
                            "generateValidName: the middle is cut out)"),
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
-        profile={"budget_chars": 32000, "budget_bytes": 0, "preview_chars": 8000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("gemini-cli-mcp-client",), "model_apis": ()}),
-    # Copilot CLI: past 20,480 UTF-8 bytes of a result's text its model gets "Output too large to read
-    # at once", the path of its own file (deleted when the session ends) and the first 500 characters.
-    # The text is content's, then "\n\n" and structuredContent as compact JSON: both count.  MCP images
-    # never reach its model (BYOK).  Name: its initialize (all measured, copilot 1.0.102, offline BYOK);
-    # "github-copilot-developer" is what public server logs recorded, no primary source.
+        profile=budget_profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
+                               client_names=("gemini-cli-mcp-client",))),
+    # Copilot CLI: past 20,480 bytes of text (content's, "\n\n", structuredContent: both count) its model gets a
+    # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry("Copilot CLI", facts={
         "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)")},
-        profile={"budget_chars": 16000, "budget_bytes": 16000, "preview_chars": 4000,
-                 "strip_output_schema": True, "shows_images": False, "model_skips": None,
-                 "client_names": ("copilot-cli", "github-copilot-developer"), "model_apis": ()}),
-    # OpenCode keeps the head of a text over 51,200 UTF-8 bytes (or 2,000 lines) and saves the whole to its
-    # own file; the model gets the text blocks alone, images in a user message after the result.
+        profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
+    # OpenCode keeps the head of a text over 51,200 bytes (or 2,000 lines) and saves the whole to its own file;
+    # the model gets the text blocks alone, images in a user message after the result.
     "opencode": client_entry("OpenCode", facts={
         "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
         "result_lines": (2000, "clients.md §7 (opencode 1.18.33)")},
-        profile={"budget_chars": 40000, "budget_bytes": 40000, "preview_chars": 8000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": "structuredContent",
-                 "client_names": ("opencode",), "model_apis": ()}),
-    # Qwen Code turns a text over 28,000 characters whole into a <persisted-output> stub (its own file and a
-    # 2,000-character preview); the model gets structuredContent and the text.  Its clientInfo.name ends
-    # with the user's name for the server.
+        profile=budget_profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
+                               client_names=("opencode",))),
+    # Qwen Code turns a text over 28,000 characters into a <persisted-output> stub (its file, 2,000 characters);
+    # the model gets structuredContent and the text.  Its clientInfo.name ends with the user's name for the server.
     "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
         "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
                                 "length)")},
-        profile={"budget_chars": 22000, "budget_bytes": 0, "preview_chars": 6000,
-                 "strip_output_schema": True, "shows_images": True, "model_skips": None,
-                 "client_names": ("qwen-cli-mcp-client-*",), "model_apis": ()}),
+        profile=budget_profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",))),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
         "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
         "model_tools": (128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")}),
     "windsurf": client_entry("Windsurf", config="json", facts={
         "model_tools": (50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4")}),
-    # Any other client: the budget ocx-proxy always had, under every character cut above (not
-    # Codex's bytes: its CJK text needs the codex profile or --max-response-bytes).  To check,
-    # the findings that affect every client.
-    "generic": client_entry("any other client", profile={
-        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
-        "model_apis": ()}),
+    # Any other client: under every character cut above (not Codex's bytes: CJK text needs the codex profile or
+    # --max-response-bytes).  To check, the findings that affect every client.
+    "generic": client_entry("any other client", profile=budget_profile()),
     "anthropic": client_entry("Anthropic API", "api"),
     "openai": client_entry("OpenAI API", "api", facts={
         "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
-    # A relay profile for the clients that hand a catalog to the Gemini API's legacy `parameters`
-    # (the reports behind the gemini-* rules: Zed, API gateways): generic budget, Gemini rules fitted.
-    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)}, profile={
-        "budget_chars": 10000, "budget_bytes": 0, "preview_chars": 4000,
-        "strip_output_schema": True, "shows_images": False, "model_skips": None, "client_names": (),
-        "model_apis": ("gemini-api",)}),
+    # For the clients that hand a catalog to the Gemini API's legacy `parameters` (Zed, API gateways).
+    "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)},
+                               profile=budget_profile(model_apis=("gemini-api",))),
 }
 
 
 def client_named(text, command):
-    """The CLIENTS name ``text`` stands for in ``command`` ("relay", "check" or "capture"):
-    itself, or the entry an older spelling still means there; ``text`` when it names none."""
+    """The CLIENTS name ``text`` stands for in ``command`` ("relay", "check" or "capture"): itself, or the entry an
+    older spelling still means there; ``text`` when it names none."""
     if text in CLIENTS:
         return text
     for name, client in CLIENTS.items():
@@ -1393,14 +1297,12 @@ def client_named(text, command):
 
 
 def client_profile(name):
-    """The relay's budget profile of the client ``name``: a CLIENTS name with a profile, or an
-    older spelling the relay took ("gemini")."""
+    """The budget profile of the client ``name`` (a CLIENTS name with one, or an alias the relay takes)."""
     return CLIENTS[client_named(name, "relay")]["profile"]
 
 
 def client_profile_for(name):
-    """The CLIENTS name of the client calling itself ``name`` (clientInfo.name) that has a
-    profile; "generic" when unknown."""
+    """The CLIENTS name with a profile of the client calling itself ``name`` (clientInfo.name), else "generic"."""
     for client, entry in CLIENTS.items():
         for known in entry["profile"]["client_names"] if entry["profile"] else ():
             if name == known or known.endswith("*") and isinstance(name, str) and name.startswith(known[:-1]):
@@ -1416,9 +1318,7 @@ def client_profile_for(name):
 MAX_RESPONSE_CHARS = CLIENTS["generic"]["profile"]["budget_chars"]
 PREVIEW_CHARS = CLIENTS["generic"]["profile"]["preview_chars"]
 RETENTION_DAYS = 7
-# Default of --max-image-bytes for clients that show images: base64 characters of
-# image data in one response (1 MiB of base64 is 768 KiB of image), enough for a
-# screenshot and far below what the model APIs accept in one image.
+# --max-image-bytes default, for clients showing images: base64 characters per response (768 KiB: a screenshot).
 MAX_IMAGE_BYTES = 1 << 20
 # Responses that keep a session alive or describe it: an oversized one is forwarded, with a warning.
 NEVER_SPILL = frozenset(["initialize", "ping", "completion/complete", "logging/setLevel", "server/discover",
@@ -1428,9 +1328,8 @@ SPILL_AS = {"tasks/result": "tools/call"}
 SPILL_META_KEY = "ocx-proxy/spill"
 # The tool the relay adds to tools/list to read spilled text (Spill.read, Spill.search).
 READER_TOOL_NAME = "read_spilled_output"
-# How a page says where the rest of what was read starts ("more follows at line=L, column=C"); the reader
-# tool's description tells models to continue from there: clients show a tool's description to their model as
-# trusted, while they may mark a tool's result as data whose directives are to be ignored (Gemini CLI 0.61).
+# How a page says where the rest starts ("more follows at line=L, column=C").  The reader tool's description (which
+# clients show their model as trusted, unlike a result: Gemini CLI 0.61) tells models to continue from there.
 READER_MORE = "more follows at"
 # Bounds of its arguments: numbers beyond any text, lines of context, a pattern any command line holds.
 READER_MAX_NUMBER = 10 ** 12
@@ -1444,18 +1343,16 @@ TEXT_INDEX_STEP = 1 << 16
 PRETTY_JSON_CHARS = 4 << 20  # ~1 s for 4 MB with many floats, on the loop
 SPILL_NAME_RE = re.compile(r"^\.?\d{8}T\d{6}(?:\.\d+)?Z_[A-Za-z0-9._-]+\Z")
 MIME_EXTENSIONS = {
-    "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
-    "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3",
-    "audio/ogg": ".ogg", "application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt",
-}
+    "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "image/svg+xml": ".svg",
+    "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/mpeg": ".mp3", "audio/ogg": ".ogg", "application/pdf": ".pdf",
+    "application/json": ".json", "text/plain": ".txt"}
 # Characters a preview must not start with (skin tones and combining marks are tested apart).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
 def never_spilled(method, result=None):
-    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten: lifecycle
-    and catalog answers describe the session, and an interim result (``resultType`` other than
-    "complete") or a task waiting for input carries what the client must act on."""
+    """True when an answer to ``method`` (with ``result``, when parsed) is never rewritten: lifecycle and catalog
+    answers, an interim result (``resultType`` not "complete") and a task waiting for input."""
     if method in NEVER_SPILL or (method or "").endswith("/list"):
         return True
     if not isinstance(result, dict):
@@ -1465,8 +1362,7 @@ def never_spilled(method, result=None):
 
 
 def task_tool_result(method, result):
-    """The final CallToolResult a tasks/get result embeds (a completed task of the 2026-07-28 tasks
-    extension), else None."""
+    """The final CallToolResult a tasks/get result of a completed task embeds (2026-07-28 tasks), else None."""
     if method != "tasks/get" or not isinstance(result, dict) or result.get("status") != "completed":
         return None
     inner = result.get("result")
@@ -1476,7 +1372,6 @@ def task_tool_result(method, result):
 def file_uri(path, windows=IS_WINDOWS):
     """``file://`` URI of an absolute path (``file:///C:/...`` on Windows)."""
     import pathlib
-
     pure = pathlib.PureWindowsPath(path) if windows else pathlib.PurePosixPath(path)
     return pure.as_uri()
 
@@ -1491,8 +1386,7 @@ def utf8_len(text):
 
 
 def pretty_json(text):
-    """``text`` indented (2 spaces, real characters) when it is a JSON object or array, else None.
-    Floats are read as ``LongNumber``: 1.50 or 1e5 do not become 1.5 or 100000.0."""
+    """``text`` indented (2 spaces) when it is a JSON object or array, else None; floats kept as written."""
     stripped = text.strip()
     if len(stripped) > PRETTY_JSON_CHARS or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return None
@@ -1506,15 +1400,14 @@ def pretty_json(text):
 def _is_continuation(text, i):
     """True when text[i] must stay with text[i-1] (combining mark, joiner, selector)."""
     import unicodedata
-
     ch = text[i]
     return (ch in _JOINERS or text[i - 1] == "\u200d" or "\U0001F3FB" <= ch <= "\U0001F3FF"
             or unicodedata.combining(ch) != 0)
 
 
 def make_preview(text, budget):
-    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters: about three quarters
-    to the head, both ends moved to a line break when one is near, and never inside a character."""
+    """Split ``text`` into (head, tail, omitted) that fit ``budget`` characters: about three quarters to the head,
+    both ends moved to a line break when one is near, and never inside a character."""
     if len(text) <= budget:
         return text, "", 0
     head_len = budget * 3 // 4
@@ -1534,14 +1427,8 @@ class SpillFiles(collections.namedtuple("SpillFiles", "json_path txt_path blob_p
     """Paths written for one spilled message."""
 
     def meta(self, original_chars, preview_chars):
-        meta = {
-            "json": self.json_path,
-            "txt": self.txt_path,
-            "json_uri": file_uri(self.json_path),
-            "txt_uri": file_uri(self.txt_path),
-            "original_chars": original_chars,
-            "preview_chars": preview_chars,
-        }
+        meta = {"json": self.json_path, "txt": self.txt_path, "json_uri": file_uri(self.json_path),
+                "txt_uri": file_uri(self.txt_path), "original_chars": original_chars, "preview_chars": preview_chars}
         if self.blob_paths:
             meta["files"] = list(self.blob_paths)
         return meta
@@ -1584,8 +1471,8 @@ class ReadableText:
         return "\n\n".join(self.parts)
 
     def encoded(self, step=1 << 20):
-        """``text()`` as UTF-8, a slice at a time: a big text is never encoded whole.  A lone surrogate
-        becomes U+FFFD, 3 bytes as ``utf8_len`` counts it: the ``.txt`` is valid UTF-8 for any tool."""
+        """``text()`` as UTF-8, a slice at a time (never encoded whole); a lone surrogate becomes U+FFFD, 3 bytes as
+        ``utf8_len`` counts it: the ``.txt`` is valid UTF-8 for any tool."""
         for n, part in enumerate(self.parts):
             if n:
                 yield b"\n\n"
@@ -8968,19 +8855,12 @@ def run_relay(options, make_upstream):
 # Protobuf: Cursor agent.v1 McpTools encoder and decoder
 # ---------------------------------------------------------------------------
 
-# Cursor's agent service (package agent.v1, proto3) takes a client's tools in
-# AgentRunRequest.mcp_tools.  The messages involved are small enough to write
-# by hand, which keeps this file free of generated code and of the protobuf
-# runtime.  Field numbers and their sources are in vendor_proto_notes.md.
+# Cursor's agent service (package agent.v1, proto3) takes a client's tools in AgentRunRequest.mcp_tools.  Its
+# few messages are written by hand: no generated code, no protobuf runtime.  Field numbers and their sources
+# are in vendor_proto_notes.md.
 
 
-WIRE_VARINT = 0
-WIRE_FIXED64 = 1
-WIRE_LEN = 2
-WIRE_START_GROUP = 3
-WIRE_END_GROUP = 4
-WIRE_FIXED32 = 5
-
+WIRE_VARINT, WIRE_FIXED64, WIRE_LEN, WIRE_START_GROUP, WIRE_END_GROUP, WIRE_FIXED32 = range(6)
 WIRE_TYPE_NAMES = ("varint", "fixed64", "length-delimited", "start-group", "end-group", "fixed32")
 
 # A JSON number travels as a double; past 2**53 two integers share one double.
@@ -8989,19 +8869,14 @@ MAX_EXACT_INTEGER = 2 ** 53
 MAX_VALUE_DEPTH = 100
 # decode_raw guesses nested messages only this deep; deeper payloads stay bytes.
 MAX_RAW_DEPTH = 64
-# A field takes two bytes on the wire and some two hundred once decoded (a
-# dict, its keys, a list slot), so without a cap a 2 MB blob of empty tools
-# decodes to a gigabyte.  A 1 MiB message, Cursor's largest, has at most
-# 524,288 fields.
+# A field is two bytes on the wire and some two hundred decoded: uncapped, 2 MB of empty tools decode to a
+# gigabyte.  A 1 MiB message, Cursor's largest, has at most 524,288 fields.
 MAX_DECODED_FIELDS = 1000000
 
 
 class ProtobufDecodeError(OcxError):
-    """Bytes that are not the protobuf message they were decoded as.
-
-    ``offset`` is the byte position in the whole input, ``field`` and ``wire_type`` the tag being read
-    (None when no tag applies), ``where`` the message path, ``snippet`` the text around the offset if any.
-    """
+    """Bytes that are not the protobuf message they were decoded as: ``offset`` in the whole input, the tag
+    read (``field``, ``wire_type``; None when none applies), ``where`` the message path, ``snippet`` nearby text."""
 
     def __init__(self, reason, data, offset, field=None, wire_type=None, where=""):
         self.offset = offset
@@ -9055,8 +8930,7 @@ def _text_around(data, offset):
     end = offset + 1
     while end < len(data) and end - offset < 48 and _is_text_byte(data[end]):
         end += 1
-    # A printable length-delimited tag ('"' is field 4) right before a small
-    # length byte is the next field, not part of the text.
+    # A printable length-delimited tag ('"' is field 4) before a small length byte starts the next field.
     if end < len(data) and end - 1 > offset and data[end - 1] & 7 == WIRE_LEN and data[end] < 0x20:
         end -= 1
     if end - start < 3:
@@ -9064,7 +8938,7 @@ def _text_around(data, offset):
     return data[start:end].decode("utf-8", "replace")
 
 
-# -- encoder: one small function per wire type ------------------------------
+# -- encoder ------------------------------------------------------------------
 
 # Tags and most lengths are below 128; a table spares building those bytes.
 _ONE_BYTE_VARINTS = [bytes((value,)) for value in range(0x80)]
@@ -9088,7 +8962,6 @@ def encode_varint(value):
 
 
 def encode_tag(field, wire_type):
-    """The key that precedes every field: ``field << 3 | wire_type`` as a varint."""
     return encode_varint(field << 3 | wire_type)
 
 
@@ -9097,15 +8970,10 @@ def encode_bytes_field(field, payload):
     return encode_tag(field, WIRE_LEN) + encode_varint(len(payload)) + payload
 
 
-# -- google.protobuf.Value ---------------------------------------------------
-
-
 def encode_value(obj):
-    """Serialize a JSON value (as ``json.loads`` returns it) as a ``google.protobuf.Value`` message.
-
-    Numbers become doubles, so an integer beyond 2**53 in magnitude, NaN and infinities raise OcxError
-    naming their JSON path (``$.properties.n.maximum``).  Object keys keep their order.
-    """
+    """Serialize a JSON value (as ``json.loads`` returns it) as a ``google.protobuf.Value``; object keys keep
+    their order.  Numbers become doubles: an integer beyond 2**53 in magnitude, NaN and infinities raise
+    OcxError naming their JSON path (``$.properties.n.maximum``)."""
     return _encode_value(obj, (), 0)
 
 
@@ -9129,11 +8997,12 @@ def _encode_value(obj, path, depth):
         return encode_tag(2, WIRE_FIXED64) + _pack_double(float(obj))
     if isinstance(obj, float):
         if not math.isfinite(obj):
-            raise OcxError("number %r at %s cannot be carried by google.protobuf.Value"
-                           % (obj, _json_path(path)))
+            raise OcxError("number %r at %s cannot be carried by google.protobuf.Value" % (obj, _json_path(path)))
         return encode_tag(2, WIRE_FIXED64) + _pack_double(obj)
     if isinstance(obj, list):
-        return encode_bytes_field(6, _encode_list(obj, path, depth + 1))
+        # ListValue { repeated Value values = 1 }
+        return encode_bytes_field(6, b"".join(encode_bytes_field(1, _encode_value(item, path + (index,), depth + 1))
+                                              for index, item in enumerate(obj)))
     raise OcxError("%s is a %s, which is not a JSON value" % (_json_path(path), type(obj).__name__))
 
 
@@ -9156,12 +9025,6 @@ def _encode_struct(obj, path, depth):
     return b"".join(entries)
 
 
-def _encode_list(obj, path, depth):
-    # ListValue { repeated Value values = 1 }
-    return b"".join(encode_bytes_field(1, _encode_value(item, path + (index,), depth))
-                    for index, item in enumerate(obj))
-
-
 def _json_path(path):
     """``("properties", "n", 0)`` -> ``$.properties.n[0]``; odd keys are quoted."""
     parts = ["$"]
@@ -9173,9 +9036,6 @@ def _json_path(path):
         else:
             parts.append("[%s]" % json.dumps(key, ensure_ascii=False))
     return "".join(parts)
-
-
-# -- agent.v1 messages -------------------------------------------------------
 
 
 def encode_tool_definition(name, description, input_schema, provider_identifier, tool_name):
@@ -9191,11 +9051,9 @@ def _encode_singular(values):
 
 
 def encode_agent_run_request(mcp_tools=b"", empty_wrapper=False):
-    """An ``AgentRunRequest`` holding only field 4, a serialized ``McpTools``.
-
-    An empty one is left out, which makes Cursor add its own native tool catalog, unless ``empty_wrapper``:
-    then it is written with length zero (``22 00``), which suppresses that catalog.
-    """
+    """An ``AgentRunRequest`` holding only field 4, a serialized ``McpTools``.  An empty one is left out (Cursor
+    then adds its native tool catalog) unless ``empty_wrapper``: written with length zero (``22 00``), it
+    suppresses that catalog."""
     mcp_tools = bytes(mcp_tools)
     if not mcp_tools and not empty_wrapper:
         return b""
@@ -9213,8 +9071,7 @@ def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
         warnings.append("McpTools is %d bytes, over Cursor's limit of about %d bytes"
                         % (mcp_tools_size, cursor["mcp_tools_bytes"]))
     if message_size is not None and message_size > cursor["message_bytes"]:
-        warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB"
-                        % message_size)
+        warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB" % message_size)
     return warnings
 
 
@@ -9225,9 +9082,7 @@ def _read_varint(data, pos, end, where, field=None, wire_type=None):
     """Return (value, next position) of the varint at ``pos``; at most ten bytes."""
     if pos < end and data[pos] < 0x80:
         return data[pos], pos + 1  # the common one-byte case
-    start = pos
-    result = 0
-    shift = 0
+    start, result, shift = pos, 0, 0
     while True:
         if pos >= end:
             raise ProtobufDecodeError("data ends inside a varint", data, start, field, wire_type, where)
@@ -9254,18 +9109,8 @@ def _read_tag(data, pos, end, where):
     return field, wire_type, after
 
 
-def _read_length(data, pos, end, where, field):
-    """Return (payload start, payload end) of a length-delimited field."""
-    length, start = _read_varint(data, pos, end, where, field, WIRE_LEN)
-    if length > end - start:
-        raise ProtobufDecodeError("length %d runs past the end of its message (%d bytes left)"
-                                  % (length, end - start), data, pos, field, WIRE_LEN, where)
-    return start, start + length
-
-
 # The fixed wire types: their size, and how decode_raw shows them (unsigned, and as a float when finite).
-FIXED_FORMATS = {WIRE_FIXED64: (8, "fixed64", "<Q", "double", "<d"),
-                 WIRE_FIXED32: (4, "fixed32", "<I", "float", "<f")}
+FIXED_FORMATS = {WIRE_FIXED64: (8, "fixed64", "<Q", "double", "<d"), WIRE_FIXED32: (4, "fixed32", "<I", "float", "<f")}
 
 
 def _read_value(data, pos, end, where, field, wire_type):
@@ -9273,12 +9118,14 @@ def _read_value(data, pos, end, where, field, wire_type):
     if wire_type == WIRE_VARINT:
         return _read_varint(data, pos, end, where, field, wire_type)
     if wire_type == WIRE_LEN:
-        span = _read_length(data, pos, end, where, field)
-        return span, span[1]
+        length, start = _read_varint(data, pos, end, where, field, WIRE_LEN)
+        if length > end - start:
+            raise ProtobufDecodeError("length %d runs past the end of its message (%d bytes left)"
+                                      % (length, end - start), data, pos, field, WIRE_LEN, where)
+        return (start, start + length), start + length
     size = FIXED_FORMATS[wire_type][0]
     if end - pos < size:
-        raise ProtobufDecodeError("data ends inside a %d-byte fixed field" % size,
-                                  data, pos, field, wire_type, where)
+        raise ProtobufDecodeError("data ends inside a %d-byte fixed field" % size, data, pos, field, wire_type, where)
     return data[pos:pos + size], pos + size
 
 
@@ -9303,17 +9150,14 @@ def _skip_group(data, pos, end, where, field):
 
 
 def _iter_fields(data, pos, end, where, budget):
-    """Yield (field, wire type, tag offset, value) for each field in data[pos:end], taken from ``budget``.
-
-    ``value``: an int (varint), bytes (fixed), a (start, end) pair (length-delimited), None (skipped group).
-    """
+    """Yield (field, wire type, tag offset, value) for each field in data[pos:end], taken from ``budget``; ``value``:
+    an int (varint), bytes (fixed), a (start, end) pair (length-delimited), None (skipped group)."""
     while pos < end:
         tag_pos = pos
         budget.take(tag_pos)
         field, wire_type, pos = _read_tag(data, pos, end, where)
         if wire_type == WIRE_END_GROUP:
-            raise ProtobufDecodeError("end-group tag without a start-group",
-                                      data, tag_pos, field, wire_type, where)
+            raise ProtobufDecodeError("end-group tag without a start-group", data, tag_pos, field, wire_type, where)
         if wire_type == WIRE_START_GROUP:
             value, pos = None, _skip_group(data, pos, end, where, field)
         else:
@@ -9334,8 +9178,7 @@ def _expect(data, offset, field, wire_type, expected, where, name):
 
 
 def _once(seen, data, offset, field, wire_type, where, name):
-    # Valid protobuf lets a later copy win or merge; no correct encoder writes
-    # two, so a repeat here is reported rather than silently resolved.
+    # Protobuf lets a later copy win or merge; no correct encoder writes two, so a repeat is an error here.
     if field in seen:
         raise ProtobufDecodeError("%s appears twice" % name, data, offset, field, wire_type, where)
     seen.add(field)
@@ -9350,22 +9193,17 @@ def _utf8_at(data, span, offset, field, where, name):
 
 
 def decode_value(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode serialized ``google.protobuf.Value`` bytes into a JSON value.
-
-    Strict: exactly one kind must be set, NaN/infinity and unknown fields are refused (ProtobufDecodeError).
-    Integral doubles within 2**53 come back as int.  Like every decoder here, it raises DecodeLimitError
-    rather than decode more than ``max_fields`` fields.
-    """
+    """Decode serialized ``google.protobuf.Value`` bytes into a JSON value; integral doubles within 2**53 come
+    back as int.  Strict: exactly one kind set, no NaN/infinity, no unknown field (else ProtobufDecodeError).
+    Like every decoder here, it raises DecodeLimitError rather than decode more than ``max_fields`` fields."""
     data = _as_bytes(data)
     return _decode_value(data, 0, len(data), "Value", 0, _FieldBudget(max_fields))
 
 
 def _decode_value(data, pos, end, where, depth, budget):
     if depth > MAX_VALUE_DEPTH:
-        raise ProtobufDecodeError("Value nested deeper than %d levels" % MAX_VALUE_DEPTH,
-                                  data, pos, where=where)
-    result = None
-    kind = None
+        raise ProtobufDecodeError("Value nested deeper than %d levels" % MAX_VALUE_DEPTH, data, pos, where=where)
+    kind = result = None
     for field, wire_type, offset, value in _iter_fields(data, pos, end, where, budget):
         if kind is not None:
             raise ProtobufDecodeError("Value sets more than one kind (already %s)" % kind,
@@ -9428,18 +9266,15 @@ def _decode_struct_entry(data, span, where, depth, budget):
     seen = set()
     for field, wire_type, offset, value in _iter_fields(data, span[0], span[1], where, budget):
         _once(seen, data, offset, field, wire_type, where, "map entry field %d" % field)
+        if field not in (1, 2):
+            raise ProtobufDecodeError("map entry has no field %d" % field, data, offset, field, wire_type, where)
+        _expect(data, offset, field, wire_type, WIRE_LEN, where, "map key" if field == 1 else "map value")
         if field == 1:
-            _expect(data, offset, field, wire_type, WIRE_LEN, where, "map key")
             key = _utf8_at(data, value, offset, field, where, "map key")
-        elif field == 2:
-            _expect(data, offset, field, wire_type, WIRE_LEN, where, "map value")
-            value_span = value
         else:
-            raise ProtobufDecodeError("map entry has no field %d" % field,
-                                      data, offset, field, wire_type, where)
+            value_span = value
     if value_span is None:
-        raise ProtobufDecodeError("map entry for key %s has no value" % json.dumps(key),
-                                  data, span[0], where=where)
+        raise ProtobufDecodeError("map entry for key %s has no value" % json.dumps(key), data, span[0], where=where)
     inner = "%s[%s]" % (where, json.dumps(key, ensure_ascii=False))
     return key, _decode_value(data, value_span[0], value_span[1], inner, depth, budget)
 
@@ -9457,25 +9292,17 @@ def _decode_list(data, pos, end, where, depth, budget):
     return result
 
 
-TOOL_DEFINITION_FIELDS = {1: "name", 2: "description", 3: "input_schema",
-                          4: "provider_identifier", 5: "tool_name"}
-MCP_INSTRUCTIONS_FIELDS = {1: "server_name", 2: "instructions", 3: "server_identifier"}
+# Messages of singular length-delimited fields: ({field number: name}, what an empty one decodes to).
+TOOL_DEFINITION = ({1: "name", 2: "description", 3: "input_schema", 4: "provider_identifier", 5: "tool_name"},
+                   {"name": "", "description": "", "input_schema": None, "provider_identifier": "", "tool_name": ""})
+MCP_INSTRUCTIONS = ({1: "server_name", 2: "instructions", 3: "server_identifier"},
+                    {"server_name": "", "instructions": ""})
 
 
-def _decode_definition(data, pos, end, where, budget):
-    tool = {"name": "", "description": "", "input_schema": None, "provider_identifier": "", "tool_name": ""}
-    return _decode_singular(data, pos, end, where, budget, TOOL_DEFINITION_FIELDS, tool)
-
-
-def _decode_instructions(data, pos, end, where, budget):
-    item = {"server_name": "", "instructions": ""}
-    return _decode_singular(data, pos, end, where, budget, MCP_INSTRUCTIONS_FIELDS, item)
-
-
-def _decode_singular(data, pos, end, where, budget, names, item):
-    """Fill ``item`` from singular length-delimited fields: strings, and input_schema a Value."""
-    # Unknown fields are skipped as protobuf-es skips them, so an error here
-    # is the same error Cursor's parser would report for the same bytes.
+def _decode_singular(data, pos, end, where, budget, message):
+    """Decode a ``message`` (as TOOL_DEFINITION) into a dict: strings, and input_schema a Value."""
+    # Unknown fields are skipped as protobuf-es skips them: an error here is the one Cursor's parser reports.
+    names, item = message[0], dict(message[1])
     seen = set()
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         name = names.get(field)
@@ -9492,43 +9319,36 @@ def _decode_singular(data, pos, end, where, budget, names, item):
 
 
 def _decode_repeated(data, pos, end, where, budget, fields, result):
-    """Append each message of a repeated field in ``fields`` ({number: (name, decoder)}) to ``result[name]``.
-
-    Other fields go to ``result["other_fields"]`` when ``result`` has that key, else they are skipped.
-    """
+    """Append each message of a repeated field in ``fields`` ({number: (name, message)}) to ``result[name]``;
+    other fields go to ``result["other_fields"]`` when ``result`` has that key, else they are skipped."""
     for field, wire_type, offset, span in _iter_fields(data, pos, end, where, budget):
         if field in fields:
-            name, decode = fields[field]
+            name, message = fields[field]
             _expect(data, offset, field, wire_type, WIRE_LEN, where, name)
             inner = "%s.%s[%d]" % (where, name, len(result[name]))
-            result[name].append(decode(data, span[0], span[1], inner, budget))
+            result[name].append(_decode_singular(data, span[0], span[1], inner, budget, message))
         elif "other_fields" in result:
             result["other_fields"].append({"field": field, "wire_type": wire_type, "offset": offset})
     return result
 
 
 def _decode_mcp_tools(data, pos, end, where, budget):
-    fields = {1: ("mcp_tools", _decode_definition)}
+    fields = {1: ("mcp_tools", TOOL_DEFINITION)}
     return _decode_repeated(data, pos, end, where, budget, fields, {"mcp_tools": []})["mcp_tools"]
 
 
 def decode_mcp_tools(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode a serialized ``McpTools`` message into a list of tool dicts.
-
-    Each dict has name, description, input_schema (decoded JSON, None when absent), provider_identifier and
-    tool_name.  Unknown fields are skipped like protobuf-es skips them; anything else malformed or mis-shaped
-    raises ProtobufDecodeError.
-    """
+    """Decode a serialized ``McpTools`` into a list of tool dicts: name, description, input_schema (decoded
+    JSON, None when absent), provider_identifier, tool_name.  Unknown fields are skipped as protobuf-es skips
+    them; anything else malformed or mis-shaped raises ProtobufDecodeError."""
     data = _as_bytes(data)
     return _decode_mcp_tools(data, 0, len(data), "McpTools", _FieldBudget(max_fields))
 
 
 def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode the tool part of an ``AgentRunRequest``: ``{"mcp_tools": ..., "other_fields": [...]}``.
-
-    mcp_tools is None when field 4 is absent (Cursor adds its native catalog), [] for the empty wrapper.
-    Other fields are listed by number, wire type and offset, not decoded.
-    """
+    """Decode the tool part of an ``AgentRunRequest``: ``{"mcp_tools": ..., "other_fields": [...]}``; mcp_tools is
+    None when field 4 is absent (Cursor adds its native catalog), [] for the empty wrapper.  Other fields are listed
+    by number, wire type and offset, not decoded."""
     data = _as_bytes(data)
     where = "AgentRunRequest"
     result = {"mcp_tools": None, "other_fields": []}
@@ -9545,12 +9365,10 @@ def decode_agent_run_request(data, max_fields=MAX_DECODED_FIELDS):
 
 
 def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14).
-
-    Returns ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``.
-    """
+    """Decode ``RequestContext.tools`` (field 7) and ``mcp_instructions`` (field 14) into
+    ``{"tools": [...], "mcp_instructions": [...], "other_fields": [...]}``."""
     data = _as_bytes(data)
-    fields = {7: ("tools", _decode_definition), 14: ("mcp_instructions", _decode_instructions)}
+    fields = {7: ("tools", TOOL_DEFINITION), 14: ("mcp_instructions", MCP_INSTRUCTIONS)}
     result = {"tools": [], "mcp_instructions": [], "other_fields": []}
     return _decode_repeated(data, 0, len(data), "RequestContext", _FieldBudget(max_fields), fields, result)
 
@@ -9559,19 +9377,16 @@ def decode_request_context(data, max_fields=MAX_DECODED_FIELDS):
 
 
 def decode_raw(data, max_fields=MAX_DECODED_FIELDS):
-    """Decode any protobuf message without its schema into ``{"field", "wire_type", "offset", <value>}`` dicts.
-
-    The value key is ``varint``, ``fixed64`` (+ ``double``), ``fixed32`` (+ ``float``), ``group`` (a nested
-    list), or for length-delimited fields ``string`` (UTF-8 text), ``message`` (a nested list, when the
-    payload parses as one) or ``bytes`` (hex).  Malformed input raises ProtobufDecodeError.
-    """
+    """Decode any protobuf message without its schema into ``{"field", "wire_type", "offset", <value>}`` dicts.  The
+    value key is ``varint``, ``fixed64`` (+ ``double``), ``fixed32`` (+ ``float``), ``group`` (a nested list), or for
+    length-delimited fields ``string`` (UTF-8 text), ``message`` (a nested list, when the payload parses as one) or
+    ``bytes`` (hex).  Malformed input raises ProtobufDecodeError."""
     data = _as_bytes(data)
-    fields, _ = _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))
-    return fields
+    return _decode_raw_fields(data, 0, len(data), 0, None, _FieldBudget(max_fields))[0]
 
 
 def _decode_raw_fields(data, pos, end, depth, group, budget):
-    """Parse data[pos:end]; inside a group, stop at its end tag and return the position."""
+    """Parse data[pos:end] into (fields, end position); inside a group, stop after its end tag."""
     fields = []
     where = "message" if group is None else "group %d" % group
     while pos < end:
@@ -9587,8 +9402,7 @@ def _decode_raw_fields(data, pos, end, depth, group, budget):
         pos = _decode_raw_value(data, pos, end, depth, item, where, budget)
         fields.append(item)
     if group is not None:
-        raise ProtobufDecodeError("data ends inside group %d" % group,
-                                  data, pos, group, WIRE_START_GROUP, where)
+        raise ProtobufDecodeError("data ends inside group %d" % group, data, pos, group, WIRE_START_GROUP, where)
     return fields, pos
 
 
@@ -9615,8 +9429,7 @@ def _decode_raw_value(data, pos, end, depth, item, where, budget):
 
 
 def _guess_payload(data, start, end, depth, budget):
-    # Text is the likelier reading when every byte is printable: a message
-    # almost always holds a control byte (small lengths, tags 0x08-0x1A).
+    # Text is the likelier reading when every byte is printable: a message almost always holds a control byte.
     payload = data[start:end]
     try:
         text = payload.decode("utf-8")
@@ -9639,28 +9452,22 @@ def _guess_payload(data, start, end, depth, budget):
 # Tool catalog: normalising tool lists, tool_choice filtering, Cursor names
 # ---------------------------------------------------------------------------
 
-# Clients describe tools in four dialects (Responses, Chat Completions, MCP,
-# Anthropic).  Everything downstream works on one normalised form:
+# Clients describe tools in four dialects (Responses, Chat Completions, MCP, Anthropic).  Everything
+# downstream works on one normalised form, which normalize_tools() accepts too (normalising twice is harmless):
 #
 #     {"type": "function" | "custom", "name": raw name, "namespace": ns (if any),
 #      "wire_name": ns + "__" + name or name, "description": str,
 #      "input_schema": JSON Schema object, "freeform": True (custom tools only)}
-#
-# normalize_tools() accepts that form too, so normalising twice is harmless.
 
 CURSOR_PROVIDER = "opencodex-responses"
 
-# Tools the model provider runs itself: they carry no schema a client could
-# execute, so they cannot be advertised as callable functions.
+# Tools the model provider runs itself carry no schema a client could execute: no callable function.
 HOSTED_TOOL_TYPES = frozenset([
     "web_search", "web_search_preview", "web_search_preview_2025_03_11", "image_generation", "file_search",
-    "code_interpreter", "computer_use_preview", "computer_use", "mcp", "local_shell",
-])
+    "code_interpreter", "computer_use_preview", "computer_use", "mcp", "local_shell"])
 # Anthropic's versioned built-in tools (bash_20250124, web_search_20250305...).
 DATED_TOOL_TYPE_RE = re.compile(r"^[a-z_]+_\d{8}\Z")
-
 SCHEMA_KEYS = ("parameters", "inputSchema", "input_schema")
-
 # Codex puts plain functions in a reserved namespace that is not part of their name.
 FLATTENED_NAMESPACES = frozenset(["functions"])
 
@@ -9698,11 +9505,9 @@ def _json_kind(value):
 
 
 def normalize_tools(tools, notes=None):
-    """Normalise a tool list, or any document split_catalog() accepts, in any client dialect.
-
-    Hosted tools without a schema and repeated wire names are dropped, each with a sentence in ``notes``
-    when a list is given, else logged.  A tool of unknown shape raises OcxError naming its index.
-    """
+    """Normalise a tool list, or any document split_catalog() accepts, in any client dialect.  Hosted tools without a
+    schema and repeated wire names are dropped, each with a sentence in ``notes`` when a list is given, else logged.
+    A tool of unknown shape raises OcxError naming its index."""
     if not isinstance(tools, list):
         tools = split_catalog(tools)[0]
     own_notes = [] if notes is None else notes
@@ -9732,15 +9537,13 @@ def _normalize_entry(tool, where, namespace, notes):
         return _normalize_namespace(tool, where, namespace, notes)
     if kind in HOSTED_TOOL_TYPES or (isinstance(kind, str) and DATED_TOOL_TYPE_RE.match(kind)
                                      and not _has_schema(tool)):
-        notes.append("dropped hosted tool %s (%s): it has no schema a client can run"
-                     % (where, kind))
+        notes.append("dropped hosted tool %s (%s): it has no schema a client can run" % (where, kind))
         return []
     name = tool.get("name")
     if name is None and kind == "tool_search":
         name = "tool_search"
     if not isinstance(name, str) or not name:
-        raise OcxError("%s: unknown tool shape: no \"name\" string (type %s)"
-                       % (where, json.dumps(kind)))
+        raise OcxError("%s: unknown tool shape: no \"name\" string (type %s)" % (where, json.dumps(kind)))
     return [_normalized(tool, where, name, tool.get("namespace", namespace), kind)]
 
 
@@ -9766,13 +9569,11 @@ def _normalized(tool, where, name, namespace, kind):
         raise OcxError("%s: \"namespace\" must be a non-empty string" % where)
     if namespace in FLATTENED_NAMESPACES:
         namespace = None
-    description = tool.get("description")
-    if description is None:
-        description = ""
+    description = "" if tool.get("description") is None else tool["description"]
     if not isinstance(description, str):
         raise OcxError("%s: \"description\" must be a string" % where)
-    # OpenAI's freeform tools are "custom" without a schema; Anthropic's
-    # "custom" tools do carry input_schema and are ordinary functions.
+    # OpenAI's freeform tools are "custom" without a schema; Anthropic's "custom" tools carry input_schema
+    # and are ordinary functions.
     freeform = kind == "custom" and (tool.get("freeform") is True or not _has_schema(tool))
     item = {"type": "custom" if freeform else "function", "name": name}
     if namespace:
@@ -9792,11 +9593,8 @@ def _schema_of(tool):
 
 
 def filter_tools(tools, tool_choice):
-    """The tools a ``tool_choice`` (any dialect; see tool_choice_names) allows, in catalog order.
-
-    A named choice or ``allowed_tools`` keeps the tools matching a listed name by raw name, wire name
-    (``ns__name``) or ``ns.name``; the allowed_tools ``mode`` does not change which tools are kept.
-    """
+    """The tools a ``tool_choice`` (any dialect; see tool_choice_names) allows, in catalog order: those matching
+    a listed name by raw name, wire name (``ns__name``) or ``ns.name``; an allowed_tools ``mode`` changes none."""
     tools = normalize_tools(tools)
     names = tool_choice_names(tool_choice)
     if names is None:
@@ -9870,11 +9668,8 @@ def _tool_definition(tool, provider_identifier):
 
 
 def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDER):
-    """Serialize a catalog (as normalize_tools() takes it, filtered by ``tool_choice``) as Cursor's ``McpTools``.
-
-    Each tool's ``name`` and ``tool_name`` are its wire name.  Crossing Cursor's limits logs a warning;
-    nothing is truncated.
-    """
+    """Serialize a catalog (as normalize_tools() takes it, filtered by ``tool_choice``) as Cursor's ``McpTools``,
+    each tool's ``name`` and ``tool_name`` its wire name.  Crossing Cursor's limits logs a warning; nothing is cut."""
     selected = filter_tools(tools, tool_choice)
     # McpTools { repeated McpToolDefinition mcp_tools = 1 }
     data = b"".join(encode_bytes_field(1, _tool_definition(tool, provider_identifier)) for tool in selected)
@@ -9883,14 +9678,10 @@ def encode_mcp_tools(tools, tool_choice=None, provider_identifier=CURSOR_PROVIDE
     return data
 
 
-def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None,
-                           provider_identifier=CURSOR_PROVIDER):
-    """Serialize the second channel, ``RequestContext``, with only tool fields set.
-
-    ``mcp_instructions`` is None, a string (under ``provider_identifier`` as server name), a
-    ``{"server_name", "instructions"}`` dict or a list of those.  Cursor describes these tools to the
-    model but does not make them callable: that takes AgentRunRequest.mcp_tools.
-    """
+def encode_request_context(tools=(), mcp_instructions=None, tool_choice=None, provider_identifier=CURSOR_PROVIDER):
+    """Serialize the second channel, ``RequestContext``, with only tool fields set.  ``mcp_instructions`` is None, a
+    string (under ``provider_identifier`` as server name), a ``{"server_name", "instructions"}`` dict or a list of
+    those.  Cursor describes these tools to the model but does not make them callable (AgentRunRequest.mcp_tools)."""
     selected = filter_tools(tools, tool_choice) if tools else []
     parts = [encode_bytes_field(7, _tool_definition(tool, provider_identifier)) for tool in selected]
     # McpInstructions { server_name = 1; instructions = 2 }
@@ -9939,11 +9730,9 @@ def normalize_cursor_wire_name(name, provider_identifier=CURSOR_PROVIDER):
 # Capture: capture-only MCP bridge (advertise a catalog, record calls)
 # ---------------------------------------------------------------------------
 
-# An agent CLI run with its built-in tools off has no legitimate way to ask
-# for a tool.  This MCP server gives it one: it advertises exactly the
-# caller's catalog, turns each tools/call into an OpenAI Responses
-# function_call line and never runs anything.  Execution, approval and
-# sandboxing stay with the outer client.
+# An agent CLI run with its built-in tools off has no legitimate way to ask for a tool.  This MCP server gives it
+# one: it advertises exactly the caller's catalog, turns each tools/call into an OpenAI Responses function_call line
+# and never runs anything.  Execution, approval and sandboxing stay with the outer client.
 
 
 CAPTURE_MAX_CATALOG_BYTES = 2 * 1024 * 1024
@@ -9955,8 +9744,8 @@ CAPTURE_SERVER_NAME = "opencodex"   # defaults of --server-name, --max-calls, --
 CAPTURE_MAX_CALLS = 16
 CAPTURE_MAX_ARGUMENT_BYTES = 65536
 
-# mcp__<server>__<alias> must stay a function name agent CLIs can send their
-# model (openai's function_name_chars in CLIENTS): 5 + 17 + 2 + 40 = 64.
+# mcp__<server>__<alias> must stay a function name agent CLIs can send their model (openai's function_name_chars
+# in CLIENTS): 5 + 17 + 2 + 40 = 64.
 ALIAS_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}\Z")
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,17}\Z")
 ALIAS_HASH_CHARS = 16
@@ -9964,10 +9753,8 @@ ALIAS_PREFIX_CHARS = 40 - 1 - ALIAS_HASH_CHARS
 
 
 def load_capture_catalog(path, tool_choice=None):
-    """Read, bound-check (the CAPTURE_MAX_* limits) and filter a catalog file; return (tools, tool_choice used).
-
-    ``tool_choice`` None means the document's own.  A violation raises OcxError naming the limit.
-    """
+    """Read, bound-check (the CAPTURE_MAX_* limits) and filter a catalog file into (tools, tool_choice used);
+    ``tool_choice`` None means the document's own.  A violation raises OcxError naming the limit."""
     data = _read_bounded_regular_file(path, CAPTURE_MAX_CATALOG_BYTES)
     document = load_json_strict(data, "catalog %s" % path)
     tools, body_choice = split_catalog(document)
@@ -9979,8 +9766,7 @@ def load_capture_catalog(path, tool_choice=None):
     if not selected and choice in ("required", {"type": "any"}):
         raise OcxError("tool_choice requires a tool call but the catalog has no tool")
     if len(selected) > CAPTURE_MAX_TOOLS:
-        raise OcxError("catalog limit: %d tools to advertise, at most %d"
-                       % (len(selected), CAPTURE_MAX_TOOLS))
+        raise OcxError("catalog limit: %d tools to advertise, at most %d" % (len(selected), CAPTURE_MAX_TOOLS))
     for tool in selected:
         _check_capture_schema(tool)
     for note in notes:  # only once the catalog is accepted, so an error stays one line
@@ -9989,10 +9775,9 @@ def load_capture_catalog(path, tool_choice=None):
 
 
 def _read_bounded_regular_file(path, limit):
-    # O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
+        # O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise OcxError("cannot open catalog %s: %s" % (path, exc.strerror or exc))
     try:
@@ -10000,8 +9785,7 @@ def _read_bounded_regular_file(path, limit):
         if not stat.S_ISREG(before.st_mode):
             raise OcxError("catalog limit: %s is not a regular file" % path)
         if before.st_size > limit:
-            raise OcxError("catalog limit: %s is %d bytes, at most %d"
-                           % (path, before.st_size, limit))
+            raise OcxError("catalog limit: %s is %d bytes, at most %d" % (path, before.st_size, limit))
         with open(fd, "rb", buffering=0, closefd=False) as stream:
             data = read_at_most(stream, limit + 1)
         after = os.fstat(fd)
@@ -10011,8 +9795,7 @@ def _read_bounded_regular_file(path, limit):
         os.close(fd)
     if len(data) > limit:
         raise OcxError("catalog limit: %s grew past %d bytes while being read" % (path, limit))
-    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) \
-            or len(data) != before.st_size:
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(data) != before.st_size:
         raise OcxError("catalog %s changed while being read" % path)
     return data
 
@@ -10036,10 +9819,7 @@ def _check_capture_schema(tool):
 def capture_aliases(wire_names):
     """Map each wire name to an alias matching ALIAS_RE: itself when it fits (reserved first), else a cleaned
     prefix and a sha256 digest, assigned in sorted order and re-hashed on a clash (catalog order is moot)."""
-    aliases = {}
-    for name in wire_names:
-        if ALIAS_RE.match(name):
-            aliases[name] = name
+    aliases = {name: name for name in wire_names if ALIAS_RE.match(name)}
     taken = set(aliases.values())
     for name in sorted(set(wire_names) - set(aliases)):
         for attempt in itertools.count():
@@ -10053,7 +9833,6 @@ def capture_aliases(wire_names):
 
 def _hashed_alias(name, attempt):
     import hashlib  # lazily, as in Spill.stem: it loads OpenSSL
-
     seed = name if attempt == 0 else "%s\x00%d" % (name, attempt)
     digest = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()
     prefix = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:ALIAS_PREFIX_CHARS]
@@ -10066,11 +9845,9 @@ def capture_allowed_tools(server_name, aliases):
 
 
 class CaptureSession:
-    """One capture-only MCP session, independent of any transport.
-
-    ``handle_line`` takes one JSON-RPC line and returns the messages to send back.  Accepted calls and
-    refusals are written to ``out`` (binary) as NDJSON at once; ``failed`` turns true on the first refusal.
-    """
+    """One capture-only MCP session, independent of any transport: ``handle_line`` takes one JSON-RPC line and
+    returns the messages to send back.  Accepted calls and refusals are written to ``out`` (binary) as NDJSON at
+    once; ``failed`` turns true on the first refusal."""
 
     def __init__(self, tools, out, server_name=CAPTURE_SERVER_NAME, max_calls=CAPTURE_MAX_CALLS,
                  max_argument_bytes=CAPTURE_MAX_ARGUMENT_BYTES, reply="pending", page_size=50):
@@ -10081,20 +9858,15 @@ class CaptureSession:
         self.reply = reply
         self.page_size = page_size
         aliases = capture_aliases([tool["wire_name"] for tool in tools])
-        self.by_alias = {}
-        self.listing = []
-        for tool in tools:
-            alias = aliases[tool["wire_name"]]
-            self.by_alias[alias] = tool
-            self.listing.append(_mcp_tool_entry(alias, tool))
+        self.by_alias = {aliases[tool["wire_name"]]: tool for tool in tools}
+        self.listing = [_mcp_tool_entry(alias, tool) for alias, tool in self.by_alias.items()]
         self.initialized = False
         self.calls = 0
         self.failed = False
 
     def handle_line(self, line):
         if line is None:
-            return [self._refuse(None, INVALID_REQUEST, "line_too_large",
-                                 "message longer than the line limit")]
+            return [self._refuse(None, INVALID_REQUEST, "line_too_large", "message longer than the line limit")]
         if not line.strip():
             return []
         try:
@@ -10114,8 +9886,7 @@ class CaptureSession:
             return None  # this server sends no requests; a stray answer changes nothing
         if kind is None:
             msg_id = message.get("id") if isinstance(message, dict) else None
-            return self._refuse(msg_id, INVALID_REQUEST, "invalid_request",
-                                "not a JSON-RPC request or notification")
+            return self._refuse(msg_id, INVALID_REQUEST, "invalid_request", "not a JSON-RPC request or notification")
         method = message["method"]
         if kind == "notification":
             if method == "tools/call":
@@ -10143,16 +9914,14 @@ class CaptureSession:
             "protocolVersion": served_version(requested),
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": self.server_name, "version": __version__},
-            "instructions": "Tools here are captured for the client to run; results come in "
-                            "the next turn.",
+            "instructions": "Tools here are captured for the client to run; results come in the next turn.",
         })
 
     def _list(self, msg_id, params):
         cursor = params.get("cursor") if isinstance(params, dict) else None
         start = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not re.match(r"[0-9]{1,9}\Z", cursor) \
-                    or int(cursor) > len(self.listing):
+            if not isinstance(cursor, str) or not re.match(r"[0-9]{1,9}\Z", cursor) or int(cursor) > len(self.listing):
                 return error_response(msg_id, INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
         end = start + self.page_size
@@ -10164,34 +9933,27 @@ class CaptureSession:
     def _call(self, msg_id, params):
         name = params.get("name") if isinstance(params, dict) else None
         if not self.initialized:
-            return self._refuse(msg_id, INVALID_REQUEST, "not_initialized",
-                                "tools/call before initialize", name)
+            return self._refuse(msg_id, INVALID_REQUEST, "not_initialized", "tools/call before initialize", name)
         tool = self.by_alias.get(name) if isinstance(name, str) else None
         if tool is None:
             shown = name if isinstance(name, str) else dumps(name)
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
             return self._refuse(msg_id, INVALID_PARAMS, "unknown_tool", "unknown tool: %s" % shown, name)
-        arguments = params.get("arguments", {})
-        if arguments is None:
-            arguments = {}
+        arguments = {} if params.get("arguments") is None else params["arguments"]
         if not isinstance(arguments, dict):
-            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments",
-                                "arguments must be a JSON object", name)
+            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments", "arguments must be a JSON object", name)
         text = dumps(arguments)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_argument_bytes:
-            return self._refuse(msg_id, INVALID_PARAMS, "arguments_too_large",
-                                "arguments are %d bytes, over --max-argument-bytes %d"
-                                % (size, self.max_argument_bytes), name)
+            return self._refuse(msg_id, INVALID_PARAMS, "arguments_too_large", "arguments are %d bytes, over "
+                                "--max-argument-bytes %d" % (size, self.max_argument_bytes), name)
         if self.calls >= self.max_calls:
             return self._refuse(msg_id, CAPTURE_REFUSED, "too_many_calls",
-                                "more than --max-calls %d calls in this session" % self.max_calls,
-                                name)
+                                "more than --max-calls %d calls in this session" % self.max_calls, name)
         record = _call_record(tool, arguments, text)
         if record is None:
-            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments",
-                                "freeform tool %s takes one string argument \"input\""
-                                % tool["wire_name"], name)
+            return self._refuse(msg_id, INVALID_PARAMS, "bad_arguments", "freeform tool %s takes one string "
+                                "argument \"input\"" % tool["wire_name"], name)
         self.calls += 1
         self._write(record)
         log.info("captured %s: %s" % (record["call_id"], tool["wire_name"]))
@@ -10233,10 +9995,8 @@ def _call_record(tool, arguments, text):
     if tool.get("freeform"):
         if set(arguments) != set(["input"]) or not isinstance(arguments["input"], str):
             return None
-        return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"],
-                "input": arguments["input"]}
-    return {"type": "function_call", "call_id": call_id, "name": tool["wire_name"],
-            "arguments": text}
+        return {"type": "custom_tool_call", "call_id": call_id, "name": tool["wire_name"], "input": arguments["input"]}
+    return {"type": "function_call", "call_id": call_id, "name": tool["wire_name"], "arguments": text}
 
 
 def check_capture_output(spec):
@@ -10253,8 +10013,7 @@ def check_capture_output(spec):
     try:
         os.fstat(number)
     except OSError as exc:
-        raise UsageError("--out %s is not an open file descriptor (%s)"
-                         % (spec, exc.strerror or exc))
+        raise UsageError("--out %s is not an open file descriptor (%s)" % (spec, exc.strerror or exc))
 
 
 def open_capture_output(spec):
@@ -10309,23 +10068,18 @@ SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
-# Keywords Codex removes from a tool's schema that constrain a value
-# ("title", "examples" are dropped too but constrain nothing).
-CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
-                          "maxItems", "not", "if", "then", "else", "patternProperties", "dependencies",
-                          "contentEncoding")
-# The rules of clients that take so many tools per request across all servers (their
-# model_tools in CLIENTS; Cursor's depend on its version: check_cursor_tool_count).
+# Keywords Codex removes from a tool's schema that constrain a value ("title", "examples" go too, constraining nothing).
+CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength", "maxItems",
+                          "not", "if", "then", "else", "patternProperties", "dependencies", "contentEncoding")
+# The rules of clients that take so many tools per request across all servers (their model_tools in CLIENTS;
+# Cursor's depend on its version: check_cursor_tool_count).
 TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
 
 
 class Finding:
-    """One problem: severity, where (JSON pointer), what, and which clients it breaks.
-
-    A finding made by a client rule names it (``rule``, a key of CATALOG_RULES)
-    and carries its ``source``: {"ref": report or note, "observed": client version}.
-    """
+    """One problem: severity, where (JSON pointer), what, and which clients it breaks.  A client rule's finding
+    names it (``rule``, a key of CATALOG_RULES) with its ``source``: {"ref": report or note, "observed": version}."""
 
     SEVERITIES = ("error", "warning", "info")
 
@@ -10352,13 +10106,9 @@ class Finding:
 
 
 class CatalogChecker:
-    """Applies the rules to a catalog snapshot and collects Findings.
-
-    The snapshot is ``{"initialize": result, "tools": [...], "prompts": [...],
-    "resources": [...], "resourceTemplates": [...]}``, with ``"discover"``
-    (the server/discover result) instead of ``"initialize"`` for a server
-    checked in the modern era; pointers refer to it.
-    """
+    """Applies the rules to a catalog snapshot, which pointers refer to, and collects Findings.  The snapshot is
+    ``{"initialize": result, "tools": [...], "prompts", "resources", "resourceTemplates": [...]}``, with
+    ``"discover"`` (the server/discover result) instead of ``"initialize"`` for a server checked in the modern era."""
 
     def __init__(self, server_name=None):
         self.server_name = server_name
@@ -10372,8 +10122,7 @@ class CatalogChecker:
     def add_rule(self, rule, pointer, message, tool=None):
         """A finding of the client rule ``rule``: its severity, clients and source come from CATALOG_RULES."""
         row = CATALOG_RULES[rule]
-        self.add(row.severity, pointer, message, row.clients, tool, rule,
-                 {"ref": row.ref, "observed": row.observed})
+        self.add(row.severity, pointer, message, row.clients, tool, rule, {"ref": row.ref, "observed": row.observed})
 
     def check(self, snapshot, requested_version=None):
         if "initialize" in snapshot:
@@ -10381,9 +10130,10 @@ class CatalogChecker:
         if "discover" in snapshot:
             self.check_discover(snapshot["discover"])
         self.check_tools(snapshot.get("tools") or [])
-        self.check_named_items(snapshot.get("prompts") or [], "prompts", "name")
-        self.check_named_items(snapshot.get("resources") or [], "resources", "uri")
-        self.check_named_items(snapshot.get("resourceTemplates") or [], "resourceTemplates", "uriTemplate")
+        for key, field in (("prompts", "name"), ("resources", "uri"), ("resourceTemplates", "uriTemplate")):
+            for index, item in enumerate(snapshot.get(key) or []):
+                if not isinstance(item, dict) or not isinstance(item.get(field), str):
+                    self.add("error", json_pointer(key, index), "%s entry has no %s string" % (key, field))
         return self.findings
 
     # -- conformance ---------------------------------------------------------
@@ -10396,13 +10146,11 @@ class CatalogChecker:
         if not isinstance(version, str):
             self.add("error", "/initialize/protocolVersion", "initialize result has no protocolVersion string")
         elif version not in PROTOCOL_VERSIONS:
-            self.add("error", "/initialize/protocolVersion",
-                     "server negotiated unknown protocol version %r (known: %s)"
-                     % (version, ", ".join(PROTOCOL_VERSIONS)))
+            self.add("error", "/initialize/protocolVersion", "server negotiated unknown protocol version %r "
+                     "(known: %s)" % (version, ", ".join(PROTOCOL_VERSIONS)))
         elif requested_version and version != requested_version:
-            self.add("info", "/initialize/protocolVersion",
-                     "server answered protocol %s to our %s (allowed: clients accept an older version "
-                     "they support)" % (version, requested_version))
+            self.add("info", "/initialize/protocolVersion", "server answered protocol %s to our %s (allowed: "
+                     "clients accept an older version they support)" % (version, requested_version))
         if not isinstance(result.get("capabilities"), dict):
             self.add("error", "/initialize/capabilities", "initialize result has no capabilities object")
         info = result.get("serverInfo")
@@ -10414,13 +10162,8 @@ class CatalogChecker:
         if not isinstance(result.get("capabilities"), dict):
             self.add("error", "/discover/capabilities", "server/discover result has no capabilities object")
         if not isinstance((server_info(result) or {}).get("name"), str):
-            self.add("info", json_pointer("discover", "_meta", META_SERVER_INFO),
-                     "server/discover result names no server (clients show none)")
-
-    def check_named_items(self, items, key, field):
-        for index, item in enumerate(items):
-            if not isinstance(item, dict) or not isinstance(item.get(field), str):
-                self.add("error", json_pointer(key, index), "%s entry has no %s string" % (key, field))
+            self.add("info", json_pointer("discover", "_meta", META_SERVER_INFO), "server/discover result names no "
+                     "server (clients show none)")
 
     # -- tools ---------------------------------------------------------------
 
@@ -10437,8 +10180,7 @@ class CatalogChecker:
                 self.add("error", base + "/name", "tool has no name string")
                 continue
             if name in seen:
-                self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]),
-                         tool=name)
+                self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]), tool=name)
             seen.setdefault(name, base)
             clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENTS["openai"]["facts"]["function_name_chars"]]
             sanitized.setdefault(clean, set()).add(name)
@@ -10464,14 +10206,12 @@ class CatalogChecker:
                      tool=tool)
         odd = sorted(set(re.sub(r"[A-Za-z0-9_-]", "", name)))
         if odd:
-            self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and "
-                          "Cursor take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN),
-                          tool=tool)
+            self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and Cursor "
+                          "take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN), tool=tool)
         limit = CLIENTS["openai"]["facts"]["function_name_chars"]
         if len(name) > limit:
-            self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and "
-                          "Claude Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN),
-                          tool=tool)
+            self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and Claude "
+                          "Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN), tool=tool)
         limit = CLIENTS["vscode"]["facts"]["name_chars"]
         if len(name) > limit:
             self.add_rule("vscode-name-cut", pointer, "name has %d characters: VS Code cuts it to %d"
@@ -10505,8 +10245,8 @@ class CatalogChecker:
         for rule, client in TOOL_COUNT_CAPS:
             cap = CLIENTS[client]["facts"]["model_tools"]
             if count > cap:
-                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers"
-                              % (count, CLIENTS[client]["display"], cap))
+                self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers" % (
+                    count, CLIENTS[client]["display"], cap))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -10518,8 +10258,8 @@ class CatalogChecker:
         self.check_mcp_tools_size(size, len(valid), "/tools")
 
     def check_cursor_tool_count(self, count, pointer, together=""):
-        """Cursor's tool count rules for ``count`` tools: of one catalog, or ``together`` (" in all")
-        those of every server a configuration loads (combined_findings)."""
+        """Cursor's tool count rules for ``count`` tools: of one catalog, or ``together`` (" in all") those of every
+        server a configuration loads (combined_findings)."""
         cursor = CLIENTS["cursor"]["facts"]
         if count > cursor["model_tools"]:
             self.add_rule("cursor-tool-count", pointer, "%d tools%s: Cursor sends at most %d to the model (older "
@@ -10538,8 +10278,8 @@ class CatalogChecker:
                           % (size, count, together, cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]))
 
     def check_repetition(self, tools):
-        """One note for inputSchema blocks that repeat across the catalog: their
-        bytes go to the model with every request (outputSchemas mostly do not)."""
+        """One note for inputSchema blocks that repeat across the catalog: their bytes go to the model with every
+        request (outputSchemas mostly do not)."""
         schemas = [(json_pointer("tools", index, "inputSchema"), tool["inputSchema"])
                    for index, tool in enumerate(tools) if isinstance(tool, dict) and "inputSchema" in tool]
         counts = collections.Counter()
@@ -10568,8 +10308,8 @@ class CatalogChecker:
     # -- schemas -------------------------------------------------------------
 
     def check_root_schema(self, schema, pointer, tool, model_facing=True):
-        """Check a tool's inputSchema (``model_facing``: clients hand it to the
-        model API, whose rules apply too) or outputSchema."""
+        """Check a tool's inputSchema (``model_facing``: clients hand it to the model API, whose rules apply too) or
+        outputSchema."""
         if not isinstance(schema, dict):
             self.add("error", pointer, "schema is not an object", tool=tool)
             return
@@ -10587,8 +10327,8 @@ class CatalogChecker:
                           "the function" % "/".join(combinators), tool=tool)
         size = len(dumps(schema))
         if size > SCHEMA_SIZE_LIMIT:
-            self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit "
-                     "client size limits" % size, tool=tool)
+            self.add("warning", pointer, "schema is %d characters of JSON; large schemas cost context and hit client "
+                     "size limits" % size, tool=tool)
         self.depth_reported = False
         self.model_hits = collections.OrderedDict() if model_facing else None
         self.check_schema(schema, pointer, tool, schema, 0)
@@ -10632,11 +10372,10 @@ class CatalogChecker:
             self.check_items(node["items"], pointer + "/items", tool, root, depth)
 
     def check_model_rules(self, node, pointer, depth):
-        """Note where one node of an inputSchema breaks a model API's or client's
-        rule; report_model_hits turns the notes into one finding per rule."""
+        """Note where one node of an inputSchema breaks a model API's or client's rule; report_model_hits turns the
+        notes into one finding per rule."""
         def hit(rule, key, what):
             self.model_hits.setdefault(rule, []).append((pointer + json_pointer(key), what))
-
         kind = node.get("type")
         if isinstance(kind, list) and len(kind) > 1:
             hit("cursor-type-array", "type", json.dumps(kind))
@@ -10657,8 +10396,8 @@ class CatalogChecker:
                 hit("codex-dropped-keywords", key, key)
 
     def report_model_hits(self, tool):
-        """One finding per rule a schema breaks, at its first place: a schema
-        generator repeats a construct everywhere, and one line says enough."""
+        """One finding per rule a schema breaks, at its first place: a schema generator repeats a construct
+        everywhere, and one line says enough."""
         for rule, hits in self.model_hits.items():
             what = list(collections.OrderedDict.fromkeys(what for _, what in hits))
             places = " (%d places)" % len(hits) if len(hits) > 1 else ""
@@ -10672,16 +10411,16 @@ class CatalogChecker:
         names = value if isinstance(value, list) else [value]
         bad = [n for n in names if not isinstance(n, str) or n not in JSON_SCHEMA_TYPES]
         if bad or not names or (isinstance(value, list) and len(set(map(str, names))) != len(names)):
-            self.add("error", pointer + "/type", "invalid type %s (use one of %s, or an array of unique ones)"
-                     % (json.dumps(value), ", ".join(sorted(JSON_SCHEMA_TYPES))), tool=tool)
+            self.add("error", pointer + "/type", "invalid type %s (use one of %s, or an array of unique ones)" % (
+                json.dumps(value), ", ".join(sorted(JSON_SCHEMA_TYPES))), tool=tool)
 
     def check_required(self, node, pointer, tool):
         if "required" not in node:
             return
         required = node["required"]
         if not isinstance(required, list):
-            self.add("error", pointer + "/required", "required must be an array of property names, not %s"
-                     % type_name(required), tool=tool)
+            self.add("error", pointer + "/required", "required must be an array of property names, not %s" % (
+                type_name(required)), tool=tool)
             return
         properties = node.get("properties")
         closed = node.get("additionalProperties") is False
@@ -10705,8 +10444,8 @@ class CatalogChecker:
             self.check_schema(items, pointer, tool, root, depth + 1)
         else:
             hint = ' (did you mean {"type": %s}?)' % json.dumps(items) if items in JSON_SCHEMA_TYPES else ""
-            self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s"
-                     % (type_name(items), hint), tool=tool)
+            self.add("error", pointer, "items must be a schema or an array of schemas, not %s%s" % (
+                type_name(items), hint), tool=tool)
 
     def check_keyword_values(self, node, pointer, tool, root):
         if "enum" in node and (not isinstance(node["enum"], list) or not node["enum"]):
@@ -10745,25 +10484,20 @@ class CatalogChecker:
             except KeyError:
                 self.add("error", pointer, "$ref %r does not resolve inside this schema" % ref, tool=tool)
         else:
-            self.add("warning", pointer, "$ref %r points outside the schema; clients do not fetch it" % ref,
-                     tool=tool)
+            self.add("warning", pointer, "$ref %r points outside the schema; clients do not fetch it" % ref, tool=tool)
 
     def check_big_integers(self, value, pointer, tool):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
             self.add_rule("big-integer", pointer, "integer %d is beyond 2^53: it loses precision in protobuf Value "
                           "(Cursor) and JavaScript clients" % value, tool=tool)
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self.check_big_integers(item, pointer + json_pointer(index), tool)
-        elif isinstance(value, dict):
-            for key, item in value.items():
+        elif isinstance(value, (list, dict)):
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
                 self.check_big_integers(item, pointer + json_pointer(key), tool)
 
 
 def schema_blocks(node, pointer, stop=None):
-    """(pointer, (size, hash)) of every object in a schema of at least
-    REPEATED_BLOCK_BYTES of compact JSON, outermost first; with ``stop``,
-    only the blocks it accepts and nothing inside them."""
+    """(pointer, (size, hash)) of every object in a schema of at least REPEATED_BLOCK_BYTES of compact JSON, outermost
+    first; with ``stop``, only the blocks it accepts and nothing inside them."""
     children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     if isinstance(node, dict):
         text = json.dumps(node, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
