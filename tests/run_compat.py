@@ -8,9 +8,14 @@ hypothesis profile.  A version that is not on the machine is *skipped*; a
 version whose venv or packages cannot be installed runs the smoke script only.
 Prints a summary table; exits 1 when any smoke run or suite failed.
 
-    python tests/run_compat.py [--versions 3.8,3.12] [--no-pytest]
+    python tests/run_compat.py [--versions 3.8,3.12] [--no-pytest] [--jobs 2] [--suite-ran-with .venv/bin/python]
+
+``--jobs 2`` checks two versions at once (the suite waits on sockets and timers more
+than it computes); ``--suite-ran-with`` names the interpreter ``make test`` ran the whole
+suite with, whose version then gets the smoke script only (.ci/run passes both).
 """
 import argparse
+import concurrent.futures
 import glob
 import os
 import re
@@ -104,49 +109,71 @@ def summary_of(output):
     return "no summary"
 
 
+def check_version(version, args, env, logs):
+    """One row of the matrix for ``version``: (row, failures)."""
+    python = find_interpreter(version)
+    if python is None:
+        print("compat %s: not on this machine, skipped" % version, flush=True)
+        return (version, "-", "skipped (not installed)", "skipped", ""), 0
+    print("compat %s: %s" % (version, python), flush=True)
+    failures = 0
+    status, seconds, output = run([python, "tests/smoke.py"], 180, log=os.path.join(logs, version + "-smoke.log"))
+    counts = (re.findall(r"^(\d+ passed, \d+ failed)$", output, re.M) or ["?"])[-1]
+    smoke = ("ok" if status == 0 else "FAILED") + " (%s, %.1fs)" % (counts, seconds)
+    if status != 0:
+        failures += 1
+        print(output)
+    if args.no_pytest:
+        suite = "not run (--no-pytest)"
+    elif version == args.suite_ran:
+        suite = "ran by make test (%s)" % args.suite_ran
+    else:
+        vpy, reason = ensure_venv(version, python)
+        if vpy is None:
+            suite = "skipped (%s)" % reason
+        else:
+            status, seconds, output = run([vpy, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "tests"],
+                                          1200, env=env, log=os.path.join(logs, version + "-pytest.log"))
+            suite = ("ok" if status == 0 else "FAILED") + " (%s, %.0fs)" % (summary_of(output), seconds)
+            if status != 0:
+                failures += 1
+                print("compat %s:\n%s" % (version, "\n".join(output.strip().splitlines()[-60:])), flush=True)
+    full = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
+                          stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+    print("compat %s: smoke %s; pytest %s" % (version, smoke, suite), flush=True)
+    return (version, full, smoke, suite, python), failures
+
+
+def version_of(python):
+    """"3.X" of the interpreter ``python``, or None."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             stdout=subprocess.PIPE, universal_newlines=True, timeout=60)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--versions", help="comma-separated subset of %s" % ",".join(VERSIONS))
     parser.add_argument("--no-pytest", action="store_true", help="smoke script only")
+    parser.add_argument("--jobs", type=int, default=1, help="versions checked at once (default 1)")
+    parser.add_argument("--suite-ran-with", metavar="PYTHON",
+                        help="an interpreter the whole suite just ran with (make test's): its version gets "
+                             "the smoke script only")
     args = parser.parse_args(argv)
+    args.suite_ran = version_of(args.suite_ran_with) if args.suite_ran_with else None
     versions = args.versions.split(",") if args.versions else VERSIONS
     os.makedirs(VENV_ROOT, exist_ok=True)
     logs = os.path.join(VENV_ROOT, "logs")
     os.makedirs(logs, exist_ok=True)
     env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "compat"))
-    rows = []
-    failures = 0
     total_started = time.monotonic()
-    for version in versions:
-        python = find_interpreter(version)
-        if python is None:
-            rows.append((version, "-", "skipped (not installed)", "skipped", ""))
-            print("compat %s: not on this machine, skipped" % version, flush=True)
-            continue
-        print("compat %s: %s" % (version, python), flush=True)
-        status, seconds, output = run([python, "tests/smoke.py"], 180, log=os.path.join(logs, version + "-smoke.log"))
-        counts = (re.findall(r"^(\d+ passed, \d+ failed)$", output, re.M) or ["?"])[-1]
-        smoke = ("ok" if status == 0 else "FAILED") + " (%s, %.1fs)" % (counts, seconds)
-        if status != 0:
-            failures += 1
-            print(output)
-        suite = "not run (--no-pytest)"
-        if not args.no_pytest:
-            vpy, reason = ensure_venv(version, python)
-            if vpy is None:
-                suite = "skipped (%s)" % reason
-                print("compat %s: pytest %s" % (version, suite), flush=True)
-            else:
-                status, seconds, output = run([vpy, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "tests"],
-                                              1200, env=env, log=os.path.join(logs, version + "-pytest.log"))
-                suite = ("ok" if status == 0 else "FAILED") + " (%s, %.0fs)" % (summary_of(output), seconds)
-                if status != 0:
-                    failures += 1
-                    print("\n".join(output.strip().splitlines()[-60:]))
-        full = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
-                              stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
-        rows.append((version, full, smoke, suite, python))
-        print("compat %s: smoke %s; pytest %s" % (version, smoke, suite), flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda version: check_version(version, args, env, logs), versions))
+    rows = [row for row, _ in results]
+    failures = sum(count for _, count in results)
 
     print()
     print("Python compatibility matrix (ocx_proxy.py; logs in .venv-compat/logs)")
