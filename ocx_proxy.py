@@ -5132,8 +5132,7 @@ class AuthStore:
         return True
 
     def lookup(self, url):
-        """(path, document) of the tokens last stored for ``url`` (a server URL, or a resource), else
-        (None, None): its server file, then the tokens it names."""
+        """(path, document) of the tokens last stored for ``url`` (a server URL or a resource), else (None, None)."""
         pointer = self.read(self.path("server", url)) or {}
         issuer, resource = pointer.get("issuer"), pointer.get("resource")
         if pointer.get("url") != url or not isinstance(issuer, str) or not isinstance(resource, str):
@@ -5150,8 +5149,8 @@ class AuthStore:
             self.write(self.path("server", url), {"url": url, "issuer": issuer, "resource": resource})
 
     def tokens_for(self, url):
-        """Every token document stored for ``url`` (as resource or server URL), newest first: a scan,
-        for auth status and logout, that finds what earlier versions stored too."""
+        """Every token document stored for ``url`` (resource or server URL), newest first: a scan that finds
+        what earlier versions stored too."""
         where = self.open()
         if where is None:
             return []
@@ -5167,9 +5166,8 @@ class AuthStore:
 
 
 class LoginLock:
-    """An advisory lock (flock, or msvcrt on Windows) so that several relays for one server run one
-    login; the system drops it however the holder exits.  The file stays: unlinking it would let a
-    third relay lock a new file while a second holds the old."""
+    """An advisory lock (flock, or msvcrt on Windows) so that relays for one server run one login; the system
+    drops it however the holder exits.  The file stays (unlinked, a third relay could lock a new one)."""
 
     def __init__(self, path):
         self.path = path
@@ -5249,8 +5247,6 @@ class OAuthClient:
         self.refusal_said = None
         self._reload()
 
-    # -- what requests see -------------------------------------------------
-
     def access_token(self):
         """The access token to send (refreshed first when it is about to expire), or None."""
         with self.lock:
@@ -5306,8 +5302,6 @@ class OAuthClient:
             return ("authorization required: open this URL to log in, then retry: %s (or run `%s`)"
                     % (self.login_url, command))
         return "authorization required: run `%s`" % command
-
-    # -- tokens --------------------------------------------------------------
 
     def _reload(self):
         """The tokens as stored now (another relay may have refreshed or replaced them)."""
@@ -5373,8 +5367,6 @@ class OAuthClient:
         log.info("refreshed the access token for %s" % self.config.display_url)
         return True
 
-    # -- HTTP ------------------------------------------------------------------
-
     def _http(self, method, url, body=None, headers=()):
         """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).  Redirects
         are followed within the origin of ``url`` (one elsewhere is refused, said, its status returned), at most
@@ -5427,8 +5419,6 @@ class OAuthClient:
             if status == 200 and isinstance(doc, dict):
                 return url, doc
         return None, None
-
-    # -- discovery -------------------------------------------------------------
 
     def discover(self, params=None):
         """The authorization server's metadata, found through the protected-resource metadata (without it, as in
@@ -5490,11 +5480,8 @@ class OAuthClient:
             raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
                              % (what, self.config.display_url, quoted(url), problem))
 
-    # -- client identity ---------------------------------------------------------
-
     def _client_of(self, doc):
-        """The client that holds the tokens ``doc``, sending its secret as it did then: the configured
-        one, else the one registered at the issuer."""
+        """The client that holds the tokens ``doc``, sending its secret as it did then."""
         configured = self._configured_client(doc.get("client_auth"))
         if configured is not None and configured["client_id"] == doc.get("client_id"):
             return configured
@@ -5509,8 +5496,8 @@ class OAuthClient:
         return doc if doc and doc.get("issuer") == issuer else None
 
     def _configured_client(self, method=None):
-        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says
-        (default: client_secret_basic, or none without a secret)."""
+        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
+        client_secret_basic, or none without one)."""
         settings = self.settings
         if settings.client_file:
             try:
@@ -5562,8 +5549,7 @@ class OAuthClient:
         return (client, ports) if ports else (None, [])
 
     def register(self, metadata, redirect_uris, *grant_types):
-        """Dynamic Client Registration with ``redirect_uris`` for the code grant and ``grant_types`` too; the
-        client is stored for the issuer."""
+        """Dynamic Client Registration for the code grant and ``grant_types``; the client is stored for the issuer."""
         issuer = metadata["issuer"]
         endpoint = metadata.get("registration_endpoint")
         if not endpoint:
@@ -5618,8 +5604,7 @@ class OAuthClient:
         return self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
 
     def _token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
-        """POST to the token endpoint (or another ``what``): the answer, a dict with the strings ``wanted``,
-        else OAuthError, its ``error`` the endpoint's."""
+        """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
         status, doc = self._client_post(endpoint, fields, client)
         if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
             said = error_said(doc)
@@ -5628,10 +5613,8 @@ class OAuthClient:
             raise failure
         return doc
 
-    # -- the login ----------------------------------------------------------------
-
     def _start_login(self, params):
-        """Start the login thread unless one runs (called with self.lock held)."""
+        """Start the login thread unless one runs (with self.lock held)."""
         if self.login_thread is not None and self.login_thread.is_alive():
             return
         self.login_error = self.login_url = self.user_code = None
@@ -5649,10 +5632,8 @@ class OAuthClient:
             log.warning("login to %s failed: %s" % (self.config.display_url, self.login_error))
 
     def login(self, params=None, deadline=None, replacing=None):
-        """Run the whole login (or wait for another relay's): returns when tokens are stored.
-
-        ``replacing``: the ``saved_at`` of the tokens this login replaces (0: none; None: what is stored
-        now).  Tokens stored under another stamp are another relay's login, taken instead of a second."""
+        """Run the whole login (or wait for another relay's): returns when tokens are stored.  ``replacing``: the
+        ``saved_at`` of the tokens it replaces (0: none; None: what is stored now); others are another's login."""
         self.store.open(create=True).close()   # a refused directory: no login, nothing sent anywhere
         metadata = self.discover(params)
         issuer = metadata["issuer"]
@@ -5725,11 +5706,9 @@ class OAuthClient:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
 
-    # -- the device login (RFC 8628) -------------------------------------------
-
     def _device_wanted(self, metadata):
-        """Whether this login is a device login: asked for, or no browser can open here, and the
-        authorization server offers one (when it does not, that is said and the browser login runs)."""
+        """Whether this login is a device login: asked for, or no browser can open here, and the server
+        offers one (when it does not, that is said)."""
         if self.settings.device:
             why = "--oauth-device"
         elif not self.settings.browser:
@@ -5743,8 +5722,8 @@ class OAuthClient:
         return False
 
     def _device_client(self, metadata):
-        """The configured client, else our registration with the issuer when it has the device grant, else
-        a new one that has (with the redirect URIs of the one it replaces, for browser logins)."""
+        """The configured client, else our registration when it has the device grant, else a new one that has
+        (with the redirect URIs of the one it replaces)."""
         client = self.client_for(metadata)
         if client is not None:
             return client
@@ -5758,8 +5737,8 @@ class OAuthClient:
         return self.register(metadata, uris, DEVICE_GRANT)
 
     def _device_login(self, metadata, deadline):
-        """Get a device code, tell the user where to enter it (``_prompt``), and poll the token endpoint
-        until they approve (the tokens stored as a browser login's), deny, or the code or --oauth-timeout runs out."""
+        """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
+        deny, or the code or --oauth-timeout runs out."""
         client = self._device_client(metadata)
         fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
         code = self._token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
@@ -5793,8 +5772,7 @@ class OAuthClient:
                 raise OAuthError("no login within %g s (--oauth-timeout)" % self.settings.timeout)
 
     def _prompt(self, uri, user_code, complete=None):
-        """Tell the user where to enter ``user_code``: on stderr, in the instructions requests get, and
-        through ``on_login_prompt``."""
+        """Tell the user where to enter ``user_code``: on stderr, in requests' instructions, ``on_login_prompt``."""
         with self.lock:
             self.login_url, self.user_code = uri, user_code
         log.info("to log in to %s, open %s and enter the code %s" % (self.config.display_url, uri, user_code))
@@ -5804,11 +5782,9 @@ class OAuthClient:
             self.on_login_prompt(uri, user_code, complete)
 
     def _listen(self, metadata, deadline):
-        """The loopback listener and the client whose redirect URI it serves.
-
-        A pre-registered client's (or our metadata document's) one port is waited for while busy; of our
-        registration's, the first free one serves; when all are busy, or we have none, we register anew
-        (``callback_ports``)."""
+        """The loopback listener and the client whose redirect URI it serves: a pre-registered client's (or our
+        metadata document's) one port, waited for while busy; else our registration's first free one; else
+        (all busy, or none) a new registration (``callback_ports``)."""
         fixed = self.settings.callback_port
         configured = self.client_for(metadata)
         if configured is not None:
@@ -5864,8 +5840,6 @@ class OAuthClient:
                 log.warning("could not start a browser (%s)" % exc)
         log.info("to log in to %s, open this URL in a browser: %s" % (self.config.display_url, url))
 
-    # -- commands ---------------------------------------------------------------
-
     def stored(self):
         """Every stored token document for this server, [(path, doc)], those a relay takes first."""
         found = self.store.tokens_for(self.url)
@@ -5883,8 +5857,8 @@ class OAuthClient:
             self.forget_client(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
-        """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without a revocation
-        endpoint, else why it failed, or ""."""
+        """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without an endpoint, else
+        why it failed, or ""."""
         endpoint = doc.get("revocation_endpoint")
         if not isinstance(endpoint, str):
             return None
@@ -5903,10 +5877,8 @@ class OAuthClient:
 
 
 class CallbackListener:
-    """The loopback listener for the authorization response: ``http://127.0.0.1:PORT/callback``.
-
-    Non-blocking: a connection without a whole request head within OAUTH_CALLBACK_READ_TIMEOUT is
-    dropped, so an idle one (browsers open spare connections) or a slow one delays no other."""
+    """The loopback listener for the authorization response, ``http://127.0.0.1:PORT/callback``.  Non-blocking:
+    a connection without a request head within OAUTH_CALLBACK_READ_TIMEOUT is dropped (browsers open spares)."""
 
     def __init__(self, port):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -5923,8 +5895,8 @@ class CallbackListener:
         self.redirect_uri = callback_uri(self.port)
 
     def wait(self, state, deadline):
-        """The parameters of the first ``GET /callback`` that carries ``state`` and a code or an
-        error, or None at ``deadline``.  Any other request gets an error page and the wait goes on."""
+        """The parameters of the first ``GET /callback`` with ``state`` and a code or an error, or None at
+        ``deadline``; any other request gets an error page."""
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
@@ -5969,8 +5941,7 @@ class CallbackListener:
         conn.close()
 
     def _read(self, conn, entry, state):
-        """Read what ``conn`` has: False while its request head is incomplete, else (the page sent)
-        the authorization response's parameters, or None when it is not ours."""
+        """False while the request head of ``conn`` is incomplete, else (the page sent) the parameters, or None."""
         try:
             data = conn.recv(8192)
         except (BlockingIOError, InterruptedError):
