@@ -4609,33 +4609,27 @@ WORKERS = WorkerThreads()
 # OAuth: discovery rules, callback ports, PKCE, the token store
 # ---------------------------------------------------------------------------
 
-# The MCP authorization flow (2025-06-18 and later) for a relay without a user interface: a server answers
-# 401, we find its authorization server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless given a
-# client, run authorization code + PKCE with a loopback listener on a STABLE port (the registered redirect
-# URI keeps it), and keep the tokens on disk so the next relay, and the next client window, need no login.
+# The MCP authorization flow (2025-06-18 and later) without a user interface: on a 401 we find the authorization
+# server (RFC 9728, RFC 8414, OpenID), register (RFC 7591) unless given a client, run code + PKCE with a loopback
+# listener on a STABLE port (the registered redirect URI keeps it), and keep the tokens on disk for the next relay.
 
 # The loopback ports of redirect URIs, which authorization servers compare exactly: a pre-registered
 # client uses OAUTH_CALLBACK_PORT (or --oauth-callback-port); ours list a few above it (callback_ports).
 OAUTH_CALLBACK_PORT = 33418
 OAUTH_CALLBACK_RANGE = 1000
 OAUTH_CALLBACK_CHOICES = 3
-# The callback listener's bounds: the time a connection has to send its request head, the size of that
-# head, the connections kept at once (the oldest goes).
+# The callback listener's bounds: seconds to send a request head, its size, connections kept (the oldest goes).
 OAUTH_CALLBACK_READ_TIMEOUT = 10.0
 OAUTH_CALLBACK_MAX_REQUEST = 64 * 1024
 OAUTH_CALLBACK_MAX_CONNECTIONS = 32
 OAUTH_TIMEOUT = 300.0
-# How long one request waits for a pending login: agent clients give initialize some tens of seconds.
-OAUTH_REQUEST_WAIT = 20.0
-# Refresh this long before the access token expires.
-OAUTH_EXPIRY_MARGIN = 60.0
+OAUTH_REQUEST_WAIT = 20.0   # a request's wait for a pending login: clients give initialize some tens of seconds
+OAUTH_EXPIRY_MARGIN = 60.0   # refresh this long before the access token expires
 OAUTH_STEP_UPS = 3
-# A longer expires_in is taken as this: the token is refreshed at least once a year, and every time
-# computed from it stays far inside what the platform's clock functions accept.
+# A longer expires_in is taken as this: a yearly refresh, and times far inside what clock functions accept.
 OAUTH_MAX_LIFETIME = 365 * 86400.0
 OAUTH_MAX_BODY = 1024 * 1024
-# Redirects of a metadata, registration or token endpoint followed in a row (within its origin).
-OAUTH_MAX_REDIRECTS = 5
+OAUTH_MAX_REDIRECTS = 5   # of a metadata, registration or token endpoint, followed in a row (within its origin)
 OAUTH_LANDING_PAGE = (b"<!doctype html><meta charset=utf-8><title>ocx-proxy</title>"
                       b"<p>%s</p><p>You can close this tab.</p>")
 # RFC 8628: poll the token endpoint every ``interval`` seconds (this when the server names none), this
@@ -4657,8 +4651,7 @@ class OAuthError(OcxError):
     error = None  # the OAuth error code the endpoint answered with, if it gave one
 
 
-# Token endpoint answers meaning the authorization server no longer knows our registration (it restarted,
-# or purged it): register again instead of logging in with a client id that can only fail in the browser.
+# The authorization server forgot our registration (restarted, purged): register again, not fail in the browser.
 FORGOTTEN_CLIENT_ERRORS = ("invalid_client", "unauthorized_client")
 
 
@@ -4673,11 +4666,9 @@ def parse_www_authenticate(value):
 
 
 def resource_covers(resource, url):
-    """True when protected-resource metadata naming ``resource`` may speak for ``url`` (RFC 9728 3.3):
-    the same origin; the path may differ (servers name their root, or their Streamable HTTP endpoint
-    while we talk to /sse)."""
+    """Whether protected-resource metadata naming ``resource`` may speak for ``url`` (RFC 9728 3.3): the same
+    origin; the path may differ (servers name their root, or their Streamable HTTP endpoint while we use /sse)."""
     from urllib.parse import urlsplit
-
     ours, theirs = urlsplit(url), urlsplit(resource)
     return (theirs.scheme.lower(), theirs.netloc.lower()) == (ours.scheme.lower(), ours.netloc.lower())
 
@@ -4686,7 +4677,6 @@ def default_resource(url):
     """The resource indicator (RFC 8707) for ``url`` when no metadata names one: ``url`` without the
     query parameters whose names look like credentials (they must reach no authorization server)."""
     from urllib.parse import unquote_plus, urlsplit, urlunsplit
-
     parts = urlsplit(url)
     kept = [pair for pair in parts.query.split("&")
             if pair and not SECRET_NAME_RE.search(unquote_plus(pair.partition("=")[0]))]
@@ -4694,13 +4684,10 @@ def default_resource(url):
 
 
 def endpoint_problem(url):
-    """Why ``url`` may not be an authorization server or one of its endpoints; None when it may.
-
-    Only https, or http to this machine, gets a code, a verifier, a secret or a refresh token, or is
-    opened in a browser: never javascript:, file:, an option such as ``-a``, or http across a network."""
+    """Why ``url`` may not be an authorization server or one of its endpoints, else None: only https, or http
+    to this machine, gets a code, a secret or a token, or a browser (never javascript:, file:, ``-a``)."""
     import ipaddress
     from urllib.parse import urlsplit
-
     if not isinstance(url, str) or CONTROL_RE.search(url) or re.search(r"\s", url):
         return "not a URL"
     try:
@@ -4721,11 +4708,9 @@ def endpoint_problem(url):
 
 
 def client_id_url(text):
-    """``text`` when it may be a Client ID Metadata Document's URL, the client_id itself (2025-11-25
-    authorization; draft-ietf-oauth-client-id-metadata-document 3): https, a host, a path, no user or
-    password, no fragment, no "." or ".." segment.  ValueError says why not."""
+    """``text`` when it may be a Client ID Metadata Document's URL (draft-ietf-oauth-client-id-metadata-document
+    3): https, a host, a path, no user, password, fragment, "." or ".." segment.  ValueError says why not."""
     from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(text)
         parts.port
@@ -4755,7 +4740,6 @@ def quoted(value):
 def origin_text(url):
     """The origin of ``url`` (scheme://host:port) for a log line; ``url`` itself, quoted, when it has none."""
     from urllib.parse import urlsplit
-
     try:
         return quoted("%s://%s:%d" % origin_of(urlsplit(url)))
     except ValueError:
@@ -4776,8 +4760,7 @@ def string_member(doc, name):
 
 
 def token_lifetime(value):
-    """``expires_in`` as seconds: a positive JSON number, at most OAUTH_MAX_LIFETIME; None for anything
-    else (NaN, 0, -5, "3600"), as if the token endpoint had not said."""
+    """``expires_in`` as seconds (a positive JSON number, at most OAUTH_MAX_LIFETIME), else None (NaN, 0, "3600")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         return None
     return float(min(value, OAUTH_MAX_LIFETIME))
@@ -4792,8 +4775,7 @@ def stored_expiry(doc):
 
 
 def device_interval(value):
-    """RFC 8628 ``interval`` as seconds between polls: at least OAUTH_DEVICE_MIN_INTERVAL; OAUTH_DEVICE_INTERVAL
-    when the server names none, or no number (NaN, "5")."""
+    """RFC 8628 ``interval`` in seconds, at least OAUTH_DEVICE_MIN_INTERVAL; OAUTH_DEVICE_INTERVAL for no number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         return OAUTH_DEVICE_INTERVAL
     return float(min(max(value, OAUTH_DEVICE_MIN_INTERVAL), OAUTH_MAX_LIFETIME))
@@ -4806,8 +4788,7 @@ def has_display(environ):
 
 
 def no_browser_reason(environ=None):
-    """Why no browser can be opened for the user here: "an SSH session" (a browser would open on this machine,
-    not where the user sits), "no display"; None when one may."""
+    """Why no browser can open where the user sits: "an SSH session", "no display"; None when one may."""
     environ = os.environ if environ is None else environ
     if environ.get("SSH_CONNECTION") or environ.get("SSH_TTY"):
         return "an SSH session"
@@ -4817,7 +4798,6 @@ def no_browser_reason(environ=None):
 def well_known_urls(url, suffix):
     """RFC 9728 well-known URLs for ``url``: the path inserted after the prefix first, then the root one."""
     from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
     root = "%s://%s/.well-known/%s" % (parts.scheme, parts.netloc, suffix)
@@ -4827,7 +4807,6 @@ def well_known_urls(url, suffix):
 def auth_metadata_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID Connect (both forms)."""
     from urllib.parse import urlsplit
-
     parts = urlsplit(issuer)
     path = parts.path.rstrip("/")
     root = "%s://%s" % (parts.scheme, parts.netloc)
@@ -4842,7 +4821,6 @@ def callback_uri(port):
 def callback_port_of(uri):
     """The port of ``uri`` when it is one of our loopback redirect URIs, else None."""
     from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(uri)
         port = parts.port
@@ -4852,10 +4830,9 @@ def callback_port_of(uri):
 
 
 def callback_ports(issuer):
-    """The ports a new registration with ``issuer`` lists: derived from the issuer, so that logins to
-    different servers do not meet on one port; several, so that servers sharing an issuer do not either."""
+    """The ports a new registration with ``issuer`` lists: derived from the issuer, so that logins to different
+    servers do not meet on one port; several, so that servers sharing an issuer do not either."""
     import hashlib
-
     digest = hashlib.sha256(issuer.encode("utf-8")).digest()
     ports = []
     for i in range(OAUTH_CALLBACK_CHOICES):
@@ -4869,7 +4846,6 @@ def pkce_pair():
     """(verifier, S256 challenge) for RFC 7636."""
     import hashlib
     import secrets
-
     verifier = secrets.token_urlsafe(48)
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
@@ -4883,18 +4859,15 @@ def default_auth_dir(environ=None):
 
 def _key(*parts):
     import hashlib
-
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
 class AuthStore:
-    """The token directory: JSON files written 0600 and replaced atomically, in a directory checked
-    before every read and write (another user's or a shared one is refused whole; a link, or a file
-    not ours, is not read).
-
-    ``client-<issuer>.json``: our registration with that issuer; ``tokens-<issuer+resource>.json``:
-    the tokens for that resource; ``server-<url>.json``: the issuer and resource whose tokens a server
-    URL (or resource) last stored, so that finding a server's tokens is one open."""
+    """The token directory: JSON files written 0600 and replaced atomically, in a directory checked before every
+    read and write (another user's or a shared one is refused whole; a link, or a file not ours, is not read).
+    ``client-<issuer>.json``: our registration with that issuer; ``tokens-<issuer+resource>.json``: the tokens
+    for that resource; ``server-<url>.json``: the issuer and resource whose tokens a server URL (or resource)
+    last stored, so that finding a server's tokens is one open."""
 
     def __init__(self, directory):
         self.directory = directory
@@ -4915,24 +4888,28 @@ class AuthStore:
         raise OSError("refusing token directory %s: %s; nothing in it is used (make it a directory of yours "
                       "with mode 0700, or set OCX_PROXY_AUTH_DIR)" % (self.directory, why))
 
-    def _load(self, where, name):
-        """The JSON object in file ``name`` of the checked directory ``where``; None when missing, not
-        an object, or refused."""
-        try:
-            fd, info = where.open_read(name)
-        except FileNotFoundError:
+    def read(self, path):
+        """The JSON object stored at ``path`` (one of ``self.path``'s); None when missing, not one, or refused."""
+        where = self.open()
+        if where is None:
             return None
-        except OSError as exc:
-            return self._refuse(name, "a symbolic link" if exc.errno in (errno.ELOOP, errno.EMLINK)
-                                else exc.strerror)
-        with os.fdopen(fd, "rb") as f:
-            ours = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
-            if not stat.S_ISREG(info.st_mode) or not ours:
-                return self._refuse(name, "not a regular file of ours")
+        name = os.path.basename(path)
+        with where:
             try:
-                doc = json.loads(f.read().decode("utf-8"))
-            except (OSError, ValueError):
+                fd, info = where.open_read(name)
+            except FileNotFoundError:
                 return None
+            except OSError as exc:
+                return self._refuse(name, "a symbolic link" if exc.errno in (errno.ELOOP, errno.EMLINK)
+                                    else exc.strerror)
+            with os.fdopen(fd, "rb") as f:
+                ours = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
+                if not stat.S_ISREG(info.st_mode) or not ours:
+                    return self._refuse(name, "not a regular file of ours")
+                try:
+                    doc = json.loads(f.read().decode("utf-8"))
+                except (OSError, ValueError):
+                    return None
         return doc if isinstance(doc, dict) else None
 
     def _refuse(self, name, why):
@@ -4940,14 +4917,6 @@ class AuthStore:
             self.refused_files.add(name)
             log.warning("refusing token file %s: %s; it is not read" % (os.path.join(self.directory, name), why))
         return None
-
-    def read(self, path):
-        """The JSON object stored at ``path`` (one of ``self.path``'s), else None."""
-        where = self.open()
-        if where is None:
-            return None
-        with where:
-            return self._load(where, os.path.basename(path))
 
     def write(self, path, doc):
         """Store ``doc`` at ``path`` (one of ``self.path``'s): a new 0600 temporary file, renamed into place."""
@@ -4967,18 +4936,13 @@ class AuthStore:
         return True
 
     def lookup(self, url):
-        """(path, document) of the tokens last stored for ``url`` (a server URL, or a resource), else
-        (None, None): its server file, then the tokens it names."""
-        where = self.open()
-        if where is None:
+        """(path, document) of the tokens last stored for ``url`` (a server URL or a resource), else (None, None)."""
+        pointer = self.read(self.path("server", url)) or {}
+        issuer, resource = pointer.get("issuer"), pointer.get("resource")
+        if pointer.get("url") != url or not isinstance(issuer, str) or not isinstance(resource, str):
             return None, None
-        with where:
-            pointer = self._load(where, os.path.basename(self.path("server", url))) or {}
-            issuer, resource = pointer.get("issuer"), pointer.get("resource")
-            if pointer.get("url") != url or not isinstance(issuer, str) or not isinstance(resource, str):
-                return None, None
-            path = self.path("tokens", issuer, resource)
-            doc = self._load(where, os.path.basename(path))
+        path = self.path("tokens", issuer, resource)
+        doc = self.read(path)
         if doc is None or (doc.get("issuer"), doc.get("resource")) != (issuer, resource):
             return None, None
         return path, doc
@@ -4989,26 +4953,25 @@ class AuthStore:
             self.write(self.path("server", url), {"url": url, "issuer": issuer, "resource": resource})
 
     def tokens_for(self, url):
-        """Every token document stored for ``url`` (as resource or server URL), newest first: a scan,
-        for auth status and logout, that finds what earlier versions stored too."""
-        found = []
+        """Every token document stored for ``url`` (resource or server URL), newest first: a scan that finds
+        what earlier versions stored too."""
         where = self.open()
         if where is None:
-            return found
+            return []
         with where:
-            for name in where.names():
-                if name.startswith("tokens-") and name.endswith(".json"):
-                    doc = self._load(where, name)
-                    if doc and url in (doc.get("resource"), doc.get("url")):
-                        found.append((os.path.join(self.directory, name), doc))
+            names = [name for name in where.names() if name.startswith("tokens-") and name.endswith(".json")]
+        found = []
+        for path in [os.path.join(self.directory, name) for name in names]:
+            doc = self.read(path)
+            if doc and url in (doc.get("resource"), doc.get("url")):
+                found.append((path, doc))
         found.sort(key=lambda item: -float(item[1].get("saved_at") or 0))
         return found
 
 
 class LoginLock:
-    """An advisory lock (flock, or msvcrt on Windows) so that several relays for one server run one
-    login; the system drops it however the holder exits.  The file stays: unlinking it would let a
-    third relay lock a new file while a second holds the old."""
+    """An advisory lock (flock, or msvcrt on Windows) so that relays for one server run one login; the system
+    drops it however the holder exits.  The file stays (unlinked, a third relay could lock a new one)."""
 
     def __init__(self, path):
         self.path = path
@@ -5062,12 +5025,10 @@ class OAuthSettings:
 
 
 class OAuthClient:
-    """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold,
-    discovery, registration, the login and refreshes.  Thread-safe; one login at a time.
-
-    ``on_login_prompt``: None, or a function the relay sets to show the user how to finish a login in the
-    client too; a device login calls it (from the login thread) as ``f(verification_uri, user_code,
-    verification_uri_complete or None)``, printable strings, once the code is known; it must not raise."""
+    """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold, discovery,
+    registration, the login and refreshes.  Thread-safe; one login at a time.  ``on_login_prompt``: None, or
+    a function (set by the relay, must not raise) a device login calls from its thread once the code is known,
+    as ``f(verification_uri, user_code, verification_uri_complete or None)``, printable strings."""
 
     def __init__(self, config, settings):
         self.config = config
@@ -5086,11 +5047,9 @@ class OAuthClient:
         self.on_login_prompt = None
         self.login_error = None
         self.step_ups = 0
-        self.refusal = None        # why the token directory cannot be used, if it cannot
+        self.refusal = None   # why the token directory cannot be used, if it cannot
         self.refusal_said = None
         self._reload()
-
-    # -- what requests see -------------------------------------------------
 
     def access_token(self):
         """The access token to send (refreshed first when it is about to expire), or None."""
@@ -5106,8 +5065,8 @@ class OAuthClient:
             return self.tokens.get("access_token") if self.tokens else None
 
     def authorize(self, status, challenge, used, wait=OAUTH_REQUEST_WAIT):
-        """After a 401 (or a 403 insufficient_scope) for the token ``used``: refresh, take a newer token,
-        or log in (waiting at most ``wait`` s); AuthorizationRequired, with instructions, when none is there."""
+        """After a 401 (or 403 insufficient_scope) for the token ``used``: refresh, take a newer token, or log in
+        (waiting at most ``wait`` s); AuthorizationRequired, with instructions, when none is there."""
         params = parse_www_authenticate(challenge)
         with self.lock:
             self._reload()
@@ -5148,8 +5107,6 @@ class OAuthClient:
                     % (self.login_url, command))
         return "authorization required: run `%s`" % command
 
-    # -- tokens --------------------------------------------------------------
-
     def _reload(self):
         """The tokens as stored now (another relay may have refreshed or replaced them)."""
         try:
@@ -5164,7 +5121,7 @@ class OAuthClient:
             self.tokens, self.refusal = None, str(exc)
 
     def _hold(self, path, doc):
-        """Make the tokens ``doc`` stored at ``path`` ours, and findable from our URL and resource."""
+        """Make the tokens ``doc`` stored at ``path`` ours, findable from our URL and resource."""
         self.tokens, self.tokens_path = doc, path
         self.store.point(sorted({self.url, self.resource}), doc.get("issuer"), doc.get("resource"))
 
@@ -5214,17 +5171,11 @@ class OAuthClient:
         log.info("refreshed the access token for %s" % self.config.display_url)
         return True
 
-    # -- HTTP ------------------------------------------------------------------
-
     def _http(self, method, url, body=None, headers=()):
-        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).
-
-        A redirect (301, 302, 307, 308) is followed within the origin of ``url``, at most
-        OAUTH_MAX_REDIRECTS times, with the same method, body and headers: RFC 9110 15.4 keeps them
-        (a POST turned GET after 301 or 302 is a historical MAY, and would drop the grant), and they
-        reach no other origin.  One to another origin is refused, said, and its status returned."""
+        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).  Redirects
+        are followed within the origin of ``url`` (one elsewhere is refused, said, its status returned), at most
+        OAUTH_MAX_REDIRECTS, with the same method, body and headers (RFC 9110 15.4; a GET would drop the grant)."""
         from urllib.parse import urljoin, urlsplit
-
         start = origin_of(urlsplit(url))
         for _ in range(OAUTH_MAX_REDIRECTS + 1):
             status, doc, location = self._http_once(method, url, body, headers)
@@ -5247,7 +5198,6 @@ class OAuthClient:
         """One request, no redirect followed: (status, parsed JSON or None, the Location header or None)."""
         import http.client
         from urllib.parse import urlsplit
-
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise OAuthError("not an http(s) URL: %s" % redact_url(url))
@@ -5274,18 +5224,14 @@ class OAuthClient:
                 return url, doc
         return None, None
 
-    # -- discovery -------------------------------------------------------------
-
     def discover(self, params=None):
-        """The authorization server's metadata, found through the protected-resource metadata; without
-        it (2025-03-26) the server's root is the authorization server.  Metadata for another issuer, or
-        an endpoint ``endpoint_problem`` refuses, is refused here, before anything is sent to it."""
+        """The authorization server's metadata, found through the protected-resource metadata (without it, as in
+        2025-03-26, the server's root); another issuer's, or an endpoint ``endpoint_problem`` refuses, is refused
+        before anything is sent to it."""
         from urllib.parse import urljoin, urlsplit
-
-        params = params or {}
         if self.metadata is not None:
             return self.metadata
-        prm_urls = [params["resource_metadata"]] if params.get("resource_metadata") else []
+        prm_urls = [params["resource_metadata"]] if params and params.get("resource_metadata") else []
         _, prm = self._get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
         root = "%s://%s" % (self.config.parts.scheme, self.config.parts.netloc)
         if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
@@ -5321,8 +5267,7 @@ class OAuthClient:
             # the issuer may have a path (the conformance suite's is <origin>/oauth), another origin not
             trusted, expected = origin_of(urlsplit(claimed)) == origin_of(self.config.parts), "one at " + root
         else:
-            # RFC 8414 3.3, OpenID Discovery 4.3: the issuer the metadata was fetched for, or nothing
-            # (a missing or extra "/" at the end aside: the two documents are often written by different code)
+            # RFC 8414 3.3, OpenID Discovery 4.3, but for a final "/" (the two documents often come from different code)
             trusted, expected = claimed.rstrip("/") == issuer.rstrip("/"), issuer
         if not trusted:
             raise OAuthError("the metadata at %s claims the issuer %s, not %s: refused (%s)" % (
@@ -5339,11 +5284,8 @@ class OAuthClient:
             raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
                              % (what, self.config.display_url, quoted(url), problem))
 
-    # -- client identity ---------------------------------------------------------
-
     def _client_of(self, doc):
-        """The client that holds the tokens ``doc``, sending its secret as it did then: the configured
-        one, else the one registered at the issuer."""
+        """The client that holds the tokens ``doc``, sending its secret as it did then."""
         configured = self._configured_client(doc.get("client_auth"))
         if configured is not None and configured["client_id"] == doc.get("client_id"):
             return configured
@@ -5358,8 +5300,8 @@ class OAuthClient:
         return doc if doc and doc.get("issuer") == issuer else None
 
     def _configured_client(self, method=None):
-        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says
-        (default: client_secret_basic, or none without a secret)."""
+        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
+        client_secret_basic, or none without one)."""
         settings = self.settings
         if settings.client_file:
             try:
@@ -5384,24 +5326,19 @@ class OAuthClient:
         """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
         accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
         client = self._configured_client()
+        url = self.settings.client_metadata_url
         if client is None:
-            return self._metadata_document_client(metadata)
+            if url and metadata.get("client_id_metadata_document_supported") is True:
+                return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
+            if url:
+                log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
+                         "registering ocx-proxy instead of using --oauth-client-metadata-url"
+                         % quoted(metadata["issuer"]))
+            return None
         methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        post_only = "client_secret_basic" not in methods and "client_secret_post" in methods
-        if client and client["client_secret"] and post_only:
+        if client["client_secret"] and "client_secret_basic" not in methods and "client_secret_post" in methods:
             client["token_endpoint_auth_method"] = "client_secret_post"
         return client
-
-    def _metadata_document_client(self, metadata):
-        """The client whose id is --oauth-client-metadata-url when ``metadata`` says it takes such ids, else None."""
-        url = self.settings.client_metadata_url
-        if not url:
-            return None
-        if metadata.get("client_id_metadata_document_supported") is True:
-            return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
-        log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
-                 "registering ocx-proxy instead of using --oauth-client-metadata-url" % quoted(metadata["issuer"]))
-        return None
 
     def _registered(self, issuer, fixed):
         """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
@@ -5416,8 +5353,7 @@ class OAuthClient:
         return (client, ports) if ports else (None, [])
 
     def register(self, metadata, redirect_uris, *grant_types):
-        """Dynamic Client Registration with ``redirect_uris`` for the code grant and ``grant_types`` too; the
-        client is stored for the issuer."""
+        """Dynamic Client Registration for the code grant and ``grant_types``; the client is stored for the issuer."""
         issuer = metadata["issuer"]
         endpoint = metadata.get("registration_endpoint")
         if not endpoint:
@@ -5458,7 +5394,6 @@ class OAuthClient:
     def _client_post(self, endpoint, fields, client):
         """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
         from urllib.parse import quote, urlencode
-
         # tokens stored by an earlier version may name any endpoint: checked at the last moment too
         self._check_endpoint("the token or revocation endpoint", endpoint)
         fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
@@ -5473,8 +5408,7 @@ class OAuthClient:
         return self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
 
     def _token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
-        """POST to the token endpoint (or another ``what``): the answer, a dict with the strings ``wanted``,
-        else OAuthError, its ``error`` the endpoint's."""
+        """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
         status, doc = self._client_post(endpoint, fields, client)
         if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
             said = error_said(doc)
@@ -5483,10 +5417,8 @@ class OAuthClient:
             raise failure
         return doc
 
-    # -- the login ----------------------------------------------------------------
-
     def _start_login(self, params):
-        """Start the login thread unless one runs (called with self.lock held)."""
+        """Start the login thread unless one runs (with self.lock held)."""
         if self.login_thread is not None and self.login_thread.is_alive():
             return
         self.login_error = self.login_url = self.user_code = None
@@ -5504,10 +5436,8 @@ class OAuthClient:
             log.warning("login to %s failed: %s" % (self.config.display_url, self.login_error))
 
     def login(self, params=None, deadline=None, replacing=None):
-        """Run the whole login (or wait for another relay's): returns when tokens are stored.
-
-        ``replacing``: the ``saved_at`` of the tokens this login replaces (0: none; None: what is stored
-        now).  Tokens stored under another stamp are another relay's login, taken instead of a second."""
+        """Run the whole login (or wait for another relay's): returns when tokens are stored.  ``replacing``: the
+        ``saved_at`` of the tokens it replaces (0: none; None: what is stored now); others are another's login."""
         self.store.open(create=True).close()   # a refused directory: no login, nothing sent anywhere
         metadata = self.discover(params)
         issuer = metadata["issuer"]
@@ -5544,7 +5474,6 @@ class OAuthClient:
     def _login_locked(self, metadata, deadline):
         import secrets
         from urllib.parse import urlencode
-
         if self._device_wanted(metadata):
             return self._device_login(metadata, deadline)
         listener, client = self._listen(metadata, deadline)
@@ -5581,11 +5510,9 @@ class OAuthClient:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
 
-    # -- the device login (RFC 8628) -------------------------------------------
-
     def _device_wanted(self, metadata):
-        """Whether this login is a device login: asked for, or no browser can open here, and the
-        authorization server offers one (when it does not, that is said and the browser login runs)."""
+        """Whether this login is a device login: asked for, or no browser can open here, and the server
+        offers one (when it does not, that is said)."""
         if self.settings.device:
             why = "--oauth-device"
         elif not self.settings.browser:
@@ -5599,8 +5526,8 @@ class OAuthClient:
         return False
 
     def _device_client(self, metadata):
-        """The configured client, else our registration with the issuer when it has the device grant, else
-        a new one that has (with the redirect URIs of the one it replaces, for browser logins)."""
+        """The configured client, else our registration when it has the device grant, else a new one that has
+        (with the redirect URIs of the one it replaces)."""
         client = self.client_for(metadata)
         if client is not None:
             return client
@@ -5614,8 +5541,8 @@ class OAuthClient:
         return self.register(metadata, uris, DEVICE_GRANT)
 
     def _device_login(self, metadata, deadline):
-        """Get a device code, tell the user where to enter it (``_prompt``), and poll the token endpoint
-        until they approve (the tokens stored as a browser login's), deny, or the code or --oauth-timeout runs out."""
+        """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
+        deny, or the code or --oauth-timeout runs out."""
         client = self._device_client(metadata)
         fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
         code = self._token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
@@ -5649,8 +5576,7 @@ class OAuthClient:
                 raise OAuthError("no login within %g s (--oauth-timeout)" % self.settings.timeout)
 
     def _prompt(self, uri, user_code, complete=None):
-        """Tell the user where to enter ``user_code``: on stderr, in the instructions requests get, and
-        through ``on_login_prompt``."""
+        """Tell the user where to enter ``user_code``: on stderr, in requests' instructions, ``on_login_prompt``."""
         with self.lock:
             self.login_url, self.user_code = uri, user_code
         log.info("to log in to %s, open %s and enter the code %s" % (self.config.display_url, uri, user_code))
@@ -5660,11 +5586,9 @@ class OAuthClient:
             self.on_login_prompt(uri, user_code, complete)
 
     def _listen(self, metadata, deadline):
-        """The loopback listener and the client whose redirect URI it serves.
-
-        A pre-registered client's (or our metadata document's) one port is waited for while busy; of our
-        registration's, the first free one serves; when all are busy, or we have none, we register anew
-        (``callback_ports``)."""
+        """The loopback listener and the client whose redirect URI it serves: a pre-registered client's (or our
+        metadata document's) one port, waited for while busy; else our registration's first free one; else
+        (all busy, or none) a new registration (``callback_ports``)."""
         fixed = self.settings.callback_port
         configured = self.client_for(metadata)
         if configured is not None:
@@ -5720,8 +5644,6 @@ class OAuthClient:
                 log.warning("could not start a browser (%s)" % exc)
         log.info("to log in to %s, open this URL in a browser: %s" % (self.config.display_url, url))
 
-    # -- commands ---------------------------------------------------------------
-
     def stored(self):
         """Every stored token document for this server, [(path, doc)], those a relay takes first."""
         found = self.store.tokens_for(self.url)
@@ -5739,8 +5661,8 @@ class OAuthClient:
             self.forget_client(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
-        """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without a revocation
-        endpoint, else why it failed, or ""."""
+        """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without an endpoint, else
+        why it failed, or ""."""
         endpoint = doc.get("revocation_endpoint")
         if not isinstance(endpoint, str):
             return None
@@ -5759,10 +5681,8 @@ class OAuthClient:
 
 
 class CallbackListener:
-    """The loopback listener for the authorization response: ``http://127.0.0.1:PORT/callback``.
-
-    Non-blocking: a connection without a whole request head within OAUTH_CALLBACK_READ_TIMEOUT is
-    dropped, so an idle one (browsers open spare connections) or a slow one delays no other."""
+    """The loopback listener for the authorization response, ``http://127.0.0.1:PORT/callback``.  Non-blocking:
+    a connection without a request head within OAUTH_CALLBACK_READ_TIMEOUT is dropped (browsers open spares)."""
 
     def __init__(self, port):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -5779,8 +5699,8 @@ class CallbackListener:
         self.redirect_uri = callback_uri(self.port)
 
     def wait(self, state, deadline):
-        """The parameters of the first ``GET /callback`` that carries ``state`` and a code or an
-        error, or None at ``deadline``.  Any other request gets an error page and the wait goes on."""
+        """The parameters of the first ``GET /callback`` with ``state`` and a code or an error, or None at
+        ``deadline``; any other request gets an error page."""
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
@@ -5825,8 +5745,7 @@ class CallbackListener:
         conn.close()
 
     def _read(self, conn, entry, state):
-        """Read what ``conn`` has: False while its request head is incomplete, else (the page sent)
-        the authorization response's parameters, or None when it is not ours."""
+        """False while the request head of ``conn`` is incomplete, else (the page sent) the parameters, or None."""
         try:
             data = conn.recv(8192)
         except (BlockingIOError, InterruptedError):
@@ -5848,7 +5767,6 @@ class CallbackListener:
 
     def _callback(self, conn, target, state):
         from urllib.parse import parse_qsl, urlsplit
-
         parts = urlsplit(target)
         if parts.path != "/callback":
             return self._page(conn, 404, "Not found.")
@@ -5872,7 +5790,6 @@ class CallbackListener:
         """Send a small HTML page (best effort: it fits the socket buffer) and end the exchange."""
         import html
         from http.client import responses
-
         body = OAUTH_LANDING_PAGE % html.escape(text).encode("utf-8")
         head = ("HTTP/1.1 %d %s\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n"
                 "Cache-Control: no-store\r\nConnection: close\r\n\r\n" % (status, responses.get(status, ""), len(body)))
