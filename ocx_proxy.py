@@ -6096,8 +6096,6 @@ class CallbackListener:
 # Remote transports: what every remote transport shares (sender, workers, exchanges)
 # ---------------------------------------------------------------------------
 
-# Worker threads do the blocking HTTP work; what they learn goes to the loop thread (``loop.post``).
-
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
 STREAM_END_GRACE = 0.05    # seconds an answered POST's event stream has to end to keep its connection
@@ -6131,11 +6129,10 @@ class InvalidParams(ValueError):
 
 
 def param_headers(tool):
-    """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
-    (a list of (name, path of property names), None), or (None, why the annotations are invalid).
-    An annotation is valid on a string, integer or boolean property reached from ``inputSchema``
-    through ``properties`` alone, its value a header token unique among the tool's, ignoring case.
-    """
+    """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28): (a list of
+    (name, path of property names), None), or (None, why the annotations are invalid).  An annotation is valid
+    on a string, integer or boolean property reached from ``inputSchema`` through ``properties`` alone, its
+    value a header token unique among the tool's, ignoring case."""
     found = []
     why = _annotations(tool.get("inputSchema"), (), True, found)
     names = [name.lower() for name, _ in found]
@@ -6147,26 +6144,27 @@ def param_headers(tool):
 def _annotations(schema, path, reachable, found):
     """Collect the annotations under ``schema`` into ``found``; why one is invalid, or None."""
     if isinstance(schema, list):
-        return next((why for why in (_annotations(item, path, False, found) for item in schema) if why), None)
-    if not isinstance(schema, dict):
+        children = [(item, path, False) for item in schema]
+    elif not isinstance(schema, dict):
         return None
-    if "x-mcp-header" in schema:
-        name, kind = schema["x-mcp-header"], schema.get("type")
-        if not reachable or not path:
-            return "x-mcp-header outside the input schema's properties"
-        if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
-            return "x-mcp-header %r of %r is not a header name" % (name, ".".join(path))
-        if kind not in ("string", "integer", "boolean"):
-            return "x-mcp-header on %r, whose type is %r, not string, integer or boolean" % (".".join(path), kind)
-        found.append((name, path))
-    for key, value in schema.items():
-        if key == "properties" and isinstance(value, dict):
-            why = next((why for why in (_annotations(sub, path + (name,), reachable, found)
-                                        for name, sub in value.items()) if why), None)
-        elif key not in SCHEMA_DATA_KEYWORDS:
-            why = _annotations(value, path, False, found)
-        else:
-            why = None
+    else:
+        if "x-mcp-header" in schema:
+            name, kind = schema["x-mcp-header"], schema.get("type")
+            if not reachable or not path:
+                return "x-mcp-header outside the input schema's properties"
+            if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
+                return "x-mcp-header %r of %r is not a header name" % (name, ".".join(path))
+            if kind not in ("string", "integer", "boolean"):
+                return "x-mcp-header on %r, whose type is %r, not string, integer or boolean" % (".".join(path), kind)
+            found.append((name, path))
+        children = []
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                children.extend((sub, path + (name,), reachable) for name, sub in value.items())
+            elif key not in SCHEMA_DATA_KEYWORDS:
+                children.append((value, path, False))
+    for child, child_path, child_reachable in children:
+        why = _annotations(child, child_path, child_reachable, found)
         if why:
             return why
     return None
@@ -6185,7 +6183,7 @@ def param_value(arguments, path):
 
 
 # A first login happens while the client starts: initialize (and a server/discover probe) waits this long for
-# it, then the relay answers initialize itself and the client keeps the server (``FirstLogin``).
+# it, then we answer initialize ourselves and the client keeps the server (``_answer_for_the_login``).
 OAUTH_INITIALIZE_WAIT = 5.0
 # How long a call of the login tool waits for the login: under the 60 s clients give a tool call by default.
 LOGIN_TOOL_WAIT = 45.0
@@ -6207,23 +6205,19 @@ def pending_initialize_result(params, url):
                             "tool %s to see how to log in." % (url, LOGIN_TOOL)}
 
 
-def login_tool(url):
-    """The one tool we list while the login to ``url`` is pending."""
-    return {"name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
-            "description": "The MCP server %s needs a login before its tools can be used. Call this tool: for a "
-                           "login with a code it first answers with the page and the code to show the user; "
-                           "otherwise, and when called again, it waits up to %d s for the user to log in, then "
-                           "says that the login is done (the server's tools are listed then) or how to log in."
-                           % (url, LOGIN_TOOL_WAIT)}
-
-
 def pending_answer(method, url):
-    """The result we give a request ``method`` while the login is pending, or None: it needs the server."""
+    """The result we give a request ``method`` while the login to ``url`` is pending (tools/list: the login
+    tool alone), or None: it needs the server."""
     if method == "ping":
         return {}
-    if method == "tools/list":
-        return {"tools": [login_tool(url)]}
-    return None
+    if method != "tools/list":
+        return None
+    return {"tools": [{
+        "name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
+        "description": "The MCP server %s needs a login before its tools can be used. Call this tool: for a login "
+                       "with a code it first answers with the page and the code to show the user; otherwise, and "
+                       "when called again, it waits up to %d s for the user to log in, then says that the login "
+                       "is done (the server's tools are listed then) or how to log in." % (url, LOGIN_TOOL_WAIT)}]}
 
 
 class RemoteExchange:
@@ -6332,9 +6326,8 @@ class RemoteUpstream(Upstream):
 
     def _dispatch_now(self, exchange):
         """Start a request's worker from the loop thread when nothing waits before it; False: queue it.
-
-        initialize always goes through the sender: it may hold the gate, and the sender must then wait
-        at the gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
+        initialize always goes through the sender: it may hold the gate, and the sender must then wait at the
+        gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
         with self.lock:
             if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
                     or self.stopping.is_set() or self.sender is None):
@@ -6385,20 +6378,27 @@ class RemoteUpstream(Upstream):
                 return
         self.loop.post(self._deliver, data, msg)
 
+    def _post_message(self, msg):
+        self._post_line(encode_message(msg)[:-1], msg)
+
+
     def _exit_on_loop(self, description):
         if self.exited or self.handed_over:
             return
         self.exited = True
+        self._stop()
+        self.on_exit(description)
+
+    def _stop(self):
         self.stopping.set()
         self.gate.release_all()
         self.pool.close_all()
-        self.on_exit(description)
 
     # -- any thread --------------------------------------------------------
 
-    def spawn(self, name, target, *args, **kw):
-        """Run ``target(*args)`` on a reused worker thread, or on a returned ``dedicated=True`` thread;
-        a bug there is logged, never a traceback."""
+    def spawn(self, name, target, *args, dedicated=False):
+        """Run ``target(*args)`` on a reused worker thread, or on a returned ``dedicated`` thread; a bug there is
+        logged, never a traceback."""
         def run():
             try:
                 target(*args)
@@ -6406,7 +6406,7 @@ class RemoteUpstream(Upstream):
                 self.note("error", "internal error in %s: %r" % (name, exc))
                 self.thread_crashed(exc)
 
-        if not kw.get("dedicated"):
+        if not dedicated:
             WORKERS.run(run)
             return None
         thread = threading.Thread(target=run, name=name, daemon=True)
@@ -6417,15 +6417,11 @@ class RemoteUpstream(Upstream):
         """Hook: a helper thread died of an unexpected exception."""
 
     def http(self, method, parts, headers, body=None, on_written=None, timeout=None, login_wait=OAUTH_REQUEST_WAIT):
-        """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
-
-        A redirect to another origin is returned as is: our credentials never reach another host.
-        With OAuth, one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and
-        the request sent again (AuthorizationRequired, an OSError, when no token came within ``login_wait``
-        s; ``self.challenge`` keeps the challenge).  The
-        token store is read only while we hold tokens: a server that never asked for a login costs no
-        lookups.
-        """
+        """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them); a
+        redirect to another origin is returned as is: our credentials never reach another host.  With OAuth,
+        one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and the request sent again
+        (AuthorizationRequired, an OSError, when no token came within ``login_wait`` s; ``self.challenge``
+        keeps the challenge).  Tokens are only looked up once a login happened: no cost for other servers."""
         from urllib.parse import urljoin, urlsplit
 
         oauth = self.config.oauth
@@ -6439,7 +6435,7 @@ class RemoteUpstream(Upstream):
                     resp.status == 403 and "insufficient_scope" in challenge))):
                 self.pool.drain(conn, resp)
                 self.challenge = challenge
-                oauth.authorize(resp.status, challenge, token, login_wait)  # AuthorizationRequired: how to log in
+                oauth.authorize(resp.status, challenge, token, login_wait)
                 authorized = True
                 continue
             if oauth is not None and resp.status < 300:
@@ -6484,17 +6480,22 @@ class RemoteUpstream(Upstream):
             self.stderr_tail.append(message)
         log.log(level, message)
 
-    def fail_exchange(self, exchange, reason, status=None, code=UPSTREAM_ERROR):
-        """The one place where an HTTP failure becomes JSON-RPC errors (``code``) for the waiting requests."""
-        reason = self.config.scrub(reason)
+    def settle(self, exchange, failure=None):
+        """Stop waiting for an exchange's answers (``failure``: why): the ids it still waited for."""
         with self.lock:
             ids = list(exchange.outstanding.values())
-            for key in list(exchange.outstanding):
+            for key in exchange.outstanding:
                 if self.inflight.get(key) is exchange:
                     del self.inflight[key]
             exchange.outstanding.clear()
-        exchange.failure = reason
+        exchange.failure = failure
         exchange.settled.set()
+        return ids
+
+    def fail_exchange(self, exchange, reason, status=None, code=UPSTREAM_ERROR):
+        """The one place where an HTTP failure becomes JSON-RPC errors (``code``) for the waiting requests."""
+        reason = self.config.scrub(reason)
+        ids = self.settle(exchange, reason)
         if exchange.swallow:
             return
         if not ids:
@@ -6507,6 +6508,8 @@ class RemoteUpstream(Upstream):
         data = {"httpStatus": status} if status else None
         for msg_id in ids:
             self.loop.post(self._deliver, encode_message(error_response(msg_id, code, reason, data))[:-1])
+
+
 
     def fail_status(self, exchange, resp, body):
         """A non-2xx answer: the JSON-RPC error its ``body`` holds goes to the client intact, under the
@@ -6536,10 +6539,9 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, reason)
 
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON) from the server to the relay, parsed, noting answered requests."""
+        """Hand one message (bytes of JSON, not blank) from the server to the relay, parsed, noting answered
+        requests."""
         data = bytes(data).strip()
-        if not data:
-            return
         if b"\n" in data or b"\r" in data:
             # Multi-line SSE data or a pretty-printed body: outside strings, line breaks are whitespace.
             data = data.replace(b"\r", b" ").replace(b"\n", b" ")
@@ -6604,10 +6606,9 @@ class RemoteUpstream(Upstream):
             self._emit(event.data, exchange)
 
     def _pump(self, conn, resp, parser, on_event, done, deadline):
-        """Read SSE from ``resp`` until ``done()``, EOF, an error or ``deadline()`` (asked before every
-        read: no trickle of bytes keeps a stream alive past it).  Returns (STREAM_DONE, _EOF, _TIMEOUT
-        or _DROPPED, whether any event arrived); UpstreamDataError once the events before the fault
-        are handled."""
+        """Read SSE from ``resp`` until ``done()``, EOF, an error or ``deadline()`` (asked before every read: no
+        trickle of bytes keeps a stream alive past it): (STREAM_DONE, _EOF, _TIMEOUT or _DROPPED, whether any
+        event arrived); UpstreamDataError once the events before the fault are handled."""
         got = False
         while True:
             if self.stopping.is_set() and not self.closing:
@@ -6753,6 +6754,7 @@ class RemoteUpstream(Upstream):
         except Exception as exc:
             log.debug("goodbye failed: %r" % exc)
         self.pool.close_all()
+
         self.report_exit("closed the connection to %s" % self.config.display_url)
 
     def _say_goodbye(self):
@@ -6907,11 +6909,10 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _answer_for_the_login(self, exchange, why):
         """The client's initialize met a login a person still has to finish: answer it ourselves (the client
         keeps the server), list only the login tool, hold the calls that need the server, and replay the
-        handshake once logged in (then notifications/tools/list_changed).  False for any other request, and
-        when no login is under way (it failed: its error is the answer) or --oauth-timeout ends it within our
-        wait anyway."""
+        handshake once logged in.  False for any other request, and when no login is under way (its error is
+        the answer) or --oauth-timeout ends it within our wait anyway."""
         oauth = self.config.oauth
-        if (exchange.method != "initialize" or exchange.modern or not isinstance(exchange.msg, dict)
+        if (exchange.method != "initialize" or exchange.modern
                 or oauth.login_thread is None or not oauth.login_thread.is_alive()
                 or oauth.settings.timeout <= OAUTH_INITIALIZE_WAIT):
             return False
@@ -6923,14 +6924,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_ready = threading.Event()
         self.note("warning", "ocx-proxy answered the client's initialize itself; the server's tools follow the "
                              "login (%s)" % why)
-        answer = {"jsonrpc": "2.0", "id": exchange.msg["id"],
-                  "result": pending_initialize_result(params, self.config.display_url)}
-        with self.lock:   # answered, but not by the server: nothing is learnt from it (_answered)
-            for key in exchange.outstanding:
-                self.inflight.pop(key, None)
-            exchange.outstanding.clear()
-        exchange.settled.set()
-        self._post_line(encode_message(answer)[:-1], answer)
+        self.settle(exchange)   # answered, but not by the server: nothing is learnt from it (_answered)
+        self._post_message({"jsonrpc": "2.0", "id": exchange.msg["id"],
+                            "result": pending_initialize_result(params, self.config.display_url)})
         self.spawn("ocx-first-login", self._first_login, dedicated=True)
         return True
 
@@ -6940,7 +6936,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             return False
         kind = message_kind(msg)
         if kind == "response":
-            return msg.get("id") == LOGIN_ELICITATION_ID   # the client's answer to our login link
+            return msg.get("id") == LOGIN_ELICITATION_ID
         if kind == "request" and called_tool(msg) == LOGIN_TOOL:
             self.spawn("ocx-login-tool", self._login_tool_call, msg["id"])
             return True
@@ -6961,8 +6957,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         return True
 
     def _await_session(self, seconds, until=lambda: False):
-        """Wait up to ``seconds`` for the session, a failed login first started again: True once ready, False
-        when that login failed too, ``until()`` is true or the time is up."""
+        """Wait up to ``seconds`` for the session, a failed login started again: True once ready, False when
+        that login failed too, ``until()`` is true or the time is up."""
         if self.login_failed:
             self.login_retry.set()
         deadline = time.monotonic() + seconds
@@ -6992,13 +6988,11 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def _new_code(self):
         """A device login's prompt that no call of the login tool showed yet, or None."""
-        prompt = self.device_prompt
-        return prompt if prompt != self.prompt_shown else None
+        return self.device_prompt if self.device_prompt != self.prompt_shown else None
 
     def _login_tool_call(self, msg_id):
-        """The login tool: a device login's code as soon as it is known, when no call showed it yet (the person
-        needs it to log in); else how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login (and then up
-        to LOGIN_RELIST_WAIT s for the client's new tool list)."""
+        """The login tool: a device login's code as soon as no call showed it yet; else how to log in, after
+        waiting up to LOGIN_TOOL_WAIT s for the login (then LOGIN_RELIST_WAIT s for the client's new tool list)."""
         logged_in = self._await_session(LOGIN_TOOL_WAIT, self._new_code)
         prompt = None if logged_in else self._new_code()
         if logged_in:
@@ -7014,11 +7008,10 @@ class StreamableHttpUpstream(RemoteUpstream):
                         self.config.display_url))
         else:
             text = "Not logged in yet: %s. Call %s again to wait for the login." % (self.login_note, LOGIN_TOOL)
-        # The code for the person is what the call is for, not a failure: a model told "error" may retry at
-        # once instead of showing it.
+        # A code for the person is not a failure: a model told "error" may retry at once instead of showing it.
         failed = not self.session_ready.is_set() and not prompt
         result = {"content": [{"type": "text", "text": text}], "isError": failed}
-        self._post_line(encode_message({"jsonrpc": "2.0", "id": msg_id, "result": result})[:-1])
+        self._post_message({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
     def _first_login(self):
         """Wait for the login (a failed one is tried again when a call asks), then replay the handshake."""
@@ -7052,9 +7045,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_ready.set()
         self._post_line(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
         if self.login_offered:
-            done = {"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-                    "params": {"elicitationId": LOGIN_ELICITATION_ID}}
-            self._post_line(encode_message(done)[:-1], done)
+            self._post_message({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                                "params": {"elicitationId": LOGIN_ELICITATION_ID}})
         self.login_announced.set()
 
     def _offer_login_link(self, url):
@@ -7062,12 +7054,13 @@ class StreamableHttpUpstream(RemoteUpstream):
         if self.login_offered or not self.can_open_urls or not url or self.handshake.initialized_line is None:
             return
         self.login_offered = True
-        request = {"jsonrpc": "2.0", "id": LOGIN_ELICITATION_ID, "method": "elicitation/create",
-                   "params": {"mode": "url", "elicitationId": LOGIN_ELICITATION_ID, "url": url,
-                              "message": "Log in to %s to use its tools.%s" % (self.config.display_url, (
-                                  " Enter the code %s there." % self.config.oauth.user_code
-                                  if self.config.oauth.user_code else ""))}}
-        self._post_line(encode_message(request)[:-1], request)
+        code = self.config.oauth.user_code
+        message = "Log in to %s to use its tools.%s" % (
+            self.config.display_url, " Enter the code %s there." % code if code else "")
+        self._post_message({"jsonrpc": "2.0", "id": LOGIN_ELICITATION_ID, "method": "elicitation/create",
+                            "params": {"mode": "url", "elicitationId": LOGIN_ELICITATION_ID, "url": url,
+                                       "message": message}})
+
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
@@ -7301,10 +7294,9 @@ class StreamableHttpUpstream(RemoteUpstream):
             return False
         if jsonrpc_error(body, content_type(resp)) is not None:
             return False
-        with self.lock:
-            for key in list(exchange.outstanding):
-                self.inflight.pop(key, None)
+        self.settle(exchange)
         exchange.gate_reason = None  # keep the sender held until the hand-over is done
+
         self.loop.post(self._hand_over, exchange, resp.status)
         return True
 
@@ -7320,11 +7312,10 @@ class StreamableHttpUpstream(RemoteUpstream):
             if item is not None:
                 lines.append(item.line)
         self.handed_over = True
-        self.stopping.set()
         self.outbox.put(None)
-        self.gate.release_all()
-        self.pool.close_all()
+        self._stop()
         self.fallback(lines, status)
+
 
     def _say_goodbye(self):
         session = self.session_id
