@@ -6115,12 +6115,10 @@ STREAM_DONE = "done"                # the caller's condition holds
 STREAM_EOF = "eof"                  # the server closed the stream
 STREAM_TIMEOUT = "timeout"          # the deadline passed
 STREAM_DROPPED = "dropped"          # the connection broke, or we are stopping
-STREAM_PROGRESSED = "progressed"    # an answer stream ended after some event: resume it
+STREAM_PROGRESSED = "progressed"    # a stream ended after it worked: open it again at once
 STREAM_INVALID = "invalid"          # bad data: the exchange has already failed
 STREAM_FAILED = "failed"            # no stream, or nothing on it: retry after a backoff
-STREAM_REFUSED = "refused"          # a permanent refusal: do not retry
-STREAM_STOP = "stop"                # the server wants no GET stream (or a newer one took over)
-STREAM_WORKED = "worked"            # a GET stream ran, then ended
+STREAM_REFUSED = "refused"          # do not retry: a permanent refusal, no GET stream wanted, or a newer one took over
 STREAM_FATAL = "fatal"              # the legacy endpoint event is unusable
 
 
@@ -6339,18 +6337,17 @@ class RemoteUpstream(Upstream):
     def _cancelled(self, params):
         """The client gave up on a request: stop waiting for it.  True when the notification is not
         to be sent on: for a 2026-07-28-era request, closing its response stream is the cancellation."""
-        request_id = params.get("requestId")
+        key = id_key(params.get("requestId"))
         with self.lock:
-            exchange = self.inflight.pop(id_key(request_id), None)
-            if exchange is not None:
-                exchange.outstanding.pop(id_key(request_id), None)
-                done = not exchange.outstanding
-        if exchange is None:
-            return is_modern(request_version(params))
+            exchange = self.inflight.pop(key, None)
+            if exchange is None:
+                return is_modern(request_version(params))
+            exchange.outstanding.pop(key, None)
+            done = not exchange.outstanding
         if done:
             exchange.settled.set()
-        if done and exchange.conn is not None:
-            self.pool.abort(exchange.conn)
+            if exchange.conn is not None:
+                self.pool.abort(exchange.conn)
         return exchange.modern
 
     def close_input(self):
@@ -6381,7 +6378,6 @@ class RemoteUpstream(Upstream):
     def _post_message(self, msg):
         self._post_line(encode_message(msg)[:-1], msg)
 
-
     def _exit_on_loop(self, description):
         if self.exited or self.handed_over:
             return
@@ -6406,12 +6402,11 @@ class RemoteUpstream(Upstream):
                 self.note("error", "internal error in %s: %r" % (name, exc))
                 self.thread_crashed(exc)
 
-        if not dedicated:
-            WORKERS.run(run)
-            return None
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        thread.start()
-        return thread
+        if dedicated:
+            thread = threading.Thread(target=run, name=name, daemon=True)
+            thread.start()
+            return thread
+        WORKERS.run(run)
 
     def thread_crashed(self, exc):
         """Hook: a helper thread died of an unexpected exception."""
@@ -6508,8 +6503,6 @@ class RemoteUpstream(Upstream):
         data = {"httpStatus": status} if status else None
         for msg_id in ids:
             self.loop.post(self._deliver, encode_message(error_response(msg_id, code, reason, data))[:-1])
-
-
 
     def fail_status(self, exchange, resp, body):
         """A non-2xx answer: the JSON-RPC error its ``body`` holds goes to the client intact, under the
@@ -6754,7 +6747,6 @@ class RemoteUpstream(Upstream):
         except Exception as exc:
             log.debug("goodbye failed: %r" % exc)
         self.pool.close_all()
-
         self.report_exit("closed the connection to %s" % self.config.display_url)
 
     def _say_goodbye(self):
@@ -6806,8 +6798,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         if body:
             extra.append(("Content-Type", "application/json"))
         if session:
-            extra.append(("Mcp-Session-Id", self.session_id))
-            extra.append(("MCP-Protocol-Version", self.protocol_version))
+            extra += [("Mcp-Session-Id", self.session_id), ("MCP-Protocol-Version", self.protocol_version)]
         if last_event_id:
             extra.append(("Last-Event-ID", last_event_id))
         return self.config.headers(extra + list(more))
@@ -6860,7 +6851,11 @@ class StreamableHttpUpstream(RemoteUpstream):
                                           "re-initializing failed", 404)
             return self.fail_status(exchange, resp, body)
         if first_init:
-            self._adopt_session(resp)
+            session = resp.getheader("Mcp-Session-Id")
+            if session is not None and not SESSION_ID_RE.match(session):
+                self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
+                session = None
+            self.session_id = session
         if content_type(resp) == "text/event-stream":
             self._read_post_stream(exchange, conn, resp)
         elif not self._read_json_answer(exchange, conn, resp):
@@ -7061,7 +7056,6 @@ class StreamableHttpUpstream(RemoteUpstream):
                             "params": {"mode": "url", "elicitationId": LOGIN_ELICITATION_ID, "url": url,
                                        "message": message}})
 
-
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
         import http.client
@@ -7088,13 +7082,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.pool.discard(conn)
         self.fail_exchange(exchange, failure, status)
         return False
-
-    def _adopt_session(self, resp):
-        session = resp.getheader("Mcp-Session-Id")
-        if session is not None and not SESSION_ID_RE.match(session):
-            self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
-            session = None
-        self.session_id = session
 
     def _answered(self, exchange, msg):
         RemoteUpstream._answered(self, exchange, msg)
@@ -7241,9 +7228,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
         while current():
             outcome = self._get_stream_once(parser, current)
-            if outcome == STREAM_STOP:
+            if outcome == STREAM_REFUSED:
                 return
-            if outcome == STREAM_WORKED:
+            if outcome == STREAM_PROGRESSED:
                 backoff.reset()
             elif backoff.failed():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
@@ -7253,7 +7240,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return
 
     def _get_stream_once(self, parser, current):
-        """One GET stream, read until it ends: STREAM_WORKED, _FAILED or _STOP (the server wants none,
+        """One GET stream, read until it ends: STREAM_PROGRESSED, _FAILED or _REFUSED (the server wants none,
         the session expired, or a newer stream took over)."""
         headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
         session_used = self.session_id
@@ -7270,11 +7257,11 @@ class StreamableHttpUpstream(RemoteUpstream):
                 self.note("debug", "GET stream: " + why)
                 if not permanent_error(resp.status):
                     return STREAM_FAILED
-            return STREAM_STOP  # the server does not want one: no retries, no noise
+            return STREAM_REFUSED  # the server does not want one: no retries, no noise
         with self.lock:
             if not current():
                 self.pool.discard(conn)
-                return STREAM_STOP
+                return STREAM_REFUSED
             self.get_conn = conn
         parser.reset_stream()
         try:
@@ -7285,7 +7272,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.note("warning", "GET stream: %s; reconnecting" % exc)
         self.pool.discard(conn)
         log.debug("GET stream ended (%s)" % outcome)
-        return STREAM_WORKED if worked else STREAM_FAILED
+        return STREAM_PROGRESSED if worked else STREAM_FAILED
 
     def _try_fallback(self, exchange, resp, body):
         """auto: when the initialize POST is refused as a legacy server refuses it (no JSON-RPC error
@@ -7296,7 +7283,6 @@ class StreamableHttpUpstream(RemoteUpstream):
             return False
         self.settle(exchange)
         exchange.gate_reason = None  # keep the sender held until the hand-over is done
-
         self.loop.post(self._hand_over, exchange, resp.status)
         return True
 
@@ -7315,7 +7301,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.outbox.put(None)
         self._stop()
         self.fallback(lines, status)
-
 
     def _say_goodbye(self):
         session = self.session_id
