@@ -6100,9 +6100,7 @@ ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
 STREAM_END_GRACE = 0.05    # seconds an answered POST's event stream has to end to keep its connection
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
-REINIT_ID_PREFIX = "ocx-proxy-reinit-"
-# auto: answers to the initialize POST that mean "legacy SSE", unless their body is a JSON-RPC
-# error (a Streamable HTTP server refusing the request, which is its answer)
+# auto: answers to the initialize POST that mean "legacy SSE", unless the body is a JSON-RPC error (a refusal)
 FALLBACK_STATUSES = (400, 404, 405)
 # 2026-07-28: the requests whose Mcp-Name header mirrors a parameter, and which one
 NAMED_METHODS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
@@ -6142,27 +6140,26 @@ def param_headers(tool):
 def _annotations(schema, path, reachable, found):
     """Collect the annotations under ``schema`` into ``found``; why one is invalid, or None."""
     if isinstance(schema, list):
-        children = [(item, path, False) for item in schema]
-    elif not isinstance(schema, dict):
+        return next((why for why in (_annotations(item, path, False, found) for item in schema) if why), None)
+    if not isinstance(schema, dict):
         return None
-    else:
-        if "x-mcp-header" in schema:
-            name, kind = schema["x-mcp-header"], schema.get("type")
-            if not reachable or not path:
-                return "x-mcp-header outside the input schema's properties"
-            if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
-                return "x-mcp-header %r of %r is not a header name" % (name, ".".join(path))
-            if kind not in ("string", "integer", "boolean"):
-                return "x-mcp-header on %r, whose type is %r, not string, integer or boolean" % (".".join(path), kind)
-            found.append((name, path))
-        children = []
-        for key, value in schema.items():
-            if key == "properties" and isinstance(value, dict):
-                children.extend((sub, path + (name,), reachable) for name, sub in value.items())
-            elif key not in SCHEMA_DATA_KEYWORDS:
-                children.append((value, path, False))
-    for child, child_path, child_reachable in children:
-        why = _annotations(child, child_path, child_reachable, found)
+    if "x-mcp-header" in schema:
+        name, kind = schema["x-mcp-header"], schema.get("type")
+        if not reachable or not path:
+            return "x-mcp-header outside the input schema's properties"
+        if not isinstance(name, str) or not HEADER_NAME_RE.match(name):
+            return "x-mcp-header %r of %r is not a header name" % (name, ".".join(path))
+        if kind not in ("string", "integer", "boolean"):
+            return "x-mcp-header on %r, whose type is %r, not string, integer or boolean" % (".".join(path), kind)
+        found.append((name, path))
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            why = next((why for why in (_annotations(sub, path + (name,), reachable, found)
+                                        for name, sub in value.items()) if why), None)
+        elif key not in SCHEMA_DATA_KEYWORDS:
+            why = _annotations(value, path, False, found)
+        else:
+            why = None
         if why:
             return why
     return None
@@ -6260,12 +6257,10 @@ def progress_key(token):
 
 
 class RemoteUpstream(Upstream):
-    """Shared machinery of the remote transports.
-
-    ``send()`` (loop thread) queues each client message; a sender thread dispatches them in client
-    order.  A request gets a worker thread of its own, so a long call never delays others;
-    notifications and responses go after every earlier request has been written.
-    """
+    """Shared machinery of the remote transports: ``send()`` (loop thread) queues each client message; a
+    sender thread dispatches them in client order.  A request gets a worker thread of its own, so a long call
+    never delays others; notifications and responses go after every earlier request has been written.  What
+    the worker threads learn goes to the loop thread (``loop.post``)."""
 
     hands_over = True  # auto mode may hand the queued messages to another transport
 
@@ -6525,12 +6520,6 @@ class RemoteUpstream(Upstream):
             text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
         self.fail_exchange(exchange, text, resp.status)
 
-    def fail_inflight(self, reason):
-        with self.lock:
-            exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
-        for exchange in exchanges:
-            self.fail_exchange(exchange, reason)
-
     def _emit(self, data, exchange=None):
         """Hand one message (bytes of JSON, not blank) from the server to the relay, parsed, noting answered
         requests."""
@@ -6633,7 +6622,7 @@ class RemoteUpstream(Upstream):
     def replay_handshake(self):
         """Say the client's handshake again (the answers are ours), the gate held: None, or why it failed."""
         self.replays += 1
-        replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
+        replay = RemoteExchange.replayed(self.handshake.replay("ocx-proxy-reinit-%d" % self.replays))
         with self.lock:
             self.inflight.update(dict.fromkeys(replay.outstanding, replay))
         self.post_exchange(replay)
@@ -6710,12 +6699,9 @@ class RemoteUpstream(Upstream):
         """Hook run before a request's worker starts: it may hold the gate for what follows."""
 
     def send_deadline(self, exchange):
-        """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
+        """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves); a transport
+        that sets one says in ``not_ready_text()`` why a message that waited past it was not sent."""
         return None
-
-    def not_ready_text(self):
-        """Hook: why a message that waited past ``send_deadline`` was not sent."""
-        return "the server connection was not ready"
 
     def _worker(self, exchange):
         try:
@@ -6758,12 +6744,10 @@ class RemoteUpstream(Upstream):
 # ---------------------------------------------------------------------------
 
 class StreamableHttpUpstream(RemoteUpstream):
-    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.
-
-    Each message goes in its own era (``RemoteExchange``): a legacy one in the session the client's
-    initialize opened (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28 one
-    with no session, its version, method and name mirrored in headers.
-    """
+    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.  Each message
+    goes in its own era (``RemoteExchange``): a legacy one in the session the client's initialize opened (GET
+    stream, resumption, DELETE, a new session after a 404); a 2026-07-28 one with no session, its version,
+    method and name mirrored in headers."""
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
@@ -7136,12 +7120,10 @@ class StreamableHttpUpstream(RemoteUpstream):
                                           "(--sse-read-timeout)" % self.config.sse_read_timeout)
             if outcome == STREAM_INVALID:
                 return
-            if exchange.modern:
-                return self.fail_exchange(exchange, "upstream closed the response stream before answering "
-                                                    "(a %s request cannot be resumed)" % exchange.version)
-            if not parser.last_id:
-                return self.fail_exchange(exchange, "upstream closed the response stream before answering "
-                                                    "(no event id to resume from)")
+            if exchange.modern or not parser.last_id:
+                why = ("a %s request cannot be resumed" % exchange.version if exchange.modern
+                       else "no event id to resume from")
+                return self.fail_exchange(exchange, "upstream closed the response stream before answering (%s)" % why)
             if outcome == STREAM_FAILED and backoff.failed():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
@@ -7255,9 +7237,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 log.debug("GET stream: session expired; it reopens after re-initializing")
             else:
                 self.note("debug", "GET stream: " + why)
-                if not permanent_error(resp.status):
-                    return STREAM_FAILED
-            return STREAM_REFUSED  # the server does not want one: no retries, no noise
+            return STREAM_REFUSED if permanent_error(resp.status) else STREAM_FAILED
         with self.lock:
             if not current():
                 self.pool.discard(conn)
@@ -7326,11 +7306,9 @@ class StreamableHttpUpstream(RemoteUpstream):
 # ---------------------------------------------------------------------------
 
 class SseUpstream(RemoteUpstream):
-    """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.
-
-    If the stream drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new
-    endpoint and replay the client's handshake before anything else is sent.
-    """
+    """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.  If the stream
+    drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new endpoint and replay the
+    client's handshake before anything else is sent."""
 
     hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
 
@@ -7377,7 +7355,11 @@ class SseUpstream(RemoteUpstream):
             else:
                 gave_up = backoff.failed() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
-            self.fail_inflight("the SSE stream from the server dropped (%s); the request was abandoned" % text)
+            with self.lock:
+                exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
+            for exchange in exchanges:
+                self.fail_exchange(exchange, "the SSE stream from the server dropped (%s); the request was "
+                                             "abandoned" % text)
             if gave_up:
                 self.report_exit("could not open the SSE stream %s: %s" % (self.config.display_url, text))
                 return
@@ -7484,8 +7466,7 @@ class SseUpstream(RemoteUpstream):
 
 class AutoUpstream(Upstream):
     """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405
-    without a JSON-RPC error in the body.  ``memory`` (shared across restarts) remembers the answer.
-    """
+    without a JSON-RPC error in the body.  ``memory`` (shared across restarts) remembers the answer."""
 
     def __init__(self, loop, config, on_line, on_exit, memory):
         Upstream.__init__(self, loop, on_line, on_exit)
