@@ -6533,8 +6533,7 @@ class RemoteUpstream(Upstream):
             # The relay repairs such data or reports it; an answer still settles its exchange here.
             envelope = peek_envelope(data, partial=True)
             if envelope is None or not envelope.has_valid_id or envelope.has_method:
-                self._post_line(data)
-                return
+                return self._post_line(data)
             msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
             parsed = None
         else:
@@ -6858,11 +6857,9 @@ class StreamableHttpUpstream(RemoteUpstream):
             headers = self.request_headers(session=session, more=self.modern_headers(exchange) if exchange.modern
                                            else ())
         except InvalidParams as exc:
-            self.fail_exchange(exchange, "Invalid params: %s" % exc, code=INVALID_PARAMS)
-            return None
+            return self.fail_exchange(exchange, "Invalid params: %s" % exc, code=INVALID_PARAMS)
         except ValueError as exc:
-            self.fail_exchange(exchange, "not sent: %s" % exc)
-            return None
+            return self.fail_exchange(exchange, "not sent: %s" % exc)
         if log.enabled("debug"):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
@@ -6877,9 +6874,8 @@ class StreamableHttpUpstream(RemoteUpstream):
             return None
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
-            self.fail_exchange(exchange, (what % self.config.display_url) + ": "
-                               + describe_http_exception(exc, self.config))
-            return None
+            return self.fail_exchange(exchange, (what % self.config.display_url) + ": "
+                                      + describe_http_exception(exc, self.config))
         exchange.conn = conn
         return conn, resp
 
