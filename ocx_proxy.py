@@ -6521,8 +6521,7 @@ class RemoteUpstream(Upstream):
         self.fail_exchange(exchange, text, resp.status)
 
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON, not blank) from the server to the relay, parsed, noting answered
-        requests."""
+        """Hand one message (bytes of JSON, not blank) from the server to the relay, parsed; note answers."""
         data = bytes(data).strip()
         if b"\n" in data or b"\r" in data:
             # Multi-line SSE data or a pretty-printed body: outside strings, line breaks are whitespace.
