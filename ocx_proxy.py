@@ -5817,15 +5817,11 @@ class CallbackListener:
 # Remote transports: what every remote transport shares (sender, workers, exchanges)
 # ---------------------------------------------------------------------------
 
-# Worker threads do the blocking HTTP work; what they learn goes to the loop thread (``loop.post``).
-
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLOSE_GRACE = 1.5          # seconds close_input waits for in-flight exchanges
 STREAM_END_GRACE = 0.05    # seconds an answered POST's event stream has to end to keep its connection
 DELETE_TIMEOUT = 2.0       # seconds for the DELETE that ends a session
-REINIT_ID_PREFIX = "ocx-proxy-reinit-"
-# auto: answers to the initialize POST that mean "legacy SSE", unless their body is a JSON-RPC
-# error (a Streamable HTTP server refusing the request, which is its answer)
+# auto: answers to the initialize POST that mean "legacy SSE", unless the body is a JSON-RPC error (a refusal)
 FALLBACK_STATUSES = (400, 404, 405)
 # 2026-07-28: the requests whose Mcp-Name header mirrors a parameter, and which one
 NAMED_METHODS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
@@ -5838,12 +5834,10 @@ STREAM_DONE = "done"                # the caller's condition holds
 STREAM_EOF = "eof"                  # the server closed the stream
 STREAM_TIMEOUT = "timeout"          # the deadline passed
 STREAM_DROPPED = "dropped"          # the connection broke, or we are stopping
-STREAM_PROGRESSED = "progressed"    # an answer stream ended after some event: resume it
+STREAM_PROGRESSED = "progressed"    # a stream ended after it worked: open it again at once
 STREAM_INVALID = "invalid"          # bad data: the exchange has already failed
 STREAM_FAILED = "failed"            # no stream, or nothing on it: retry after a backoff
-STREAM_REFUSED = "refused"          # a permanent refusal: do not retry
-STREAM_STOP = "stop"                # the server wants no GET stream (or a newer one took over)
-STREAM_WORKED = "worked"            # a GET stream ran, then ended
+STREAM_REFUSED = "refused"          # do not retry: a permanent refusal, no GET stream wanted, or a newer one took over
 STREAM_FATAL = "fatal"              # the legacy endpoint event is unusable
 
 
@@ -5852,11 +5846,10 @@ class InvalidParams(ValueError):
 
 
 def param_headers(tool):
-    """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28):
-    (a list of (name, path of property names), None), or (None, why the annotations are invalid).
-    An annotation is valid on a string, integer or boolean property reached from ``inputSchema``
-    through ``properties`` alone, its value a header token unique among the tool's, ignoring case.
-    """
+    """The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` annotations ask for (2026-07-28): (a list of
+    (name, path of property names), None), or (None, why the annotations are invalid).  An annotation is valid
+    on a string, integer or boolean property reached from ``inputSchema`` through ``properties`` alone, its
+    value a header token unique among the tool's, ignoring case."""
     found = []
     why = _annotations(tool.get("inputSchema"), (), True, found)
     names = [name.lower() for name, _ in found]
@@ -5906,7 +5899,7 @@ def param_value(arguments, path):
 
 
 # A first login happens while the client starts: initialize (and a server/discover probe) waits this long for
-# it, then the relay answers initialize itself and the client keeps the server (``FirstLogin``).
+# it, then we answer initialize ourselves and the client keeps the server (``_answer_for_the_login``).
 OAUTH_INITIALIZE_WAIT = 5.0
 # How long a call of the login tool waits for the login: under the 60 s clients give a tool call by default.
 LOGIN_TOOL_WAIT = 45.0
@@ -5928,23 +5921,19 @@ def pending_initialize_result(params, url):
                             "tool %s to see how to log in." % (url, LOGIN_TOOL)}
 
 
-def login_tool(url):
-    """The one tool we list while the login to ``url`` is pending."""
-    return {"name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
-            "description": "The MCP server %s needs a login before its tools can be used. Call this tool: for a "
-                           "login with a code it first answers with the page and the code to show the user; "
-                           "otherwise, and when called again, it waits up to %d s for the user to log in, then "
-                           "says that the login is done (the server's tools are listed then) or how to log in."
-                           % (url, LOGIN_TOOL_WAIT)}
-
-
 def pending_answer(method, url):
-    """The result we give a request ``method`` while the login is pending, or None: it needs the server."""
+    """The result we give a request ``method`` while the login to ``url`` is pending (tools/list: the login
+    tool alone), or None: it needs the server."""
     if method == "ping":
         return {}
-    if method == "tools/list":
-        return {"tools": [login_tool(url)]}
-    return None
+    if method != "tools/list":
+        return None
+    return {"tools": [{
+        "name": LOGIN_TOOL, "inputSchema": {"type": "object", "properties": {}},
+        "description": "The MCP server %s needs a login before its tools can be used. Call this tool: for a login "
+                       "with a code it first answers with the page and the code to show the user; otherwise, and "
+                       "when called again, it waits up to %d s for the user to log in, then says that the login "
+                       "is done (the server's tools are listed then) or how to log in." % (url, LOGIN_TOOL_WAIT)}]}
 
 
 class RemoteExchange:
@@ -5989,12 +5978,10 @@ def progress_key(token):
 
 
 class RemoteUpstream(Upstream):
-    """Shared machinery of the remote transports.
-
-    ``send()`` (loop thread) queues each client message; a sender thread dispatches them in client
-    order.  A request gets a worker thread of its own, so a long call never delays others;
-    notifications and responses go after every earlier request has been written.
-    """
+    """Shared machinery of the remote transports: ``send()`` (loop thread) queues each client message; a
+    sender thread dispatches them in client order.  A request gets a worker thread of its own, so a long call
+    never delays others; notifications and responses go after every earlier request has been written.  What
+    the worker threads learn goes to the loop thread (``loop.post``)."""
 
     hands_over = True  # auto mode may hand the queued messages to another transport
 
@@ -6053,9 +6040,8 @@ class RemoteUpstream(Upstream):
 
     def _dispatch_now(self, exchange):
         """Start a request's worker from the loop thread when nothing waits before it; False: queue it.
-
-        initialize always goes through the sender: it may hold the gate, and the sender must then wait
-        at the gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
+        initialize always goes through the sender: it may hold the gate, and the sender must then wait at the
+        gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
         with self.lock:
             if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
                     or self.stopping.is_set() or self.sender is None):
@@ -6067,18 +6053,17 @@ class RemoteUpstream(Upstream):
     def _cancelled(self, params):
         """The client gave up on a request: stop waiting for it.  True when the notification is not
         to be sent on: for a 2026-07-28-era request, closing its response stream is the cancellation."""
-        request_id = params.get("requestId")
+        key = id_key(params.get("requestId"))
         with self.lock:
-            exchange = self.inflight.pop(id_key(request_id), None)
-            if exchange is not None:
-                exchange.outstanding.pop(id_key(request_id), None)
-                done = not exchange.outstanding
-        if exchange is None:
-            return is_modern(request_version(params))
+            exchange = self.inflight.pop(key, None)
+            if exchange is None:
+                return is_modern(request_version(params))
+            exchange.outstanding.pop(key, None)
+            done = not exchange.outstanding
         if done:
             exchange.settled.set()
-        if done and exchange.conn is not None:
-            self.pool.abort(exchange.conn)
+            if exchange.conn is not None:
+                self.pool.abort(exchange.conn)
         return exchange.modern
 
     def close_input(self):
@@ -6106,20 +6091,26 @@ class RemoteUpstream(Upstream):
                 return
         self.loop.post(self._deliver, data, msg)
 
+    def _post_message(self, msg):
+        self._post_line(encode_message(msg)[:-1], msg)
+
     def _exit_on_loop(self, description):
         if self.exited or self.handed_over:
             return
         self.exited = True
+        self._stop()
+        self.on_exit(description)
+
+    def _stop(self):
         self.stopping.set()
         self.gate.release_all()
         self.pool.close_all()
-        self.on_exit(description)
 
     # -- any thread --------------------------------------------------------
 
-    def spawn(self, name, target, *args, **kw):
-        """Run ``target(*args)`` on a reused worker thread, or on a returned ``dedicated=True`` thread;
-        a bug there is logged, never a traceback."""
+    def spawn(self, name, target, *args, dedicated=False):
+        """Run ``target(*args)`` on a reused worker thread, or on a returned ``dedicated`` thread; a bug there is
+        logged, never a traceback."""
         def run():
             try:
                 target(*args)
@@ -6127,26 +6118,21 @@ class RemoteUpstream(Upstream):
                 self.note("error", "internal error in %s: %r" % (name, exc))
                 self.thread_crashed(exc)
 
-        if not kw.get("dedicated"):
-            WORKERS.run(run)
-            return None
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        thread.start()
-        return thread
+        if dedicated:
+            thread = threading.Thread(target=run, name=name, daemon=True)
+            thread.start()
+            return thread
+        WORKERS.run(run)
 
     def thread_crashed(self, exc):
         """Hook: a helper thread died of an unexpected exception."""
 
     def http(self, method, parts, headers, body=None, on_written=None, timeout=None, login_wait=OAUTH_REQUEST_WAIT):
-        """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them).
-
-        A redirect to another origin is returned as is: our credentials never reach another host.
-        With OAuth, one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and
-        the request sent again (AuthorizationRequired, an OSError, when no token came within ``login_wait``
-        s; ``self.challenge`` keeps the challenge).  The
-        token store is read only while we hold tokens: a server that never asked for a login costs no
-        lookups.
-        """
+        """One HTTP exchange, following same-origin 307/308 redirects (the main URL moves with them); a
+        redirect to another origin is returned as is: our credentials never reach another host.  With OAuth,
+        one 401 (or 403 insufficient_scope) is answered by ``OAuthClient.authorize`` and the request sent again
+        (AuthorizationRequired, an OSError, when no token came within ``login_wait`` s; ``self.challenge``
+        keeps the challenge).  Tokens are only looked up once a login happened: no cost for other servers."""
         from urllib.parse import urljoin, urlsplit
 
         oauth = self.config.oauth
@@ -6160,7 +6146,7 @@ class RemoteUpstream(Upstream):
                     resp.status == 403 and "insufficient_scope" in challenge))):
                 self.pool.drain(conn, resp)
                 self.challenge = challenge
-                oauth.authorize(resp.status, challenge, token, login_wait)  # AuthorizationRequired: how to log in
+                oauth.authorize(resp.status, challenge, token, login_wait)
                 authorized = True
                 continue
             if oauth is not None and resp.status < 300:
@@ -6205,17 +6191,22 @@ class RemoteUpstream(Upstream):
             self.stderr_tail.append(message)
         log.log(level, message)
 
-    def fail_exchange(self, exchange, reason, status=None, code=UPSTREAM_ERROR):
-        """The one place where an HTTP failure becomes JSON-RPC errors (``code``) for the waiting requests."""
-        reason = self.config.scrub(reason)
+    def settle(self, exchange, failure=None):
+        """Stop waiting for an exchange's answers (``failure``: why): the ids it still waited for."""
         with self.lock:
             ids = list(exchange.outstanding.values())
-            for key in list(exchange.outstanding):
+            for key in exchange.outstanding:
                 if self.inflight.get(key) is exchange:
                     del self.inflight[key]
             exchange.outstanding.clear()
-        exchange.failure = reason
+        exchange.failure = failure
         exchange.settled.set()
+        return ids
+
+    def fail_exchange(self, exchange, reason, status=None, code=UPSTREAM_ERROR):
+        """The one place where an HTTP failure becomes JSON-RPC errors (``code``) for the waiting requests."""
+        reason = self.config.scrub(reason)
+        ids = self.settle(exchange, reason)
         if exchange.swallow:
             return
         if not ids:
@@ -6250,17 +6241,9 @@ class RemoteUpstream(Upstream):
             text += " (redirect to %s; use that URL with --url)" % redact_url(resp.getheader("Location"))
         self.fail_exchange(exchange, text, resp.status)
 
-    def fail_inflight(self, reason):
-        with self.lock:
-            exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
-        for exchange in exchanges:
-            self.fail_exchange(exchange, reason)
-
     def _emit(self, data, exchange=None):
-        """Hand one message (bytes of JSON) from the server to the relay, parsed, noting answered requests."""
+        """Hand one message (bytes of JSON, not blank) from the server to the relay, parsed; note answers."""
         data = bytes(data).strip()
-        if not data:
-            return
         if b"\n" in data or b"\r" in data:
             # Multi-line SSE data or a pretty-printed body: outside strings, line breaks are whitespace.
             data = data.replace(b"\r", b" ").replace(b"\n", b" ")
@@ -6270,8 +6253,7 @@ class RemoteUpstream(Upstream):
             # The relay repairs such data or reports it; an answer still settles its exchange here.
             envelope = peek_envelope(data, partial=True)
             if envelope is None or not envelope.has_valid_id or envelope.has_method:
-                self._post_line(data)
-                return
+                return self._post_line(data)
             msg = error_response(envelope.id, INTERNAL_ERROR, "the server's answer is not JSON (%s)" % exc)
             parsed = None
         else:
@@ -6325,10 +6307,9 @@ class RemoteUpstream(Upstream):
             self._emit(event.data, exchange)
 
     def _pump(self, conn, resp, parser, on_event, done, deadline):
-        """Read SSE from ``resp`` until ``done()``, EOF, an error or ``deadline()`` (asked before every
-        read: no trickle of bytes keeps a stream alive past it).  Returns (STREAM_DONE, _EOF, _TIMEOUT
-        or _DROPPED, whether any event arrived); UpstreamDataError once the events before the fault
-        are handled."""
+        """Read SSE from ``resp`` until ``done()``, EOF, an error or ``deadline()`` (asked before every read: no
+        trickle of bytes keeps a stream alive past it): (STREAM_DONE, _EOF, _TIMEOUT or _DROPPED, whether any
+        event arrived); UpstreamDataError once the events before the fault are handled."""
         got = False
         while True:
             if self.stopping.is_set() and not self.closing:
@@ -6360,7 +6341,7 @@ class RemoteUpstream(Upstream):
     def replay_handshake(self):
         """Say the client's handshake again (the answers are ours), the gate held: None, or why it failed."""
         self.replays += 1
-        replay = RemoteExchange.replayed(self.handshake.replay("%s%d" % (REINIT_ID_PREFIX, self.replays)))
+        replay = RemoteExchange.replayed(self.handshake.replay("ocx-proxy-reinit-%d" % self.replays))
         with self.lock:
             self.inflight.update(dict.fromkeys(replay.outstanding, replay))
         self.post_exchange(replay)
@@ -6437,12 +6418,9 @@ class RemoteUpstream(Upstream):
         """Hook run before a request's worker starts: it may hold the gate for what follows."""
 
     def send_deadline(self, exchange):
-        """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves)."""
+        """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves); a transport
+        that sets one says in ``not_ready_text()`` why a message that waited past it was not sent."""
         return None
-
-    def not_ready_text(self):
-        """Hook: why a message that waited past ``send_deadline`` was not sent."""
-        return "the server connection was not ready"
 
     def _worker(self, exchange):
         try:
@@ -6485,12 +6463,10 @@ class RemoteUpstream(Upstream):
 # ---------------------------------------------------------------------------
 
 class StreamableHttpUpstream(RemoteUpstream):
-    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.
-
-    Each message goes in its own era (``RemoteExchange``): a legacy one in the session the client's
-    initialize opened (GET stream, resumption, DELETE, a new session after a 404); a 2026-07-28 one
-    with no session, its version, method and name mirrored in headers.
-    """
+    """MCP Streamable HTTP (2025-03-26 and later): one POST per message, plus a GET stream.  Each message
+    goes in its own era (``RemoteExchange``): a legacy one in the session the client's initialize opened (GET
+    stream, resumption, DELETE, a new session after a 404); a 2026-07-28 one with no session, its version,
+    method and name mirrored in headers."""
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
@@ -6525,8 +6501,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         if body:
             extra.append(("Content-Type", "application/json"))
         if session:
-            extra.append(("Mcp-Session-Id", self.session_id))
-            extra.append(("MCP-Protocol-Version", self.protocol_version))
+            extra += [("Mcp-Session-Id", self.session_id), ("MCP-Protocol-Version", self.protocol_version)]
         if last_event_id:
             extra.append(("Last-Event-ID", last_event_id))
         return self.config.headers(extra + list(more))
@@ -6579,7 +6554,11 @@ class StreamableHttpUpstream(RemoteUpstream):
                                           "re-initializing failed", 404)
             return self.fail_status(exchange, resp, body)
         if first_init:
-            self._adopt_session(resp)
+            session = resp.getheader("Mcp-Session-Id")
+            if session is not None and not SESSION_ID_RE.match(session):
+                self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
+                session = None
+            self.session_id = session
         if content_type(resp) == "text/event-stream":
             self._read_post_stream(exchange, conn, resp)
         elif not self._read_json_answer(exchange, conn, resp):
@@ -6598,11 +6577,9 @@ class StreamableHttpUpstream(RemoteUpstream):
             headers = self.request_headers(session=session, more=self.modern_headers(exchange) if exchange.modern
                                            else ())
         except InvalidParams as exc:
-            self.fail_exchange(exchange, "Invalid params: %s" % exc, code=INVALID_PARAMS)
-            return None
+            return self.fail_exchange(exchange, "Invalid params: %s" % exc, code=INVALID_PARAMS)
         except ValueError as exc:
-            self.fail_exchange(exchange, "not sent: %s" % exc)
-            return None
+            return self.fail_exchange(exchange, "not sent: %s" % exc)
         if log.enabled("debug"):
             log.debug("POST %s %s (%s)" % (self.config.display_url, exchange.method,
                                            self.config.describe_headers(headers)))
@@ -6617,9 +6594,8 @@ class StreamableHttpUpstream(RemoteUpstream):
             return None
         except (OSError, http.client.HTTPException) as exc:
             what = "no answer from %s" if exchange.written.is_set() else "could not reach %s"
-            self.fail_exchange(exchange, (what % self.config.display_url) + ": "
-                               + describe_http_exception(exc, self.config))
-            return None
+            return self.fail_exchange(exchange, (what % self.config.display_url) + ": "
+                                      + describe_http_exception(exc, self.config))
         exchange.conn = conn
         return conn, resp
 
@@ -6628,11 +6604,10 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _answer_for_the_login(self, exchange, why):
         """The client's initialize met a login a person still has to finish: answer it ourselves (the client
         keeps the server), list only the login tool, hold the calls that need the server, and replay the
-        handshake once logged in (then notifications/tools/list_changed).  False for any other request, and
-        when no login is under way (it failed: its error is the answer) or --oauth-timeout ends it within our
-        wait anyway."""
+        handshake once logged in.  False for any other request, and when no login is under way (its error is
+        the answer) or --oauth-timeout ends it within our wait anyway."""
         oauth = self.config.oauth
-        if (exchange.method != "initialize" or exchange.modern or not isinstance(exchange.msg, dict)
+        if (exchange.method != "initialize" or exchange.modern
                 or oauth.login_thread is None or not oauth.login_thread.is_alive()
                 or oauth.settings.timeout <= OAUTH_INITIALIZE_WAIT):
             return False
@@ -6644,14 +6619,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_ready = threading.Event()
         self.note("warning", "ocx-proxy answered the client's initialize itself; the server's tools follow the "
                              "login (%s)" % why)
-        answer = {"jsonrpc": "2.0", "id": exchange.msg["id"],
-                  "result": pending_initialize_result(params, self.config.display_url)}
-        with self.lock:   # answered, but not by the server: nothing is learnt from it (_answered)
-            for key in exchange.outstanding:
-                self.inflight.pop(key, None)
-            exchange.outstanding.clear()
-        exchange.settled.set()
-        self._post_line(encode_message(answer)[:-1], answer)
+        self.settle(exchange)   # answered, but not by the server: nothing is learnt from it (_answered)
+        self._post_message({"jsonrpc": "2.0", "id": exchange.msg["id"],
+                            "result": pending_initialize_result(params, self.config.display_url)})
         self.spawn("ocx-first-login", self._first_login, dedicated=True)
         return True
 
@@ -6661,7 +6631,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             return False
         kind = message_kind(msg)
         if kind == "response":
-            return msg.get("id") == LOGIN_ELICITATION_ID   # the client's answer to our login link
+            return msg.get("id") == LOGIN_ELICITATION_ID
         if kind == "request" and called_tool(msg) == LOGIN_TOOL:
             self.spawn("ocx-login-tool", self._login_tool_call, msg["id"])
             return True
@@ -6682,8 +6652,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         return True
 
     def _await_session(self, seconds, until=lambda: False):
-        """Wait up to ``seconds`` for the session, a failed login first started again: True once ready, False
-        when that login failed too, ``until()`` is true or the time is up."""
+        """Wait up to ``seconds`` for the session, a failed login started again: True once ready, False when
+        that login failed too, ``until()`` is true or the time is up."""
         if self.login_failed:
             self.login_retry.set()
         deadline = time.monotonic() + seconds
@@ -6713,13 +6683,11 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def _new_code(self):
         """A device login's prompt that no call of the login tool showed yet, or None."""
-        prompt = self.device_prompt
-        return prompt if prompt != self.prompt_shown else None
+        return self.device_prompt if self.device_prompt != self.prompt_shown else None
 
     def _login_tool_call(self, msg_id):
-        """The login tool: a device login's code as soon as it is known, when no call showed it yet (the person
-        needs it to log in); else how to log in, after waiting up to LOGIN_TOOL_WAIT s for the login (and then up
-        to LOGIN_RELIST_WAIT s for the client's new tool list)."""
+        """The login tool: a device login's code as soon as no call showed it yet; else how to log in, after
+        waiting up to LOGIN_TOOL_WAIT s for the login (then LOGIN_RELIST_WAIT s for the client's new tool list)."""
         logged_in = self._await_session(LOGIN_TOOL_WAIT, self._new_code)
         prompt = None if logged_in else self._new_code()
         if logged_in:
@@ -6735,11 +6703,10 @@ class StreamableHttpUpstream(RemoteUpstream):
                         self.config.display_url))
         else:
             text = "Not logged in yet: %s. Call %s again to wait for the login." % (self.login_note, LOGIN_TOOL)
-        # The code for the person is what the call is for, not a failure: a model told "error" may retry at
-        # once instead of showing it.
+        # A code for the person is not a failure: a model told "error" may retry at once instead of showing it.
         failed = not self.session_ready.is_set() and not prompt
         result = {"content": [{"type": "text", "text": text}], "isError": failed}
-        self._post_line(encode_message({"jsonrpc": "2.0", "id": msg_id, "result": result})[:-1])
+        self._post_message({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
     def _first_login(self):
         """Wait for the login (a failed one is tried again when a call asks), then replay the handshake."""
@@ -6773,9 +6740,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_ready.set()
         self._post_line(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
         if self.login_offered:
-            done = {"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-                    "params": {"elicitationId": LOGIN_ELICITATION_ID}}
-            self._post_line(encode_message(done)[:-1], done)
+            self._post_message({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                                "params": {"elicitationId": LOGIN_ELICITATION_ID}})
         self.login_announced.set()
 
     def _offer_login_link(self, url):
@@ -6783,12 +6749,12 @@ class StreamableHttpUpstream(RemoteUpstream):
         if self.login_offered or not self.can_open_urls or not url or self.handshake.initialized_line is None:
             return
         self.login_offered = True
-        request = {"jsonrpc": "2.0", "id": LOGIN_ELICITATION_ID, "method": "elicitation/create",
-                   "params": {"mode": "url", "elicitationId": LOGIN_ELICITATION_ID, "url": url,
-                              "message": "Log in to %s to use its tools.%s" % (self.config.display_url, (
-                                  " Enter the code %s there." % self.config.oauth.user_code
-                                  if self.config.oauth.user_code else ""))}}
-        self._post_line(encode_message(request)[:-1], request)
+        code = self.config.oauth.user_code
+        message = "Log in to %s to use its tools.%s" % (
+            self.config.display_url, " Enter the code %s there." % code if code else "")
+        self._post_message({"jsonrpc": "2.0", "id": LOGIN_ELICITATION_ID, "method": "elicitation/create",
+                            "params": {"mode": "url", "elicitationId": LOGIN_ELICITATION_ID, "url": url,
+                                       "message": message}})
 
     def _read_json_answer(self, exchange, conn, resp):
         """Relay a JSON answer (a notification's may be empty); False after failing the exchange."""
@@ -6816,13 +6782,6 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.pool.discard(conn)
         self.fail_exchange(exchange, failure, status)
         return False
-
-    def _adopt_session(self, resp):
-        session = resp.getheader("Mcp-Session-Id")
-        if session is not None and not SESSION_ID_RE.match(session):
-            self.note("warning", "ignored an invalid Mcp-Session-Id from the server")
-            session = None
-        self.session_id = session
 
     def _answered(self, exchange, msg):
         RemoteUpstream._answered(self, exchange, msg)
@@ -6877,12 +6836,10 @@ class StreamableHttpUpstream(RemoteUpstream):
                                           "(--sse-read-timeout)" % self.config.sse_read_timeout)
             if outcome == STREAM_INVALID:
                 return
-            if exchange.modern:
-                return self.fail_exchange(exchange, "upstream closed the response stream before answering "
-                                                    "(a %s request cannot be resumed)" % exchange.version)
-            if not parser.last_id:
-                return self.fail_exchange(exchange, "upstream closed the response stream before answering "
-                                                    "(no event id to resume from)")
+            if exchange.modern or not parser.last_id:
+                why = ("a %s request cannot be resumed" % exchange.version if exchange.modern
+                       else "no event id to resume from")
+                return self.fail_exchange(exchange, "upstream closed the response stream before answering (%s)" % why)
             if outcome == STREAM_FAILED and backoff.failed():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
@@ -6969,9 +6926,9 @@ class StreamableHttpUpstream(RemoteUpstream):
         current = lambda: generation == self.get_generation and not self.stopping.is_set()  # noqa: E731
         while current():
             outcome = self._get_stream_once(parser, current)
-            if outcome == STREAM_STOP:
+            if outcome == STREAM_REFUSED:
                 return
-            if outcome == STREAM_WORKED:
+            if outcome == STREAM_PROGRESSED:
                 backoff.reset()
             elif backoff.failed():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
@@ -6981,7 +6938,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return
 
     def _get_stream_once(self, parser, current):
-        """One GET stream, read until it ends: STREAM_WORKED, _FAILED or _STOP (the server wants none,
+        """One GET stream, read until it ends: STREAM_PROGRESSED, _FAILED or _REFUSED (the server wants none,
         the session expired, or a newer stream took over)."""
         headers = self.request_headers(accept="text/event-stream", body=False, last_event_id=parser.last_id)
         session_used = self.session_id
@@ -6996,13 +6953,11 @@ class StreamableHttpUpstream(RemoteUpstream):
                 log.debug("GET stream: session expired; it reopens after re-initializing")
             else:
                 self.note("debug", "GET stream: " + why)
-                if not permanent_error(resp.status):
-                    return STREAM_FAILED
-            return STREAM_STOP  # the server does not want one: no retries, no noise
+            return STREAM_REFUSED if permanent_error(resp.status) else STREAM_FAILED
         with self.lock:
             if not current():
                 self.pool.discard(conn)
-                return STREAM_STOP
+                return STREAM_REFUSED
             self.get_conn = conn
         parser.reset_stream()
         try:
@@ -7013,7 +6968,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             self.note("warning", "GET stream: %s; reconnecting" % exc)
         self.pool.discard(conn)
         log.debug("GET stream ended (%s)" % outcome)
-        return STREAM_WORKED if worked else STREAM_FAILED
+        return STREAM_PROGRESSED if worked else STREAM_FAILED
 
     def _try_fallback(self, exchange, resp, body):
         """auto: when the initialize POST is refused as a legacy server refuses it (no JSON-RPC error
@@ -7022,9 +6977,7 @@ class StreamableHttpUpstream(RemoteUpstream):
             return False
         if jsonrpc_error(body, content_type(resp)) is not None:
             return False
-        with self.lock:
-            for key in list(exchange.outstanding):
-                self.inflight.pop(key, None)
+        self.settle(exchange)
         exchange.gate_reason = None  # keep the sender held until the hand-over is done
         self.loop.post(self._hand_over, exchange, resp.status)
         return True
@@ -7041,10 +6994,8 @@ class StreamableHttpUpstream(RemoteUpstream):
             if item is not None:
                 lines.append(item.line)
         self.handed_over = True
-        self.stopping.set()
         self.outbox.put(None)
-        self.gate.release_all()
-        self.pool.close_all()
+        self._stop()
         self.fallback(lines, status)
 
     def _say_goodbye(self):
@@ -7071,11 +7022,9 @@ class StreamableHttpUpstream(RemoteUpstream):
 # ---------------------------------------------------------------------------
 
 class SseUpstream(RemoteUpstream):
-    """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.
-
-    If the stream drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new
-    endpoint and replay the client's handshake before anything else is sent.
-    """
+    """The 2024-11-05 HTTP+SSE transport: a GET event stream plus POSTs to its ``endpoint``.  If the stream
+    drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new endpoint and replay the
+    client's handshake before anything else is sent."""
 
     hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
 
@@ -7122,7 +7071,11 @@ class SseUpstream(RemoteUpstream):
             else:
                 gave_up = backoff.failed() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
-            self.fail_inflight("the SSE stream from the server dropped (%s); the request was abandoned" % text)
+            with self.lock:
+                exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
+            for exchange in exchanges:
+                self.fail_exchange(exchange, "the SSE stream from the server dropped (%s); the request was "
+                                             "abandoned" % text)
             if gave_up:
                 self.report_exit("could not open the SSE stream %s: %s" % (self.config.display_url, text))
                 return
@@ -7229,8 +7182,7 @@ class SseUpstream(RemoteUpstream):
 
 class AutoUpstream(Upstream):
     """``auto``: Streamable HTTP first; legacy HTTP+SSE when the initialize POST gets 400, 404 or 405
-    without a JSON-RPC error in the body.  ``memory`` (shared across restarts) remembers the answer.
-    """
+    without a JSON-RPC error in the body.  ``memory`` (shared across restarts) remembers the answer."""
 
     def __init__(self, loop, config, on_line, on_exit, memory):
         Upstream.__init__(self, loop, on_line, on_exit)
