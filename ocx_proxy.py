@@ -1642,14 +1642,11 @@ def readable_text(msg, method):
 # ---------------------------------------------------------------------------
 
 class TextIndex:
-    """Where lines and characters are in the ``.txt`` of a spill, noted as it is written.
+    """Where lines and characters are in the UTF-8 ``.txt`` of a spill, noted as it is written.
 
-    A mark is noted at the first character that starts at or after each
-    multiple of TEXT_INDEX_STEP bytes: its line, column and byte offset.
-    ``locate`` finds any line and column with a binary search and one read
-    of at most a step, so a page costs what it holds, on one long line as
-    on many.  The text is UTF-8: a character starts at every byte that is
-    not a continuation byte.
+    A mark (line, column, byte offset) is noted at the first character starting at or after each
+    multiple of TEXT_INDEX_STEP bytes, so ``locate`` costs a binary search and one read of a step
+    at most: a page costs what it holds, on one long line as on many.
     """
 
     def __init__(self):
@@ -1660,7 +1657,7 @@ class TextIndex:
         self.mark_due = False        # a step ended: the next character gets a mark
 
     def watch(self, chunks):
-        """``chunks`` (the text's bytes, in order) unchanged, noted on their way to the file."""
+        """``chunks`` (the text's bytes) unchanged, noted on their way to the file."""
         for chunk in chunks:
             view = memoryview(chunk)
             while view:
@@ -1690,11 +1687,8 @@ class TextIndex:
         return self.line - (self.column == 1)
 
     def locate(self, handle, line, column):
-        """Byte offset in ``handle`` (the file noted) of ``column`` of ``line``, both 1-based.
-
-        The column after a line's last character is where its line break (or
-        the text) ends.  ValueError when the text has no such place.
-        """
+        """Byte offset in ``handle`` (the file noted) of ``column`` of ``line``, both 1-based (the column
+        after a line's last character: where its line break or the text ends); ValueError when there is none."""
         import bisect
 
         k = bisect.bisect_right(self.marks, (line, column, self.size)) - 1
@@ -1715,8 +1709,9 @@ class TextIndex:
         return offset + utf8_len(text[:start + column - 1 - before])
 
 
-# How the reader's child programs start: SPEC (argv[1]) gives the seconds to answer in and
-# the CPU seconds after which the kernel ends a runaway one, even when the relay is gone.
+# How the reader's child programs (``helper_argv``; ASCII only: they travel on a command line)
+# start: SPEC (argv[1]) gives the seconds to answer in and the CPU seconds after which the kernel
+# ends a runaway one, even when the relay is gone; the .txt is their stdin, read from spec["offset"].
 CHILD_PROLOGUE = """# ocx-proxy %s
 import json, os, re, sys, time
 spec = json.loads(sys.argv[1])
@@ -1726,12 +1721,11 @@ try:
     resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
 except (ImportError, ValueError, OSError):
     pass
+os.lseek(0, spec["offset"], os.SEEK_SET)
+stdin = os.fdopen(0, "rb")
 """
-# The pattern search, run as ``python -I -S -c SEARCH_PROGRAM SPEC`` with the
-# .txt as its stdin (see Spill.search).  It prints one JSON object: the lines
-# to show, grep style ("12:" a match, "11-" a context line, "--" between
-# groups), and the line to go on from when it stopped early (budget or time).
-# ASCII only: it travels on a command line.
+# The pattern search (Spill.search) prints the lines to show, grep style ("12:" a match, "11-" a
+# context line, "--" between groups), and the line to go on from when it stopped early (budget or time).
 SEARCH_PROGRAM = CHILD_PROLOGUE % "pattern search" + """\
 import collections
 regex, context, first = re.compile(spec["pattern"]), spec["context"], spec["line"]
@@ -1745,10 +1739,9 @@ def show(number, text, match):
             "\\u2026" if start else "", text[start:start + WIDTH], len(text), start + 1)
     return "%d%s%s\\n" % (number, ":" if match else "-", text)
 
-os.lseek(0, spec["offset"], os.SEEK_SET)
 before = collections.deque(maxlen=context)
 shown, size, after, last, resume = [], 0, 0, 0, None
-for number, raw in enumerate(os.fdopen(0, "rb"), first):
+for number, raw in enumerate(stdin, first):
     if size > spec["budget"] or (number > first and time.monotonic() > deadline):
         resume = number
         break
@@ -1771,47 +1764,38 @@ sys.stdout.write(json.dumps({"shown": shown, "next": resume}))
 
 
 class SpillSearch:
-    """A pattern search of one spill, ready to run (see ``Spill.search``).
+    """A pattern search or path query of one spill, ready to run (``Spill.search``, ``Spill.query``).
 
-    Start ``argv`` with ``stdin`` (a descriptor of the opened ``.txt``, which
-    the caller closes once it started), give what it printed to ``answer``.
+    Start ``argv`` with ``stdin`` (a descriptor of the opened ``.txt``, which the caller closes once
+    it started); ``answer`` turns what it printed into ``(text, hint)``, ValueError when it printed
+    no answer or an error; ``slow`` is the error when it ran out of time.
     """
 
-    def __init__(self, spill, spill_id, pattern, context, page, argv, stdin):
-        self.spill = spill
-        self.spill_id = spill_id
-        self.pattern = pattern
-        self.context = context
-        self.page = page
+    def __init__(self, what, slow, argv, stdin, keys, finish):
+        self.what = what
+        self.slow = slow
         self.argv = argv
         self.stdin = stdin
-
-    slow = ("the pattern search took longer than %d s and was stopped; simplify the pattern (nested repeats "
-            "such as (a+)+ can take forever)" % SEARCH_SECONDS)
+        self.keys = keys  # what the program prints, handed to ``finish``
+        self.finish = finish
 
     def answer(self, output):
-        """``(text, hint)`` from the search program's output; ValueError when it has none."""
         try:
             result = json.loads(output)
-            shown, resume = result["shown"], result["next"]
+            values = [result[key] for key in self.keys]
         except (ValueError, TypeError, KeyError):
-            raise ValueError("the pattern search ended without an answer")
-        text, where = self.page.pack(shown, (resume, 1) if resume else None)
-        return text, self.spill.read_hint(self.spill_id, where, None, self.pattern, self.context)
+            raise ValueError("the %s ended without an answer" % self.what)
+        return self.finish(*values)
 
 
-# The path query, run as ``python -I -S -c JSON_PATH_PROGRAM SPEC`` with the
-# .txt as its stdin (see Spill.query): it walks the JSON text by byte offsets,
-# building no value it does not show, so numbers and strings come out as
-# written.  A value skipped is measured a chunk at a time (strings taken out,
-# matched brackets removed) at the speed of bytes methods.  It prints one JSON
-# object: the text of the answer from ``line``/``column`` on (one line per
-# value, "path: compact JSON"; or outlines), whether that is all of it, and
-# the line to go on from when it stopped early; or an error.  ASCII only.
+# The path query (Spill.query) walks the JSON text by byte offsets, building no value it does not
+# show, so numbers and strings come out as written; a value skipped is measured a chunk at a time
+# (strings taken out, matched brackets removed) at the speed of bytes methods.  It prints the answer
+# from line/column on (one line per value, "path: compact JSON"; or outlines), whether that is all
+# of it, and the line to go on from when it stopped early; or an error.
 JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + r"""import itertools
 sys.setrecursionlimit(20000)
-os.lseek(0, 0, os.SEEK_SET)
-b = os.fdopen(0, "rb").read()
+b = stdin.read()
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 WHOLE = re.compile(rb'[^"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"]*)*')  # up to a string cut short
 RUN = re.compile(rb'[^"\[\]{}]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]{}]*)*')  # up to the next bracket
@@ -2172,49 +2156,11 @@ def helper_argv(program, spec):
     return [sys.executable, "-I", "-S", "-c", program, json.dumps(spec)]
 
 
-class JsonQuery:
-    """A path query of one spill, ready to run (see ``Spill.query``); used as a ``SpillSearch`` is."""
-
-    slow = ("the path query took longer than %d s and was stopped; give a narrower path (an index or a slice "
-            "rather than [*] or ..)" % SEARCH_SECONDS)
-
-    def __init__(self, spill, spill_id, path, outline, line, column, page, argv, stdin):
-        self.spill = spill
-        self.spill_id = spill_id
-        self.path = path
-        self.outline = outline
-        self.line = line
-        self.column = column
-        self.page = page
-        self.argv = argv
-        self.stdin = stdin
-
-    def answer(self, output):
-        """``(text, hint)`` from the query program's output; ValueError when it has none, or an error."""
-        try:
-            result = json.loads(output)
-            text, complete, resume, error = result["text"], result["complete"], result["next"], result["error"]
-        except (ValueError, TypeError, KeyError):
-            raise ValueError("the path query ended without an answer")
-        if error:
-            raise ValueError(error)
-        if not text and self.line == 1 and self.column == 1:
-            return "", "[nothing matches %s]" % self.path
-        page, where = self.page.range(text, complete or resume is not None, self.line, self.column, None)
-        where = where or ((resume, 1) if resume else None)
-        return page, self.spill.read_hint(self.spill_id, where, None, None, 0, self.path, self.outline)
-
 def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
     """``value`` when it is an integer from ``least`` to ``most``, else ValueError naming argument ``name``."""
     if type(value) is not int or not least <= value <= most:
         raise ValueError("%s must be an integer from %d to %d, not %.40r" % (name, least, most, value))
     return value
-
-
-def _json_size(text):
-    """(characters, UTF-8 bytes) of ``text`` inside a JSON string, escapes included."""
-    inner = dumps(text)[1:-1]
-    return len(inner), utf8_len(inner)
 
 
 class ReadPage:
@@ -2229,15 +2175,22 @@ class ReadPage:
         self.bytes = 0
         self.parts = []
 
+    def _fits(self, text):
+        """(characters, UTF-8 bytes) of ``text`` inside a JSON string when they fit in what is left, else None."""
+        inner = dumps(text)[1:-1]
+        chars, size = len(inner), utf8_len(inner)
+        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
+            return None
+        return chars, size
+
     def add(self, text):
         """Add ``text`` when it fits in what is left of the budget; True when it did."""
-        chars, size = _json_size(text)
-        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
-            return False
-        self.parts.append(text)
-        self.chars += chars
-        self.bytes += size
-        return True
+        taken = self._fits(text)
+        if taken:
+            self.parts.append(text)
+            self.chars += taken[0]
+            self.bytes += taken[1]
+        return bool(taken)
 
     def range(self, window, complete, line, column, lines):
         """A page of ``window``: ``(text, (line, column) of the next page or None)``.
@@ -2267,8 +2220,7 @@ class ReadPage:
         low, high = 0, min(len(text), self.budget_chars - self.chars)
         while low < high:  # binary search: escapes make the cost of a prefix uneven
             middle = (low + high + 1) // 2
-            chars, size = _json_size(text[:middle])
-            if self.chars + chars <= self.budget_chars and self.bytes + size <= self.budget_bytes:
+            if self._fits(text[:middle]):
                 low = middle
             else:
                 high = middle - 1
@@ -2308,27 +2260,26 @@ _JSON_COMPACT_RE = re.compile(r'("(?:[^"\\]|\\.)*"?)|[ \t\r\n]+')
 
 
 def compact_floor(line, chars):
-    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly.
-
-    Compact JSON can only lose whitespace, escapes (\\uXXXX, \\/) and number
-    digits; duplicate keys could shrink it further, so a line over the limit
-    by this bound is spilled, never sent oversized.
-    """
+    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly: compact JSON only
+    loses whitespace, escapes (\\uXXXX, \\/) and number digits (duplicate keys could lose more, so a line
+    over the limit by this bound is spilled, never sent oversized)."""
     return chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u")
 
 
-def skipped_member(msg, member):
-    """The compact JSON of ``member`` of the tool result ``msg`` answers with, when the result
-    also has the other one (content / structuredContent) for the client to show; else None.
-
-    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
-    """
-    result = msg.get("result") if member else None
+def _tool_results(msg):
+    """The tool result ``msg`` answers with, and the one a completed task embeds (2026-07-28 tasks/get)."""
+    result = msg.get("result")
     if not isinstance(result, dict):
-        return None
-    for holder in (result, result.get("result")):
-        if (isinstance(holder, dict) and isinstance(holder.get("content"), list)
-                and holder.get("structuredContent") is not None and member in holder):
+        return []
+    return [holder for holder in (result, result.get("result")) if isinstance(holder, dict)]
+
+
+def skipped_member(msg, member):
+    """The compact JSON of ``member`` of a tool result of ``msg`` (``_tool_results``) that also has the
+    other one (content / structuredContent) for the client to show; else None."""
+    for holder in _tool_results(msg) if member else ():
+        if (isinstance(holder.get("content"), list) and holder.get("structuredContent") is not None
+                and member in holder):
             try:
                 return dumps(holder[member])
             except (ValueError, TypeError):   # NaN, a LongNumber: count it all
@@ -2337,16 +2288,10 @@ def skipped_member(msg, member):
 
 
 def image_data_chars(msg):
-    """Characters of base64 ``data`` in the image blocks of the tool result ``msg`` answers with.
-
-    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
-    """
-    result = msg.get("result")
-    if not isinstance(result, dict):
-        return 0
+    """Characters of base64 ``data`` in the image blocks of the tool results of ``msg`` (``_tool_results``)."""
     total = 0
-    for holder in (result, result.get("result")):
-        content = holder.get("content") if isinstance(holder, dict) else None
+    for holder in _tool_results(msg):
+        content = holder.get("content")
         for block in content if isinstance(content, list) else ():
             if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
                 total += len(block["data"])
@@ -2356,12 +2301,10 @@ def image_data_chars(msg):
 class Budget:
     """What one message may be as the client gets it, and what in it does not count.
 
-    A message fits in ``max_chars`` characters and ``max_bytes`` UTF-8 bytes
-    (0: no byte limit), not counting what it gets for free (``free``); with
-    neither limit (``check_above`` 0) nothing is spilled.  A preview keeps
-    ``preview_chars`` characters at most.  The ``Spill`` it is handed to, its
-    previews and the reader tool read the one Budget in ``Spill.budget``; the
-    relay replaces it there when it learns the client's profile (``for_client``).
+    A message fits in ``max_chars`` characters and ``max_bytes`` UTF-8 bytes (0: no byte limit), not
+    counting what it gets for free (``free``); with neither limit (``check_above`` 0) nothing is
+    spilled.  A preview keeps ``preview_chars`` characters at most.  ``Spill.budget`` holds the one
+    Budget its previews and the reader tool read; the relay replaces it there (``for_client``).
     """
 
     def __init__(self, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, max_bytes=0, images_free=0,
@@ -2371,19 +2314,16 @@ class Budget:
         self.max_bytes = max_bytes
         self.images_free = images_free  # base64 image characters a message may carry beyond the budget
         self.model_skips = model_skips  # the tool result member the client never shows (see CLIENTS)
-        # A line has at least as many bytes as characters: one compare per line
-        # tells whether either limit may be crossed (0: none is).
+        # Bytes never outnumber characters: one compare per line tells whether a limit may be crossed.
         self.check_above = min(max_bytes, max_chars) if max_bytes else max_chars
 
     @classmethod
     def for_client(cls, facts, options):
         """The budget of a client with the profile ``facts`` (``client_profile(name)``).
 
-        Each of ``options.max_response_chars``, ``max_response_bytes``,
-        ``preview_chars`` and ``max_image_bytes`` that is not None (given on
-        the command line or in its environment twin) wins over the profile.
-        ``--max-response-chars 0`` still means never spill: the profile's byte
-        budget goes with it unless --max-response-bytes is given.
+        Each of ``options.max_response_chars``, ``max_response_bytes``, ``preview_chars`` and
+        ``max_image_bytes`` that is not None wins over the profile.  ``--max-response-chars 0`` still
+        means never spill: the profile's byte budget goes with it unless --max-response-bytes is given.
         """
         chars, size = options.max_response_chars, options.max_response_bytes
         if size is None:
@@ -2393,8 +2333,7 @@ class Budget:
         preview = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
         images = options.max_image_bytes
         images = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
-        # A byte budget alone still gives previews a character bound: characters
-        # never outnumber bytes, so that bound never spills anything by itself.
+        # A byte budget alone still gives previews a character bound, which never spills by itself.
         return cls(chars or size, preview, size, images, facts["model_skips"])
 
     def fits(self, chars, size):
@@ -2404,12 +2343,10 @@ class Budget:
     def free(self, line, msg):
         """(characters, UTF-8 bytes) of ``msg`` (``line`` parsed) that do not count toward the budget.
 
-        The member of a tool result the client never shows its model
-        (``model_skips``), measured compact (a float may print a character or
-        two longer than it came: the budgets' margins absorb that); and image
-        data, all of it when the client shows images and it is within
-        ``images_free`` in total.  Only a line that names an image is looked
-        into for images.
+        The tool result member the client never shows its model (``model_skips``), measured compact
+        (a float may print a character or two longer: the budgets' margins absorb that); and image
+        data when the client shows images, all of it when within ``images_free`` in total (looked for
+        only in a line that names an image).
         """
         skipped = skipped_member(msg, self.model_skips)
         free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
@@ -2422,13 +2359,11 @@ class Budget:
         return free[0] + total, free[1] + total
 
     def fit(self, line, msg, chars):
-        """How ``line`` (bytes, ``msg`` parsed, ``chars`` characters) reaches the client within the budget.
+        """How ``line`` (bytes, ``msg`` parsed, ``chars`` characters) reaches the client within the budget:
+        ``(True, None)`` as it is, ``(True, text)`` as its compact JSON, ``(False, None)`` spilled.
 
-        ``(True, None)``: as it is; ``(True, text)``: as ``text``, its compact
-        JSON; ``(False, None)``: it does not fit, it is to be spilled.
-        Re-serializing only helps a line that compacts under the limit: when
-        it cannot, the costly dumps is skipped (14 ms for 5 MB).  Compacting
-        removes ASCII only, as many bytes as characters.
+        The costly dumps (14 ms for 5 MB) is skipped when the line cannot compact under the limit.
+        Compacting removes ASCII only, as many bytes as characters.
         """
         size = len(line)
         free_chars, free_bytes = self.free(line, msg)
@@ -2448,11 +2383,8 @@ class Budget:
         return compact_floor(line, chars) - self.images_free <= self.max_chars
 
     def page(self, envelope):
-        """(characters, UTF-8 bytes or 0) a page of text may have in an answer that also holds ``envelope``.
-
-        So sized, the whole answer fits and is never spilled itself.  Without a
-        character budget (never spill) a page keeps to the default one.
-        """
+        """(characters, UTF-8 bytes or 0) a page of text may have in an answer that also holds ``envelope``,
+        so that the answer fits (without a character budget: the default one)."""
         max_chars = self.max_chars or MAX_RESPONSE_CHARS
         return max_chars - len(envelope), self.max_bytes and self.max_bytes - utf8_len(envelope)
 
@@ -2472,12 +2404,10 @@ class Budget:
 class Spill:
     """Saves oversized messages to disk and builds the preview that replaces them.
 
-    ``rewrite()`` is the contract: given an upstream line (bytes) already known
-    to be over its ``budget`` (a ``Budget``), it returns the message to send
-    instead (as a compact JSON string within the budget) plus the files
-    written, or ``None`` when the message
-    must be forwarded untouched (lifecycle and catalog responses, requests,
-    disk errors).  ``read()`` pages through the text of what it spilled.
+    ``rewrite()`` is the contract: given an upstream line (bytes) already known to be over ``budget``
+    (a ``Budget``), it returns the message to send instead (a compact JSON string within the budget)
+    and the files written, or ``None`` when the message must be forwarded untouched (lifecycle and
+    catalog responses, requests, disk errors).  ``read()`` pages through the text of what it spilled.
     """
 
     def __init__(self, output_dir, budget=None, retention_days=RETENTION_DAYS):
@@ -2491,12 +2421,8 @@ class Spill:
     # -- files -------------------------------------------------------------
 
     def open_dir(self, create=True):
-        """The spill directory, opened and checked on every use (``open_spill_dir``).
-
-        Checking each time costs a few system calls per spill and picks up a
-        directory removed or fixed meanwhile.  A private subdirectory is
-        announced once.
-        """
+        """The spill directory, opened and checked on every use (``open_spill_dir``): a few system calls
+        per spill, and a directory removed or fixed meanwhile is picked up."""
         where = open_spill_dir(self.output_dir, create)
         if where is not None and where.path != self.directory:
             if where.path != self.output_dir:
@@ -2506,12 +2432,9 @@ class Spill:
         return where
 
     def remove_expired(self, now=None):
-        """Delete this tool's own spill files older than ``retention_days`` (0: none), and the
-        temporary files of relays killed while writing one (``stale_temp``); returns how many.
-
-        Only regular files named like ours, in the directory spills go to; a
-        link is never followed nor removed.
-        """
+        """Delete this tool's own spill files older than ``retention_days`` (0: none), and the temporary
+        files of relays killed while writing one (``stale_temp``); returns how many.  Only regular files
+        named like ours, in the directory spills go to: a link is never followed nor removed."""
         where = self.open_dir(create=False)
         if where is None:
             return 0
@@ -2540,26 +2463,24 @@ class Spill:
 
     def stem(self, line, method, msg_id):
         import datetime
-
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         import hashlib  # only when spilling: it loads OpenSSL (+4 MB resident, ~3.5 ms at start-up)
 
-        # The hash only keeps names apart: both ends and the length of a
-        # multi-megabyte line are as good as all of it, at a fraction of the cost.
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        # The hash only keeps names apart: both ends and the length of a long line do it at a fraction of the cost.
         sample = line if len(line) <= 131072 else line[:65536] + line[-65536:] + str(len(line)).encode()
         digest = hashlib.sha256(sample).hexdigest()[:10]
         return "%s_%s_id-%s_%s" % (stamp, safe_name(method or "message"), safe_name(str(msg_id), 24), digest)
 
     def save(self, line, msg, method, text):
-        """Write ``<stem>.json`` (the exact line), ``<stem>.txt`` and decoded blobs.
-
-        All or nothing: when one file fails, those already written are removed.
-        """
+        """Write ``<stem>.json`` (the exact line), then ``save_text``: all or nothing."""
         saved = self.save_line(line, method, msg.get("id"))
         try:
             return self.save_text(saved, text)
         except BaseException:
-            self.discard(saved)
+            try:
+                os.unlink(saved[1])
+            except OSError:
+                pass
             raise
 
     def save_line(self, line, method, msg_id):
@@ -2568,18 +2489,9 @@ class Spill:
         with self.open_dir() as where:
             return stem, where.write(stem + ".json", line)
 
-    def discard(self, saved):
-        """Remove a ``<stem>.json`` written by ``save_line`` (its spill failed)."""
-        try:
-            os.unlink(saved[1])
-        except OSError:
-            pass
-
     def save_text(self, saved, text):
         """Write the blobs and ``<stem>.txt`` of a saved line; returns ``(SpillFiles, full text)``.
-
-        When one file fails, the others written here are removed and the error raised.
-        """
+        When one file fails, the others written here are removed and the error raised."""
         stem, json_path = saved
         with self.open_dir() as where:
             try:
@@ -2608,30 +2520,25 @@ class Spill:
     # -- reading -----------------------------------------------------------
 
     def read(self, spill_id, line=1, lines=None, column=1, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
-        """One page of the ``.txt`` of spill ``spill_id``: ``(text, hint)``.
+        """One page of the ``.txt`` of spill ``spill_id``: ``(text, hint)``; ``hint`` says how to get the
+        next page, or that the text ends.
 
-        Lines are 1-based and end with "\\n" alone.  The page is the text from
-        ``line`` (and ``column``, 1-based, inside a line longer than a page):
-        at most ``lines`` lines, and never more than ``budget_chars``
-        characters nor ``budget_bytes`` UTF-8 bytes (0: no byte limit) as it
-        will be written in JSON; a line too long for one page is cut by
-        characters.  Pages put end to end give the text back exactly, and a
-        page costs what it holds (``TextIndex``).  ``hint`` says how to get
-        the next page, or that the text ends.  Only the spills of this object
-        can be read, by id (the stem of their files, never a path): an
-        unknown id, a bad argument or a place the text does not have raises
-        ValueError saying so.
+        Lines are 1-based and end with "\\n" alone.  The page is the text from ``line`` (and ``column``,
+        1-based, inside a line longer than a page): at most ``lines`` lines, ``budget_chars`` characters
+        and ``budget_bytes`` UTF-8 bytes (0: no limit) as written in JSON, a line too long for a page cut
+        by characters.  Pages put end to end give the text back exactly.  Only this object's spills can
+        be read, by id (the stem of their files, never a path): an unknown id, a bad argument or a place
+        the text does not have raises ValueError saying so.
         """
         reader_number("line", line)
         reader_number("column", column)
         if lines is not None:
             reader_number("lines", lines)
         page = ReadPage(budget_chars, budget_bytes)
-        index = self._index(spill_id)
-        with os.fdopen(self._open_text(spill_id, index), "rb") as handle:
+        fd, index = self._open_text(spill_id)
+        with os.fdopen(fd, "rb") as handle:
             handle.seek(index.locate(handle, line, column))
-            # A page holds at most budget_chars characters, of 4 bytes at most:
-            # one more character tells the window from the end of the text.
+            # At most budget_chars characters of 4 bytes: one more tells the window from the text's end.
             want = 4 * (budget_chars + 1)
             data = handle.read(want)
         window = codecs.getincrementaldecoder("utf-8")("replace").decode(data, len(data) < want)
@@ -2642,12 +2549,10 @@ class Spill:
     def search(self, spill_id, pattern, line=1, context=0, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
         """A search of the ``.txt`` of spill ``spill_id`` for ``pattern``, ready to run: a ``SpillSearch``.
 
-        ``pattern`` (a Python regular expression) is searched in each line
-        from ``line`` on; the page lists the matching lines, grep style, with
-        ``context`` lines around each (``SEARCH_PROGRAM``).  The search runs
-        in a child interpreter that can be killed: ``re`` holds the GIL while
-        it matches, and a pattern such as ``(a+)+b`` can take years on one
-        line.  Bad arguments raise ValueError, as for ``read``.
+        ``pattern`` (a Python regular expression) is searched in each line from ``line`` on; the page
+        lists the matching lines, grep style, with ``context`` lines around each (``SEARCH_PROGRAM``).
+        It runs in a child interpreter that can be killed: ``re`` holds the GIL while it matches, and
+        ``(a+)+b`` can take years on one line.  Bad arguments raise ValueError, as for ``read``.
         """
         reader_number("line", line)
         reader_number("context", context, 0, READER_MAX_CONTEXT)
@@ -2660,8 +2565,7 @@ class Spill:
         except (re.error, OverflowError, RecursionError) as exc:
             raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
         page = ReadPage(budget_chars, budget_bytes)
-        index = self._index(spill_id)
-        fd = self._open_text(spill_id, index)
+        fd, index = self._open_text(spill_id)
         try:
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 offset = index.locate(handle, line, 1)
@@ -2669,31 +2573,47 @@ class Spill:
             os.close(fd)
             raise
         spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars}
-        argv = helper_argv(SEARCH_PROGRAM, spec)
-        return SpillSearch(self, spill_id, pattern, context, page, argv, fd)
+
+        def finish(shown, resume):
+            text, where = page.pack(shown, (resume, 1) if resume else None)
+            return text, self.read_hint(spill_id, where, None, pattern, context)
+
+        slow = ("the pattern search took longer than %d s and was stopped; simplify the pattern (nested repeats "
+                "such as (a+)+ can take forever)" % SEARCH_SECONDS)
+        return SpillSearch("pattern search", slow, helper_argv(SEARCH_PROGRAM, spec), fd, ("shown", "next"), finish)
 
     def query(self, spill_id, path, outline=False, line=1, column=1, budget_chars=MAX_RESPONSE_CHARS,
               budget_bytes=0):
-        """A path query of the JSON text of spill ``spill_id``, ready to run: a ``JsonQuery``.
+        """A path query of the JSON text of spill ``spill_id``, ready to run: a ``SpillSearch``.
 
-        The page lists the values ``path`` selects (``parse_json_path``), one
-        per line as ``path: compact JSON`` with numbers and strings as the
-        text has them; with ``outline``, each selected node described (type,
-        size, an object's keys, an array's length and first items) instead.
-        Pages are lines and columns of that listing, as for ``read``.  The
-        query runs in a child interpreter (``JSON_PATH_PROGRAM``), bounded as a
-        search is.  Bad arguments raise ValueError, as for ``read``.
+        The page lists the values ``path`` selects (``parse_json_path``), one per line as ``path:
+        compact JSON``, numbers and strings as the text has them; with ``outline``, each selected node
+        described (type, size, an object's keys, an array's length and first items).  Pages are lines
+        and columns of that listing, as for ``read``; it runs as a search does (``JSON_PATH_PROGRAM``).
         """
         steps = parse_json_path(path)
         reader_number("line", line)
         reader_number("column", column)
         if type(outline) is not bool:
             raise ValueError("outline must be true or false, not %.40r" % (outline,))
-        spec = {"steps": steps, "outline": outline, "line": line, "column": column, "budget": budget_chars}
+        spec = {"steps": steps, "outline": outline, "line": line, "column": column, "budget": budget_chars,
+                "offset": 0}
         argv = helper_argv(JSON_PATH_PROGRAM, spec)
         page = ReadPage(budget_chars, budget_bytes)
-        fd = self._open_text(spill_id, self._index(spill_id))
-        return JsonQuery(self, spill_id, path, outline, line, column, page, argv, fd)
+
+        def finish(text, complete, resume, error):
+            if error:
+                raise ValueError(error)
+            if not text and line == 1 and column == 1:
+                return "", "[nothing matches %s]" % path
+            shown, where = page.range(text, complete or resume is not None, line, column, None)
+            where = where or ((resume, 1) if resume else None)
+            return shown, self.read_hint(spill_id, where, None, None, 0, path, outline)
+
+        slow = ("the path query took longer than %d s and was stopped; give a narrower path (an index or a slice "
+                "rather than [*] or ..)" % SEARCH_SECONDS)
+        fd, _ = self._open_text(spill_id)
+        return SpillSearch("path query", slow, argv, fd, ("text", "complete", "next", "error"), finish)
 
     def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False, total=0):
         """What ends a page: ``[end of the text]`` (``[no more matches]``) when nothing follows; else the call
@@ -2719,23 +2639,19 @@ class Spill:
                 call += ", outline=true"
         return "[next: %s)]\n[%s: %s %s]" % (call, what, READER_MORE, place)
 
-    def _index(self, spill_id):
-        """The ``TextIndex`` of spill ``spill_id``; ValueError for anything but the id of a spill of ours."""
+    def _open_text(self, spill_id):
+        """``(descriptor, TextIndex)`` of the ``.txt`` of spill ``spill_id``, opened for reading inside the
+        checked spill directory; ValueError for anything but the id of a spill of ours still on disk.
+
+        Nothing but the regular file we wrote is read (``PrivateDir.open_read``: no link, no waiting on
+        a FIFO), and a file of another size was changed since: the index would not match it.
+        """
         if not isinstance(spill_id, str) or not spill_id or re.search(r"[/\\\x00]", spill_id) or ".." in spill_id:
             raise ValueError("invalid spill id %.80r: give the id a preview names, not a path" % (spill_id,))
         if spill_id not in self.spilled:
             raise ValueError("unknown spill id %.80r: only what this ocx-proxy session spilled can be read"
                              % spill_id)
-        return self.spilled[spill_id][1]
-
-    def _open_text(self, spill_id, index):
-        """A descriptor of the ``.txt`` of a spill of ours, opened for reading inside the checked spill directory.
-
-        Nothing but the regular file we wrote is read (``PrivateDir.open_read``:
-        no link, no waiting on a FIFO), and a file of another size was
-        changed since: the index would not match it.
-        """
-        path = self.spilled[spill_id][0]
+        path, index = self.spilled[spill_id]
         gone = ValueError("spill %s is no longer on disk" % spill_id)
         where = open_spill_dir(self.output_dir, create=False)
         if where is None:
@@ -2751,18 +2667,15 @@ class Spill:
             os.close(fd)
             raise ValueError("spill %s was changed on disk (%s); it can no longer be read" % (
                 spill_id, "its size changed" if stat.S_ISREG(info.st_mode) else "not a regular file any more"))
-        return fd
+        return fd, index
 
     # -- rewriting ---------------------------------------------------------
 
     def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None,
                 saved=None):
-        """Replace an oversized message; see the class docstring for the contract.
-
-        ``saved`` is ``save_line``'s answer when the line was written before it
-        was parsed (big lines, see ``Relay._spill_later``); ``line`` is then
-        None, and the ``.json`` is left for the caller to remove on failure.
-        """
+        """Replace an oversized message (see the class docstring).  ``saved`` is ``save_line``'s answer when
+        the line was written before it was parsed (``Relay._spill_later``): ``line`` is then None, and the
+        ``.json`` is left for the caller to remove on failure."""
         kind = message_kind(msg)
         if kind == "request" or kind is None:
             return None
@@ -2787,9 +2700,8 @@ class Spill:
         if original_chars is None:
             original_chars = char_count(line)
         original_bytes = len(line) if line is not None else os.path.getsize(files.json_path)
-        builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
-        builder.original_bytes = original_bytes
-        builder.reader_name = self.reader_name
+        builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars,
+                                 original_bytes, self.reader_name)
         return builder.fit(full_text, self.budget), files
 
 
@@ -2862,11 +2774,9 @@ def _outline_value(text, i, found):
 class JsonOutline:
     """The top level of a JSON text as a preview shows it, from a bounded scan (``JsonOutline.of``).
 
-    ``lines``: the text's type and size, then one line per member (at most
-    OUTLINE_MEMBERS keys of an object, OUTLINE_ITEMS items of an array):
-    ``  .key: type, size: its start as written``.  ``note`` says what the
-    reader tool does with JSON.  Sizes are UTF-8 bytes of the text as given
-    (the spill's ``.txt``), as the reader's outline counts them.
+    ``lines``: the text's type and size, then ``  .key: type, size: its start as written`` for each
+    member (at most OUTLINE_MEMBERS keys of an object, OUTLINE_ITEMS items of an array), sizes in
+    UTF-8 bytes as the reader's outline counts them.  ``note`` says what the reader tool does with JSON.
     """
 
     def __init__(self, lines, note):
@@ -2875,13 +2785,9 @@ class JsonOutline:
 
     @classmethod
     def of(cls, text, reader_name=None):
-        """The outline of ``text`` when it is a JSON object or array, else None.
-
-        Only its first OUTLINE_SCAN_CHARS characters are read (tens of
-        milliseconds): a longer text gets the members that end within them,
-        and the lines say the rest was not read.  A text within them that is
-        no JSON has no outline.
-        """
+        """The outline of ``text`` when it is a JSON object or array, else None.  Only its first
+        OUTLINE_SCAN_CHARS characters are read: a longer text gets the members that end within them, and
+        the lines say the rest was not read; a text within them that is no JSON has no outline."""
         start = _JSON_SPACE_RE.match(text).end()
         tail = text[-4096:]
         end = len(text) - len(tail) + len(tail.rstrip(" \t\r\n"))
@@ -2934,12 +2840,12 @@ class JsonOutline:
 class PreviewBuilder:
     """Builds the replacement message for one spilled message at a given preview size.
 
-    ``protocol_version`` is the version of the request answered: a result of
-    2026-07-28 or later must say ``resultType`` and keep the fields its schema
-    requires; an older one is built as it always was.
+    ``protocol_version`` is the version of the request answered: a result of 2026-07-28 or later must
+    say ``resultType`` and keep the fields its schema requires; an older one is built as it always was.
     """
 
-    def __init__(self, msg, method, request_params, protocol_version, files, original_chars):
+    def __init__(self, msg, method, request_params, protocol_version, files, original_chars, original_bytes,
+                 reader_name):
         self.msg = msg
         self.method = SPILL_AS.get(method, method)
         self.task_result = task_tool_result(method, msg.get("result"))
@@ -2948,16 +2854,12 @@ class PreviewBuilder:
         self.modern = is_modern(protocol_version)
         self.files = files
         self.original_chars = original_chars
-        self.original_bytes = 0
-        self.reader_name = None
+        self.original_bytes = original_bytes
+        self.reader_name = reader_name
 
     def marker(self, text, detail=True):
-        """What opens and closes a preview: where the whole is and how to read it.
-
-        It stands at both ends so that a client which keeps only the head or
-        only the tail of our preview (Codex cuts by bytes) still has the way
-        to the rest.
-        """
+        """What opens and closes a preview: where the whole is and how to read it, at both ends for a
+        client that keeps only the head or the tail of a preview (Codex cuts by bytes)."""
         stem = os.path.basename(self.files.txt_path)[:-len(".txt")]
         # Information, not an instruction, and the tool named as the server has it: clients prefix it
         # (mcp__fx__read_spilled_output, mcp_fx_..., fx_..., fx-...).
@@ -2980,16 +2882,12 @@ class PreviewBuilder:
         return marker + "\n\n" + opening + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
 
     def fit(self, text, budget):
-        """Largest preview (of ``budget.preview_chars`` at most) whose message fits ``budget``, degrading when
-        even none fits.
+        """Largest preview (of ``budget.preview_chars`` at most, starting with what fits of the text's
+        ``JsonOutline``) whose message fits ``budget``, degrading when even none fits.
 
-        A text that is a JSON object or array is outlined once
-        (``JsonOutline``): each preview tried starts with what of the outline
-        fits.  Levels: 0 keeps ``structuredContent`` (only tried when it is
-        small), 1 keeps the resource link and ``_meta``, 2 drops them, 3 also
-        shortens the marker.  No level drops a field the schema of the request's
-        revision requires (``modern_fields``).  The last resort is an error
-        naming the output directory.
+        Levels: 0 keeps ``structuredContent`` (tried only when small), 1 keeps the resource link and
+        ``_meta``, 2 drops them, 3 also shortens the marker; none drops a field the request's revision
+        requires (``modern_fields``).  The last resort is an error naming the output directory.
         """
         max_chars, max_bytes = budget.max_chars, budget.max_bytes
         result = self.msg.get("result")
@@ -3049,13 +2947,9 @@ class PreviewBuilder:
         return result_response(msg.get("id"), new)
 
     def modern_fields(self, new, result, meta):
-        """Give ``new`` what a 2026-07-28 result requires; returns the ``_meta`` to set.
-
-        The original's ``_meta`` (the server's identity) is kept, merged under
-        ours; when the levels of ``fit`` drop ours, only the identity stays.
-        resources/read must say ``ttlMs`` and ``cacheScope``: the original's,
-        or no caching when it has none.
-        """
+        """Give ``new`` what a 2026-07-28 result requires; returns the ``_meta`` to set: the original's
+        (the server's identity) with ours merged in, or only the identity when ``fit`` drops ours.
+        resources/read must say ``ttlMs`` and ``cacheScope``: the original's, or no caching."""
         new["resultType"] = "complete"
         if self.method == "resources/read":
             new["ttlMs"] = result.get("ttlMs", 0)
