@@ -1768,12 +1768,12 @@ class SpillSearch:
 
     Start ``argv`` with ``stdin`` (a descriptor of the opened ``.txt``, which the caller closes once
     it started); ``answer`` turns what it printed into ``(text, hint)``, ValueError when it printed
-    no answer or an error; ``slow`` is the error when it ran out of time.
+    no answer or an error; ``slow`` is the error when it ran out of time (``advice``: what to do).
     """
 
-    def __init__(self, what, slow, argv, stdin, keys, finish):
+    def __init__(self, what, advice, argv, stdin, keys, finish):
         self.what = what
-        self.slow = slow
+        self.slow = "the %s took longer than %d s and was stopped; %s" % (what, SEARCH_SECONDS, advice)
         self.argv = argv
         self.stdin = stdin
         self.keys = keys  # what the program prints, handed to ``finish``
@@ -1788,12 +1788,17 @@ class SpillSearch:
         return self.finish(*values)
 
 
+# The path syntax of ``Spill.query`` (a subset of JSONPath, RFC 9535), one step at a time from ``$``.
+# Names as the RFC's shorthand has them (any non-ASCII character written as "not ASCII": a class up
+# to U+10FFFF costs ~10 ms to compile at every start); JSON_PATH_PROGRAM writes names back with it.
+_PATH_NAME = r"(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*"
 # The path query (Spill.query) walks the JSON text by byte offsets, building no value it does not
 # show, so numbers and strings come out as written; a value skipped is measured a chunk at a time
 # (strings taken out, matched brackets removed) at the speed of bytes methods.  It prints the answer
 # from line/column on (one line per value, "path: compact JSON"; or outlines), whether that is all
 # of it, and the line to go on from when it stopped early; or an error.
-JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + r"""import itertools
+JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + "NAME = re.compile(%r)\n" % (_PATH_NAME + r"\Z") + r"""
+import itertools
 sys.setrecursionlimit(20000)
 b = stdin.read()
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -1803,7 +1808,6 @@ SPACE = re.compile(rb'[ \t\r\n]*')
 SCALAR = re.compile(rb'[^,\]}\s]+')
 COMPACT = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*"?)|[ \t\r\n]+')
 INNER = re.compile(rb'\[[^\[\]{}]*\]|\{[^\[\]{}]*\}')
-NAME = re.compile(r'(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*\Z')
 NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 NOT_STRUCTURE = bytes(c for c in range(256) if c not in b"[]{},")
 CHUNK = 1 << 16
@@ -1811,10 +1815,6 @@ ends = {}  # byte offset of an array or object -> its end, once measured
 
 
 class Bad(Exception):
-    pass
-
-
-class Late(Exception):
     pass
 
 
@@ -1834,13 +1834,6 @@ def walk(i, end, depth):
             return i, depth
 
 
-def string_end(i):
-    found = STRING.match(b, i)
-    if not found:
-        raise Bad("no JSON value at byte %d" % i)
-    return found.end()
-
-
 def chunk_at(i, end):
     # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string.
     chunk = b[i:min(end, i + CHUNK)]
@@ -1854,16 +1847,14 @@ def chunk_at(i, end):
 def skip(i):
     # The end of the value that starts at byte i.
     c = b[i:i + 1]
-    if c not in (b"[", b"{"):
-        if c == b'"':
-            return string_end(i)
-        found = SCALAR.match(b, i)
-        if not found:
-            raise Bad("no JSON value at byte %d" % i)
-        return found.end()
-    if i not in ends:
-        ends[i] = measure(i)
-    return ends[i]
+    if c in (b"[", b"{"):
+        if i not in ends:
+            ends[i] = measure(i)
+        return ends[i]
+    found = (STRING if c == b'"' else SCALAR).match(b, i)
+    if not found:
+        raise Bad("no JSON value at byte %d" % i)
+    return found.end()
 
 
 def measure(i):
@@ -1872,14 +1863,11 @@ def measure(i):
     while True:
         stop, left = chunk_at(i, len(b))
         if stop == i:  # a string longer than a chunk
-            i = string_end(i)
+            i = skip(i)
             continue
         brackets = left.translate(None, NOT_BRACKETS)
-        while True:
-            fewer = brackets.replace(b"[]", b"").replace(b"{}", b"")
-            if fewer == brackets:
-                break
-            brackets = fewer
+        while b"[]" in brackets or b"{}" in brackets:
+            brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
         closes = len(brackets) - len(brackets.lstrip(b"]}"))
         if closes < depth:  # the value goes on past this chunk
             depth += len(brackets) - 2 * closes
@@ -1899,7 +1887,7 @@ def members(i):
     n = 0
     while b[i:i + 1] != close:
         if time.monotonic() > deadline:
-            raise Late()
+            raise TimeoutError()
         key = n
         if is_object:
             found = STRING.match(b, i)
@@ -1926,16 +1914,13 @@ def count(i, end):
     while i < end - 1:
         stop, left = chunk_at(i, end - 1)
         if stop == i:
-            i = string_end(i)
+            i = skip(i)
             continue
         flat.append(left.translate(None, NOT_STRUCTURE))
         i = stop
-    flat = b"".join(flat)
-    while True:
-        fewer = INNER.sub(b"", flat)
-        if fewer == flat:
-            break
-        flat = fewer
+    flat, removed = b"".join(flat), 1
+    while removed:
+        flat, removed = INNER.subn(b"", flat)
     return 0 if empty else flat.count(b",") + 1
 
 
@@ -1947,17 +1932,13 @@ def step(key):
 
 def window(i, low, high):
     # Members low:high (Python slice) of the array at byte i.
-    if (low or 0) >= 0 and (high is None or high >= 0):
-        for key, start in members(i):
-            if high is not None and key >= high:
-                return
-            if key >= (low or 0):
-                yield key, start
-        return
-    total = count(i, skip(i))
-    low, high, _ = slice(low, high).indices(total)
-    for member in window(i, low, high):
-        yield member
+    if (low or 0) < 0 or (high is not None and high < 0):
+        low, high, _ = slice(low, high).indices(count(i, skip(i)))
+    for key, start in members(i):
+        if high is not None and key >= high:
+            return
+        if key >= (low or 0):
+            yield key, start
 
 
 def descend(name, quoted, path, i):
@@ -2023,11 +2004,8 @@ def describe(i, counted=True):
 
 def outline(path, i):
     yield "%s: %s" % (path, describe(i))
-    if b[i:i + 1] == b"{":
-        for key, start in members(i):
-            yield "  %s: %s" % (step(key), describe(start, False))
-    elif b[i:i + 1] == b"[":
-        for key, start in window(i, 0, 3):
+    if b[i:i + 1] in (b"{", b"["):
+        for key, start in members(i) if b[i:i + 1] == b"{" else window(i, 0, 3):
             yield "  %s: %s" % (step(key), describe(start, False))
 
 
@@ -2057,7 +2035,7 @@ try:
         if size > budget:
             complete = False
             break
-except Late:
+except TimeoutError:
     complete, resume = False, line + len(text)
 except Bad as exc:
     error = "bad JSON: %s" % exc
@@ -2069,10 +2047,6 @@ sys.stdout.write(json.dumps({"text": "".join(text), "complete": complete, "next"
 """
 
 
-# The path syntax of ``Spill.query`` (a subset of JSONPath, RFC 9535): one
-# step at a time from ``$``.  Names as the RFC's shorthand has them (any non-ASCII character
-# written as "not ASCII": a class up to U+10FFFF costs ~10 ms to compile at every start).
-_PATH_NAME = r"(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*"
 _PATH_STEP_RE = re.compile(r"""
     \.\.(?P<descend>{name})
   | \.(?P<name>{name})
@@ -2193,12 +2167,8 @@ class ReadPage:
         return bool(taken)
 
     def range(self, window, complete, line, column, lines):
-        """A page of ``window``: ``(text, (line, column) of the next page or None)``.
-
-        ``window`` is the text from ``line``/``column`` on: all the rest when
-        ``complete``, else more characters than the budget, so that the page
-        is full before the window ends.
-        """
+        """A page of ``window``, the text from ``line``/``column`` on (all the rest when ``complete``, else more
+        than the budget): ``(text, (line, column) of the next page or None)``."""
         pos, taken = 0, 0
         while True:
             newline = window.find("\n", pos)
@@ -2418,8 +2388,6 @@ class Spill:
         self.reader_name = None  # the reader tool the previews name (set by Reader.advertise); None: no tool
         self.spilled = {}  # spill id (file stem) -> (its .txt path, TextIndex): all that read() may open
 
-    # -- files -------------------------------------------------------------
-
     def open_dir(self, create=True):
         """The spill directory, opened and checked on every use (``open_spill_dir``): a few system calls
         per spill, and a directory removed or fixed meanwhile is picked up."""
@@ -2517,18 +2485,14 @@ class Spill:
         self.spilled[stem] = (txt_path, index)
         return SpillFiles(json_path, txt_path, blob_paths), text.text()
 
-    # -- reading -----------------------------------------------------------
-
     def read(self, spill_id, line=1, lines=None, column=1, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
-        """One page of the ``.txt`` of spill ``spill_id``: ``(text, hint)``; ``hint`` says how to get the
-        next page, or that the text ends.
+        """One page of the ``.txt`` of spill ``spill_id`` (an id this object gave, never a path): ``(text,
+        hint)``, ``hint`` saying how to get the next page or that the text ends.
 
-        Lines are 1-based and end with "\\n" alone.  The page is the text from ``line`` (and ``column``,
-        1-based, inside a line longer than a page): at most ``lines`` lines, ``budget_chars`` characters
-        and ``budget_bytes`` UTF-8 bytes (0: no limit) as written in JSON, a line too long for a page cut
-        by characters.  Pages put end to end give the text back exactly.  Only this object's spills can
-        be read, by id (the stem of their files, never a path): an unknown id, a bad argument or a place
-        the text does not have raises ValueError saying so.
+        The page is the text from ``line`` and ``column`` (1-based; lines end with "\\n" alone): at most
+        ``lines`` lines, ``budget_chars`` characters and ``budget_bytes`` UTF-8 bytes (0: no limit) in
+        JSON, a line too long for a page cut by characters; pages end to end give the text back exactly.
+        A bad id or argument, or a place the text does not have, raises ValueError saying so.
         """
         reader_number("line", line)
         reader_number("column", column)
@@ -2578,9 +2542,8 @@ class Spill:
             text, where = page.pack(shown, (resume, 1) if resume else None)
             return text, self.read_hint(spill_id, where, None, pattern, context)
 
-        slow = ("the pattern search took longer than %d s and was stopped; simplify the pattern (nested repeats "
-                "such as (a+)+ can take forever)" % SEARCH_SECONDS)
-        return SpillSearch("pattern search", slow, helper_argv(SEARCH_PROGRAM, spec), fd, ("shown", "next"), finish)
+        advice = "simplify the pattern (nested repeats such as (a+)+ can take forever)"
+        return SpillSearch("pattern search", advice, helper_argv(SEARCH_PROGRAM, spec), fd, ("shown", "next"), finish)
 
     def query(self, spill_id, path, outline=False, line=1, column=1, budget_chars=MAX_RESPONSE_CHARS,
               budget_bytes=0):
@@ -2610,17 +2573,15 @@ class Spill:
             where = where or ((resume, 1) if resume else None)
             return shown, self.read_hint(spill_id, where, None, None, 0, path, outline)
 
-        slow = ("the path query took longer than %d s and was stopped; give a narrower path (an index or a slice "
-                "rather than [*] or ..)" % SEARCH_SECONDS)
+        advice = "give a narrower path (an index or a slice rather than [*] or ..)"
         fd, _ = self._open_text(spill_id)
-        return SpillSearch("path query", slow, argv, fd, ("text", "complete", "next", "error"), finish)
+        return SpillSearch("path query", advice, argv, fd, ("text", "complete", "next", "error"), finish)
 
     def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False, total=0):
-        """What ends a page: ``[end of the text]`` (``[no more matches]``) when nothing follows; else the call
-        of the next page (``[next: ...]``, as scripts parse it) and, last, where the rest starts as the reader
-        tool's description tells a model to use it (``more follows at line=L[, column=C]``, READER_MORE):
-        facts, not instructions (some clients tell their model to ignore directives in a result).
-        ``total``: the lines of the text read."""
+        """What ends a page: ``[end of the text]`` (``[no more matches]``), or the call of the next page
+        (``[next: ...]``, as scripts parse it) then where the rest starts (READER_MORE), as the reader tool's
+        description tells a model: facts, not instructions (some clients tell their model to ignore directives
+        in a result).  ``total``: the lines of the text read."""
         if where is None:
             return "[end of the text]" if pattern is None and path is None else "[no more matches]"
         line, column = where
@@ -2668,8 +2629,6 @@ class Spill:
             raise ValueError("spill %s was changed on disk (%s); it can no longer be read" % (
                 spill_id, "its size changed" if stat.S_ISREG(info.st_mode) else "not a regular file any more"))
         return fd, index
-
-    # -- rewriting ---------------------------------------------------------
 
     def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None,
                 saved=None):
