@@ -1642,12 +1642,9 @@ def readable_text(msg, method):
 # ---------------------------------------------------------------------------
 
 class TextIndex:
-    """Where lines and characters are in the UTF-8 ``.txt`` of a spill, noted as it is written.
-
-    A mark (line, column, byte offset) is noted at the first character starting at or after each
-    multiple of TEXT_INDEX_STEP bytes, so ``locate`` costs a binary search and one read of a step
-    at most: a page costs what it holds, on one long line as on many.
-    """
+    """Where lines and characters are in the UTF-8 ``.txt`` of a spill, noted as it is written: a mark at
+    the first character at or after each multiple of TEXT_INDEX_STEP bytes, so ``locate`` costs a binary
+    search and one read of a step at most (a page costs what it holds, on one long line as on many)."""
 
     def __init__(self):
         self.step = TEXT_INDEX_STEP
@@ -1690,7 +1687,6 @@ class TextIndex:
         """Byte offset in ``handle`` (the file noted) of ``column`` of ``line``, both 1-based (the column
         after a line's last character: where its line break or the text ends); ValueError when there is none."""
         import bisect
-
         k = bisect.bisect_right(self.marks, (line, column, self.size)) - 1
         first_line, first_column, offset = self.marks[k]
         handle.seek(offset)
@@ -1764,12 +1760,9 @@ sys.stdout.write(json.dumps({"shown": shown, "next": resume}))
 
 
 class SpillSearch:
-    """A pattern search or path query of one spill, ready to run (``Spill.search``, ``Spill.query``).
-
-    Start ``argv`` with ``stdin`` (a descriptor of the opened ``.txt``, which the caller closes once
-    it started); ``answer`` turns what it printed into ``(text, hint)``, ValueError when it printed
-    no answer or an error; ``slow`` is the error when it ran out of time (``advice``: what to do).
-    """
+    """A pattern search or path query of one spill, ready to run (``Spill.search``, ``Spill.query``): start
+    ``argv`` with ``stdin`` (the opened ``.txt``, closed by the caller once started); ``answer`` turns what it
+    printed into ``(text, hint)`` or ValueError; ``slow`` is the error when it ran out of time."""
 
     def __init__(self, what, advice, argv, stdin, keys, finish):
         self.what = what
@@ -1788,15 +1781,11 @@ class SpillSearch:
         return self.finish(*values)
 
 
-# The path syntax of ``Spill.query`` (a subset of JSONPath, RFC 9535), one step at a time from ``$``.
-# Names as the RFC's shorthand has them (any non-ASCII character written as "not ASCII": a class up
-# to U+10FFFF costs ~10 ms to compile at every start); JSON_PATH_PROGRAM writes names back with it.
+# A name in the path syntax (parse_json_path; JSON_PATH_PROGRAM writes names back with it), as RFC 9535's
+# shorthand has it (non-ASCII as "not ASCII": a class up to U+10FFFF costs ~10 ms to compile at every start).
 _PATH_NAME = r"(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*"
-# The path query (Spill.query) walks the JSON text by byte offsets, building no value it does not
-# show, so numbers and strings come out as written; a value skipped is measured a chunk at a time
-# (strings taken out, matched brackets removed) at the speed of bytes methods.  It prints the answer
-# from line/column on (one line per value, "path: compact JSON"; or outlines), whether that is all
-# of it, and the line to go on from when it stopped early; or an error.
+# The path query (Spill.query) walks the JSON text by byte offsets, building no value it does not show (numbers
+# and strings come out as written); a value skipped is measured a chunk at a time with bytes methods.
 JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + "NAME = re.compile(%r)\n" % (_PATH_NAME + r"\Z") + r"""
 import itertools
 sys.setrecursionlimit(20000)
@@ -1835,13 +1824,16 @@ def walk(i, end, depth):
 
 
 def chunk_at(i, end):
-    # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string.
+    # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string,
+    # or a string longer than a chunk.
     chunk = b[i:min(end, i + CHUNK)]
     if b"\\" in chunk:
         stop = WHOLE.match(chunk).end()
-        return i + stop, STRING.sub(b"", chunk[:stop])
-    whole = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)
-    return i + whole, b"".join(chunk[:whole].split(b'"')[::2])
+        left = STRING.sub(b"", chunk[:stop])
+    else:
+        stop = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)
+        left = b"".join(chunk[:stop].split(b'"')[::2])
+    return (i + stop, left) if stop else (skip(i), b"")
 
 
 def skip(i):
@@ -1862,9 +1854,6 @@ def measure(i):
     depth = 0
     while True:
         stop, left = chunk_at(i, len(b))
-        if stop == i:  # a string longer than a chunk
-            i = skip(i)
-            continue
         brackets = left.translate(None, NOT_BRACKETS)
         while b"[]" in brackets or b"{}" in brackets:
             brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
@@ -1913,9 +1902,6 @@ def count(i, end):
     flat, i = [], i + 1
     while i < end - 1:
         stop, left = chunk_at(i, end - 1)
-        if stop == i:
-            i = skip(i)
-            continue
         flat.append(left.translate(None, NOT_STRUCTURE))
         i = stop
     flat, removed = b"".join(flat), 1
@@ -2060,6 +2046,7 @@ _PATH_STEP_RE = re.compile(r"""
     )\s*\]
 """.format(name=_PATH_NAME), re.X)
 _PATH_NAME_RE = re.compile(_PATH_NAME + r"\Z")
+_PATH_STEP_FORMATS = {"key": ".%s", "descend": "..%s", "index": "[%d]", "all": "[*]"}
 
 
 def parse_json_path(path):
@@ -2083,15 +2070,15 @@ def parse_json_path(path):
         numbers = [None if group[k] is None else int(group[k]) for k in ("low", "high", "index")]
         if any(n is not None and abs(n) > READER_MAX_NUMBER for n in numbers):
             raise ValueError("bad path: the numbers in [ ] must be from -%d to %d" % ((READER_MAX_NUMBER,) * 2))
+        if group["string"] is not None:
+            try:
+                group["quoted"] = json.loads(group["string"])
+            except ValueError:
+                raise ValueError("bad path: %s is not a JSON string" % group["string"])
         if group["descend"] is not None:
             steps.append(["descend", group["descend"]])
         elif group["name"] is not None or group["quoted"] is not None:
             steps.append(["key", group["name"] if group["name"] is not None else group["quoted"]])
-        elif group["string"] is not None:
-            try:
-                steps.append(["key", json.loads(group["string"])])
-            except ValueError:
-                raise ValueError("bad path: %s is not a JSON string" % group["string"])
         elif group["colon"] is not None:
             steps.append(["slice", numbers[0], numbers[1]])
         elif group["index"] is not None:
@@ -2106,18 +2093,12 @@ def json_path_text(steps):
     """``steps`` (``parse_json_path``) written as a path, the shortest way (characters as they are)."""
     out = ["$"]
     for step in steps:
-        kind = step[0]
-        if kind == "key":
-            name = step[1]
-            out.append("." + name if _PATH_NAME_RE.match(name) else "[%s]" % json.dumps(name, ensure_ascii=False))
-        elif kind == "descend":
-            out.append(".." + step[1])
-        elif kind == "index":
-            out.append("[%d]" % step[1])
-        elif kind == "slice":
+        if step[0] == "key" and not _PATH_NAME_RE.match(step[1]):
+            out.append("[%s]" % json.dumps(step[1], ensure_ascii=False))
+        elif step[0] == "slice":
             out.append("[%s:%s]" % tuple("" if n is None else n for n in step[1:]))
         else:
-            out.append("[*]")
+            out.append(_PATH_STEP_FORMATS[step[0]] % tuple(step[1:]))
     return "".join(out)
 
 
@@ -2138,7 +2119,7 @@ def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
 
 
 class ReadPage:
-    """One page of ``Spill.read`` or ``Spill.search``, filled up to a budget of characters and bytes (as JSON)."""
+    """One page of ``Spill.read``, ``search`` or ``query``, filled up to a budget of characters and bytes (as JSON)."""
 
     def __init__(self, budget_chars, budget_bytes):
         if budget_chars < 1 or budget_bytes < 0:
@@ -2269,13 +2250,9 @@ def image_data_chars(msg):
 
 
 class Budget:
-    """What one message may be as the client gets it, and what in it does not count.
-
-    A message fits in ``max_chars`` characters and ``max_bytes`` UTF-8 bytes (0: no byte limit), not
-    counting what it gets for free (``free``); with neither limit (``check_above`` 0) nothing is
-    spilled.  A preview keeps ``preview_chars`` characters at most.  ``Spill.budget`` holds the one
-    Budget its previews and the reader tool read; the relay replaces it there (``for_client``).
-    """
+    """What one message may be as the client gets it: ``max_chars`` characters and ``max_bytes`` UTF-8
+    bytes (0: no byte limit), not counting what it gets for free (``free``); with neither limit
+    (``check_above`` 0) nothing is spilled.  A preview keeps ``preview_chars`` characters at most."""
 
     def __init__(self, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, max_bytes=0, images_free=0,
                  model_skips=None):
@@ -2284,17 +2261,14 @@ class Budget:
         self.max_bytes = max_bytes
         self.images_free = images_free  # base64 image characters a message may carry beyond the budget
         self.model_skips = model_skips  # the tool result member the client never shows (see CLIENTS)
-        # Bytes never outnumber characters: one compare per line tells whether a limit may be crossed.
+        # A line has as many bytes as characters or more: one compare tells whether a limit may be crossed.
         self.check_above = min(max_bytes, max_chars) if max_bytes else max_chars
 
     @classmethod
     def for_client(cls, facts, options):
-        """The budget of a client with the profile ``facts`` (``client_profile(name)``).
-
-        Each of ``options.max_response_chars``, ``max_response_bytes``, ``preview_chars`` and
-        ``max_image_bytes`` that is not None wins over the profile.  ``--max-response-chars 0`` still
-        means never spill: the profile's byte budget goes with it unless --max-response-bytes is given.
-        """
+        """The budget of a client with the profile ``facts`` (``client_profile(name)``), where each of
+        ``options.max_response_chars``, ``max_response_bytes``, ``preview_chars`` and ``max_image_bytes`` that
+        is not None wins.  ``--max-response-chars 0`` never spills, unless --max-response-bytes is given."""
         chars, size = options.max_response_chars, options.max_response_bytes
         if size is None:
             size = 0 if chars == 0 else facts["budget_bytes"]
@@ -2311,13 +2285,9 @@ class Budget:
         return chars <= self.max_chars and (not self.max_bytes or size <= self.max_bytes)
 
     def free(self, line, msg):
-        """(characters, UTF-8 bytes) of ``msg`` (``line`` parsed) that do not count toward the budget.
-
-        The tool result member the client never shows its model (``model_skips``), measured compact
-        (a float may print a character or two longer: the budgets' margins absorb that); and image
-        data when the client shows images, all of it when within ``images_free`` in total (looked for
-        only in a line that names an image).
-        """
+        """(characters, UTF-8 bytes) of ``msg`` (``line`` parsed) that do not count: the tool result member
+        the client never shows its model (``model_skips``), measured compact (a float may print a character
+        longer: the margins absorb that), and image data, all of it when within ``images_free``."""
         skipped = skipped_member(msg, self.model_skips)
         free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
         if self.model_skips == "content" and skipped:
@@ -2330,11 +2300,8 @@ class Budget:
 
     def fit(self, line, msg, chars):
         """How ``line`` (bytes, ``msg`` parsed, ``chars`` characters) reaches the client within the budget:
-        ``(True, None)`` as it is, ``(True, text)`` as its compact JSON, ``(False, None)`` spilled.
-
-        The costly dumps (14 ms for 5 MB) is skipped when the line cannot compact under the limit.
-        Compacting removes ASCII only, as many bytes as characters.
-        """
+        ``(True, None)`` as it is, ``(True, text)`` as its compact JSON, ``(False, None)`` spilled.  The
+        costly dumps (14 ms for 5 MB) is skipped when the line cannot compact under the limit."""
         size = len(line)
         free_chars, free_bytes = self.free(line, msg)
         if self.fits(chars - free_chars, size - free_bytes):
@@ -2360,24 +2327,20 @@ class Budget:
 
     def describe(self):
         """The budget in words, for the log."""
-        if not self.max_chars:
-            spilled = "never spilled"
-        elif self.max_bytes:
-            spilled = "spilled over %d characters or %d bytes" % (self.max_chars, self.max_bytes)
-        else:
-            spilled = "spilled over %d characters" % self.max_chars
+        spilled = "spilled over %d characters" % self.max_chars
+        if self.max_bytes:
+            spilled += " or %d bytes" % self.max_bytes
+        images = "up to %d bytes not counted" % self.images_free if self.images_free else "counted"
         return "responses %s, previews of %d characters, images %s" % (
-            spilled, self.preview_chars,
-            "up to %d bytes not counted" % self.images_free if self.images_free else "counted")
+            spilled if self.max_chars else "never spilled", self.preview_chars, images)
 
 
 class Spill:
-    """Saves oversized messages to disk and builds the preview that replaces them.
+    """Saves oversized messages to disk and builds the preview that replaces them; pages through them.
 
-    ``rewrite()`` is the contract: given an upstream line (bytes) already known to be over ``budget``
-    (a ``Budget``), it returns the message to send instead (a compact JSON string within the budget)
-    and the files written, or ``None`` when the message must be forwarded untouched (lifecycle and
-    catalog responses, requests, disk errors).  ``read()`` pages through the text of what it spilled.
+    ``rewrite()`` is the contract: given an upstream line (bytes) known to be over ``budget`` (a
+    ``Budget``), it returns the message to send instead (compact JSON within the budget) and the files
+    written, or ``None`` to forward it untouched (lifecycle and catalog responses, requests, disk errors).
     """
 
     def __init__(self, output_dir, budget=None, retention_days=RETENTION_DAYS):
@@ -2472,7 +2435,6 @@ class Spill:
                     ext = MIME_EXTENSIONS.get(mime or "")
                     if not ext:
                         import mimetypes  # only for unusual blob types: it costs ~5 ms at start-up
-
                         ext = mimetypes.guess_extension(mime or "") or ".bin"
                     path = where.write("%s.%d%s" % (stem, n, ext), raw)
                     blob_paths.append(path)
@@ -2486,14 +2448,11 @@ class Spill:
         return SpillFiles(json_path, txt_path, blob_paths), text.text()
 
     def read(self, spill_id, line=1, lines=None, column=1, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
-        """One page of the ``.txt`` of spill ``spill_id`` (an id this object gave, never a path): ``(text,
-        hint)``, ``hint`` saying how to get the next page or that the text ends.
-
-        The page is the text from ``line`` and ``column`` (1-based; lines end with "\\n" alone): at most
-        ``lines`` lines, ``budget_chars`` characters and ``budget_bytes`` UTF-8 bytes (0: no limit) in
-        JSON, a line too long for a page cut by characters; pages end to end give the text back exactly.
-        A bad id or argument, or a place the text does not have, raises ValueError saying so.
-        """
+        """One page of the ``.txt`` of spill ``spill_id`` (an id this object gave, never a path) and the
+        ``hint`` to the next: the text from ``line`` and ``column`` (1-based; lines end with "\\n" alone), at
+        most ``lines`` lines, ``budget_chars`` characters and ``budget_bytes`` UTF-8 bytes (0: no limit) in JSON,
+        a line too long for a page cut by characters; pages end to end give the text back exactly.  A bad id
+        or argument, or a place the text does not have, raises ValueError saying so."""
         reader_number("line", line)
         reader_number("column", column)
         if lines is not None:
@@ -2511,13 +2470,10 @@ class Spill:
         return text, self.read_hint(spill_id, where, lines, None, 0, total=index.lines())
 
     def search(self, spill_id, pattern, line=1, context=0, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
-        """A search of the ``.txt`` of spill ``spill_id`` for ``pattern``, ready to run: a ``SpillSearch``.
-
-        ``pattern`` (a Python regular expression) is searched in each line from ``line`` on; the page
-        lists the matching lines, grep style, with ``context`` lines around each (``SEARCH_PROGRAM``).
-        It runs in a child interpreter that can be killed: ``re`` holds the GIL while it matches, and
-        ``(a+)+b`` can take years on one line.  Bad arguments raise ValueError, as for ``read``.
-        """
+        """A search for ``pattern`` (a Python regular expression) in the lines of spill ``spill_id`` from ``line``
+        on, ready to run: a ``SpillSearch`` (``SEARCH_PROGRAM``) listing them with ``context`` lines around.
+        In a child that can be killed: ``re`` holds the GIL, and ``(a+)+b`` can take years on one line.
+        Bad arguments raise ValueError, as for ``read`` and ``query``."""
         reader_number("line", line)
         reader_number("context", context, 0, READER_MAX_CONTEXT)
         if not isinstance(pattern, str):
@@ -2547,13 +2503,9 @@ class Spill:
 
     def query(self, spill_id, path, outline=False, line=1, column=1, budget_chars=MAX_RESPONSE_CHARS,
               budget_bytes=0):
-        """A path query of the JSON text of spill ``spill_id``, ready to run: a ``SpillSearch``.
-
-        The page lists the values ``path`` selects (``parse_json_path``), one per line as ``path:
-        compact JSON``, numbers and strings as the text has them; with ``outline``, each selected node
-        described (type, size, an object's keys, an array's length and first items).  Pages are lines
-        and columns of that listing, as for ``read``; it runs as a search does (``JSON_PATH_PROGRAM``).
-        """
+        """A path query of spill ``spill_id``, ready to run: a ``SpillSearch`` (``JSON_PATH_PROGRAM``) listing
+        the values ``path`` selects (``parse_json_path``) as ``path: compact JSON`` lines, numbers and strings
+        as written, or with ``outline`` each node described; pages are lines and columns of that listing."""
         steps = parse_json_path(path)
         reader_number("line", line)
         reader_number("column", column)
@@ -2601,12 +2553,9 @@ class Spill:
         return "[next: %s)]\n[%s: %s %s]" % (call, what, READER_MORE, place)
 
     def _open_text(self, spill_id):
-        """``(descriptor, TextIndex)`` of the ``.txt`` of spill ``spill_id``, opened for reading inside the
-        checked spill directory; ValueError for anything but the id of a spill of ours still on disk.
-
-        Nothing but the regular file we wrote is read (``PrivateDir.open_read``: no link, no waiting on
-        a FIFO), and a file of another size was changed since: the index would not match it.
-        """
+        """``(descriptor, TextIndex)`` of the ``.txt`` of spill ``spill_id``, opened in the checked spill
+        directory (``PrivateDir.open_read``: no link, no FIFO); ValueError for anything but the id of a spill
+        of ours still on disk at its size (another size: changed since, the index would not match)."""
         if not isinstance(spill_id, str) or not spill_id or re.search(r"[/\\\x00]", spill_id) or ".." in spill_id:
             raise ValueError("invalid spill id %.80r: give the id a preview names, not a path" % (spill_id,))
         if spill_id not in self.spilled:
@@ -2636,9 +2585,7 @@ class Spill:
         the line was written before it was parsed (``Relay._spill_later``): ``line`` is then None, and the
         ``.json`` is left for the caller to remove on failure."""
         kind = message_kind(msg)
-        if kind == "request" or kind is None:
-            return None
-        if kind == "notification" and msg.get("method") != "notifications/message":
+        if kind in ("request", None) or (kind == "notification" and msg.get("method") != "notifications/message"):
             return None
         if kind == "response" and "result" in msg and never_spilled(method, msg["result"]):
             result_type = msg["result"].get("resultType") if isinstance(msg["result"], dict) else None
@@ -2731,12 +2678,9 @@ def _outline_value(text, i, found):
 
 
 class JsonOutline:
-    """The top level of a JSON text as a preview shows it, from a bounded scan (``JsonOutline.of``).
-
-    ``lines``: the text's type and size, then ``  .key: type, size: its start as written`` for each
-    member (at most OUTLINE_MEMBERS keys of an object, OUTLINE_ITEMS items of an array), sizes in
-    UTF-8 bytes as the reader's outline counts them.  ``note`` says what the reader tool does with JSON.
-    """
+    """The top level of a JSON text as a preview shows it (``JsonOutline.of``): ``lines``, its type and
+    size then ``  .key: type, size: its start as written`` per member shown (sizes in UTF-8 bytes, as the
+    reader's outline counts them); ``note``, what the reader tool does with JSON."""
 
     def __init__(self, lines, note):
         self.lines = lines
@@ -2753,8 +2697,7 @@ class JsonOutline:
         opener = text[start:start + 1]
         if opener not in ("{", "[") or text[end - 1:end] != ("}" if opener == "{" else "]"):
             return None
-        kind, unit = ("object", "keys") if opener == "{" else ("array", "items")
-        limit = OUTLINE_MEMBERS if opener == "{" else OUTLINE_ITEMS
+        kind, unit, limit = ("object", "keys", OUTLINE_MEMBERS) if opener == "{" else ("array", "items", OUTLINE_ITEMS)
         members, closed = _json_members(text, start, min(end, start + OUTLINE_SCAN_CHARS), limit)
         count = len(members) if closed == end else None
         if count is None and end - start <= OUTLINE_SCAN_CHARS:  # more members than shown, or bad JSON
@@ -2797,11 +2740,8 @@ class JsonOutline:
 
 
 class PreviewBuilder:
-    """Builds the replacement message for one spilled message at a given preview size.
-
-    ``protocol_version`` is the version of the request answered: a result of 2026-07-28 or later must
-    say ``resultType`` and keep the fields its schema requires; an older one is built as it always was.
-    """
+    """Builds the replacement message for one spilled message at a given preview size; a result for a
+    request of 2026-07-28 or later (``protocol_version``) says ``resultType`` and keeps its required fields."""
 
     def __init__(self, msg, method, request_params, protocol_version, files, original_chars, original_bytes,
                  reader_name):
@@ -2810,7 +2750,6 @@ class PreviewBuilder:
         self.task_result = task_tool_result(method, msg.get("result"))
         self.request_params = request_params if isinstance(request_params, dict) else {}
         self.protocol_version = protocol_version
-        self.modern = is_modern(protocol_version)
         self.files = files
         self.original_chars = original_chars
         self.original_bytes = original_bytes
@@ -2841,13 +2780,11 @@ class PreviewBuilder:
         return marker + "\n\n" + opening + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
 
     def fit(self, text, budget):
-        """Largest preview (of ``budget.preview_chars`` at most, starting with what fits of the text's
-        ``JsonOutline``) whose message fits ``budget``, degrading when even none fits.
-
-        Levels: 0 keeps ``structuredContent`` (tried only when small), 1 keeps the resource link and
-        ``_meta``, 2 drops them, 3 also shortens the marker; none drops a field the request's revision
-        requires (``modern_fields``).  The last resort is an error naming the output directory.
-        """
+        """Largest preview (``budget.preview_chars`` at most, starting with what fits of the text's
+        ``JsonOutline``) whose message fits ``budget``, at the first level where one does: 0 keeps
+        ``structuredContent`` (tried only when small), 1 the resource link and ``_meta``, 2 drops them, 3
+        also shortens the marker (none drops a field the revision requires); else an error naming the
+        output directory."""
         max_chars, max_bytes = budget.max_chars, budget.max_bytes
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
@@ -2899,7 +2836,7 @@ class PreviewBuilder:
             message = "response of %d characters exceeded --max-response-chars; saved to %s (text: %s)" % (
                 self.original_chars, self.files.json_path, self.files.txt_path)
             return error_response(msg.get("id"), UPSTREAM_ERROR, message, meta)
-        if self.modern:
+        if is_modern(self.protocol_version):
             meta = self.modern_fields(new, result, meta)
         if meta is not None:
             new["_meta"] = meta
