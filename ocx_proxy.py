@@ -1938,8 +1938,7 @@ def descend(name, quoted, path, i):
         where = path + step(key)
         if key == name:
             yield where, start
-        for found in descend(name, quoted, where, start):
-            yield found
+        yield from descend(name, quoted, where, start)
 
 
 def select(k, path, i):
@@ -1960,8 +1959,7 @@ def select(k, path, i):
     else:
         return
     for where, start in found:
-        for match in select(k + 1, where, start):
-            yield match
+        yield from select(k + 1, where, start)
 
 
 def compact(i, end, limit):
@@ -1998,8 +1996,7 @@ def outline(path, i):
 def lines(limit):
     for path, i in select(0, "$", top):
         if spec["outline"]:
-            for text in outline(path, i):
-                yield text
+            yield from outline(path, i)
         else:
             yield "%s: %s" % (path, compact(i, skip(i), limit))
 
@@ -2238,17 +2235,6 @@ def skipped_member(msg, member):
     return None
 
 
-def image_data_chars(msg):
-    """Characters of base64 ``data`` in the image blocks of the tool results of ``msg`` (``_tool_results``)."""
-    total = 0
-    for holder in _tool_results(msg):
-        content = holder.get("content")
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
-                total += len(block["data"])
-    return total
-
-
 class Budget:
     """What one message may be as the client gets it: ``max_chars`` characters and ``max_bytes`` UTF-8
     bytes (0: no byte limit), not counting what it gets for free (``free``); with neither limit
@@ -2294,7 +2280,12 @@ class Budget:
             return free   # the images are in the content the model never sees
         if not self.images_free or b'"image"' not in line:
             return free
-        total = image_data_chars(msg)
+        total = 0  # base64 characters of the image blocks
+        for holder in _tool_results(msg):
+            content = holder.get("content")
+            for block in content if isinstance(content, list) else ():
+                if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
+                    total += len(block["data"])
         total = total if total <= self.images_free else 0
         return free[0] + total, free[1] + total
 
@@ -2408,10 +2399,7 @@ class Spill:
         try:
             return self.save_text(saved, text)
         except BaseException:
-            try:
-                os.unlink(saved[1])
-            except OSError:
-                pass
+            self.discard(saved)
             raise
 
     def save_line(self, line, method, msg_id):
@@ -2419,6 +2407,13 @@ class Spill:
         stem = self.stem(line, method, msg_id)
         with self.open_dir() as where:
             return stem, where.write(stem + ".json", line)
+
+    def discard(self, saved):
+        """Remove a ``<stem>.json`` written by ``save_line`` (its spill failed)."""
+        try:
+            os.unlink(saved[1])
+        except OSError:
+            pass
 
     def save_text(self, saved, text):
         """Write the blobs and ``<stem>.txt`` of a saved line; returns ``(SpillFiles, full text)``.
@@ -2595,10 +2590,7 @@ class Spill:
             return None
         text = readable_text(msg, method)
         try:
-            if saved is None:
-                files, full_text = self.save(line, msg, method, text)
-            else:
-                files, full_text = self.save_text(saved, text)
+            files, full_text = self.save(line, msg, method, text) if saved is None else self.save_text(saved, text)
         except OSError as exc:
             log.error("could not save oversized %s response under %s (%s); forwarding it unchanged"
                       % (method or "message", self.output_dir, exc))
