@@ -1529,15 +1529,9 @@ def readable_text(msg, method):
 # ---------------------------------------------------------------------------
 
 class TextIndex:
-    """Where lines and characters are in the ``.txt`` of a spill, noted as it is written.
-
-    A mark is noted at the first character that starts at or after each
-    multiple of TEXT_INDEX_STEP bytes: its line, column and byte offset.
-    ``locate`` finds any line and column with a binary search and one read
-    of at most a step, so a page costs what it holds, on one long line as
-    on many.  The text is UTF-8: a character starts at every byte that is
-    not a continuation byte.
-    """
+    """Where lines and characters are in the UTF-8 ``.txt`` of a spill, noted as it is written: a mark at
+    the first character at or after each multiple of TEXT_INDEX_STEP bytes, so ``locate`` costs a binary
+    search and one read of a step at most (a page costs what it holds, on one long line as on many)."""
 
     def __init__(self):
         self.step = TEXT_INDEX_STEP
@@ -1547,7 +1541,7 @@ class TextIndex:
         self.mark_due = False        # a step ended: the next character gets a mark
 
     def watch(self, chunks):
-        """``chunks`` (the text's bytes, in order) unchanged, noted on their way to the file."""
+        """``chunks`` (the text's bytes) unchanged, noted on their way to the file."""
         for chunk in chunks:
             view = memoryview(chunk)
             while view:
@@ -1577,13 +1571,9 @@ class TextIndex:
         return self.line - (self.column == 1)
 
     def locate(self, handle, line, column):
-        """Byte offset in ``handle`` (the file noted) of ``column`` of ``line``, both 1-based.
-
-        The column after a line's last character is where its line break (or
-        the text) ends.  ValueError when the text has no such place.
-        """
+        """Byte offset in ``handle`` (the file noted) of ``column`` of ``line``, both 1-based (the column
+        after a line's last character: where its line break or the text ends); ValueError when there is none."""
         import bisect
-
         k = bisect.bisect_right(self.marks, (line, column, self.size)) - 1
         first_line, first_column, offset = self.marks[k]
         handle.seek(offset)
@@ -1602,8 +1592,9 @@ class TextIndex:
         return offset + utf8_len(text[:start + column - 1 - before])
 
 
-# How the reader's child programs start: SPEC (argv[1]) gives the seconds to answer in and
-# the CPU seconds after which the kernel ends a runaway one, even when the relay is gone.
+# How the reader's child programs (``helper_argv``; ASCII only: they travel on a command line)
+# start: SPEC (argv[1]) gives the seconds to answer in and the CPU seconds after which the kernel
+# ends a runaway one, even when the relay is gone; the .txt is their stdin, read from spec["offset"].
 CHILD_PROLOGUE = """# ocx-proxy %s
 import json, os, re, sys, time
 spec = json.loads(sys.argv[1])
@@ -1613,12 +1604,11 @@ try:
     resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"]))
 except (ImportError, ValueError, OSError):
     pass
+os.lseek(0, spec["offset"], os.SEEK_SET)
+stdin = os.fdopen(0, "rb")
 """
-# The pattern search, run as ``python -I -S -c SEARCH_PROGRAM SPEC`` with the
-# .txt as its stdin (see Spill.search).  It prints one JSON object: the lines
-# to show, grep style ("12:" a match, "11-" a context line, "--" between
-# groups), and the line to go on from when it stopped early (budget or time).
-# ASCII only: it travels on a command line.
+# The pattern search (Spill.search) prints the lines to show, grep style ("12:" a match, "11-" a
+# context line, "--" between groups), and the line to go on from when it stopped early (budget or time).
 SEARCH_PROGRAM = CHILD_PROLOGUE % "pattern search" + """\
 import collections
 regex, context, first = re.compile(spec["pattern"]), spec["context"], spec["line"]
@@ -1632,10 +1622,9 @@ def show(number, text, match):
             "\\u2026" if start else "", text[start:start + WIDTH], len(text), start + 1)
     return "%d%s%s\\n" % (number, ":" if match else "-", text)
 
-os.lseek(0, spec["offset"], os.SEEK_SET)
 before = collections.deque(maxlen=context)
 shown, size, after, last, resume = [], 0, 0, 0, None
-for number, raw in enumerate(os.fdopen(0, "rb"), first):
+for number, raw in enumerate(stdin, first):
     if size > spec["budget"] or (number > first and time.monotonic() > deadline):
         resume = number
         break
@@ -1658,47 +1647,36 @@ sys.stdout.write(json.dumps({"shown": shown, "next": resume}))
 
 
 class SpillSearch:
-    """A pattern search of one spill, ready to run (see ``Spill.search``).
+    """A pattern search or path query of one spill, ready to run (``Spill.search``, ``Spill.query``): start
+    ``argv`` with ``stdin`` (the opened ``.txt``, closed by the caller once started); ``answer`` turns what it
+    printed into ``(text, hint)`` or ValueError; ``slow`` is the error when it ran out of time."""
 
-    Start ``argv`` with ``stdin`` (a descriptor of the opened ``.txt``, which
-    the caller closes once it started), give what it printed to ``answer``.
-    """
-
-    def __init__(self, spill, spill_id, pattern, context, page, argv, stdin):
-        self.spill = spill
-        self.spill_id = spill_id
-        self.pattern = pattern
-        self.context = context
-        self.page = page
+    def __init__(self, what, advice, argv, stdin, keys, finish):
+        self.what = what
+        self.slow = "the %s took longer than %d s and was stopped; %s" % (what, SEARCH_SECONDS, advice)
         self.argv = argv
         self.stdin = stdin
-
-    slow = ("the pattern search took longer than %d s and was stopped; simplify the pattern (nested repeats "
-            "such as (a+)+ can take forever)" % SEARCH_SECONDS)
+        self.keys = keys  # what the program prints, handed to ``finish``
+        self.finish = finish
 
     def answer(self, output):
-        """``(text, hint)`` from the search program's output; ValueError when it has none."""
         try:
             result = json.loads(output)
-            shown, resume = result["shown"], result["next"]
+            values = [result[key] for key in self.keys]
         except (ValueError, TypeError, KeyError):
-            raise ValueError("the pattern search ended without an answer")
-        text, where = self.page.pack(shown, (resume, 1) if resume else None)
-        return text, self.spill.read_hint(self.spill_id, where, None, self.pattern, self.context)
+            raise ValueError("the %s ended without an answer" % self.what)
+        return self.finish(*values)
 
 
-# The path query, run as ``python -I -S -c JSON_PATH_PROGRAM SPEC`` with the
-# .txt as its stdin (see Spill.query): it walks the JSON text by byte offsets,
-# building no value it does not show, so numbers and strings come out as
-# written.  A value skipped is measured a chunk at a time (strings taken out,
-# matched brackets removed) at the speed of bytes methods.  It prints one JSON
-# object: the text of the answer from ``line``/``column`` on (one line per
-# value, "path: compact JSON"; or outlines), whether that is all of it, and
-# the line to go on from when it stopped early; or an error.  ASCII only.
-JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + r"""import itertools
+# A name in the path syntax (parse_json_path; JSON_PATH_PROGRAM writes names back with it), as RFC 9535's
+# shorthand has it (non-ASCII as "not ASCII": a class up to U+10FFFF costs ~10 ms to compile at every start).
+_PATH_NAME = r"(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*"
+# The path query (Spill.query) walks the JSON text by byte offsets, building no value it does not show (numbers
+# and strings come out as written); a value skipped is measured a chunk at a time with bytes methods.
+JSON_PATH_PROGRAM = CHILD_PROLOGUE % "path query" + "NAME = re.compile(%r)\n" % (_PATH_NAME + r"\Z") + r"""
+import itertools
 sys.setrecursionlimit(20000)
-os.lseek(0, 0, os.SEEK_SET)
-b = os.fdopen(0, "rb").read()
+b = stdin.read()
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 WHOLE = re.compile(rb'[^"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"]*)*')  # up to a string cut short
 RUN = re.compile(rb'[^"\[\]{}]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]{}]*)*')  # up to the next bracket
@@ -1706,7 +1684,6 @@ SPACE = re.compile(rb'[ \t\r\n]*')
 SCALAR = re.compile(rb'[^,\]}\s]+')
 COMPACT = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*"?)|[ \t\r\n]+')
 INNER = re.compile(rb'\[[^\[\]{}]*\]|\{[^\[\]{}]*\}')
-NAME = re.compile(r'(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*\Z')
 NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 NOT_STRUCTURE = bytes(c for c in range(256) if c not in b"[]{},")
 CHUNK = 1 << 16
@@ -1714,10 +1691,6 @@ ends = {}  # byte offset of an array or object -> its end, once measured
 
 
 class Bad(Exception):
-    pass
-
-
-class Late(Exception):
     pass
 
 
@@ -1737,36 +1710,30 @@ def walk(i, end, depth):
             return i, depth
 
 
-def string_end(i):
-    found = STRING.match(b, i)
-    if not found:
-        raise Bad("no JSON value at byte %d" % i)
-    return found.end()
-
-
 def chunk_at(i, end):
-    # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string.
+    # (stop, b[i:stop] with its strings taken out): one chunk from i (outside a string) that cuts no string,
+    # or a string longer than a chunk.
     chunk = b[i:min(end, i + CHUNK)]
     if b"\\" in chunk:
         stop = WHOLE.match(chunk).end()
-        return i + stop, STRING.sub(b"", chunk[:stop])
-    whole = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)
-    return i + whole, b"".join(chunk[:whole].split(b'"')[::2])
+        left = STRING.sub(b"", chunk[:stop])
+    else:
+        stop = chunk.rfind(b'"') if chunk.count(b'"') % 2 else len(chunk)
+        left = b"".join(chunk[:stop].split(b'"')[::2])
+    return (i + stop, left) if stop else (skip(i), b"")
 
 
 def skip(i):
     # The end of the value that starts at byte i.
     c = b[i:i + 1]
-    if c not in (b"[", b"{"):
-        if c == b'"':
-            return string_end(i)
-        found = SCALAR.match(b, i)
-        if not found:
-            raise Bad("no JSON value at byte %d" % i)
-        return found.end()
-    if i not in ends:
-        ends[i] = measure(i)
-    return ends[i]
+    if c in (b"[", b"{"):
+        if i not in ends:
+            ends[i] = measure(i)
+        return ends[i]
+    found = (STRING if c == b'"' else SCALAR).match(b, i)
+    if not found:
+        raise Bad("no JSON value at byte %d" % i)
+    return found.end()
 
 
 def measure(i):
@@ -1774,15 +1741,9 @@ def measure(i):
     depth = 0
     while True:
         stop, left = chunk_at(i, len(b))
-        if stop == i:  # a string longer than a chunk
-            i = string_end(i)
-            continue
         brackets = left.translate(None, NOT_BRACKETS)
-        while True:
-            fewer = brackets.replace(b"[]", b"").replace(b"{}", b"")
-            if fewer == brackets:
-                break
-            brackets = fewer
+        while b"[]" in brackets or b"{}" in brackets:
+            brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
         closes = len(brackets) - len(brackets.lstrip(b"]}"))
         if closes < depth:  # the value goes on past this chunk
             depth += len(brackets) - 2 * closes
@@ -1802,7 +1763,7 @@ def members(i):
     n = 0
     while b[i:i + 1] != close:
         if time.monotonic() > deadline:
-            raise Late()
+            raise TimeoutError()
         key = n
         if is_object:
             found = STRING.match(b, i)
@@ -1828,17 +1789,11 @@ def count(i, end):
     flat, i = [], i + 1
     while i < end - 1:
         stop, left = chunk_at(i, end - 1)
-        if stop == i:
-            i = string_end(i)
-            continue
         flat.append(left.translate(None, NOT_STRUCTURE))
         i = stop
-    flat = b"".join(flat)
-    while True:
-        fewer = INNER.sub(b"", flat)
-        if fewer == flat:
-            break
-        flat = fewer
+    flat, removed = b"".join(flat), 1
+    while removed:
+        flat, removed = INNER.subn(b"", flat)
     return 0 if empty else flat.count(b",") + 1
 
 
@@ -1850,17 +1805,13 @@ def step(key):
 
 def window(i, low, high):
     # Members low:high (Python slice) of the array at byte i.
-    if (low or 0) >= 0 and (high is None or high >= 0):
-        for key, start in members(i):
-            if high is not None and key >= high:
-                return
-            if key >= (low or 0):
-                yield key, start
-        return
-    total = count(i, skip(i))
-    low, high, _ = slice(low, high).indices(total)
-    for member in window(i, low, high):
-        yield member
+    if (low or 0) < 0 or (high is not None and high < 0):
+        low, high, _ = slice(low, high).indices(count(i, skip(i)))
+    for key, start in members(i):
+        if high is not None and key >= high:
+            return
+        if key >= (low or 0):
+            yield key, start
 
 
 def descend(name, quoted, path, i):
@@ -1874,8 +1825,7 @@ def descend(name, quoted, path, i):
         where = path + step(key)
         if key == name:
             yield where, start
-        for found in descend(name, quoted, where, start):
-            yield found
+        yield from descend(name, quoted, where, start)
 
 
 def select(k, path, i):
@@ -1896,8 +1846,7 @@ def select(k, path, i):
     else:
         return
     for where, start in found:
-        for match in select(k + 1, where, start):
-            yield match
+        yield from select(k + 1, where, start)
 
 
 def compact(i, end, limit):
@@ -1926,19 +1875,15 @@ def describe(i, counted=True):
 
 def outline(path, i):
     yield "%s: %s" % (path, describe(i))
-    if b[i:i + 1] == b"{":
-        for key, start in members(i):
-            yield "  %s: %s" % (step(key), describe(start, False))
-    elif b[i:i + 1] == b"[":
-        for key, start in window(i, 0, 3):
+    if b[i:i + 1] in (b"{", b"["):
+        for key, start in members(i) if b[i:i + 1] == b"{" else window(i, 0, 3):
             yield "  %s: %s" % (step(key), describe(start, False))
 
 
 def lines(limit):
     for path, i in select(0, "$", top):
         if spec["outline"]:
-            for text in outline(path, i):
-                yield text
+            yield from outline(path, i)
         else:
             yield "%s: %s" % (path, compact(i, skip(i), limit))
 
@@ -1960,7 +1905,7 @@ try:
         if size > budget:
             complete = False
             break
-except Late:
+except TimeoutError:
     complete, resume = False, line + len(text)
 except Bad as exc:
     error = "bad JSON: %s" % exc
@@ -1972,10 +1917,6 @@ sys.stdout.write(json.dumps({"text": "".join(text), "complete": complete, "next"
 """
 
 
-# The path syntax of ``Spill.query`` (a subset of JSONPath, RFC 9535): one
-# step at a time from ``$``.  Names as the RFC's shorthand has them (any non-ASCII character
-# written as "not ASCII": a class up to U+10FFFF costs ~10 ms to compile at every start).
-_PATH_NAME = r"(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_]|[^\x00-\x7f])*"
 _PATH_STEP_RE = re.compile(r"""
     \.\.(?P<descend>{name})
   | \.(?P<name>{name})
@@ -1989,6 +1930,7 @@ _PATH_STEP_RE = re.compile(r"""
     )\s*\]
 """.format(name=_PATH_NAME), re.X)
 _PATH_NAME_RE = re.compile(_PATH_NAME + r"\Z")
+_PATH_STEP_FORMATS = {"key": ".%s", "descend": "..%s", "index": "[%d]", "all": "[*]"}
 
 
 def parse_json_path(path):
@@ -2012,15 +1954,15 @@ def parse_json_path(path):
         numbers = [None if group[k] is None else int(group[k]) for k in ("low", "high", "index")]
         if any(n is not None and abs(n) > READER_MAX_NUMBER for n in numbers):
             raise ValueError("bad path: the numbers in [ ] must be from -%d to %d" % ((READER_MAX_NUMBER,) * 2))
+        if group["string"] is not None:
+            try:
+                group["quoted"] = json.loads(group["string"])
+            except ValueError:
+                raise ValueError("bad path: %s is not a JSON string" % group["string"])
         if group["descend"] is not None:
             steps.append(["descend", group["descend"]])
         elif group["name"] is not None or group["quoted"] is not None:
             steps.append(["key", group["name"] if group["name"] is not None else group["quoted"]])
-        elif group["string"] is not None:
-            try:
-                steps.append(["key", json.loads(group["string"])])
-            except ValueError:
-                raise ValueError("bad path: %s is not a JSON string" % group["string"])
         elif group["colon"] is not None:
             steps.append(["slice", numbers[0], numbers[1]])
         elif group["index"] is not None:
@@ -2035,18 +1977,12 @@ def json_path_text(steps):
     """``steps`` (``parse_json_path``) written as a path, the shortest way (characters as they are)."""
     out = ["$"]
     for step in steps:
-        kind = step[0]
-        if kind == "key":
-            name = step[1]
-            out.append("." + name if _PATH_NAME_RE.match(name) else "[%s]" % json.dumps(name, ensure_ascii=False))
-        elif kind == "descend":
-            out.append(".." + step[1])
-        elif kind == "index":
-            out.append("[%d]" % step[1])
-        elif kind == "slice":
+        if step[0] == "key" and not _PATH_NAME_RE.match(step[1]):
+            out.append("[%s]" % json.dumps(step[1], ensure_ascii=False))
+        elif step[0] == "slice":
             out.append("[%s:%s]" % tuple("" if n is None else n for n in step[1:]))
         else:
-            out.append("[*]")
+            out.append(_PATH_STEP_FORMATS[step[0]] % tuple(step[1:]))
     return "".join(out)
 
 
@@ -2059,38 +1995,6 @@ def helper_argv(program, spec):
     return [sys.executable, "-I", "-S", "-c", program, json.dumps(spec)]
 
 
-class JsonQuery:
-    """A path query of one spill, ready to run (see ``Spill.query``); used as a ``SpillSearch`` is."""
-
-    slow = ("the path query took longer than %d s and was stopped; give a narrower path (an index or a slice "
-            "rather than [*] or ..)" % SEARCH_SECONDS)
-
-    def __init__(self, spill, spill_id, path, outline, line, column, page, argv, stdin):
-        self.spill = spill
-        self.spill_id = spill_id
-        self.path = path
-        self.outline = outline
-        self.line = line
-        self.column = column
-        self.page = page
-        self.argv = argv
-        self.stdin = stdin
-
-    def answer(self, output):
-        """``(text, hint)`` from the query program's output; ValueError when it has none, or an error."""
-        try:
-            result = json.loads(output)
-            text, complete, resume, error = result["text"], result["complete"], result["next"], result["error"]
-        except (ValueError, TypeError, KeyError):
-            raise ValueError("the path query ended without an answer")
-        if error:
-            raise ValueError(error)
-        if not text and self.line == 1 and self.column == 1:
-            return "", "[nothing matches %s]" % self.path
-        page, where = self.page.range(text, complete or resume is not None, self.line, self.column, None)
-        where = where or ((resume, 1) if resume else None)
-        return page, self.spill.read_hint(self.spill_id, where, None, None, 0, self.path, self.outline)
-
 def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
     """``value`` when it is an integer from ``least`` to ``most``, else ValueError naming argument ``name``."""
     if type(value) is not int or not least <= value <= most:
@@ -2098,14 +2002,8 @@ def reader_number(name, value, least=1, most=READER_MAX_NUMBER):
     return value
 
 
-def _json_size(text):
-    """(characters, UTF-8 bytes) of ``text`` inside a JSON string, escapes included."""
-    inner = dumps(text)[1:-1]
-    return len(inner), utf8_len(inner)
-
-
 class ReadPage:
-    """One page of ``Spill.read`` or ``Spill.search``, filled up to a budget of characters and bytes (as JSON)."""
+    """One page of ``Spill.read``, ``search`` or ``query``, filled up to a budget of characters and bytes (as JSON)."""
 
     def __init__(self, budget_chars, budget_bytes):
         if budget_chars < 1 or budget_bytes < 0:
@@ -2116,23 +2014,26 @@ class ReadPage:
         self.bytes = 0
         self.parts = []
 
+    def _fits(self, text):
+        """(characters, UTF-8 bytes) of ``text`` inside a JSON string when they fit in what is left, else None."""
+        inner = dumps(text)[1:-1]
+        chars, size = len(inner), utf8_len(inner)
+        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
+            return None
+        return chars, size
+
     def add(self, text):
         """Add ``text`` when it fits in what is left of the budget; True when it did."""
-        chars, size = _json_size(text)
-        if self.chars + chars > self.budget_chars or self.bytes + size > self.budget_bytes:
-            return False
-        self.parts.append(text)
-        self.chars += chars
-        self.bytes += size
-        return True
+        taken = self._fits(text)
+        if taken:
+            self.parts.append(text)
+            self.chars += taken[0]
+            self.bytes += taken[1]
+        return bool(taken)
 
     def range(self, window, complete, line, column, lines):
-        """A page of ``window``: ``(text, (line, column) of the next page or None)``.
-
-        ``window`` is the text from ``line``/``column`` on: all the rest when
-        ``complete``, else more characters than the budget, so that the page
-        is full before the window ends.
-        """
+        """A page of ``window``, the text from ``line``/``column`` on (all the rest when ``complete``, else more
+        than the budget): ``(text, (line, column) of the next page or None)``."""
         pos, taken = 0, 0
         while True:
             newline = window.find("\n", pos)
@@ -2154,8 +2055,7 @@ class ReadPage:
         low, high = 0, min(len(text), self.budget_chars - self.chars)
         while low < high:  # binary search: escapes make the cost of a prefix uneven
             middle = (low + high + 1) // 2
-            chars, size = _json_size(text[:middle])
-            if self.chars + chars <= self.budget_chars and self.bytes + size <= self.budget_bytes:
+            if self._fits(text[:middle]):
                 low = middle
             else:
                 high = middle - 1
@@ -2195,27 +2095,26 @@ _JSON_COMPACT_RE = re.compile(r'("(?:[^"\\]|\\.)*"?)|[ \t\r\n]+')
 
 
 def compact_floor(line, chars):
-    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly.
-
-    Compact JSON can only lose whitespace, escapes (\\uXXXX, \\/) and number
-    digits; duplicate keys could shrink it further, so a line over the limit
-    by this bound is spilled, never sent oversized.
-    """
+    """Fewest characters ``line`` (``chars`` long) could have re-serialized compactly: compact JSON only
+    loses whitespace, escapes (\\uXXXX, \\/) and number digits (duplicate keys could lose more, so a line
+    over the limit by this bound is spilled, never sent oversized)."""
     return chars - len(line) + len(line.translate(None, COMPACT_SHRINKABLE)) - 6 * line.count(b"\\u")
 
 
-def skipped_member(msg, member):
-    """The compact JSON of ``member`` of the tool result ``msg`` answers with, when the result
-    also has the other one (content / structuredContent) for the client to show; else None.
-
-    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
-    """
-    result = msg.get("result") if member else None
+def _tool_results(msg):
+    """The tool result ``msg`` answers with, and the one a completed task embeds (2026-07-28 tasks/get)."""
+    result = msg.get("result")
     if not isinstance(result, dict):
-        return None
-    for holder in (result, result.get("result")):
-        if (isinstance(holder, dict) and isinstance(holder.get("content"), list)
-                and holder.get("structuredContent") is not None and member in holder):
+        return []
+    return [holder for holder in (result, result.get("result")) if isinstance(holder, dict)]
+
+
+def skipped_member(msg, member):
+    """The compact JSON of ``member`` of a tool result of ``msg`` (``_tool_results``) that also has the
+    other one (content / structuredContent) for the client to show; else None."""
+    for holder in _tool_results(msg) if member else ():
+        if (isinstance(holder.get("content"), list) and holder.get("structuredContent") is not None
+                and member in holder):
             try:
                 return dumps(holder[member])
             except (ValueError, TypeError):   # NaN, a LongNumber: count it all
@@ -2223,33 +2122,10 @@ def skipped_member(msg, member):
     return None
 
 
-def image_data_chars(msg):
-    """Characters of base64 ``data`` in the image blocks of the tool result ``msg`` answers with.
-
-    The result itself, or the one a completed task embeds (2026-07-28 tasks/get).
-    """
-    result = msg.get("result")
-    if not isinstance(result, dict):
-        return 0
-    total = 0
-    for holder in (result, result.get("result")):
-        content = holder.get("content") if isinstance(holder, dict) else None
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
-                total += len(block["data"])
-    return total
-
-
 class Budget:
-    """What one message may be as the client gets it, and what in it does not count.
-
-    A message fits in ``max_chars`` characters and ``max_bytes`` UTF-8 bytes
-    (0: no byte limit), not counting what it gets for free (``free``); with
-    neither limit (``check_above`` 0) nothing is spilled.  A preview keeps
-    ``preview_chars`` characters at most.  The ``Spill`` it is handed to, its
-    previews and the reader tool read the one Budget in ``Spill.budget``; the
-    relay replaces it there when it learns the client's profile (``for_client``).
-    """
+    """What one message may be as the client gets it: ``max_chars`` characters and ``max_bytes`` UTF-8
+    bytes (0: no byte limit), not counting what it gets for free (``free``); with neither limit
+    (``check_above`` 0) nothing is spilled.  A preview keeps ``preview_chars`` characters at most."""
 
     def __init__(self, max_chars=MAX_RESPONSE_CHARS, preview_chars=PREVIEW_CHARS, max_bytes=0, images_free=0,
                  model_skips=None):
@@ -2258,20 +2134,14 @@ class Budget:
         self.max_bytes = max_bytes
         self.images_free = images_free  # base64 image characters a message may carry beyond the budget
         self.model_skips = model_skips  # the tool result member the client never shows (see CLIENTS)
-        # A line has at least as many bytes as characters: one compare per line
-        # tells whether either limit may be crossed (0: none is).
+        # A line has as many bytes as characters or more: one compare tells whether a limit may be crossed.
         self.check_above = min(max_bytes, max_chars) if max_bytes else max_chars
 
     @classmethod
     def for_client(cls, facts, options):
-        """The budget of a client with the profile ``facts`` (``client_profile(name)``).
-
-        Each of ``options.max_response_chars``, ``max_response_bytes``,
-        ``preview_chars`` and ``max_image_bytes`` that is not None (given on
-        the command line or in its environment twin) wins over the profile.
-        ``--max-response-chars 0`` still means never spill: the profile's byte
-        budget goes with it unless --max-response-bytes is given.
-        """
+        """The budget of a client with the profile ``facts`` (``client_profile(name)``), where each of
+        ``options.max_response_chars``, ``max_response_bytes``, ``preview_chars`` and ``max_image_bytes`` that
+        is not None wins.  ``--max-response-chars 0`` never spills, unless --max-response-bytes is given."""
         chars, size = options.max_response_chars, options.max_response_bytes
         if size is None:
             size = 0 if chars == 0 else facts["budget_bytes"]
@@ -2280,8 +2150,7 @@ class Budget:
         preview = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
         images = options.max_image_bytes
         images = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
-        # A byte budget alone still gives previews a character bound: characters
-        # never outnumber bytes, so that bound never spills anything by itself.
+        # A byte budget alone still gives previews a character bound, which never spills by itself.
         return cls(chars or size, preview, size, images, facts["model_skips"])
 
     def fits(self, chars, size):
@@ -2289,34 +2158,28 @@ class Budget:
         return chars <= self.max_chars and (not self.max_bytes or size <= self.max_bytes)
 
     def free(self, line, msg):
-        """(characters, UTF-8 bytes) of ``msg`` (``line`` parsed) that do not count toward the budget.
-
-        The member of a tool result the client never shows its model
-        (``model_skips``), measured compact (a float may print a character or
-        two longer than it came: the budgets' margins absorb that); and image
-        data, all of it when the client shows images and it is within
-        ``images_free`` in total.  Only a line that names an image is looked
-        into for images.
-        """
+        """(characters, UTF-8 bytes) of ``msg`` (``line`` parsed) that do not count: the tool result member
+        the client never shows its model (``model_skips``), measured compact (a float may print a character
+        longer: the margins absorb that), and image data, all of it when within ``images_free``."""
         skipped = skipped_member(msg, self.model_skips)
         free = (len(skipped), utf8_len(skipped)) if skipped else (0, 0)
         if self.model_skips == "content" and skipped:
             return free   # the images are in the content the model never sees
         if not self.images_free or b'"image"' not in line:
             return free
-        total = image_data_chars(msg)
+        total = 0  # base64 characters of the image blocks
+        for holder in _tool_results(msg):
+            content = holder.get("content")
+            for block in content if isinstance(content, list) else ():
+                if isinstance(block, dict) and block.get("type") == "image" and isinstance(block.get("data"), str):
+                    total += len(block["data"])
         total = total if total <= self.images_free else 0
         return free[0] + total, free[1] + total
 
     def fit(self, line, msg, chars):
-        """How ``line`` (bytes, ``msg`` parsed, ``chars`` characters) reaches the client within the budget.
-
-        ``(True, None)``: as it is; ``(True, text)``: as ``text``, its compact
-        JSON; ``(False, None)``: it does not fit, it is to be spilled.
-        Re-serializing only helps a line that compacts under the limit: when
-        it cannot, the costly dumps is skipped (14 ms for 5 MB).  Compacting
-        removes ASCII only, as many bytes as characters.
-        """
+        """How ``line`` (bytes, ``msg`` parsed, ``chars`` characters) reaches the client within the budget:
+        ``(True, None)`` as it is, ``(True, text)`` as its compact JSON, ``(False, None)`` spilled.  The
+        costly dumps (14 ms for 5 MB) is skipped when the line cannot compact under the limit."""
         size = len(line)
         free_chars, free_bytes = self.free(line, msg)
         if self.fits(chars - free_chars, size - free_bytes):
@@ -2335,36 +2198,27 @@ class Budget:
         return compact_floor(line, chars) - self.images_free <= self.max_chars
 
     def page(self, envelope):
-        """(characters, UTF-8 bytes or 0) a page of text may have in an answer that also holds ``envelope``.
-
-        So sized, the whole answer fits and is never spilled itself.  Without a
-        character budget (never spill) a page keeps to the default one.
-        """
+        """(characters, UTF-8 bytes or 0) a page of text may have in an answer that also holds ``envelope``,
+        so that the answer fits (without a character budget: the default one)."""
         max_chars = self.max_chars or MAX_RESPONSE_CHARS
         return max_chars - len(envelope), self.max_bytes and self.max_bytes - utf8_len(envelope)
 
     def describe(self):
         """The budget in words, for the log."""
-        if not self.max_chars:
-            spilled = "never spilled"
-        elif self.max_bytes:
-            spilled = "spilled over %d characters or %d bytes" % (self.max_chars, self.max_bytes)
-        else:
-            spilled = "spilled over %d characters" % self.max_chars
+        spilled = "spilled over %d characters" % self.max_chars
+        if self.max_bytes:
+            spilled += " or %d bytes" % self.max_bytes
+        images = "up to %d bytes not counted" % self.images_free if self.images_free else "counted"
         return "responses %s, previews of %d characters, images %s" % (
-            spilled, self.preview_chars,
-            "up to %d bytes not counted" % self.images_free if self.images_free else "counted")
+            spilled if self.max_chars else "never spilled", self.preview_chars, images)
 
 
 class Spill:
-    """Saves oversized messages to disk and builds the preview that replaces them.
+    """Saves oversized messages to disk and builds the preview that replaces them; pages through them.
 
-    ``rewrite()`` is the contract: given an upstream line (bytes) already known
-    to be over its ``budget`` (a ``Budget``), it returns the message to send
-    instead (as a compact JSON string within the budget) plus the files
-    written, or ``None`` when the message
-    must be forwarded untouched (lifecycle and catalog responses, requests,
-    disk errors).  ``read()`` pages through the text of what it spilled.
+    ``rewrite()`` is the contract: given an upstream line (bytes) known to be over ``budget`` (a
+    ``Budget``), it returns the message to send instead (compact JSON within the budget) and the files
+    written, or ``None`` to forward it untouched (lifecycle and catalog responses, requests, disk errors).
     """
 
     def __init__(self, output_dir, budget=None, retention_days=RETENTION_DAYS):
@@ -2375,15 +2229,9 @@ class Spill:
         self.reader_name = None  # the reader tool the previews name (set by Reader.advertise); None: no tool
         self.spilled = {}  # spill id (file stem) -> (its .txt path, TextIndex): all that read() may open
 
-    # -- files -------------------------------------------------------------
-
     def open_dir(self, create=True):
-        """The spill directory, opened and checked on every use (``open_spill_dir``).
-
-        Checking each time costs a few system calls per spill and picks up a
-        directory removed or fixed meanwhile.  A private subdirectory is
-        announced once.
-        """
+        """The spill directory, opened and checked on every use (``open_spill_dir``): a few system calls
+        per spill, and a directory removed or fixed meanwhile is picked up."""
         where = open_spill_dir(self.output_dir, create)
         if where is not None and where.path != self.directory:
             if where.path != self.output_dir:
@@ -2393,12 +2241,9 @@ class Spill:
         return where
 
     def remove_expired(self, now=None):
-        """Delete this tool's own spill files older than ``retention_days`` (0: none), and the
-        temporary files of relays killed while writing one (``stale_temp``); returns how many.
-
-        Only regular files named like ours, in the directory spills go to; a
-        link is never followed nor removed.
-        """
+        """Delete this tool's own spill files older than ``retention_days`` (0: none), and the temporary
+        files of relays killed while writing one (``stale_temp``); returns how many.  Only regular files
+        named like ours, in the directory spills go to: a link is never followed nor removed."""
         where = self.open_dir(create=False)
         if where is None:
             return 0
@@ -2427,21 +2272,16 @@ class Spill:
 
     def stem(self, line, method, msg_id):
         import datetime
-
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         import hashlib  # only when spilling: it loads OpenSSL (+4 MB resident, ~3.5 ms at start-up)
 
-        # The hash only keeps names apart: both ends and the length of a
-        # multi-megabyte line are as good as all of it, at a fraction of the cost.
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        # The hash only keeps names apart: both ends and the length of a long line do it at a fraction of the cost.
         sample = line if len(line) <= 131072 else line[:65536] + line[-65536:] + str(len(line)).encode()
         digest = hashlib.sha256(sample).hexdigest()[:10]
         return "%s_%s_id-%s_%s" % (stamp, safe_name(method or "message"), safe_name(str(msg_id), 24), digest)
 
     def save(self, line, msg, method, text):
-        """Write ``<stem>.json`` (the exact line), ``<stem>.txt`` and decoded blobs.
-
-        All or nothing: when one file fails, those already written are removed.
-        """
+        """Write ``<stem>.json`` (the exact line), then ``save_text``: all or nothing."""
         saved = self.save_line(line, method, msg.get("id"))
         try:
             return self.save_text(saved, text)
@@ -2464,9 +2304,7 @@ class Spill:
 
     def save_text(self, saved, text):
         """Write the blobs and ``<stem>.txt`` of a saved line; returns ``(SpillFiles, full text)``.
-
-        When one file fails, the others written here are removed and the error raised.
-        """
+        When one file fails, the others written here are removed and the error raised."""
         stem, json_path = saved
         with self.open_dir() as where:
             try:
@@ -2479,7 +2317,6 @@ class Spill:
                     ext = MIME_EXTENSIONS.get(mime or "")
                     if not ext:
                         import mimetypes  # only for unusual blob types: it costs ~5 ms at start-up
-
                         ext = mimetypes.guess_extension(mime or "") or ".bin"
                     path = where.write("%s.%d%s" % (stem, n, ext), raw)
                     blob_paths.append(path)
@@ -2492,33 +2329,21 @@ class Spill:
         self.spilled[stem] = (txt_path, index)
         return SpillFiles(json_path, txt_path, blob_paths), text.text()
 
-    # -- reading -----------------------------------------------------------
-
     def read(self, spill_id, line=1, lines=None, column=1, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
-        """One page of the ``.txt`` of spill ``spill_id``: ``(text, hint)``.
-
-        Lines are 1-based and end with "\\n" alone.  The page is the text from
-        ``line`` (and ``column``, 1-based, inside a line longer than a page):
-        at most ``lines`` lines, and never more than ``budget_chars``
-        characters nor ``budget_bytes`` UTF-8 bytes (0: no byte limit) as it
-        will be written in JSON; a line too long for one page is cut by
-        characters.  Pages put end to end give the text back exactly, and a
-        page costs what it holds (``TextIndex``).  ``hint`` says how to get
-        the next page, or that the text ends.  Only the spills of this object
-        can be read, by id (the stem of their files, never a path): an
-        unknown id, a bad argument or a place the text does not have raises
-        ValueError saying so.
-        """
+        """One page of the ``.txt`` of spill ``spill_id`` (an id this object gave, never a path) and the
+        ``hint`` to the next: the text from ``line`` and ``column`` (1-based; lines end with "\\n" alone), at
+        most ``lines`` lines, ``budget_chars`` characters and ``budget_bytes`` UTF-8 bytes (0: no limit) in JSON,
+        a line too long for a page cut by characters; pages end to end give the text back exactly.  A bad id
+        or argument, or a place the text does not have, raises ValueError saying so."""
         reader_number("line", line)
         reader_number("column", column)
         if lines is not None:
             reader_number("lines", lines)
         page = ReadPage(budget_chars, budget_bytes)
-        index = self._index(spill_id)
-        with os.fdopen(self._open_text(spill_id, index), "rb") as handle:
+        fd, index = self._open_text(spill_id)
+        with os.fdopen(fd, "rb") as handle:
             handle.seek(index.locate(handle, line, column))
-            # A page holds at most budget_chars characters, of 4 bytes at most:
-            # one more character tells the window from the end of the text.
+            # At most budget_chars characters of 4 bytes: one more tells the window from the text's end.
             want = 4 * (budget_chars + 1)
             data = handle.read(want)
         window = codecs.getincrementaldecoder("utf-8")("replace").decode(data, len(data) < want)
@@ -2527,15 +2352,10 @@ class Spill:
         return text, self.read_hint(spill_id, where, lines, None, 0, total=index.lines())
 
     def search(self, spill_id, pattern, line=1, context=0, budget_chars=MAX_RESPONSE_CHARS, budget_bytes=0):
-        """A search of the ``.txt`` of spill ``spill_id`` for ``pattern``, ready to run: a ``SpillSearch``.
-
-        ``pattern`` (a Python regular expression) is searched in each line
-        from ``line`` on; the page lists the matching lines, grep style, with
-        ``context`` lines around each (``SEARCH_PROGRAM``).  The search runs
-        in a child interpreter that can be killed: ``re`` holds the GIL while
-        it matches, and a pattern such as ``(a+)+b`` can take years on one
-        line.  Bad arguments raise ValueError, as for ``read``.
-        """
+        """A search for ``pattern`` (a Python regular expression) in the lines of spill ``spill_id`` from ``line``
+        on, ready to run: a ``SpillSearch`` (``SEARCH_PROGRAM``) listing them with ``context`` lines around.
+        In a child that can be killed: ``re`` holds the GIL, and ``(a+)+b`` can take years on one line.
+        Bad arguments raise ValueError, as for ``read`` and ``query``."""
         reader_number("line", line)
         reader_number("context", context, 0, READER_MAX_CONTEXT)
         if not isinstance(pattern, str):
@@ -2547,8 +2367,7 @@ class Spill:
         except (re.error, OverflowError, RecursionError) as exc:
             raise ValueError("bad pattern %.80r: %s" % (pattern, exc))
         page = ReadPage(budget_chars, budget_bytes)
-        index = self._index(spill_id)
-        fd = self._open_text(spill_id, index)
+        fd, index = self._open_text(spill_id)
         try:
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 offset = index.locate(handle, line, 1)
@@ -2556,38 +2375,47 @@ class Spill:
             os.close(fd)
             raise
         spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars}
-        argv = helper_argv(SEARCH_PROGRAM, spec)
-        return SpillSearch(self, spill_id, pattern, context, page, argv, fd)
+
+        def finish(shown, resume):
+            text, where = page.pack(shown, (resume, 1) if resume else None)
+            return text, self.read_hint(spill_id, where, None, pattern, context)
+
+        advice = "simplify the pattern (nested repeats such as (a+)+ can take forever)"
+        return SpillSearch("pattern search", advice, helper_argv(SEARCH_PROGRAM, spec), fd, ("shown", "next"), finish)
 
     def query(self, spill_id, path, outline=False, line=1, column=1, budget_chars=MAX_RESPONSE_CHARS,
               budget_bytes=0):
-        """A path query of the JSON text of spill ``spill_id``, ready to run: a ``JsonQuery``.
-
-        The page lists the values ``path`` selects (``parse_json_path``), one
-        per line as ``path: compact JSON`` with numbers and strings as the
-        text has them; with ``outline``, each selected node described (type,
-        size, an object's keys, an array's length and first items) instead.
-        Pages are lines and columns of that listing, as for ``read``.  The
-        query runs in a child interpreter (``JSON_PATH_PROGRAM``), bounded as a
-        search is.  Bad arguments raise ValueError, as for ``read``.
-        """
+        """A path query of spill ``spill_id``, ready to run: a ``SpillSearch`` (``JSON_PATH_PROGRAM``) listing
+        the values ``path`` selects (``parse_json_path``) as ``path: compact JSON`` lines, numbers and strings
+        as written, or with ``outline`` each node described; pages are lines and columns of that listing."""
         steps = parse_json_path(path)
         reader_number("line", line)
         reader_number("column", column)
         if type(outline) is not bool:
             raise ValueError("outline must be true or false, not %.40r" % (outline,))
-        spec = {"steps": steps, "outline": outline, "line": line, "column": column, "budget": budget_chars}
+        spec = {"steps": steps, "outline": outline, "line": line, "column": column, "budget": budget_chars,
+                "offset": 0}
         argv = helper_argv(JSON_PATH_PROGRAM, spec)
         page = ReadPage(budget_chars, budget_bytes)
-        fd = self._open_text(spill_id, self._index(spill_id))
-        return JsonQuery(self, spill_id, path, outline, line, column, page, argv, fd)
+
+        def finish(text, complete, resume, error):
+            if error:
+                raise ValueError(error)
+            if not text and line == 1 and column == 1:
+                return "", "[nothing matches %s]" % path
+            shown, where = page.range(text, complete or resume is not None, line, column, None)
+            where = where or ((resume, 1) if resume else None)
+            return shown, self.read_hint(spill_id, where, None, None, 0, path, outline)
+
+        advice = "give a narrower path (an index or a slice rather than [*] or ..)"
+        fd, _ = self._open_text(spill_id)
+        return SpillSearch("path query", advice, argv, fd, ("text", "complete", "next", "error"), finish)
 
     def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False, total=0):
-        """What ends a page: ``[end of the text]`` (``[no more matches]``) when nothing follows; else the call
-        of the next page (``[next: ...]``, as scripts parse it) and, last, where the rest starts as the reader
-        tool's description tells a model to use it (``more follows at line=L[, column=C]``, READER_MORE):
-        facts, not instructions (some clients tell their model to ignore directives in a result).
-        ``total``: the lines of the text read."""
+        """What ends a page: ``[end of the text]`` (``[no more matches]``), or the call of the next page
+        (``[next: ...]``, as scripts parse it) then where the rest starts (READER_MORE), as the reader tool's
+        description tells a model: facts, not instructions (some clients tell their model to ignore directives
+        in a result).  ``total``: the lines of the text read."""
         if where is None:
             return "[end of the text]" if pattern is None and path is None else "[no more matches]"
         line, column = where
@@ -2606,23 +2434,16 @@ class Spill:
                 call += ", outline=true"
         return "[next: %s)]\n[%s: %s %s]" % (call, what, READER_MORE, place)
 
-    def _index(self, spill_id):
-        """The ``TextIndex`` of spill ``spill_id``; ValueError for anything but the id of a spill of ours."""
+    def _open_text(self, spill_id):
+        """``(descriptor, TextIndex)`` of the ``.txt`` of spill ``spill_id``, opened in the checked spill
+        directory (``PrivateDir.open_read``: no link, no FIFO); ValueError for anything but the id of a spill
+        of ours still on disk at its size (another size: changed since, the index would not match)."""
         if not isinstance(spill_id, str) or not spill_id or re.search(r"[/\\\x00]", spill_id) or ".." in spill_id:
             raise ValueError("invalid spill id %.80r: give the id a preview names, not a path" % (spill_id,))
         if spill_id not in self.spilled:
             raise ValueError("unknown spill id %.80r: only what this ocx-proxy session spilled can be read"
                              % spill_id)
-        return self.spilled[spill_id][1]
-
-    def _open_text(self, spill_id, index):
-        """A descriptor of the ``.txt`` of a spill of ours, opened for reading inside the checked spill directory.
-
-        Nothing but the regular file we wrote is read (``PrivateDir.open_read``:
-        no link, no waiting on a FIFO), and a file of another size was
-        changed since: the index would not match it.
-        """
-        path = self.spilled[spill_id][0]
+        path, index = self.spilled[spill_id]
         gone = ValueError("spill %s is no longer on disk" % spill_id)
         where = open_spill_dir(self.output_dir, create=False)
         if where is None:
@@ -2638,22 +2459,15 @@ class Spill:
             os.close(fd)
             raise ValueError("spill %s was changed on disk (%s); it can no longer be read" % (
                 spill_id, "its size changed" if stat.S_ISREG(info.st_mode) else "not a regular file any more"))
-        return fd
-
-    # -- rewriting ---------------------------------------------------------
+        return fd, index
 
     def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None,
                 saved=None):
-        """Replace an oversized message; see the class docstring for the contract.
-
-        ``saved`` is ``save_line``'s answer when the line was written before it
-        was parsed (big lines, see ``Relay._spill_later``); ``line`` is then
-        None, and the ``.json`` is left for the caller to remove on failure.
-        """
+        """Replace an oversized message (see the class docstring).  ``saved`` is ``save_line``'s answer when
+        the line was written before it was parsed (``Relay._spill_later``): ``line`` is then None, and the
+        ``.json`` is left for the caller to remove on failure."""
         kind = message_kind(msg)
-        if kind == "request" or kind is None:
-            return None
-        if kind == "notification" and msg.get("method") != "notifications/message":
+        if kind in ("request", None) or (kind == "notification" and msg.get("method") != "notifications/message"):
             return None
         if kind == "response" and "result" in msg and never_spilled(method, msg["result"]):
             result_type = msg["result"].get("resultType") if isinstance(msg["result"], dict) else None
@@ -2663,10 +2477,7 @@ class Spill:
             return None
         text = readable_text(msg, method)
         try:
-            if saved is None:
-                files, full_text = self.save(line, msg, method, text)
-            else:
-                files, full_text = self.save_text(saved, text)
+            files, full_text = self.save(line, msg, method, text) if saved is None else self.save_text(saved, text)
         except OSError as exc:
             log.error("could not save oversized %s response under %s (%s); forwarding it unchanged"
                       % (method or "message", self.output_dir, exc))
@@ -2674,9 +2485,8 @@ class Spill:
         if original_chars is None:
             original_chars = char_count(line)
         original_bytes = len(line) if line is not None else os.path.getsize(files.json_path)
-        builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars)
-        builder.original_bytes = original_bytes
-        builder.reader_name = self.reader_name
+        builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars,
+                                 original_bytes, self.reader_name)
         return builder.fit(full_text, self.budget), files
 
 
@@ -2747,14 +2557,9 @@ def _outline_value(text, i, found):
 
 
 class JsonOutline:
-    """The top level of a JSON text as a preview shows it, from a bounded scan (``JsonOutline.of``).
-
-    ``lines``: the text's type and size, then one line per member (at most
-    OUTLINE_MEMBERS keys of an object, OUTLINE_ITEMS items of an array):
-    ``  .key: type, size: its start as written``.  ``note`` says what the
-    reader tool does with JSON.  Sizes are UTF-8 bytes of the text as given
-    (the spill's ``.txt``), as the reader's outline counts them.
-    """
+    """The top level of a JSON text as a preview shows it (``JsonOutline.of``): ``lines``, its type and
+    size then ``  .key: type, size: its start as written`` per member shown (sizes in UTF-8 bytes, as the
+    reader's outline counts them); ``note``, what the reader tool does with JSON."""
 
     def __init__(self, lines, note):
         self.lines = lines
@@ -2762,21 +2567,16 @@ class JsonOutline:
 
     @classmethod
     def of(cls, text, reader_name=None):
-        """The outline of ``text`` when it is a JSON object or array, else None.
-
-        Only its first OUTLINE_SCAN_CHARS characters are read (tens of
-        milliseconds): a longer text gets the members that end within them,
-        and the lines say the rest was not read.  A text within them that is
-        no JSON has no outline.
-        """
+        """The outline of ``text`` when it is a JSON object or array, else None.  Only its first
+        OUTLINE_SCAN_CHARS characters are read: a longer text gets the members that end within them, and
+        the lines say the rest was not read; a text within them that is no JSON has no outline."""
         start = _JSON_SPACE_RE.match(text).end()
         tail = text[-4096:]
         end = len(text) - len(tail) + len(tail.rstrip(" \t\r\n"))
         opener = text[start:start + 1]
         if opener not in ("{", "[") or text[end - 1:end] != ("}" if opener == "{" else "]"):
             return None
-        kind, unit = ("object", "keys") if opener == "{" else ("array", "items")
-        limit = OUTLINE_MEMBERS if opener == "{" else OUTLINE_ITEMS
+        kind, unit, limit = ("object", "keys", OUTLINE_MEMBERS) if opener == "{" else ("array", "items", OUTLINE_ITEMS)
         members, closed = _json_members(text, start, min(end, start + OUTLINE_SCAN_CHARS), limit)
         count = len(members) if closed == end else None
         if count is None and end - start <= OUTLINE_SCAN_CHARS:  # more members than shown, or bad JSON
@@ -2819,32 +2619,24 @@ class JsonOutline:
 
 
 class PreviewBuilder:
-    """Builds the replacement message for one spilled message at a given preview size.
+    """Builds the replacement message for one spilled message at a given preview size; a result for a
+    request of 2026-07-28 or later (``protocol_version``) says ``resultType`` and keeps its required fields."""
 
-    ``protocol_version`` is the version of the request answered: a result of
-    2026-07-28 or later must say ``resultType`` and keep the fields its schema
-    requires; an older one is built as it always was.
-    """
-
-    def __init__(self, msg, method, request_params, protocol_version, files, original_chars):
+    def __init__(self, msg, method, request_params, protocol_version, files, original_chars, original_bytes,
+                 reader_name):
         self.msg = msg
         self.method = SPILL_AS.get(method, method)
         self.task_result = task_tool_result(method, msg.get("result"))
         self.request_params = request_params if isinstance(request_params, dict) else {}
         self.protocol_version = protocol_version
-        self.modern = is_modern(protocol_version)
         self.files = files
         self.original_chars = original_chars
-        self.original_bytes = 0
-        self.reader_name = None
+        self.original_bytes = original_bytes
+        self.reader_name = reader_name
 
     def marker(self, text, detail=True):
-        """What opens and closes a preview: where the whole is and how to read it.
-
-        It stands at both ends so that a client which keeps only the head or
-        only the tail of our preview (Codex cuts by bytes) still has the way
-        to the rest.
-        """
+        """What opens and closes a preview: where the whole is and how to read it, at both ends for a
+        client that keeps only the head or the tail of a preview (Codex cuts by bytes)."""
         stem = os.path.basename(self.files.txt_path)[:-len(".txt")]
         # Information, not an instruction, and the tool named as the server has it: clients prefix it
         # (mcp__fx__read_spilled_output, mcp_fx_..., fx_..., fx-...).
@@ -2867,17 +2659,11 @@ class PreviewBuilder:
         return marker + "\n\n" + opening + head + middle + tail + "\n\n" + marker, len(head) + len(tail)
 
     def fit(self, text, budget):
-        """Largest preview (of ``budget.preview_chars`` at most) whose message fits ``budget``, degrading when
-        even none fits.
-
-        A text that is a JSON object or array is outlined once
-        (``JsonOutline``): each preview tried starts with what of the outline
-        fits.  Levels: 0 keeps ``structuredContent`` (only tried when it is
-        small), 1 keeps the resource link and ``_meta``, 2 drops them, 3 also
-        shortens the marker.  No level drops a field the schema of the request's
-        revision requires (``modern_fields``).  The last resort is an error
-        naming the output directory.
-        """
+        """Largest preview (``budget.preview_chars`` at most, starting with what fits of the text's
+        ``JsonOutline``) whose message fits ``budget``, at the first level where one does: 0 keeps
+        ``structuredContent`` (tried only when small), 1 the resource link and ``_meta``, 2 drops them, 3
+        also shortens the marker (none drops a field the revision requires); else an error naming the
+        output directory."""
         max_chars, max_bytes = budget.max_chars, budget.max_bytes
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
@@ -2929,20 +2715,16 @@ class PreviewBuilder:
             message = "response of %d characters exceeded --max-response-chars; saved to %s (text: %s)" % (
                 self.original_chars, self.files.json_path, self.files.txt_path)
             return error_response(msg.get("id"), UPSTREAM_ERROR, message, meta)
-        if self.modern:
+        if is_modern(self.protocol_version):
             meta = self.modern_fields(new, result, meta)
         if meta is not None:
             new["_meta"] = meta
         return result_response(msg.get("id"), new)
 
     def modern_fields(self, new, result, meta):
-        """Give ``new`` what a 2026-07-28 result requires; returns the ``_meta`` to set.
-
-        The original's ``_meta`` (the server's identity) is kept, merged under
-        ours; when the levels of ``fit`` drop ours, only the identity stays.
-        resources/read must say ``ttlMs`` and ``cacheScope``: the original's,
-        or no caching when it has none.
-        """
+        """Give ``new`` what a 2026-07-28 result requires; returns the ``_meta`` to set: the original's
+        (the server's identity) with ours merged in, or only the identity when ``fit`` drops ours.
+        resources/read must say ``ttlMs`` and ``cacheScope``: the original's, or no caching."""
         new["resultType"] = "complete"
         if self.method == "resources/read":
             new["ttlMs"] = result.get("ttlMs", 0)
