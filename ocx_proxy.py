@@ -2370,18 +2370,19 @@ class Spill:
         fd, index = self._open_text(spill_id)
         try:
             with os.fdopen(fd, "rb", closefd=False) as handle:
-                offset = index.locate(handle, line, 1)
+                spec = {"pattern": pattern, "line": line, "offset": index.locate(handle, line, 1),
+                        "context": context, "budget": budget_chars}
+            argv = helper_argv(SEARCH_PROGRAM, spec)
         except BaseException:
             os.close(fd)
             raise
-        spec = {"pattern": pattern, "line": line, "offset": offset, "context": context, "budget": budget_chars}
 
         def finish(shown, resume):
             text, where = page.pack(shown, (resume, 1) if resume else None)
             return text, self.read_hint(spill_id, where, None, pattern, context)
 
         advice = "simplify the pattern (nested repeats such as (a+)+ can take forever)"
-        return SpillSearch("pattern search", advice, helper_argv(SEARCH_PROGRAM, spec), fd, ("shown", "next"), finish)
+        return SpillSearch("pattern search", advice, argv, fd, ("shown", "next"), finish)
 
     def query(self, spill_id, path, outline=False, line=1, column=1, budget_chars=MAX_RESPONSE_CHARS,
               budget_bytes=0):

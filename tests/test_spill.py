@@ -774,6 +774,16 @@ def test_a_search_out_of_time_answers_what_it_found_and_where_to_go_on(tmp_path,
     assert search(spill, stem, pattern="row", line=100) == ("100:row 100\n", "[no more matches]")
 
 
+def test_a_search_without_an_interpreter_to_start_says_so_and_keeps_no_descriptor(tmp_path, monkeypatch):
+    spill, stem, _ = saved(tmp_path, "row\n" * 10)
+    monkeypatch.setattr(op.sys, "executable", "")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        with pytest.raises(ValueError, match="needs a Python interpreter"):
+            spill.search(stem, pattern="row")
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_read_opens_only_what_this_spill_wrote(tmp_path):
     spill, stem, files = spilled(tmp_path, "secret\n" * 3000)
     other = op.Spill(spill.output_dir)
