@@ -10586,7 +10586,8 @@ def check_report_text(report):
         parts = []
         for method, value in report["timings"].items():
             if isinstance(value, dict):
-                parts.append("%s %s ms (%d page%s)" % (method, value["ms"], value["pages"], "s" * (value["pages"] != 1)))
+                pages = value["pages"]
+                parts.append("%s %s ms (%d page%s)" % (method, value["ms"], pages, "s" * (pages != 1)))
             else:
                 parts.append("%s %s ms" % (method, value))
         lines.append("  " + ", ".join(parts))
@@ -11064,16 +11065,24 @@ def load_client_config(path, fmt, limit):
     return fmt, servers
 
 
-def _strings(value, what):
+def _strings(spec, key):
+    value = spec.get(key, [])
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise OcxError("%s must be an array of strings" % what)
+        raise OcxError("%s must be an array of strings" % key)
     return list(value)
 
 
-def _string_map(value, what):
+def _string_map(spec, key):
+    value = spec.get(key, {})
     if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
-        raise OcxError("%s must be an object of strings" % what)
+        raise OcxError("%s must be an object of strings" % key)
     return dict(value)
+
+
+def read_server_tools(server, spec, include, exclude):
+    """The tool lists of an entry that names the tools to load (``include``) or leave out (``exclude``)."""
+    server.include = _strings(spec, include) if include in spec else None
+    server.exclude = _strings(spec, exclude)
 
 
 def env_ref_values(text, environ):
@@ -11096,8 +11105,8 @@ def read_json_server(server, spec, fmt, environ):
 
         if isinstance(spec.get("command"), str):
             server.transport = "stdio"
-            server.command = [expand(part) for part in [spec["command"]] + _strings(spec.get("args", []), "args")]
-            server.env = {k: expand(v) for k, v in _string_map(spec.get("env", {}), "env").items()}
+            server.command = [expand(part) for part in [spec["command"]] + _strings(spec, "args")]
+            server.env = {k: expand(v) for k, v in _string_map(spec, "env").items()}
             server.cwd = expand(spec["cwd"]) if isinstance(spec.get("cwd"), str) else None
         else:
             url_key = "httpUrl" if fmt == "gemini" and "httpUrl" in spec else "url"
@@ -11109,13 +11118,12 @@ def read_json_server(server, spec, fmt, environ):
             else:
                 kind = spec.get("type", spec.get("transport"))
                 server.transport = JSON_URL_TYPES.get(kind, "auto")
-            headers = _string_map(spec.get("headers", {}), "headers")
+            headers = _string_map(spec, "headers")
             server.headers = ["%s: %s" % item for item in headers.items()]
             for text in [server.url] + list(headers.values()):
                 server.secrets.extend(env_ref_values(text, environ))
         if fmt == "gemini":
-            server.include = _strings(spec["includeTools"], "includeTools") if "includeTools" in spec else None
-            server.exclude = _strings(spec.get("excludeTools", []), "excludeTools")
+            read_server_tools(server, spec, "includeTools", "excludeTools")
     except OcxError as exc:
         server.problem = str(exc)
 
@@ -11131,15 +11139,15 @@ def codex_server(name, spec, environ):
             return server
         if isinstance(spec.get("command"), str):
             server.transport = "stdio"
-            server.command = [spec["command"]] + _strings(spec.get("args", []), "args")
-            server.env = {k: environ[k] for k in _strings(spec.get("env_vars", []), "env_vars") if k in environ}
+            server.command = [spec["command"]] + _strings(spec, "args")
+            server.env = {k: environ[k] for k in _strings(spec, "env_vars") if k in environ}
             server.secrets.extend(server.env.values())
-            server.env.update(_string_map(spec.get("env", {}), "env"))
+            server.env.update(_string_map(spec, "env"))
             server.cwd = spec.get("cwd") if isinstance(spec.get("cwd"), str) else None
         elif isinstance(spec.get("url"), str):
             server.transport, server.url = "streamable-http", spec["url"]
-            headers = _string_map(spec.get("http_headers", {}), "http_headers")
-            for header, variable in _string_map(spec.get("env_http_headers", {}), "env_http_headers").items():
+            headers = _string_map(spec, "http_headers")
+            for header, variable in _string_map(spec, "env_http_headers").items():
                 if variable in environ:
                     headers[header] = environ[variable]
                     server.secrets.append(environ[variable])
@@ -11152,8 +11160,7 @@ def codex_server(name, spec, environ):
             server.headers = ["%s: %s" % item for item in headers.items()]
         else:
             raise OcxError("the table has neither command nor url")
-        server.include = _strings(spec["enabled_tools"], "enabled_tools") if "enabled_tools" in spec else None
-        server.exclude = _strings(spec.get("disabled_tools", []), "disabled_tools")
+        read_server_tools(server, spec, "enabled_tools", "disabled_tools")
     except OcxError as exc:
         server.problem = str(exc)
     return server
@@ -11658,6 +11665,22 @@ def add_env_option(group, flag, name, convert, what, default, **kwargs):
     group.add_argument(flag, type=typed(convert, what), default=EnvDefault(name, convert, default), **kwargs)
 
 
+def add_env_flag(group, flag, name, default, help, **kwargs):
+    """An on/off option with the twin ``OCX_PROXY_<name>`` (``flag_value``)."""
+    group.add_argument(flag, action="store_true", default=EnvDefault(name, flag_value, default), help=help, **kwargs)
+
+
+def add_fit_tools_options(parser, fit, keep):
+    """--fit-tools (on by default, ``fit``) and --no-fit-tools (``keep``) of the relays and encode-tools."""
+    add_env_flag(parser, "--fit-tools", "FIT_TOOLS", True, fit + " (default %(default)s)")
+    parser.add_argument("--no-fit-tools", dest="fit_tools", action="store_false", help=keep + " (default off)")
+
+
+def add_count_option(parser, flag, what, default, help, metavar="N"):
+    """An option taking a whole number of at least 1 (``what``: "a count", "a byte count")."""
+    parser.add_argument(flag, metavar=metavar, type=typed(int_at_least(1), what), default=default, help=help)
+
+
 def resolve_env_defaults(args):
     for dest, value in list(vars(args).items()):
         if isinstance(value, EnvDefault):
@@ -11703,17 +11726,13 @@ def add_spill_options(parser):
                        default=EnvDefault("OUTPUT_DIR", os.path.expanduser, default_cache_dir()))
     add_env_option(group, "--retention-days", "RETENTION_DAYS", int_at_least(0), "a number of days", RETENTION_DAYS,
                    metavar="DAYS", help="at start, delete spills older than this; 0 keeps all (default %(default)s)")
-    group.add_argument("--no-reader-tool", action="store_true", default=EnvDefault("NO_READER_TOOL", flag_value, False),
-                       help="do not add %s (reads spilled text) to tools/list (default %%(default)s)"
-                            % READER_TOOL_NAME)
+    add_env_flag(group, "--no-reader-tool", "NO_READER_TOOL", False,
+                 "do not add %s (reads spilled text) to tools/list (default %%(default)s)" % READER_TOOL_NAME)
     group.add_argument("--keep-output-schema", action="store_true",
                        help="keep outputSchema in tools/list, which SDK clients then enforce on spilled results "
                             "(default off, on for --client codex)")
-    group.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
-                       help="fit tools/list to the client's name and schema rules, calls reaching the server's "
-                            "names (default %(default)s)")
-    group.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
-                       help="relay tools/list as the server sent it (default off)")
+    add_fit_tools_options(group, "fit tools/list to the client's name and schema rules, calls reaching the "
+                                 "server's names", "relay tools/list as the server sent it")
 
 
 def tool_globs(text):
@@ -11821,9 +11840,8 @@ def remote_config_from_args(args):
 def add_oauth_options(parser):
     """The OAuth options of the remote relays and ``auth``."""
     group = parser.add_argument_group("OAuth (servers that answer HTTP 401)")
-    group.add_argument("--no-oauth", action="store_true", default=EnvDefault("NO_OAUTH", flag_value, False),
-                       help="pass an HTTP 401 on as an error, no MCP authorization flow (default %(default)s; also "
-                            "when --header sets Authorization)")
+    add_env_flag(group, "--no-oauth", "NO_OAUTH", False, "pass an HTTP 401 on as an error, no MCP authorization "
+                 "flow (default %(default)s; also when --header sets Authorization)")
     group.add_argument("--oauth-client-id", metavar="ID",
                        help="a pre-registered OAuth client id (default: dynamic client registration)")
     group.add_argument("--oauth-client-secret", metavar="SECRET",
@@ -11844,12 +11862,10 @@ def add_oauth_options(parser):
                    OAUTH_TIMEOUT, help="how long a login may take; a request waits at most %g s of it, a call of %s "
                                        "%g s (default %%(default)s)"
                                        % (OAUTH_REQUEST_WAIT, LOGIN_TOOL, LOGIN_TOOL_WAIT))
-    group.add_argument("--oauth-no-browser", action="store_true",
-                       default=EnvDefault("OAUTH_NO_BROWSER", flag_value, False),
-                       help="never open a browser: print the login URL on stderr (default %(default)s)")
-    group.add_argument("--oauth-device", action="store_true", default=EnvDefault("OAUTH_DEVICE", flag_value, False),
-                       help="log in with a code entered on another device (RFC 8628) where offered; also when no "
-                            "browser can open here (default %(default)s)")
+    add_env_flag(group, "--oauth-no-browser", "OAUTH_NO_BROWSER", False,
+                 "never open a browser: print the login URL on stderr (default %(default)s)")
+    add_env_flag(group, "--oauth-device", "OAUTH_DEVICE", False, "log in with a code entered on another device "
+                 "(RFC 8628) where offered; also when no browser can open here (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
 
@@ -11881,17 +11897,13 @@ def cmd_auth(args):
     """``auth login|status|logout``: 0 done (status: tokens stored), 1 failed or nothing stored."""
     config = remote_config_from_args(args)
     oauth = OAuthClient(config, oauth_settings_from_args(args))
-    if args.action == "login":
-        try:
-            oauth.login()
-        except OSError as exc:
-            raise OAuthError(str(exc))
-        sys.stderr.write("ocx-proxy: logged in to %s\n" % config.display_url)
-        return 0
     try:
-        stored = oauth.stored()
+        stored = oauth.login() if args.action == "login" else oauth.stored()
     except OSError as exc:   # a refused token directory
         raise OAuthError(str(exc))
+    if args.action == "login":
+        sys.stderr.write("ocx-proxy: logged in to %s\n" % config.display_url)
+        return 0
     if args.action == "logout":
         for path, doc in stored:
             failed = oauth.revoke(doc)
@@ -12150,11 +12162,9 @@ def add_protobuf_commands(sub):
     p.add_argument("--wrap", choices=["mcp-tools", "agent-run-request", "request-context"], default="mcp-tools",
                    help="McpTools, an AgentRunRequest holding it in field 4, or a RequestContext with the tools in "
                         "field 7 (default: %(default)s)")
-    p.add_argument("--fit-tools", action="store_true", default=EnvDefault("FIT_TOOLS", flag_value, True),
-                   help="fit names and schemas to Cursor's rules as the relay does, --provider as the server name; "
-                        "each renamed tool is logged (default %(default)s)")
-    p.add_argument("--no-fit-tools", dest="fit_tools", action="store_false",
-                   help="encode the catalog's names and schemas as they are (default off)")
+    add_fit_tools_options(p, "fit names and schemas to Cursor's rules as the relay does, --provider as the "
+                             "server name; each renamed tool is logged",
+                          "encode the catalog's names and schemas as they are")
     p.add_argument("--when-empty", choices=["suppress", "absent"], default="suppress",
                    help="agent-run-request with no tool left: the empty wrapper 22 00 (no native tools either) or "
                         "field 4 absent (default: %(default)s)")
@@ -12173,15 +12183,14 @@ def add_protobuf_commands(sub):
     p.add_argument("--format", choices=["auto", "raw", "hex", "base64"], default="auto",
                    help="input encoding; auto tells hex and base64 text from raw bytes (default: %(default)s)")
     add_max_input_bytes_option(p)
-    p.add_argument("--max-fields", metavar="N", type=typed(int_at_least(1), "a count"), default=MAX_DECODED_FIELDS,
-                   help="decode at most this many protobuf fields; more is an error (default: %(default)s)")
+    add_count_option(p, "--max-fields", "a count", MAX_DECODED_FIELDS,
+                     "decode at most this many protobuf fields; more is an error (default: %(default)s)")
     p.set_defaults(handler=cmd_decode)
 
 
 def add_max_input_bytes_option(parser):
-    parser.add_argument("--max-input-bytes", metavar="BYTES", type=typed(int_at_least(1), "a byte count"),
-                        default=MAX_INPUT_BYTES, help="read at most this many bytes from FILE or stdin; more "
-                                                      "is an error (default: %d = 64 MiB)" % MAX_INPUT_BYTES)
+    add_count_option(parser, "--max-input-bytes", "a byte count", MAX_INPUT_BYTES, "read at most this many bytes "
+                     "from FILE or stdin; more is an error (default: %d = 64 MiB)" % MAX_INPUT_BYTES, "BYTES")
 
 
 def capture_config(args):
@@ -12194,11 +12203,10 @@ def capture_config(args):
         raise UsageError("--print-config needs --out FILE: the agent CLI starts the server and "
                          "passes it no extra file descriptors, and stdout is the MCP channel")
     argv = [os.path.abspath(__file__), "capture", "--catalog", os.path.abspath(args.catalog),
-            "--out", os.path.abspath(out), "--server-name", args.server_name, "--max-calls", str(args.max_calls),
-            "--max-argument-bytes", str(args.max_argument_bytes), "--reply", args.reply,
-            "--page-size", str(args.page_size)]
-    if args.tool_choice is not None:
-        argv.extend(["--tool-choice", args.tool_choice])
+            "--out", os.path.abspath(out)]
+    for name in ("server_name", "max_calls", "max_argument_bytes", "reply", "page_size", "tool_choice"):
+        if getattr(args, name) is not None:
+            argv += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv)
 
 
@@ -12272,16 +12280,14 @@ def add_capture_command(sub):
                         "default with --print-config: <catalog>.calls.ndjson)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="MCP server name, as in mcp__NAME__tool (default: %(default)s)")
-    p.add_argument("--max-calls", metavar="N", type=typed(int_at_least(1), "a count"), default=CAPTURE_MAX_CALLS,
-                   help="calls accepted per session; one more is refused (default: %(default)s)")
-    p.add_argument("--max-argument-bytes", metavar="N", type=typed(int_at_least(1), "a byte count"),
-                   default=CAPTURE_MAX_ARGUMENT_BYTES,
-                   help="largest accepted arguments object, as compact JSON (default: %(default)s)")
+    add_count_option(p, "--max-calls", "a count", CAPTURE_MAX_CALLS,
+                     "calls accepted per session; one more is refused (default: %(default)s)")
+    add_count_option(p, "--max-argument-bytes", "a byte count", CAPTURE_MAX_ARGUMENT_BYTES,
+                     "largest accepted arguments object, as compact JSON (default: %(default)s)")
     p.add_argument("--reply", choices=["pending", "deferred"], default="pending",
                    help="pending leaves each call unanswered so the outer client ends the turn; deferred answers "
                         "that it will run in the client (default: %(default)s)")
-    p.add_argument("--page-size", metavar="N", type=typed(int_at_least(1), "a count"), default=50,
-                   help="tools per tools/list page (default: %(default)s)")
+    add_count_option(p, "--page-size", "a count", 50, "tools per tools/list page (default: %(default)s)")
     p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
                    help="print the configuration entry with which CLIENT (%s; claude-code when not named) starts "
@@ -12323,23 +12329,23 @@ def cmd_check(args):
     transport = getattr(args, "transport", None)
     sources = [name for name, given in (("--file", args.file), ("--config", args.config), ("a transport", transport))
                if given]
-    if len(sources) != 1:
-        raise UsageError("check needs either --file FILE, --config FILE or a transport (stdio, ...), not %s"
-                         % (" and ".join(sources) or "none"))
-    if args.config_format and not args.config:
-        raise UsageError("--config-format goes with --config FILE")
-    if args.config and (args.allow_tools or args.deny_tools):
-        raise UsageError("--allow-tools and --deny-tools do not go with --config: they apply to one server")
-    if args.fitted and (args.config or args.client == "all"):
-        raise UsageError("check --fitted shows what the relay advertises to one client: give --client CLIENT, "
-                         "and --file or a transport" if not args.config else
-                         "check --fitted goes with --file or a transport, not --config")
-    if args.file and (args.bare or args.compare_capabilities):
-        raise UsageError("check --file reads a saved listing: --bare and --compare-capabilities need a server")
+    for refused, message in (
+            (len(sources) != 1, "check needs either --file FILE, --config FILE or a transport (stdio, ...), not %s"
+             % (" and ".join(sources) or "none")),
+            (args.config_format and not args.config, "--config-format goes with --config FILE"),
+            (args.config and (args.allow_tools or args.deny_tools),
+             "--allow-tools and --deny-tools do not go with --config: they apply to one server"),
+            (args.fitted and args.config, "check --fitted goes with --file or a transport, not --config"),
+            (args.fitted and args.client == "all", "check --fitted shows what the relay advertises to one client: "
+             "give --client CLIENT, and --file or a transport"),
+            (args.file and (args.bare or args.compare_capabilities),
+             "check --file reads a saved listing: --bare and --compare-capabilities need a server"),
+            (args.config and args.server_name is not None,
+             "--server-name does not go with --config: the names come from the file")):
+        if refused:
+            raise UsageError(message)
     try:
         if args.config:
-            if args.server_name is not None:
-                raise UsageError("--server-name does not go with --config: the names come from the file")
             return run_config_check(args.config, args.config_format, args.timeout or 30.0, args.parallel,
                                     args.client, args.json, sys.stdout, args.max_input_bytes)
         if args.file:
@@ -12380,9 +12386,8 @@ def add_check_command(sub):
                         "Codex config.toml), then all together (default: one server)")
     p.add_argument("--config-format", choices=CONFIG_FORMATS,
                    help="the format of --config FILE (default: from its name and content)")
-    p.add_argument("--parallel", type=typed(int_at_least(1), "a whole number of at least 1"),
-                   default=CONFIG_PARALLEL, metavar="N",
-                   help="with --config, check this many servers at once (default %(default)s)")
+    add_count_option(p, "--parallel", "a whole number of at least 1", CONFIG_PARALLEL,
+                     "with --config, check this many servers at once (default %(default)s)")
     add_max_input_bytes_option(p)
     add_check_output_options(p)
     p.set_defaults(handler=cmd_check, transport=None)
