@@ -3861,9 +3861,18 @@ def no_proxy_matches(host, port, no_proxy):
     return False
 
 
+def basic_auth(parts):
+    """The ``Authorization: Basic`` value for the user and password of a split URL, None when it names no user."""
+    from urllib.parse import unquote
+    if parts.username is None:
+        return None
+    credentials = "%s:%s" % (unquote(parts.username), unquote(parts.password or ""))
+    return "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+
+
 def proxy_for(parts, environ=None):
     """The proxy to use for a target URL, or None (NO_PROXY, or no proxy variable)."""
-    from urllib.parse import unquote, urlsplit
+    from urllib.parse import urlsplit
     environ = os.environ if environ is None else environ
     scheme = parts.scheme.lower()
     names = ("https_proxy", "HTTPS_PROXY") if scheme == "https" else ("http_proxy", "HTTP_PROXY")
@@ -3885,12 +3894,8 @@ def proxy_for(parts, environ=None):
         raise UsageError("%s has an invalid port" % variable)
     if not proxy.hostname:
         raise UsageError("%s=%s has no host" % (variable, redact_url(raw)))
-    auth = None
-    if proxy.username is not None:
-        credentials = "%s:%s" % (unquote(proxy.username), unquote(proxy.password or ""))
-        auth = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
     display = "http://%s:%d" % (proxy.hostname, proxy_port)
-    return ProxyInfo(proxy.hostname, proxy_port, auth, display, variable)
+    return ProxyInfo(proxy.hostname, proxy_port, basic_auth(proxy), display, variable)
 
 
 class RemoteConfig:
@@ -3898,7 +3903,7 @@ class RemoteConfig:
 
     def __init__(self, url, headers=(), timeout=120.0, sse_read_timeout=300.0, cacert=None,
                  insecure=False, environ=None, max_message_bytes=MAX_MESSAGE_BYTES):
-        from urllib.parse import unquote, unquote_plus, urlsplit
+        from urllib.parse import unquote_plus, urlsplit
         self.environ = os.environ if environ is None else environ
         self.secrets = []
         expanded = expand_env_refs(url, self.environ)
@@ -3926,8 +3931,7 @@ class RemoteConfig:
                 self.secrets.extend(word for word in value.split() if len(word) >= 8)  # "Bearer xyz": xyz alone
         if parts.username is not None:  # https://user:pass@host/ -> Authorization: Basic, unless one was given
             if not any(n.lower() == "authorization" for n, _ in self.header_list):
-                credentials = "%s:%s" % (unquote(parts.username), unquote(parts.password or ""))
-                value = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+                value = basic_auth(parts)
                 self.header_list.append(("Authorization", value))
                 self.secrets.append(value)
             self.keep_secret(parts.password)
