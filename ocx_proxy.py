@@ -8293,7 +8293,7 @@ class Relay:
         if method == "initialize" or not relayable_unparsed(line):
             return False
         if self._may_change(line, kind, method, pending):
-            return len(line) >= SPILL_LATER_BYTES and kind == "response" and self._spill_later(line, envelope, pending)
+            return self._spill_later(line, envelope, pending)
         self._send_line(line, {"id": envelope.id, "method": envelope.method} if envelope.has_id
                         else {"method": envelope.method}, pending)
         if pending is not None:
@@ -8303,7 +8303,7 @@ class Relay:
     def _spill_later(self, line, envelope, pending):
         """Save a big answer that will be spilled, to parse it on the next loop turn once its bytes are let go
         (two copies at most, not three; upstream lines meanwhile wait in ``behind_spill``); False: parse it now."""
-        if pending is None or never_spilled(pending.method):
+        if pending is None or len(line) < SPILL_LATER_BYTES or never_spilled(pending.method):
             return False
         chars = char_count(line)
         # A line that may fit once compacted, or once its images are left out, takes the usual path.
@@ -8328,10 +8328,7 @@ class Relay:
                 self._answer_error(pending.msg_id, INTERNAL_ERROR, "ocx-proxy could not relay the server's "
                                    "answer: %s: %s" % (type(exc).__name__, exc))
         waiting, self.behind_spill = self.behind_spill, None
-        for n, line in enumerate(waiting):
-            if self.behind_spill is not None:  # another big answer is being saved: the rest waits behind it
-                self.behind_spill.extend(waiting[n:])
-                return
+        for line in waiting:  # behind another big answer being saved, the rest waits again (_upstream_line)
             self._upstream_line(line)
 
     def _send_saved(self, saved, pending, chars, size):
