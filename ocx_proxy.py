@@ -7206,7 +7206,7 @@ def fit_rules(client):
 
 def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
     """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
-    # Room for the server name in every rule: a client may put it in front of the name it sends a model API.
+    # Every rule keeps room for a server name, also where the client's spelling shows none.
     server = {"server": "x" * server_chars, "tool": ""}
     limits = [CLIENTS[row.client]["facts"][row.fact] - max(server_chars, len(row.spelled % server))
               for row in NAME_LENGTH_RULES if row.rule in rules]
