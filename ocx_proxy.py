@@ -3861,9 +3861,18 @@ def no_proxy_matches(host, port, no_proxy):
     return False
 
 
+def basic_auth(parts):
+    """The ``Authorization: Basic`` value for the user and password of a split URL, None when it names no user."""
+    from urllib.parse import unquote
+    if parts.username is None:
+        return None
+    credentials = "%s:%s" % (unquote(parts.username), unquote(parts.password or ""))
+    return "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+
+
 def proxy_for(parts, environ=None):
     """The proxy to use for a target URL, or None (NO_PROXY, or no proxy variable)."""
-    from urllib.parse import unquote, urlsplit
+    from urllib.parse import urlsplit
     environ = os.environ if environ is None else environ
     scheme = parts.scheme.lower()
     names = ("https_proxy", "HTTPS_PROXY") if scheme == "https" else ("http_proxy", "HTTP_PROXY")
@@ -3885,12 +3894,8 @@ def proxy_for(parts, environ=None):
         raise UsageError("%s has an invalid port" % variable)
     if not proxy.hostname:
         raise UsageError("%s=%s has no host" % (variable, redact_url(raw)))
-    auth = None
-    if proxy.username is not None:
-        credentials = "%s:%s" % (unquote(proxy.username), unquote(proxy.password or ""))
-        auth = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
     display = "http://%s:%d" % (proxy.hostname, proxy_port)
-    return ProxyInfo(proxy.hostname, proxy_port, auth, display, variable)
+    return ProxyInfo(proxy.hostname, proxy_port, basic_auth(proxy), display, variable)
 
 
 class RemoteConfig:
@@ -3898,7 +3903,7 @@ class RemoteConfig:
 
     def __init__(self, url, headers=(), timeout=120.0, sse_read_timeout=300.0, cacert=None,
                  insecure=False, environ=None, max_message_bytes=MAX_MESSAGE_BYTES):
-        from urllib.parse import unquote, unquote_plus, urlsplit
+        from urllib.parse import unquote_plus, urlsplit
         self.environ = os.environ if environ is None else environ
         self.secrets = []
         expanded = expand_env_refs(url, self.environ)
@@ -3926,8 +3931,7 @@ class RemoteConfig:
                 self.secrets.extend(word for word in value.split() if len(word) >= 8)  # "Bearer xyz": xyz alone
         if parts.username is not None:  # https://user:pass@host/ -> Authorization: Basic, unless one was given
             if not any(n.lower() == "authorization" for n, _ in self.header_list):
-                credentials = "%s:%s" % (unquote(parts.username), unquote(parts.password or ""))
-                value = "Basic " + base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+                value = basic_auth(parts)
                 self.header_list.append(("Authorization", value))
                 self.secrets.append(value)
             self.keep_secret(parts.password)
@@ -7172,12 +7176,22 @@ def resolve_pointer(document, pointer):
 # The server name the length rules count (Cursor's 60 characters, mcp_<server>_<tool>...) is taken to be
 # this long: the relay never learns the name the client's configuration gives the server.
 FIT_SERVER_NAME_CHARS = 24
-# The length rules on a tool name: (rule, client, its fact, how the client spells server and tool).
-NAME_LENGTH_RULES = (("name-length", "openai", "function_name_chars", "%s%s"),
-                     ("vscode-name-cut", "vscode", "name_chars", "%s%s"),
-                     ("gemini-cli-name-cut", "gemini-cli", "name_chars", "mcp_%s_%s"),
-                     ("codex-name-hash", "codex", "name_chars", "mcp__%s__%s"),
-                     ("cursor-name-length", "cursor", "name_chars", "%s%s"))
+# The length rules on a tool name: the client whose fact (a key of its CLIENTS facts) limits it, how the client
+# spells the name (from "server" and "tool"), and the finding's text (those, ``full``, ``length`` and ``limit``).
+NameLengthRule = collections.namedtuple("NameLengthRule", "rule client fact spelled finding")
+NAME_LENGTH_RULES = (
+    NameLengthRule("name-length", "openai", "function_name_chars", "%(tool)s", "name has %(length)d characters: "
+                   "OpenAI and Gemini function names and Claude Desktop take at most %(limit)d "
+                   "(^[A-Za-z0-9_-]{1,%(limit)d}$)"),
+    NameLengthRule("vscode-name-cut", "vscode", "name_chars", "%(tool)s",
+                   "name has %(length)d characters: VS Code cuts it to %(limit)d"),
+    NameLengthRule("gemini-cli-name-cut", "gemini-cli", "name_chars", "mcp_%(server)s_%(tool)s",
+                   "%(full)r has %(length)d characters; the client cuts it to %(limit)d"),
+    NameLengthRule("codex-name-hash", "codex", "name_chars", "mcp__%(server)s__%(tool)s",
+                   "%(full)r has %(length)d characters; the client cuts it to %(limit)d"),
+    NameLengthRule("cursor-name-length", "cursor", "name_chars", "%(server)s%(tool)s",
+                   "Cursor drops tools whose server name + tool name exceed %(limit)d characters "
+                   "(%(server)r + %(tool)r = %(length)d)"))
 NAME_OUTSIDE_RE = re.compile(r"[^A-Za-z0-9_-]")     # characters of the name-chars rule
 NAME_HASH_CHARS = 6         # hex digits of sha1(original name) a short name ends with
 FIT_REF_DEPTH = 8           # $refs expanded inside one another before inline-refs cuts
@@ -7192,8 +7206,10 @@ def fit_rules(client):
 
 def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
     """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
-    limits = [CLIENTS[client]["facts"][fact] - len(spelled % ("x" * server_chars, ""))
-              for rule, client, fact, spelled in NAME_LENGTH_RULES if rule in rules]
+    # Every rule keeps room for a server name, also where the client's spelling shows none.
+    server = {"server": "x" * server_chars, "tool": ""}
+    limits = [CLIENTS[row.client]["facts"][row.fact] - max(server_chars, len(row.spelled % server))
+              for row in NAME_LENGTH_RULES if row.rule in rules]
     return min(limits) if limits else None
 
 
@@ -8277,7 +8293,7 @@ class Relay:
         if method == "initialize" or not relayable_unparsed(line):
             return False
         if self._may_change(line, kind, method, pending):
-            return len(line) >= SPILL_LATER_BYTES and kind == "response" and self._spill_later(line, envelope, pending)
+            return self._spill_later(line, envelope, pending)
         self._send_line(line, {"id": envelope.id, "method": envelope.method} if envelope.has_id
                         else {"method": envelope.method}, pending)
         if pending is not None:
@@ -8287,7 +8303,7 @@ class Relay:
     def _spill_later(self, line, envelope, pending):
         """Save a big answer that will be spilled, to parse it on the next loop turn once its bytes are let go
         (two copies at most, not three; upstream lines meanwhile wait in ``behind_spill``); False: parse it now."""
-        if pending is None or never_spilled(pending.method):
+        if pending is None or len(line) < SPILL_LATER_BYTES or never_spilled(pending.method):
             return False
         chars = char_count(line)
         # A line that may fit once compacted, or once its images are left out, takes the usual path.
@@ -8312,10 +8328,7 @@ class Relay:
                 self._answer_error(pending.msg_id, INTERNAL_ERROR, "ocx-proxy could not relay the server's "
                                    "answer: %s: %s" % (type(exc).__name__, exc))
         waiting, self.behind_spill = self.behind_spill, None
-        for n, line in enumerate(waiting):
-            if self.behind_spill is not None:  # another big answer is being saved: the rest waits behind it
-                self.behind_spill.extend(waiting[n:])
-                return
+        for line in waiting:  # behind another big answer being saved, the rest waits again (_upstream_line)
             self._upstream_line(line)
 
     def _send_saved(self, saved, pending, chars, size):
@@ -9834,7 +9847,7 @@ class CatalogChecker:
             if name in seen:
                 self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]), tool=name)
             seen.setdefault(name, base)
-            clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:CLIENTS["openai"]["facts"]["function_name_chars"]]
+            clean = NAME_OUTSIDE_RE.sub("_", name)[:CLIENTS["openai"]["facts"]["function_name_chars"]]
             sanitized.setdefault(clean, set()).add(name)
             self.check_tool_name(name, base, tool=name)
             self.check_description(tool, base, name)
@@ -9856,30 +9869,16 @@ class CatalogChecker:
         if not MCP_TOOL_NAME_RE.match(name):
             self.add("warning", pointer, "name %r breaks the MCP naming rule %s" % (name, MCP_TOOL_NAME_RE.pattern),
                      tool=tool)
-        odd = sorted(set(re.sub(r"[A-Za-z0-9_-]", "", name)))
+        odd = sorted(set(NAME_OUTSIDE_RE.findall(name)))
         if odd:
             self.add_rule("name-chars", pointer, "name %r has %s: OpenAI, the Anthropic API, Claude Desktop and Cursor "
                           "take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN), tool=tool)
-        limit = CLIENTS["openai"]["facts"]["function_name_chars"]
-        if len(name) > limit:
-            self.add_rule("name-length", pointer, "name has %d characters: OpenAI and Gemini function names and Claude "
-                          "Desktop take at most %d (%s)" % (len(name), limit, OPENAI_TOOL_NAME_PATTERN), tool=tool)
-        limit = CLIENTS["vscode"]["facts"]["name_chars"]
-        if len(name) > limit:
-            self.add_rule("vscode-name-cut", pointer, "name has %d characters: VS Code cuts it to %d"
-                          % (len(name), limit), tool=tool)
-        server = self.server_name or ""
-        # How each client spells a server's tool for the model (clients.md §4).
-        for rule, client, spelled in (("gemini-cli-name-cut", "gemini-cli", "mcp_%s_%s"),
-                                      ("codex-name-hash", "codex", "mcp__%s__%s")):
-            full, limit = spelled % (server, name), CLIENTS[client]["facts"]["name_chars"]
+        names = {"server": self.server_name or "", "tool": name}
+        for row in NAME_LENGTH_RULES:
+            full, limit = row.spelled % names, CLIENTS[row.client]["facts"][row.fact]
             if len(full) > limit:
-                self.add_rule(rule, pointer, "%r has %d characters; the client cuts it to %d"
-                              % (full, len(full), limit), tool=tool)
-        limit = CLIENTS["cursor"]["facts"]["name_chars"]
-        if len(server) + len(name) > limit:
-            self.add_rule("cursor-name-length", pointer, "Cursor drops tools whose server name + tool name exceed "
-                          "%d characters (%r + %r = %d)" % (limit, server, name, len(server) + len(name)), tool=tool)
+                self.add_rule(row.rule, pointer, row.finding % dict(names, full=full, length=len(full), limit=limit),
+                              tool=tool)
 
     def check_description(self, tool, base, name):
         description, limit = tool.get("description"), CLIENTS["claude-code"]["facts"]["description_chars"]
