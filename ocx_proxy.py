@@ -5077,7 +5077,7 @@ class OAuthClient:
         return metadata
 
     def _check_endpoint(self, what, url, metadata=None):
-        """OAuthError when ``endpoint_problem`` refuses ``url``: ``what`` (the name of one of ``metadata``'s, if given)."""
+        """OAuthError when ``endpoint_problem`` refuses ``url``, named ``what`` (a member of ``metadata``, if given)."""
         if metadata is not None:
             what = "the %s of the authorization server %s" % (what, quoted(metadata["issuer"]))
         problem = endpoint_problem(url)
@@ -5247,11 +5247,11 @@ class OAuthClient:
         path = self.store.path("tokens", issuer, self.resource)
         if replacing is None:
             replacing = (self.store.read(path) or {}).get("saved_at") or 0
+        waiting = "another ocx-proxy is logging in to %s; waiting for it" % issuer
+        late = OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
         said = False
         while not lock.acquire():
-            said = wait_turn(said, deadline, 0.1, lambda: log.info("another ocx-proxy is logging in to %s; waiting "
-                                                                   "for it" % issuer),
-                             OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout))
+            said = wait_turn(said, deadline, 0.1, lambda: log.info(waiting), late)
             if self._take_newer(path, replacing):
                 return
         try:
@@ -5306,7 +5306,7 @@ class OAuthClient:
                                         "code_verifier": verifier, "redirect_uri": listener.redirect_uri})
 
     def _redeem(self, metadata, client, grant):
-        """Exchange ``grant`` (token request fields) at the token endpoint and store the tokens; OAuthError if refused."""
+        """Exchange ``grant`` (token request fields) at the token endpoint, store the tokens; OAuthError if refused."""
         tokens = self._token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
@@ -5414,11 +5414,11 @@ class OAuthClient:
                 return CallbackListener(port)
             except OSError as exc:
                 reason = exc.strerror or str(exc)
-            said = wait_turn(said, deadline, 0.2, lambda: log.warning(
-                "the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting for it "
-                "(another login?) up to --oauth-timeout; or %s" % (port, reason, other)), OAuthError(
-                "the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered redirect URI "
-                "needs it: free it, or %s" % (port, reason, other)))
+            waiting = ("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting for "
+                       "it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
+            late = OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
+                              "redirect URI needs it: free it, or %s" % (port, reason, other))
+            said = wait_turn(said, deadline, 0.2, lambda: log.warning(waiting), late)
 
     def _open_browser(self, url):
         """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""
