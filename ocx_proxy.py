@@ -4582,21 +4582,23 @@ def no_browser_reason(environ=None):
     return None if has_display(environ) else "no display"
 
 
-def well_known_urls(url, suffix):
-    """RFC 9728 well-known URLs for ``url``: the path inserted after the prefix first, then the root one."""
+def origin_and_path(url):
+    """``scheme://host[:port]`` of ``url``, and its path without a final "/" (well-known URIs go between them)."""
     from urllib.parse import urlsplit
     parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    root = "%s://%s/.well-known/%s" % (parts.scheme, parts.netloc, suffix)
+    return "%s://%s" % (parts.scheme, parts.netloc), parts.path.rstrip("/")
+
+
+def well_known_urls(url, suffix):
+    """RFC 9728 well-known URLs for ``url``: the path inserted after the prefix first, then the root one."""
+    root, path = origin_and_path(url)
+    root += "/.well-known/" + suffix
     return [root + path, root] if path else [root]
 
 
 def auth_metadata_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID Connect (both forms)."""
-    from urllib.parse import urlsplit
-    parts = urlsplit(issuer)
-    path = parts.path.rstrip("/")
-    root = "%s://%s" % (parts.scheme, parts.netloc)
+    root, path = origin_and_path(issuer)
     urls = [root + "/.well-known/oauth-authorization-server" + path, root + "/.well-known/openid-configuration" + path]
     return urls + [root + path + "/.well-known/openid-configuration"] if path else urls
 
@@ -4616,10 +4618,13 @@ def callback_port_of(uri):
     return port if (parts.scheme, parts.hostname, parts.path) == ("http", "127.0.0.1", "/callback") else None
 
 
-def callback_ports(issuer):
-    """The ports a new registration with ``issuer`` lists: derived from the issuer, so that logins to different
-    servers do not meet on one port; several, so that servers sharing an issuer do not either."""
+def callback_ports(issuer, fixed=None):
+    """The ports a new registration with ``issuer`` lists: ``[fixed]`` when the user fixed one; else derived from
+    the issuer, so that logins to different servers do not meet on one port; several, so that servers sharing an
+    issuer do not either."""
     import hashlib
+    if fixed:
+        return [fixed]
     digest = hashlib.sha256(issuer.encode("utf-8")).digest()
     ports = []
     for i in range(OAUTH_CALLBACK_CHOICES):
@@ -4754,6 +4759,17 @@ class AuthStore:
                 found.append((path, doc))
         found.sort(key=lambda item: -float(item[1].get("saved_at") or 0))
         return found
+
+
+def wait_turn(said, deadline, pause, say, late):
+    """One round of waiting for something busy: raise ``late`` (an exception) at ``deadline``; call ``say()``
+    (what is waited for) unless ``said``; sleep ``pause`` s.  Returns True: said."""
+    if time.monotonic() >= deadline:
+        raise late
+    if not said:
+        say()
+    time.sleep(pause)
+    return True
 
 
 class LoginLock:
@@ -5020,7 +5036,7 @@ class OAuthClient:
             return self.metadata
         prm_urls = [params["resource_metadata"]] if params and params.get("resource_metadata") else []
         _, prm = self._get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
-        root = "%s://%s" % (self.config.parts.scheme, self.config.parts.netloc)
+        root = origin_and_path(self.url)[0]
         if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
             issuer = prm["authorization_servers"][0]
             self._check_endpoint("the authorization server", issuer)
@@ -5045,8 +5061,7 @@ class OAuthClient:
         for name in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint",
                      "revocation_endpoint", "device_authorization_endpoint"):
             if metadata.get(name) is not None:
-                self._check_endpoint("the %s of the authorization server %s" % (name, quoted(metadata["issuer"])),
-                                     metadata[name])
+                self._check_endpoint(name, metadata[name], metadata)
             elif name in ("issuer", "authorization_endpoint", "token_endpoint"):
                 raise OAuthError("the authorization server metadata has no %s" % name)
         claimed = metadata["issuer"]
@@ -5065,7 +5080,10 @@ class OAuthClient:
         self.metadata = metadata
         return metadata
 
-    def _check_endpoint(self, what, url):
+    def _check_endpoint(self, what, url, metadata=None):
+        """OAuthError when ``endpoint_problem`` refuses ``url``, named ``what`` (a member of ``metadata``, if given)."""
+        if metadata is not None:
+            what = "the %s of the authorization server %s" % (what, quoted(metadata["issuer"]))
         problem = endpoint_problem(url)
         if problem:
             raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
@@ -5233,14 +5251,11 @@ class OAuthClient:
         path = self.store.path("tokens", issuer, self.resource)
         if replacing is None:
             replacing = (self.store.read(path) or {}).get("saved_at") or 0
-        announced = False
+        waiting = "another ocx-proxy is logging in to %s; waiting for it" % issuer
+        late = OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
+        said = False
         while not lock.acquire():
-            if not announced:
-                log.info("another ocx-proxy is logging in to %s; waiting for it" % issuer)
-                announced = True
-            if time.monotonic() > deadline:
-                raise OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
-            time.sleep(0.1)
+            said = wait_turn(said, deadline, 0.1, lambda: log.info(waiting), late)
             if self._take_newer(path, replacing):
                 return
         try:
@@ -5259,11 +5274,14 @@ class OAuthClient:
         return True
 
     def _login_locked(self, metadata, deadline):
+        """The login itself: choose the client, get a grant through the browser or a device code, redeem it."""
         import secrets
         from urllib.parse import urlencode
-        if self._device_wanted(metadata):
-            return self._device_login(metadata, deadline)
-        listener, client = self._listen(metadata, deadline)
+        device = self._device_wanted(metadata)
+        configured = self.client_for(metadata)
+        if device:
+            return self._device_login(metadata, configured or self._device_client(metadata), deadline)
+        listener, client = self._listen(metadata, configured, deadline)
         try:
             verifier, challenge = pkce_pair()
             state = secrets.token_urlsafe(24)
@@ -5288,11 +5306,12 @@ class OAuthClient:
                                  % (quoted(answer.get("iss")), metadata["issuer"]))
         if answer.get("error"):
             raise OAuthError("the authorization server refused: %s" % error_said(answer))
-        fields = {"grant_type": "authorization_code", "code": answer["code"], "code_verifier": verifier,
-                  "redirect_uri": listener.redirect_uri, "resource": self.resource}
-        self._logged_in(self._token_request(metadata["token_endpoint"], fields, client), metadata, client)
+        self._redeem(metadata, client, {"grant_type": "authorization_code", "code": answer["code"],
+                                        "code_verifier": verifier, "redirect_uri": listener.redirect_uri})
 
-    def _logged_in(self, tokens, metadata, client):
+    def _redeem(self, metadata, client, grant):
+        """Exchange ``grant`` (token request fields) at the token endpoint, store the tokens; OAuthError if refused."""
+        tokens = self._token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
@@ -5313,47 +5332,39 @@ class OAuthClient:
         return False
 
     def _device_client(self, metadata):
-        """The configured client, else our registration when it has the device grant, else a new one that has
-        (with the redirect URIs of the one it replaces)."""
-        client = self.client_for(metadata)
-        if client is not None:
-            return client
+        """Our registration when it has the device grant, else a new one that has (with the redirect URIs of the
+        one it replaces)."""
         issuer = metadata["issuer"]
         client = self._stored_client(issuer) or {}
         if DEVICE_GRANT in (client.get("grant_types") or ()):
             self.config.keep_secret(client.get("client_secret"))
             return client
-        ports = [self.settings.callback_port] if self.settings.callback_port else callback_ports(issuer)
+        ports = callback_ports(issuer, self.settings.callback_port)
         uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
         return self.register(metadata, uris, DEVICE_GRANT)
 
-    def _device_login(self, metadata, deadline):
+    def _device_login(self, metadata, client, deadline):
         """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
         deny, or the code or --oauth-timeout runs out."""
-        client = self._device_client(metadata)
         fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
         code = self._token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
                                    ("device_code", "user_code", "verification_uri"))
         self.config.keep_secret(code["device_code"])
         complete = string_member(code, "verification_uri_complete")
         for name in ("verification_uri", "verification_uri_complete") if complete else ("verification_uri",):
-            self._check_endpoint("the %s of the authorization server %s" % (name, quoted(metadata["issuer"])),
-                                 code[name])
+            self._check_endpoint(name, code[name], metadata)
         lifetime = token_lifetime(code.get("expires_in"))
         expires = time.monotonic() + lifetime if lifetime else float("inf")
         self._prompt(code["verification_uri"], quoted(code["user_code"]), complete)
         interval = device_interval(code.get("interval"))
-        fields = {"grant_type": DEVICE_GRANT, "device_code": code["device_code"], "resource": self.resource}
         while True:
             time.sleep(max(0.0, min(interval, min(deadline, expires) - time.monotonic())))
             try:
-                tokens = self._token_request(metadata["token_endpoint"], fields, client)
+                return self._redeem(metadata, client, {"grant_type": DEVICE_GRANT, "device_code": code["device_code"]})
             except OAuthError as exc:
                 if exc.error not in ("authorization_pending", "slow_down", "expired_token", "access_denied"):
                     raise
                 failure = exc.error
-            else:
-                return self._logged_in(tokens, metadata, client)
             interval += OAUTH_DEVICE_SLOW_DOWN if failure == "slow_down" else 0
             if failure == "access_denied":
                 raise OAuthError("the login was denied at the authorization server (access_denied)")
@@ -5372,19 +5383,18 @@ class OAuthClient:
         if self.on_login_prompt is not None:
             self.on_login_prompt(uri, user_code, complete)
 
-    def _listen(self, metadata, deadline):
-        """The loopback listener and the client whose redirect URI it serves: a pre-registered client's (or our
-        metadata document's) one port, waited for while busy; else our registration's first free one; else
-        (all busy, or none) a new registration (``callback_ports``)."""
+    def _listen(self, metadata, configured, deadline):
+        """The loopback listener and the client whose redirect URI it serves: the ``configured`` client's one port,
+        waited for while busy; else our registration's first free one; else (all busy, or none) a new registration
+        (``callback_ports``)."""
         fixed = self.settings.callback_port
-        configured = self.client_for(metadata)
         if configured is not None:
             return self._listen_waiting(fixed or OAUTH_CALLBACK_PORT, deadline), configured
         client, ports = self._registered(metadata["issuer"], fixed)
         listener = CallbackListener.on_first_free(ports)
         if listener is not None:
             return listener, client
-        wanted = [fixed] if fixed else callback_ports(metadata["issuer"])
+        wanted = callback_ports(metadata["issuer"], fixed)
         listener = CallbackListener.on_first_free(wanted) or CallbackListener(0)
         tried = wanted[:wanted.index(listener.port)] if listener.port in wanted else wanted
         busy = ports + [port for port in tried if port not in ports]
@@ -5402,20 +5412,17 @@ class OAuthClient:
         """A listener on ``port``, waiting while it is busy (a pre-registered redirect URI needs it)."""
         other = ("register http://127.0.0.1:PORT/callback with another PORT for this client and give "
                  "--oauth-callback-port PORT")
-        announced = False
+        said = False
         while True:
             try:
                 return CallbackListener(port)
             except OSError as exc:
                 reason = exc.strerror or str(exc)
-            if time.monotonic() >= deadline:
-                raise OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
-                                 "redirect URI needs it: free it, or %s" % (port, reason, other))
-            if not announced:
-                announced = True
-                log.warning("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting "
-                            "for it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
-            time.sleep(0.2)
+            waiting = ("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting for "
+                       "it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
+            late = OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
+                              "redirect URI needs it: free it, or %s" % (port, reason, other))
+            said = wait_turn(said, deadline, 0.2, lambda: log.warning(waiting), late)
 
     def _open_browser(self, url):
         """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""
