@@ -109,20 +109,26 @@ def summary_of(output):
     return "no summary"
 
 
+def say(text):
+    """One whole line to stdout (two versions checked at once must not mix their lines)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def check_version(version, args, env, logs):
     """One row of the matrix for ``version``: (row, failures)."""
     python = find_interpreter(version)
     if python is None:
-        print("compat %s: not on this machine, skipped" % version, flush=True)
+        say("compat %s: not on this machine, skipped" % version)
         return (version, "-", "skipped (not installed)", "skipped", ""), 0
-    print("compat %s: %s" % (version, python), flush=True)
+    say("compat %s: %s" % (version, python))
     failures = 0
     status, seconds, output = run([python, "tests/smoke.py"], 180, log=os.path.join(logs, version + "-smoke.log"))
     counts = (re.findall(r"^(\d+ passed, \d+ failed)$", output, re.M) or ["?"])[-1]
     smoke = ("ok" if status == 0 else "FAILED") + " (%s, %.1fs)" % (counts, seconds)
     if status != 0:
         failures += 1
-        print(output)
+        say(output)
     if args.no_pytest:
         suite = "not run (--no-pytest)"
     elif version == args.suite_ran:
@@ -137,10 +143,10 @@ def check_version(version, args, env, logs):
             suite = ("ok" if status == 0 else "FAILED") + " (%s, %.0fs)" % (summary_of(output), seconds)
             if status != 0:
                 failures += 1
-                print("compat %s:\n%s" % (version, "\n".join(output.strip().splitlines()[-60:])), flush=True)
+                say("compat %s:\n%s" % (version, "\n".join(output.strip().splitlines()[-60:])))
     full = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                           stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
-    print("compat %s: smoke %s; pytest %s" % (version, smoke, suite), flush=True)
+    say("compat %s: smoke %s; pytest %s" % (version, smoke, suite))
     return (version, full, smoke, suite, python), failures
 
 
