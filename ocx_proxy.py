@@ -4761,17 +4761,6 @@ class AuthStore:
         return found
 
 
-def wait_turn(said, deadline, pause, say, late):
-    """One round of waiting for something busy: raise ``late`` (an exception) at ``deadline``; call ``say()``
-    (what is waited for) unless ``said``; sleep ``pause`` s.  Returns True: said."""
-    if time.monotonic() >= deadline:
-        raise late
-    if not said:
-        say()
-    time.sleep(pause)
-    return True
-
-
 class LoginLock:
     """An advisory lock (flock, or msvcrt on Windows) so that relays for one server run one login; the system
     drops it however the holder exits.  The file stays (unlinked, a third relay could lock a new one)."""
@@ -5251,11 +5240,14 @@ class OAuthClient:
         path = self.store.path("tokens", issuer, self.resource)
         if replacing is None:
             replacing = (self.store.read(path) or {}).get("saved_at") or 0
-        waiting = "another ocx-proxy is logging in to %s; waiting for it" % issuer
-        late = OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
         said = False
         while not lock.acquire():
-            said = wait_turn(said, deadline, 0.1, lambda: log.info(waiting), late)
+            if time.monotonic() >= deadline:
+                raise OAuthError("another ocx-proxy's login did not finish within %g s" % self.settings.timeout)
+            if not said:
+                log.info("another ocx-proxy is logging in to %s; waiting for it" % issuer)
+                said = True
+            time.sleep(0.1)
             if self._take_newer(path, replacing):
                 return
         try:
@@ -5418,11 +5410,14 @@ class OAuthClient:
                 return CallbackListener(port)
             except OSError as exc:
                 reason = exc.strerror or str(exc)
-            waiting = ("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting for "
-                       "it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
-            late = OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
-                              "redirect URI needs it: free it, or %s" % (port, reason, other))
-            said = wait_turn(said, deadline, 0.2, lambda: log.warning(waiting), late)
+            if time.monotonic() >= deadline:
+                raise OAuthError("the callback port %d stayed busy (%s) until --oauth-timeout; the pre-registered "
+                                 "redirect URI needs it: free it, or %s" % (port, reason, other))
+            if not said:
+                log.warning("the callback port %d is busy (%s) and the pre-registered redirect URI needs it: waiting "
+                            "for it (another login?) up to --oauth-timeout; or %s" % (port, reason, other))
+                said = True
+            time.sleep(0.2)
 
     def _open_browser(self, url):
         """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""

@@ -142,3 +142,19 @@ def test_the_check_finds_every_kind_of_use_and_only_uses():
     names = ["HIGH_ASSIGN", "HIGH_BODY", "HIGH_CLASS", "HIGH_DECORATOR", "HIGH_DEFAULT", "HIGH_ITER", "HIGH_LAMBDA",
              "HIGH_NESTED"]
     assert layering_violations(SAMPLE) == [("Low", name, "High") for name in names]
+
+
+def test_print_is_called_only_where_stdout_is_the_users_terminal():
+    """stdout of the relays and of capture is the MCP channel: a bare print() may only sit in a command whose
+    stdout is the user's (``auth status``); anything else writes through the channel or to stderr."""
+    tree = ast.parse(open(SOURCE_PATH, encoding="utf-8").read())
+    callers = set()
+    for function in ast.walk(tree):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                    callers.add(function.name)
+    module_level = [node for node in tree.body if not isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                    for call in ast.walk(node)
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"]
+    assert callers == {"cmd_auth"} and not module_level
