@@ -81,8 +81,6 @@ import time
 
 __version__ = "0.1.0"
 
-IS_WINDOWS = os.name == "nt"
-
 # ---------------------------------------------------------------------------
 # Wire helpers: logging, redaction, errors
 # ---------------------------------------------------------------------------
@@ -294,6 +292,46 @@ def _json_tree_problem(value, check_strings):
     return None
 
 
+def utc_now_iso():
+    import datetime  # imported where used (traces, spill names, `auth`): ~1.5 ms at start-up
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# ---------------------------------------------------------------------------
+# Platform: what POSIX and Windows do differently, each mechanism with its two halves side by side
+# ---------------------------------------------------------------------------
+# The rest of the file never asks which OS it runs on; it calls what this section defines.  Mechanisms:
+# directories, whether a process lives, waiting on pipes, the file lock, the browser, the child's text
+# encoding, and a server's process tree (started in a group of its own, ended whole however we end).
+
+IS_WINDOWS = os.name == "nt"
+
+# select() waits on sockets only on Windows: there every pipe is read and written by a thread.
+PIPES_SELECTABLE = not IS_WINDOWS
+
+# The environment a stdio server gets by default, as the official SDKs pass it (anything else must be given
+# with --env or --pass-environment: tokens in our environment do not leak to the child).
+SAFE_ENV_POSIX = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+SAFE_ENV_WINDOWS = ("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
+                    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE")
+SAFE_ENV = SAFE_ENV_WINDOWS if IS_WINDOWS else SAFE_ENV_POSIX
+# What a Python server we start writes on its pipes, unless the user's environment or --env says otherwise:
+# UTF-8, as MCP requires (a Windows Python writes the ANSI code page to a pipe, cp1252 or cp936, and fails on
+# other text).  Not PYTHONUTF8: that would change how the server reads its own files too.
+CHILD_TEXT_ENV = {"PYTHONIOENCODING": "utf-8"}
+
+
+def utf8_text_streams():
+    """Our text on stdout and stderr in UTF-8 where they are pipes or files, as clients read it, whatever the ANSI
+    code page or PYTHONIOENCODING say (Windows writes a pipe in cp1252 or cp936; a console takes any text)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if not stream.isatty():
+                stream.reconfigure(encoding="utf-8")
+        except (AttributeError, ValueError, OSError):
+            pass  # replaced by something without reconfigure, or closed
+
+
 def user_cache_dir(name, environ=None):
     """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``), ``~/Library/Caches``
     on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
@@ -312,9 +350,245 @@ def default_cache_dir():
     return user_cache_dir(os.path.join("ocx-proxy", "Cache") if IS_WINDOWS else "ocx-proxy")
 
 
-def utc_now_iso():
-    import datetime  # imported where used (traces, spill names, `auth`): ~1.5 ms at start-up
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def file_uri(path, windows=IS_WINDOWS):
+    """``file://`` URI of an absolute path (``file:///C:/...`` on Windows)."""
+    import pathlib
+    pure = pathlib.PureWindowsPath(path) if windows else pathlib.PurePosixPath(path)
+    return pure.as_uri()
+
+
+def _process_exists_posix(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True   # another user's
+    except (OverflowError, OSError):
+        return False  # no such process id can exist
+    return True
+
+
+def _process_exists_windows(pid):
+    # Never os.kill(pid, 0) here: on Windows that is TerminateProcess with exit code 0.
+    kernel32, ctypes = _win32()
+    handle = kernel32.OpenProcess(0x1000, False, pid)   # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() == 5   # ERROR_ACCESS_DENIED: another user's
+    try:
+        code = ctypes.c_ulong()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259   # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+process_exists = _process_exists_windows if IS_WINDOWS else _process_exists_posix
+
+
+def lock_file(fd):
+    """Take the advisory lock on open file ``fd`` without waiting (the system drops it when ``fd`` closes);
+    BlockingIOError or PermissionError when another process holds it."""
+    if IS_WINDOWS:
+        import msvcrt
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+# Popen's arguments for a child in a process group of its own: a signal or Ctrl+C meant for our group (a
+# client stopping us) does not reach it; we end it ourselves, whole (ProcessTree).
+# On Windows also no console window of its own: a relay started without a console (by a GUI client) would
+# otherwise flash one for every server it starts.
+NEW_GROUP = ({"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+                               | getattr(subprocess, "CREATE_NO_WINDOW", 0)} if IS_WINDOWS
+             else {"start_new_session": True})
+
+def has_display(environ):
+    """Whether a graphical browser may open: BROWSER names one, a display is set, or macOS/Windows."""
+    return bool(environ.get("BROWSER") or environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")
+                or sys.platform == "darwin" or IS_WINDOWS)
+
+
+def open_browser(url):
+    """Open ``url`` in a browser from a helper detached from our stdio (the MCP channel); OSError if none starts."""
+    subprocess.Popen([sys.executable, "-c", "import sys, webbrowser; webbrowser.open(sys.argv[1])", url],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     close_fds=True, **NEW_GROUP)
+
+
+# Signals that ask us to stop: a client's SIGTERM, a Ctrl+C, a closed terminal, a Ctrl+Break on Windows.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK")
+                     if hasattr(signal, name))
+
+KILL_GRACE = 1.0   # seconds from SIGTERM to SIGKILL when we are being stopped ourselves
+
+# The watchdog's program, run as ``python -I -S -c WATCHDOG_PROGRAM GROUP GRACE TERM KILL``.  A byte on stdin
+# releases it; EOF means the relay died without a word.  Signal numbers come as arguments: importing ``signal``
+# (and with it ``enum``) would double the watchdog's start-up CPU.
+WATCHDOG_PROGRAM = """\
+import os, sys, time
+group, grace, term, kill = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+if not os.read(0, 1):
+    try:
+        os.killpg(group, term)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            os.killpg(group, 0)
+        os.killpg(group, kill)
+    except OSError:
+        pass
+"""
+
+
+class Watchdog:
+    """A helper process that stops process group ``group`` (POSIX) when we die without stopping it.
+
+    It reads a pipe whose write end only we hold: however we die, even by SIGKILL, it reads EOF and sends the
+    group SIGTERM, then SIGKILL after ``KILL_GRACE``; ``release()`` says we stopped the group ourselves.  Its
+    own session keeps a client's signal to our group from taking it down with us.  Not ``PR_SET_PDEATHSIG``:
+    Linux only, misses grandchildren and needs a ``preexec_fn`` (unsafe once threads run)."""
+
+    def __init__(self, group):
+        self.process = None
+        self.pipe = None
+        if not sys.executable:
+            return  # embedded without an interpreter to start
+        read_end, write_end = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", WATCHDOG_PROGRAM, str(group), str(KILL_GRACE),
+                 str(int(signal.SIGTERM)), str(int(signal.SIGKILL))],
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
+            os.close(write_end)
+            log.warning("could not start the watchdog for the upstream: %s" % exc)
+        else:
+            self.pipe = write_end
+        finally:
+            os.close(read_end)
+
+    def release(self):
+        """Let the watchdog exit without a signal, and reap it."""
+        if self.pipe is None:
+            return
+        try:
+            os.write(self.pipe, b"x")
+        except OSError:
+            pass  # it is gone already
+        os.close(self.pipe)
+        self.pipe = None
+        try:
+            self.process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            log.debug("the watchdog did not exit yet; subprocess reaps it later")
+
+
+class GroupTree:
+    """POSIX: a child started with ``NEW_GROUP`` and all it starts, as its process group.  ``terminate()`` sends
+    the group SIGTERM, ``kill()`` SIGKILL; a ``Watchdog`` does both if we die first; ``close()`` releases it."""
+
+    def __init__(self, process):
+        self.group = process.pid
+        self.watchdog = Watchdog(self.group)
+
+    def _signal(self, sig):
+        try:
+            os.killpg(self.group, sig)
+        except OSError:
+            pass  # gone already
+
+    def terminate(self):
+        self._signal(signal.SIGTERM)
+
+    def kill(self):
+        self._signal(signal.SIGKILL)
+
+    def close(self):
+        self.watchdog.release()
+
+
+class JobTree:
+    """Windows: a child and all it starts, in a Job Object that kills them when its last handle closes, which
+    the system does for us however we end (TerminateProcess, a crashed client).  Windows has no polite signal
+    for a console-less tree: ``terminate()`` is ``kill()``, after the caller closed the child's stdin.  What the
+    child starts before it joins the job (its first instructions) is not in it."""
+
+    def __init__(self, process):
+        self.process = process
+        self.job = None
+        kernel32, ctypes = _win32()
+        job = kernel32.CreateJobObjectW(None, None)
+        limits = kernel32.JobLimits()
+        limits.LimitFlags = 0x2000   # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+        if job and kernel32.SetInformationJobObject(job, 9, ctypes.byref(limits), ctypes.sizeof(limits)) \
+                and kernel32.AssignProcessToJobObject(job, int(process._handle)):
+            self.job = job
+            return
+        log.warning("could not put the upstream in a job object (error %d): what it starts may outlive us"
+                    % ctypes.get_last_error())
+        if job:
+            kernel32.CloseHandle(job)
+
+    def terminate(self):
+        self.kill()
+
+    def kill(self):
+        if self.job:
+            _win32()[0].TerminateJobObject(self.job, 1)
+            return
+        try:
+            self.process.kill()
+        except OSError:
+            pass  # gone already
+
+    def close(self):
+        if self.job:
+            job, self.job = self.job, None
+            _win32()[0].CloseHandle(job)
+
+
+ProcessTree = JobTree if IS_WINDOWS else GroupTree
+
+
+@functools.lru_cache(maxsize=None)
+def _win32():
+    """(kernel32 with the signatures used above, ctypes): imported on first use, so POSIX never pays for it."""
+    import ctypes
+    from ctypes import wintypes as w
+    size_t = ctypes.c_size_t
+
+    class JobLimits(ctypes.Structure):   # JOBOBJECT_EXTENDED_LIMIT_INFORMATION, flattened
+        _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                    ("LimitFlags", w.DWORD), ("MinimumWorkingSetSize", size_t), ("MaximumWorkingSetSize", size_t),
+                    ("ActiveProcessLimit", w.DWORD), ("Affinity", size_t), ("PriorityClass", w.DWORD),
+                    ("SchedulingClass", w.DWORD), ("IoInfo", ctypes.c_uint64 * 6), ("ProcessMemoryLimit", size_t),
+                    ("JobMemoryLimit", size_t), ("PeakProcessMemoryUsed", size_t), ("PeakJobMemoryUsed", size_t)]
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.JobLimits = JobLimits
+    signatures = {
+        "CreateJobObjectW": (w.HANDLE, ctypes.c_void_p, w.LPCWSTR),
+        "SetInformationJobObject": (w.BOOL, w.HANDLE, ctypes.c_int, ctypes.c_void_p, w.DWORD),
+        "AssignProcessToJobObject": (w.BOOL, w.HANDLE, w.HANDLE),
+        "TerminateJobObject": (w.BOOL, w.HANDLE, w.UINT),
+        "OpenProcess": (w.HANDLE, w.DWORD, w.BOOL, w.DWORD),
+        "GetExitCodeProcess": (w.BOOL, w.HANDLE, ctypes.POINTER(w.DWORD)),
+        "CloseHandle": (w.BOOL, w.HANDLE),
+    }
+    for name, (restype, *argtypes) in signatures.items():
+        function = getattr(kernel32, name)
+        function.restype, function.argtypes = restype, argtypes
+    return kernel32, ctypes
+
+
+def bind_exclusive(sock, address):
+    """Bind listening TCP ``sock`` to ``address`` so that no second listener can share the port.  POSIX needs
+    SO_REUSEADDR to rebind a port in TIME_WAIT; on Windows that option lets another socket take the port."""
+    if not IS_WINDOWS:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(address)
 
 
 # ---------------------------------------------------------------------------
@@ -348,19 +622,7 @@ def stale_temp(match, mtime, now):
     if mtime < now - STALE_TEMP_SECONDS:
         return True
     pid, host = match.group(1), match.group(2)
-    return host == HOST_TAG and not IS_WINDOWS and not process_exists(int(pid))
-
-
-def process_exists(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True   # another user's
-    except (OverflowError, OSError):
-        return False  # no such process id can exist
-    return True
+    return host == HOST_TAG and not process_exists(int(pid))
 
 
 def _write_all(fd, data):
@@ -1367,13 +1629,6 @@ def task_tool_result(method, result):
         return None
     inner = result.get("result")
     return inner if isinstance(inner, dict) and isinstance(inner.get("content"), list) else None
-
-
-def file_uri(path, windows=IS_WINDOWS):
-    """``file://`` URI of an absolute path (``file:///C:/...`` on Windows)."""
-    import pathlib
-    pure = pathlib.PureWindowsPath(path) if windows else pathlib.PurePosixPath(path)
-    return pure.as_uri()
 
 
 def safe_name(text, limit=40):
@@ -3005,7 +3260,7 @@ class ThreadPipeReader(PipeReader):
 
 def pipe_reader(loop, fd, on_data, use_threads=False):
     """A reader of ``fd`` for ``loop``: by select when it can, else (or with ``use_threads``) by a thread."""
-    if not use_threads:
+    if PIPES_SELECTABLE and not use_threads:
         try:
             return SelectPipeReader(loop, fd, on_data)
         except (OSError, ValueError):
@@ -3211,7 +3466,7 @@ class ThreadPipeWriter(PipeWriter):
 def pipe_writer(loop, fd, on_error=None, use_threads=False, close_fd=False, limit=MAX_BUFFER_BYTES):
     """A writer to ``fd`` for ``loop``: by select for a pipe or socket, else (or with ``use_threads``) by a thread."""
     try:
-        mode = None if use_threads or IS_WINDOWS else os.fstat(fd).st_mode
+        mode = os.fstat(fd).st_mode if PIPES_SELECTABLE and not use_threads else None
     except OSError:
         mode = None
     if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
@@ -3263,13 +3518,7 @@ class BoundedRun:
 # Upstreams: the transport contract and the stdio child process
 # ---------------------------------------------------------------------------
 
-# The environment a stdio server gets by default, as the official SDKs pass it (anything else must be given
-# with --env or --pass-environment: tokens in our environment do not leak to the child).
-SAFE_ENV_POSIX = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-SAFE_ENV_WINDOWS = ("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
-                    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE")
 STDERR_TAIL_LINES = 20
-KILL_GRACE = 1.0   # seconds from SIGTERM to SIGKILL when we are being stopped ourselves
 
 
 def child_environment(env_pairs=(), pass_environment=False, environ=None):
@@ -3279,8 +3528,9 @@ def child_environment(env_pairs=(), pass_environment=False, environ=None):
     if pass_environment:
         env = dict(environ)
     else:
-        names = SAFE_ENV_WINDOWS if IS_WINDOWS else SAFE_ENV_POSIX
-        env = {k: environ[k] for k in names if k in environ and not environ[k].startswith("()")}
+        env = {k: environ[k] for k in SAFE_ENV if k in environ and not environ[k].startswith("()")}
+    for name, value in CHILD_TEXT_ENV.items():
+        env.setdefault(name, value)
     for pair in env_pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
@@ -3383,73 +3633,11 @@ class Upstream:
     def when_drained(self, callback):
         self.loop.post(callback)
 
-    def kill_tree(self, sig=None):
-        """Stop whatever the upstream started (a no-op for network upstreams)."""
+    def kill_tree(self, terminate=False):
+        """Stop whatever the upstream started, at once or (``terminate``) politely; a no-op for network upstreams."""
 
     def reap(self):
         """Release resources after exit."""
-
-
-# The watchdog's program, run as ``python -I -S -c WATCHDOG_PROGRAM GROUP GRACE TERM KILL``.  A byte on stdin
-# releases it; EOF means the relay died without a word.  Signal numbers come as arguments: importing ``signal``
-# (and with it ``enum``) would double the watchdog's start-up CPU.
-WATCHDOG_PROGRAM = """\
-import os, sys, time
-group, grace, term, kill = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-if not os.read(0, 1):
-    try:
-        os.killpg(group, term)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            os.killpg(group, 0)
-        os.killpg(group, kill)
-    except OSError:
-        pass
-"""
-
-
-class Watchdog:
-    """A helper process that stops process group ``group`` (POSIX) when we die without stopping it.
-
-    It reads a pipe whose write end only we hold: however we die, even by SIGKILL, it reads EOF and sends the
-    group SIGTERM, then SIGKILL after ``KILL_GRACE``; ``release()`` says we stopped the group ourselves.  Its
-    own session keeps a client's signal to our group from taking it down with us.  Not ``PR_SET_PDEATHSIG``:
-    Linux only, misses grandchildren and needs a ``preexec_fn`` (unsafe once threads run)."""
-
-    def __init__(self, group):
-        self.process = None
-        self.pipe = None
-        if not sys.executable:
-            return  # embedded without an interpreter to start
-        read_end, write_end = os.pipe()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", WATCHDOG_PROGRAM, str(group), str(KILL_GRACE),
-                 str(int(signal.SIGTERM)), str(int(signal.SIGKILL))],
-                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            os.close(write_end)
-            log.warning("could not start the watchdog for the upstream: %s" % exc)
-        else:
-            self.pipe = write_end
-        finally:
-            os.close(read_end)
-
-    def release(self):
-        """Let the watchdog exit without a signal, and reap it."""
-        if self.pipe is None:
-            return
-        try:
-            os.write(self.pipe, b"x")
-        except OSError:
-            pass  # it is gone already
-        os.close(self.pipe)
-        self.pipe = None
-        try:
-            self.process.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            log.debug("the watchdog did not exit yet; subprocess reaps it later")
 
 
 class StdioUpstream(Upstream):
@@ -3466,7 +3654,7 @@ class StdioUpstream(Upstream):
         self.use_threads = use_threads
         self.max_buffer_bytes = max_buffer_bytes
         self.process = None
-        self.watchdog = None
+        self.tree = None
         self.stdin = None
         self.stdout_reader = None
         self.paused = False
@@ -3475,18 +3663,15 @@ class StdioUpstream(Upstream):
 
     def start(self):
         """Spawn the child; a failure to start is reported through ``on_exit``."""
-        new_group = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)  # Windows only
         try:
             self.process = subprocess.Popen(
                 resolve_command(self.command, self.env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0,
-                creationflags=new_group, start_new_session=not IS_WINDOWS)
+                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0, **NEW_GROUP)
         except (OSError, ValueError) as exc:
             self.exited = True
             self.loop.post(self.on_exit, "could not start %s: %s" % (self.command[0], exc))
             return
-        if not IS_WINDOWS:
-            self.watchdog = Watchdog(self.process.pid)
+        self.tree = ProcessTree(self.process)
         # The writer owns a duplicate: closing it never leaves Popen's file object a dead descriptor (EBADF).
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()
@@ -3572,7 +3757,7 @@ class StdioUpstream(Upstream):
             return
         if self.process.poll() is None:
             log.warning("upstream closed its stdout but did not exit; stopping it")
-            self.kill_tree(signal.SIGTERM if not IS_WINDOWS else None)
+            self.kill_tree(terminate=True)
         self._report_exit()
 
     def _report_exit(self):
@@ -3610,17 +3795,10 @@ class StdioUpstream(Upstream):
                 break
             self._stderr_data(data)
 
-    def kill_tree(self, sig=None):
-        """Signal the child's whole process group (SIGKILL by default)."""
-        if self.process is None:
-            return
-        try:
-            if IS_WINDOWS:
-                self.process.kill()
-            else:
-                os.killpg(self.process.pid, signal.SIGKILL if sig is None else sig)
-        except OSError:
-            pass  # gone already
+    def kill_tree(self, terminate=False):
+        """Kill the child and all it started (``terminate``: ask them to stop, SIGTERM on POSIX)."""
+        if self.tree is not None:
+            self.tree.terminate() if terminate else self.tree.kill()
 
     def reap(self):
         if self.process is not None:
@@ -3633,8 +3811,8 @@ class StdioUpstream(Upstream):
                     pipe.close()
                 except OSError:
                     pass
-        if self.watchdog is not None:
-            self.watchdog.release()
+        if self.tree is not None:
+            self.tree.close()
 
 
 def stdio_upstream_factory(command, env, **options):
@@ -4568,12 +4746,6 @@ def device_interval(value):
     return float(min(max(value, OAUTH_DEVICE_MIN_INTERVAL), OAUTH_MAX_LIFETIME))
 
 
-def has_display(environ):
-    """Whether a graphical browser may open: BROWSER names one, a display is set, or macOS/Windows."""
-    return bool(environ.get("BROWSER") or environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")
-                or sys.platform in ("darwin", "win32"))
-
-
 def no_browser_reason(environ=None):
     """Why no browser can open where the user sits: "an SSH session", "no display"; None when one may."""
     environ = os.environ if environ is None else environ
@@ -4762,7 +4934,7 @@ class AuthStore:
 
 
 class LoginLock:
-    """An advisory lock (flock, or msvcrt on Windows) so that relays for one server run one login; the system
+    """An advisory lock (``lock_file``) so that relays for one server run one login; the system
     drops it however the holder exits.  The file stays (unlinked, a third relay could lock a new one)."""
 
     def __init__(self, path):
@@ -4773,13 +4945,7 @@ class LoginLock:
         """True when we hold the lock now; False when another process does."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            try:
-                import fcntl
-            except ImportError:
-                import msvcrt
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            else:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock_file(fd)
         except OSError as exc:
             os.close(fd)
             if isinstance(exc, (BlockingIOError, PermissionError)):   # held elsewhere
@@ -5423,9 +5589,7 @@ class OAuthClient:
         """Open ``url`` in a browser detached from our stdio (the MCP channel), else print it."""
         if self.settings.browser and has_display(os.environ):
             try:
-                subprocess.Popen([sys.executable, "-c", "import sys, webbrowser; webbrowser.open(sys.argv[1])", url],
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 close_fds=True, **({"start_new_session": True} if os.name == "posix" else {}))
+                open_browser(url)
                 log.info("opened a browser to log in to %s; if none appeared, open: %s"
                          % (self.config.display_url, url))
                 return
@@ -5476,9 +5640,7 @@ class CallbackListener:
     def __init__(self, port):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            if os.name == "posix":   # on Windows SO_REUSEADDR would let a second listener share the port
-                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.sock.bind(("127.0.0.1", port))
+            bind_exclusive(self.sock, ("127.0.0.1", port))
             self.sock.listen(16)
             self.sock.setblocking(False)
         except OSError:
@@ -7917,15 +8079,14 @@ class Supervisor:
     def stop(self, signalled, finish):
         """Shutdown, the upstream's input closed: TERM 2 s on, KILL 2 s later (after a signal: KILL after
         KILL_GRACE), ``finish()`` 0.5 s after the KILL; nothing more once it exited."""
-        sig = None if signalled or IS_WINDOWS else signal.SIGTERM
-        self.loop.call_later(KILL_GRACE if signalled else 2.0, self._escalate, self.upstream, sig, finish)
+        self.loop.call_later(KILL_GRACE if signalled else 2.0, self._escalate, self.upstream, not signalled, finish)
 
-    def _escalate(self, upstream, sig, finish):
+    def _escalate(self, upstream, terminate, finish):
         if upstream.exited:
             return
-        upstream.kill_tree(sig)
-        if sig is not None:
-            self.loop.call_later(2.0, self._escalate, upstream, None, finish)
+        upstream.kill_tree(terminate)
+        if terminate:
+            self.loop.call_later(2.0, self._escalate, upstream, False, finish)
         else:
             self.loop.call_later(0.5, finish)
 
@@ -8069,8 +8230,8 @@ class Relay:
         """Stop on signal ``signum``: the upstream's group gets its SIGTERM now, as a client that signals us
         may SIGKILL us a moment later (Codex CLI: 30 ms on)."""
         upstream = self.upstream
-        if upstream is not None and not IS_WINDOWS:
-            upstream.kill_tree(signal.SIGTERM)
+        if upstream is not None:
+            upstream.kill_tree(terminate=True)
         self.loop.post(self.shutdown, "signal %d" % signum, True)
 
     def _finish(self, reason=SHUTTING_DOWN):
@@ -8503,10 +8664,8 @@ def run_relay(options, make_upstream):
     loop = Loop()
     relay = Relay(loop, options, make_upstream)
     previous = {}
-    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            previous[sig] = signal.signal(sig, lambda signum, frame: relay.terminate(signum))
+    for sig in STOP_SIGNALS:
+        previous[sig] = signal.signal(sig, lambda signum, frame: relay.terminate(signum))
     try:
         relay.start()
         loop.run()
@@ -11788,7 +11947,7 @@ def relay_options_from_args(args):
     log.level = LOG_LEVELS[args.log_level]
     given = {name: getattr(args, name) for name in RELAY_OPTION_NAMES}
     given["output_dir"] = given["output_dir"] or default_cache_dir()
-    return RelayOptions(use_threads=IS_WINDOWS or args.io == "threads", trace_path=args.trace,
+    return RelayOptions(use_threads=args.io == "threads", trace_path=args.trace,
                         reader_tool=not args.no_reader_tool, **given)
 
 
@@ -12002,7 +12161,8 @@ def add_child_process_options(parser):
     group = parser.add_argument_group("child process")
     group.add_argument("--env", action="append", metavar="NAME=VALUE",
                        help="set a variable for the child; ${VAR} in VALUE expands (repeatable; default: only %s "
-                            "are passed)" % " ".join(SAFE_ENV_POSIX))
+                            "are passed, and %s)" % (" ".join(SAFE_ENV), " ".join("%s=%s" % pair for pair in
+                                                                    sorted(CHILD_TEXT_ENV.items()))))
     group.add_argument("--cwd", metavar="DIR", help="working directory of the child (default: ours)")
     group.add_argument("--pass-environment", action="store_true",
                        help="pass our whole environment to the child (default off)")
@@ -12434,6 +12594,7 @@ def build_parser(command=None):
 def main(argv=None):
     """The process exit status of one run."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    utf8_text_streams()
     parser = build_parser(argv[0] if argv else None)
     argv, upstream_command = split_server_command(parser, argv)
     args = parser.parse_args(argv)

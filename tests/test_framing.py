@@ -52,13 +52,23 @@ def test_response_shapes():
 
 
 def test_child_environment_is_minimal_by_default():
-    environ = {"PATH": "/bin", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "s", "BASH_FUNC_x": "() { :; }",
-               "SHELL": "() { evil; }"}
-    env = op.child_environment(["X=${HOME}/y"], environ=environ)
-    assert env == {"PATH": "/bin", "HOME": "/h", "X": "/h/y"}
+    # PATH is passed on both platforms; the second safe name is HOME on POSIX, USERPROFILE on Windows.
+    home = "USERPROFILE" if "USERPROFILE" in op.SAFE_ENV else "HOME"
+    environ = {"PATH": "/bin", home: "/h", "AWS_SECRET_ACCESS_KEY": "s", "BASH_FUNC_x": "() { :; }",
+               "PATHEXT": "() { evil; }", "SHELL": "() { evil; }"}
+    env = op.child_environment(["X=${%s}/y" % home], environ=environ)
+    assert env == {"PATH": "/bin", home: "/h", "X": "/h/y", "PYTHONIOENCODING": "utf-8"}
     assert op.child_environment([], pass_environment=True, environ=environ)["AWS_SECRET_ACCESS_KEY"] == "s"
     with pytest.raises(op.UsageError):
         op.child_environment(["novalue"], environ=environ)
+
+
+def test_a_python_server_is_told_to_write_utf8_unless_the_user_said_otherwise():
+    assert op.child_environment([], environ={})["PYTHONIOENCODING"] == "utf-8"
+    assert op.child_environment(["PYTHONIOENCODING=cp1252"], environ={})["PYTHONIOENCODING"] == "cp1252"
+    mine = {"PYTHONIOENCODING": "latin-1"}
+    assert op.child_environment([], pass_environment=True, environ=mine)["PYTHONIOENCODING"] == "latin-1"
+    assert op.child_environment([], environ=mine)["PYTHONIOENCODING"] == "utf-8"   # not a safe name: not passed
 
 
 # -- peek_envelope: routing fields without parsing the rest ---------------------
