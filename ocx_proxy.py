@@ -24,6 +24,7 @@ lists every option and its default.
 Layout of this file (each section only uses the ones above it):
 
     wire helpers      logging, redaction, errors, small utilities
+    platform          what POSIX and Windows do differently: pipes, process trees, locks, directories
     private files     a checked 0700 directory, files written 0600 (spill files, tokens)
     JSON-RPC framing  newline-delimited JSON lines, error objects, indented JSON output
     protocol versions what each MCP revision has (handshake, resource_link...)
