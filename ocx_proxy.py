@@ -333,6 +333,17 @@ def utf8_text_streams():
             pass  # replaced by something without reconfigure, or closed
 
 
+# POSIX files have an owner and mode bits, which we check; Windows has ACLs, which os.stat does not show: what
+# keeps our files private there is where they are, in the user's profile (%LOCALAPPDATA%), whose ACL admits the
+# user, SYSTEM and Administrators only.
+FILE_OWNERS = hasattr(os, "geteuid")
+
+
+def owned_by_us(info):
+    """Whether ``os.stat`` result ``info`` is a file of ours (always, where files have no owner we can read)."""
+    return not FILE_OWNERS or info.st_uid == os.geteuid()
+
+
 def user_cache_dir(name, environ=None):
     """Directory ``name`` in the user's cache: ``$XDG_CACHE_HOME`` (default ``~/.cache``), ``~/Library/Caches``
     on macOS, ``%LOCALAPPDATA%`` (default ``~/AppData/Local``) on Windows."""
@@ -736,8 +747,8 @@ def open_spill_dir(path, create=True):
 def open_private_dir(path, create, otherwise):
     """``path`` as a ``PrivateDir`` when it is a directory of ours nobody else may write to (made 0700 when
     missing and ``create``, missing parents with the default mode); None when missing.  Any other directory is for
-    ``otherwise(fd, uid)`` to answer or refuse (``fd`` is closed after).  Windows has no owners: ``path`` as it is."""
-    if not hasattr(os, "geteuid"):
+    ``otherwise(fd, uid)`` to answer or refuse (``fd`` is closed after).  Without FILE_OWNERS: ``path`` as it is."""
+    if not FILE_OWNERS:
         if create:
             os.makedirs(path, exist_ok=True)
         return PrivateDir(path) if os.path.isdir(path) else None
@@ -4868,8 +4879,7 @@ class AuthStore:
                 return self._refuse(name, "a symbolic link" if exc.errno in (errno.ELOOP, errno.EMLINK)
                                     else exc.strerror)
             with os.fdopen(fd, "rb") as f:
-                ours = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
-                if not stat.S_ISREG(info.st_mode) or not ours:
+                if not stat.S_ISREG(info.st_mode) or not owned_by_us(info):
                     return self._refuse(name, "not a regular file of ours")
                 try:
                     doc = json.loads(f.read().decode("utf-8"))
