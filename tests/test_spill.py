@@ -314,11 +314,6 @@ def test_readable_text_joins_blocks_resources_and_prompts():
     assert json.loads(op.readable_text(structured, "tools/call").text()) == {"a": 1}
 
 
-def test_file_uri_for_posix_and_windows():
-    assert op.file_uri("/tmp/a b/x.txt", windows=False) == "file:///tmp/a%20b/x.txt"
-    assert op.file_uri("C:\\Users\\me\\x.txt", windows=True) == "file:///C:/Users/me/x.txt"
-
-
 def test_remove_expired_only_touches_own_old_files(tmp_path):
     own_old = tmp_path / "20200101T000000.000000Z_tools-call_id-1_0123456789.txt"
     own_tmp = tmp_path / ".20200101T000000.000000Z_x.json.12.tmp"

@@ -1,6 +1,5 @@
 """Wire helpers: redaction, ${VAR} references."""
 import json
-import os
 
 import pytest
 
@@ -53,15 +52,3 @@ def test_a_log_record_is_one_line_whatever_it_quotes():
     op.Logger(stream=stream).warning("server said: \x1b[31mred\x07\r\nocx-proxy: forged\u2028\u202eevil\x85 tab\tok é")
     assert stream.getvalue() == ("ocx-proxy: warning: server said: \\x1b[31mred\\x07\\r\\nocx-proxy: forged"
                                  "\\u2028\\u202eevil\\x85 tab\tok é\n")
-
-
-def test_the_spill_and_token_directories_have_one_per_os_cache_base(monkeypatch, tmp_path):
-    """One per-OS cache path: a Windows without %LOCALAPPDATA% falls back to ~/AppData/Local for both."""
-    monkeypatch.setattr(op, "IS_WINDOWS", True)
-    monkeypatch.delenv("LOCALAPPDATA", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    base = os.path.join(str(tmp_path), "AppData", "Local")
-    assert op.default_cache_dir() == os.path.join(base, "ocx-proxy", "Cache")
-    assert op.default_auth_dir({}) == os.path.join(base, "ocx-proxy-auth")
-    assert op.default_auth_dir({"LOCALAPPDATA": "L"}) == os.path.join("L", "ocx-proxy-auth")
-    assert op.default_auth_dir({"OCX_PROXY_AUTH_DIR": "mine", "LOCALAPPDATA": "L"}) == "mine"
