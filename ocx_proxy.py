@@ -383,7 +383,7 @@ def _process_exists_posix(pid):
 
 def _process_exists_windows(pid):
     # Never os.kill(pid, 0) here: on Windows that is TerminateProcess with exit code 0.
-    kernel32, ctypes = _win32()
+    kernel32, ctypes = _win32()[:2]
     handle = kernel32.OpenProcess(0x1000, False, pid)   # PROCESS_QUERY_LIMITED_INFORMATION
     if not handle:
         return ctypes.get_last_error() == 5   # ERROR_ACCESS_DENIED: another user's
@@ -402,7 +402,10 @@ def lock_file(fd):
     BlockingIOError or PermissionError when another process holds it."""
     if IS_WINDOWS:
         import msvcrt
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError as exc:   # EACCES on Windows, errno 0 under Wine: either way, someone holds it
+            raise PermissionError(errno.EACCES, "locked by another process") from exc
     else:
         import fcntl
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -498,8 +501,14 @@ class Watchdog:
 
 
 class GroupTree:
-    """POSIX: a child started with ``NEW_GROUP`` and all it starts, as its process group.  ``terminate()`` sends
-    the group SIGTERM, ``kill()`` SIGKILL; a ``Watchdog`` does both if we die first; ``close()`` releases it."""
+    """POSIX: a child and all it starts, as its process group.  ``terminate()`` sends the group SIGTERM, ``kill()``
+    SIGKILL; a ``Watchdog`` does both if we die first; ``close()`` releases it."""
+
+    @classmethod
+    def start(cls, argv, **popen):
+        """``(process, tree)``: ``argv`` started by ``subprocess.Popen(argv, **popen)``; Popen's errors."""
+        process = subprocess.Popen(argv, **dict(popen, **NEW_GROUP))
+        return process, cls(process)
 
     def __init__(self, process):
         self.group = process.pid
@@ -524,13 +533,26 @@ class GroupTree:
 class JobTree:
     """Windows: a child and all it starts, in a Job Object that kills them when its last handle closes, which
     the system does for us however we end (TerminateProcess, a crashed client).  Windows has no polite signal
-    for a console-less tree: ``terminate()`` is ``kill()``, after the caller closed the child's stdin.  What the
-    child starts before it joins the job (its first instructions) is not in it."""
+    for a console-less tree: ``terminate()`` is ``kill()``, after the caller closed the child's stdin."""
+
+    @classmethod
+    def start(cls, argv, **popen):
+        """``(process, tree)``: the child is created suspended and joins the job before it runs, so that nothing
+        it starts escapes; Popen's errors, or OSError when it cannot be resumed (it is killed then)."""
+        flags = NEW_GROUP["creationflags"] | 0x4   # CREATE_SUSPENDED
+        process = subprocess.Popen(argv, creationflags=flags, **popen)
+        tree = cls(process)
+        status = _win32()[2].NtResumeProcess(int(process._handle))
+        if status:
+            tree.kill()
+            process.wait()
+            raise OSError("could not resume the new process (NTSTATUS 0x%08x)" % (status & 0xFFFFFFFF))
+        return process, tree
 
     def __init__(self, process):
         self.process = process
         self.job = None
-        kernel32, ctypes = _win32()
+        kernel32, ctypes = _win32()[:2]
         job = kernel32.CreateJobObjectW(None, None)
         limits = kernel32.JobLimits()
         limits.LimitFlags = 0x2000   # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
@@ -566,7 +588,7 @@ ProcessTree = JobTree if IS_WINDOWS else GroupTree
 
 @functools.lru_cache(maxsize=None)
 def _win32():
-    """(kernel32 with the signatures used above, ctypes): imported on first use, so POSIX never pays for it."""
+    """(kernel32, ctypes, ntdll) with the signatures used above: imported on first use, POSIX never pays for it."""
     import ctypes
     from ctypes import wintypes as w
     size_t = ctypes.c_size_t
@@ -592,7 +614,9 @@ def _win32():
     for name, (restype, *argtypes) in signatures.items():
         function = getattr(kernel32, name)
         function.restype, function.argtypes = restype, argtypes
-    return kernel32, ctypes
+    ntdll = ctypes.WinDLL("ntdll")
+    ntdll.NtResumeProcess.restype, ntdll.NtResumeProcess.argtypes = ctypes.c_long, (w.HANDLE,)
+    return kernel32, ctypes, ntdll
 
 
 def bind_exclusive(sock, address):
@@ -3676,14 +3700,13 @@ class StdioUpstream(Upstream):
     def start(self):
         """Spawn the child; a failure to start is reported through ``on_exit``."""
         try:
-            self.process = subprocess.Popen(
+            self.process, self.tree = ProcessTree.start(
                 resolve_command(self.command, self.env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0, **NEW_GROUP)
+                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, bufsize=0)
         except (OSError, ValueError) as exc:
             self.exited = True
             self.loop.post(self.on_exit, "could not start %s: %s" % (self.command[0], exc))
             return
-        self.tree = ProcessTree(self.process)
         # The writer owns a duplicate: closing it never leaves Popen's file object a dead descriptor (EBADF).
         stdin_fd = os.dup(self.process.stdin.fileno())
         self.process.stdin.close()

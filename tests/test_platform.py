@@ -45,9 +45,9 @@ def wait_until_gone(pids, seconds=10):
 
 def start_tree(tmp_path):
     pid_file = str(tmp_path / "pids")
-    process = subprocess.Popen([sys.executable, "-c", TREE_PROGRAM, pid_file], stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **op.NEW_GROUP)
-    return process, wait_for_file(pid_file)
+    process, tree = op.ProcessTree.start([sys.executable, "-c", TREE_PROGRAM, pid_file], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return process, tree, wait_for_file(pid_file)
 
 
 # -- processes --------------------------------------------------------------------------
@@ -66,8 +66,7 @@ def test_process_exists_tells_a_live_process_from_a_finished_one():
 
 @pytest.mark.parametrize("how", ["kill", "terminate"])
 def test_a_process_tree_ends_whole_the_child_and_what_it_started(tmp_path, how):
-    process, pids = start_tree(tmp_path)
-    tree = op.ProcessTree(process)
+    process, tree, pids = start_tree(tmp_path)
     try:
         assert wait_until_gone(pids, 0) == pids
         getattr(tree, how)()
@@ -81,9 +80,8 @@ KILLED_OWNER = """
 import subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
 import ocx_proxy
-process = subprocess.Popen([sys.executable, "-c", sys.argv[2], sys.argv[3]], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **ocx_proxy.NEW_GROUP)
-tree = ocx_proxy.ProcessTree(process)
+process, tree = ocx_proxy.ProcessTree.start([sys.executable, "-c", sys.argv[2], sys.argv[3]], stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print("started", flush=True)
 time.sleep(60)
 """
