@@ -41,7 +41,7 @@ Layout of this file (each section only uses the ones above it):
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
     catalog fitting   the client rules of a catalog (each with its source) and the relay's fixes for them
-    relay parts       options, request tracking and timeouts, trace, the reader tool, profiles, restarts
+    relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profiles
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -1480,16 +1480,40 @@ def served_version(requested):
 #     description_chars  tool descriptions are cut here
 #     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
 #     function_name_chars          a longer function name is refused
+#     call_seconds       how long it waits for a tool call's answer by default (the clock the relay plans for)
+#     progress_resets    whether notifications/progress starts that clock again (True/False; absent: not known)
 #   profile   the relay's budget (budget_profile; None: generic), under result_chars or result_bytes with a margin:
-#             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.
+#             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.  Its
+#             call_seconds and progress_resets are the facts' (else the TypeScript SDK's, which most clients
+#             inherit): the defaults of --heartbeat and --detach-after come from them (heartbeat_seconds,
+#             detach_seconds).
+
+# The TypeScript SDK client's clock: what a client built on it has unless it passes its own timeout.
+SDK_CALL_SECONDS = 60
+NOT_REMEASURED = "public source, not re-measured"
+SDK_CLOCK_SOURCE = ("clients.md §8: TypeScript SDK DEFAULT_REQUEST_TIMEOUT_MSEC 60000, resetTimeoutOnProgress off by "
+                    "default and a progressToken only with onprogress (typescript-sdk #245); " + NOT_REMEASURED)
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
     """A CLIENTS entry; ``facts`` maps each fact to (value, source)."""
     facts = facts or {}
+    if profile is not None:
+        profile = dict(profile, call_seconds=facts.get("call_seconds", (SDK_CALL_SECONDS,))[0],
+                       progress_resets=facts.get("progress_resets", (False,))[0])
     return {"display": display, "kind": kind, "config": config, "aliases": aliases or {}, "profile": profile,
             "facts": {fact: value for fact, (value, _) in facts.items()},
             "sources": {fact: source for fact, (_, source) in facts.items()}}
+
+
+def heartbeat_seconds(profile):
+    """Default --heartbeat for a client ``profile``: a few beats before its clock runs out, at most every 30 s."""
+    return min(30.0, profile["call_seconds"] / 4.0)
+
+
+def detach_seconds(profile):
+    """Default --detach-after for a client ``profile``: safely before its clock runs out (10 s or a tenth before)."""
+    return profile["call_seconds"] - max(10.0, profile["call_seconds"] / 10.0)
 
 
 def budget_profile(budget_chars=10000, budget_bytes=0, preview_chars=4000, strip_output_schema=True,
@@ -1527,7 +1551,12 @@ CLIENTS = {
     # text (about a token a character) under it.  With structuredContent its model gets that alone (2.1.332).
     "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
         "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
-        "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)")},
+        "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)"),
+        "call_seconds": (120, "clients.md §8: since 2.1.212 calls past 120 s move to the background "
+                              "(CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS), whose results agents then often ignore "
+                              "(anthropics/claude-code #78566); MCP_TOOL_TIMEOUT otherwise; " + NOT_REMEASURED),
+        "progress_resets": (False, "clients.md §8: progress resets the 5-minute idle timeout of remote calls "
+                                   "(2.1.187), not the move to the background; " + NOT_REMEASURED)},
         profile=budget_profile(40000, 60000, 8000, shows_images=True, model_skips="content",
                                client_names=("claude-code",), model_apis=("anthropic",))),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
@@ -1536,7 +1565,9 @@ CLIENTS = {
     # model gets only that (codex-rs protocol/src/models.rs).  Name: codex-rs Implementation (0.171.0, measured).
     "codex": client_entry("Codex", config="codex", facts={
         "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
-        "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)")},
+        "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)"),
+        "call_seconds": (300, "clients.md §8: tool_timeout_sec 60 -> 120 -> 300 s (openai/codex PR #28234, "
+                              "June 2026); " + NOT_REMEASURED)},
         profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
                                model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
     # Gemini CLI never passes structuredContent to the model (0.61.0, measured).  It sends parametersJsonSchema:
@@ -1544,26 +1575,35 @@ CLIENTS = {
     "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
         "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
                            "generateValidName: the middle is cut out)"),
-        "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)")},
+        "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)"),
+        "call_seconds": (600, "clients.md §8: a server's timeout, 10 minutes by default; " + NOT_REMEASURED)},
         profile=budget_profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
                                client_names=("gemini-cli-mcp-client",))),
     # Copilot CLI: past 20,480 bytes of text (content's, "\n\n", structuredContent: both count) its model gets a
     # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry("Copilot CLI", facts={
-        "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)")},
+        "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)"),
+        "call_seconds": (180, "clients.md §8: a server's timeout, 180 s by default (github/copilot-cli #1378); "
+                              + NOT_REMEASURED)},
         profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
     # OpenCode keeps the head of a text over 51,200 bytes (or 2,000 lines) and saves the whole to its own file;
     # the model gets the text blocks alone, images in a user message after the result.
     "opencode": client_entry("OpenCode", facts={
         "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
-        "result_lines": (2000, "clients.md §7 (opencode 1.18.33)")},
+        "result_lines": (2000, "clients.md §7 (opencode 1.18.33)"),
+        "call_seconds": (SDK_CALL_SECONDS, "the TypeScript SDK's: no timeout passed to callTool "
+                                           "(anomalyco/opencode #28186); " + NOT_REMEASURED),
+        "progress_resets": (True, "clients.md §8: since anomalyco/opencode PR #32477 (June 2026; before it no "
+                                  "progressToken was sent); " + NOT_REMEASURED)},
         profile=budget_profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
                                client_names=("opencode",))),
     # Qwen Code turns a text over 28,000 characters into a <persisted-output> stub (its file, 2,000 characters);
     # the model gets structuredContent and the text.  Its clientInfo.name ends with the user's name for the server.
     "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
         "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
-                                "length)")},
+                                "length)"),
+        "call_seconds": (600, "clients.md §8: a server's timeout, tool calls 10 minutes by default; "
+                              + NOT_REMEASURED)},
         profile=budget_profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",))),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={
@@ -1573,7 +1613,8 @@ CLIENTS = {
         "model_tools": (50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4")}),
     # Any other client: under every character cut above (not Codex's bytes: CJK text needs the codex profile or
     # --max-response-bytes).  To check, the findings that affect every client.
-    "generic": client_entry("any other client", profile=budget_profile()),
+    "generic": client_entry("any other client", profile=budget_profile(), facts={
+        "call_seconds": (SDK_CALL_SECONDS, SDK_CLOCK_SOURCE), "progress_resets": (False, SDK_CLOCK_SOURCE)}),
     "anthropic": client_entry("Anthropic API", "api"),
     "openai": client_entry("OpenAI API", "api", facts={
         "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
@@ -2571,18 +2612,19 @@ class Spill:
         digest = hashlib.sha256(sample).hexdigest()[:10]
         return "%s_%s_id-%s_%s" % (stamp, safe_name(method or "message"), safe_name(str(msg_id), 24), digest)
 
-    def save(self, line, msg, method, text):
+    def save(self, line, msg, method, text, stem=None):
         """Write ``<stem>.json`` (the exact line), then ``save_text``: all or nothing."""
-        saved = self.save_line(line, method, msg.get("id"))
+        saved = self.save_line(line, method, msg.get("id"), stem)
         try:
             return self.save_text(saved, text)
         except BaseException:
             self.discard(saved)
             raise
 
-    def save_line(self, line, method, msg_id):
-        """Write ``<stem>.json``, the exact line; returns ``(stem, path)`` for ``save_text``."""
-        stem = self.stem(line, method, msg_id)
+    def save_line(self, line, method, msg_id, stem=None):
+        """Write ``<stem>.json``, the exact line; returns ``(stem, path)`` for ``save_text``.  ``stem``: one
+        ``stem()`` gave earlier (a detached call's answer is saved under the id its client was given)."""
+        stem = stem or self.stem(line, method, msg_id)
         with self.open_dir() as where:
             return stem, where.write(stem + ".json", line)
 
@@ -3064,18 +3106,26 @@ READ_CHUNK = 1 << 16
 WRITE_COPY_LIMIT = 1 << 16
 
 
+# Cancelled timers stay in the heap until they are due or, past this many and half of it, the heap is rebuilt
+# without them: a relay arms timers per request and cancels most of them (answers come in time).
+TIMERS_CANCELLED_LIMIT = 1024
+
+
 class Timer:
     """Handle returned by ``Loop.call_later``; ``cancel()`` stops it from firing."""
 
-    __slots__ = ("callback", "args", "cancelled")
+    __slots__ = ("callback", "args", "cancelled", "loop")
 
-    def __init__(self, callback, args):
+    def __init__(self, callback, args, loop):
         self.callback = callback
         self.args = args
         self.cancelled = False
+        self.loop = loop
 
     def cancel(self):
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            self.loop.timer_cancelled()
 
 
 class Loop:
@@ -3090,6 +3140,7 @@ class Loop:
         self.wake_w.setblocking(False)
         self.posted = collections.deque()
         self.timers = []
+        self.cancelled_timers = 0  # in self.timers
         self.sequence = itertools.count()
         self.callbacks = {}  # fd -> {event: callback}, a new dict on every change
         self.running = False
@@ -3127,9 +3178,16 @@ class Loop:
         self._update(fd, selectors.EVENT_WRITE, None)
 
     def call_later(self, delay, callback, *args):
-        timer = Timer(callback, args)
+        timer = Timer(callback, args, self)
         heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
         return timer
+
+    def timer_cancelled(self):
+        self.cancelled_timers += 1
+        if self.cancelled_timers > TIMERS_CANCELLED_LIMIT and self.cancelled_timers * 2 > len(self.timers):
+            self.timers[:] = [entry for entry in self.timers if not entry[2].cancelled]  # in place: _spin holds it
+            heapq.heapify(self.timers)
+            self.cancelled_timers = 0
 
     def post(self, callback, *args):
         """Run ``callback(*args)`` on the loop thread; safe from any thread or signal handler."""
@@ -3188,7 +3246,10 @@ class Loop:
             while timers and timers[0][0] <= now:
                 timer = heappop(timers)[2]
                 if not timer.cancelled:
+                    timer.cancelled = True  # fired: a cancel() from now on changes nothing
                     timer.callback(*timer.args)
+                else:
+                    self.cancelled_timers -= 1
 
     def close(self):
         self.selector.close()
@@ -7617,7 +7678,7 @@ class ToolFitting:
 
 
 # ---------------------------------------------------------------------------
-# Relay parts: options, request tracking and timeouts, trace, the reader tool, profiles, restarts
+# Relay parts: options, requests and their clocks (timeouts, heartbeats, detaching), the reader tool, profiles
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
@@ -7630,8 +7691,16 @@ SHUTTING_DOWN = "ocx-proxy is shutting down"
 # Longer upstream lines are routed on their envelope, parsed only when they may be rewritten.
 PEEK_LINE_BYTES = 64 * 1024
 _REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
-# Requests that last as long as the client wants: --request-timeout does not apply to them.
+# Requests that last as long as the client wants: --request-timeout, heartbeats and detaching do not apply to them.
 OPEN_ENDED = frozenset(["subscriptions/listen"])
+# A heartbeat shows the client progress this much above the last it saw (a billionth of it, when that is more).
+PROGRESS_STEP = 0.001
+# Progress values past this are passed as they are: no arithmetic on them.
+PROGRESS_LIMIT = 1e300
+# What the reader tool waits for a detached call's answer when the model says nothing (capped: ClientProfile).
+DETACH_WAIT_SECONDS = 10
+# DetachedCalls.reading: the reader call waits, and is answered later.
+WAITING = "waiting"
 
 
 # Everything the relay needs to know from the command line (relay_options_from_args).  A budget option
@@ -7639,13 +7708,17 @@ OPEN_ENDED = frozenset(["subscriptions/listen"])
 RelayOptions = collections.namedtuple(
     "RelayOptions", "client max_response_chars max_response_bytes max_image_bytes preview_chars output_dir "
     "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
-    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools")
+    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after")
 
 
 class Pending:
-    """A client request not answered yet (``params`` only where a preview or a rewrite needs them)."""
+    """A client request not answered yet (``params`` only where a preview or a rewrite needs them); its timers
+    (``timer``: --request-timeout; ``clock``: CallClock's, for the next heartbeat or ``detach_at``) and, when it
+    carries a progressToken that CallClock watches, the token and its ``key``, the last progress the client saw
+    (``shown``) and when the server or a heartbeat last spoke of it (``heard``)."""
 
-    __slots__ = ("msg_id", "method", "params", "version", "started", "timer")
+    __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
+                 "shown", "heard")
 
     def __init__(self, msg_id, method, params, version, started):
         self.msg_id = msg_id
@@ -7653,7 +7726,7 @@ class Pending:
         self.params = params
         self.version = version
         self.started = started
-        self.timer = None
+        self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
 
 
 class Trace:
@@ -7694,7 +7767,7 @@ class Trace:
         self.handle.close()
 
 
-READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline")
+READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline", "wait")
 SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more wait their turn
 READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
 
@@ -7719,8 +7792,10 @@ def reader_tool(taken=()):
             "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
             "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
             "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
-            "`[end of the text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows."
-            % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
+            "`[end of the text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows. A tool call that "
+            "ran past the time the client waits is answered early with a note that it is still running and its "
+            "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
+            "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
         "inputSchema": {"type": "object", "properties": {
             "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
             "line": {"type": "integer", "minimum": 1,
@@ -7735,8 +7810,20 @@ def reader_tool(taken=()):
             "path": {"type": "string", "maxLength": READER_MAX_PATTERN,
                      "description": "JSON path of the values to list, e.g. $.items[0:10].name"},
             "outline": {"type": "boolean", "description": "describe the nodes `path` selects (default $)"},
+            "wait": {"type": "number", "minimum": 0, "description": "seconds to wait for the result of a call "
+                     "still running (default %d; the relay answers before the client would stop waiting)"
+                     % DETACH_WAIT_SECONDS},
         }, "required": ["id"]},
     }
+
+
+def reader_wait(args):
+    """The reader's ``wait`` argument (seconds) in ``args``, DETACH_WAIT_SECONDS when not given; ValueError when it
+    is no number from 0."""
+    wait = args.get("wait", DETACH_WAIT_SECONDS)
+    if type(wait) not in (int, float) or not 0 <= wait < float("inf"):
+        raise ValueError("wait must be a number of seconds from 0, not %.40r" % (wait,))
+    return wait
 
 
 def take_messages(line, msgs, raws, taken, answer):
@@ -7762,15 +7849,17 @@ class Reader:
     ``advertise`` adds it to the last tools/list page (only from then on are calls of its name ours);
     ``claim`` takes those calls out of what the client sends and answers them through ``send(msg)``,
     within ``spill.budget``: a page at once, a search when it ends (SEARCHES_AT_ONCE at most beside the
-    loop); ``stop`` ends the searches at shutdown.
+    loop), a detached call's answer (``detached``: DetachedCalls) when it is there or the wait ends; ``stop``
+    ends the searches at shutdown.
     """
 
-    def __init__(self, spill, loop, send, closing, offered, use_threads=False):
+    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False):
         self.spill = spill
         self.loop = loop
         self.send = send
+        self.detached = detached
         self.closing = closing
-        self.offered = offered           # not with --no-reader-tool, nor when nothing spills
+        self.offered = offered           # not with --no-reader-tool, nor when nothing spills or is detached
         self.use_threads = use_threads
         self.server_tools = set()        # tool names the server listed: the reader tool must not take one
         self.searches = []               # pattern searches running (BoundedRun)
@@ -7798,8 +7887,9 @@ class Reader:
     def _is_call(self, msg):
         return "id" in msg and called_tool(msg) == self.spill.reader_name
 
-    def answer(self, msg):
-        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends)."""
+    def answer(self, msg, waited=False):
+        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends; a
+        detached call's answer: when it is there or ``wait`` ends, then ``waited``)."""
         params = msg["params"]
         args = params.get("arguments", {})
         helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
@@ -7816,6 +7906,18 @@ class Reader:
             if unknown or "id" not in args:
                 raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
             args = {name: value for name, value in args.items() if value is not None}  # null: not given
+            first = self.detached.reading(args.get("id"), 0 if waited else reader_wait(args),
+                                          lambda: self.answer(msg, True))
+            if first is WAITING:
+                return
+            if first is not None:  # a detached call: what became of it comes first
+                note, failed, readable = first
+                result["content"].insert(0, {"type": "text", "text": note})
+                if failed:
+                    result["isError"] = True
+                if not readable:
+                    del result["content"][1:]
+                    return self.send(result_response(msg["id"], result))
             pattern, path = args.get("pattern"), args.get("path", "$" if args.get("outline") else None)
             if pattern is not None and path is not None:
                 raise ValueError("give pattern or path, not both")
@@ -7834,7 +7936,7 @@ class Reader:
                                                                    context=args.get("context", 0), **budget))
             text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
                                          column=args.get("column", 1), **budget)
-            result["content"][0]["text"], result["content"][1]["text"] = text, hint
+            result["content"][-2]["text"], result["content"][-1]["text"] = text, hint
         except (ValueError, TypeError) as exc:
             self._error(result, exc)
         self.send(result_response(msg["id"], result))
@@ -7849,7 +7951,7 @@ class Reader:
             try:
                 if output is None:
                     raise ValueError(SHUTTING_DOWN if self.closing() else search.slow)
-                result["content"][0]["text"], result["content"][1]["text"] = search.answer(output)
+                result["content"][-2]["text"], result["content"][-1]["text"] = search.answer(output)
             except (ValueError, TypeError) as exc:
                 self._error(result, exc)
             self.send(result_response(msg["id"], result))
@@ -7992,12 +8094,14 @@ def repaired(line):
 
 class Requests:
     """The client requests not answered yet (``Pending`` by ``id_key``, each with its --request-timeout timer:
-    ``on_timeout(pending)`` answers it), and the last ABANDONED_LIMIT ids we answered ourselves."""
+    ``on_timeout(pending)`` answers it, and what ``clock``, a CallClock, watches), and the last ABANDONED_LIMIT ids
+    we answered ourselves."""
 
-    def __init__(self, loop, timeout, on_timeout):
+    def __init__(self, loop, timeout, on_timeout, clock):
         self.loop = loop
         self.timeout = timeout
         self.on_timeout = on_timeout
+        self.clock = clock
         self.pending = {}
         self.abandoned = collections.OrderedDict()
 
@@ -8008,6 +8112,7 @@ class Requests:
         if self.timeout > 0 and method not in OPEN_ENDED:
             pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
         self.pending[id_key(msg["id"])] = pending
+        self.clock.watch(pending, msg.get("params"))
 
     def is_open(self, pending):
         return self.pending.get(id_key(pending.msg_id)) is pending
@@ -8015,18 +8120,24 @@ class Requests:
     def take(self, key):
         """The request pending under ``key``, removed and its timer stopped (None: none)."""
         pending = self.pending.pop(key, None)
-        if pending is not None and pending.timer:
-            pending.timer.cancel()
+        if pending is not None:
+            if pending.timer:
+                pending.timer.cancel()
+            self.clock.end(pending)
         return pending
 
     def drop(self, key):
         """``take``, and abandon the request when it was pending: we answer it ourselves."""
         pending = self.take(key)
         if pending is not None:
-            self.abandoned[key] = True
-            while len(self.abandoned) > ABANDONED_LIMIT:
-                self.abandoned.popitem(last=False)
+            self.abandon(key)
         return pending
+
+    def abandon(self, key):
+        """The server's answer to ``key`` is to be dropped (``late``): the client has one already."""
+        self.abandoned[key] = True
+        while len(self.abandoned) > ABANDONED_LIMIT:
+            self.abandoned.popitem(last=False)
 
     def late(self, key):
         """True (once) when ``key`` was abandoned: its answer is to be dropped."""
@@ -8042,8 +8153,10 @@ class Requests:
 
 
 class ClientProfile:
-    """The client profile in use: ``spill.budget`` (set here only) and whether outputSchema is kept; with
-    --client auto, the generic one until the client's first request (``choose``)."""
+    """The client profile in use: ``spill.budget`` (set here only), whether outputSchema is kept and the client's
+    clock (``heartbeat`` and ``detach_after`` seconds, 0: off; ``progress_resets``; ``wait_cap``: the longest a
+    reader call waits for a detached call); with --client auto, the generic one until the client's first request
+    (``choose``)."""
 
     def __init__(self, spill, options):
         self.spill = spill
@@ -8055,6 +8168,12 @@ class ClientProfile:
         facts = client_profile(name)
         self.spill.budget = Budget.for_client(facts, self.options)
         self.keep_output_schema = self.options.keep_output_schema or not facts["strip_output_schema"]
+        given = self.options.heartbeat, self.options.detach_after
+        self.heartbeat = heartbeat_seconds(facts) if given[0] is None else given[0]
+        self.detach_after = detach_seconds(facts) if given[1] is None else given[1]
+        self.progress_resets = facts["progress_resets"]
+        self.wait_cap = self.detach_after or detach_seconds(facts)
+        self.call_seconds = facts["call_seconds"]
         self.name = name
 
     def choose(self, msg):
@@ -8069,8 +8188,279 @@ class ClientProfile:
         self.log("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
 
     def log(self, why):
-        log.info("client profile %s (%s): %s, outputSchema %s" % (
-            self.name, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed"))
+        clock = "%s, %s (its clock: %g s%s)" % (
+            "heartbeat every %g s" % self.heartbeat if self.heartbeat else "no heartbeat",
+            "tools/call detached after %g s" % self.detach_after if self.detach_after else "never detached",
+            self.call_seconds, ", progress resets it" if self.progress_resets else "")
+        log.info("client profile %s (%s): %s, outputSchema %s, %s" % (
+            self.name, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed", clock))
+
+
+def progress_number(value):
+    """``value`` when it is a progress the relay can count above (a JSON number within PROGRESS_LIMIT), else None."""
+    if type(value) in (int, float) and -PROGRESS_LIMIT < value < PROGRESS_LIMIT:
+        return value
+    return None
+
+
+def next_progress(last, value=None):
+    """The progress to show a client whose last one for a token was ``last`` (None: none yet; else a
+    ``progress_number``): the server's ``value`` when it is above ``last``, else just above ``last``; a heartbeat
+    (``value`` None) just above ``last``, 0 the first time.  Progress MUST increase, whoever sends it.  A
+    ``value`` that is no ``progress_number`` is returned as it is (the server's error, passed on)."""
+    if value is not None and progress_number(value) is None:
+        return value
+    if last is None:
+        return 0 if value is None else value
+    if value is not None and value > last:
+        return value
+    step = max(PROGRESS_STEP, abs(last) * 1e-9)
+    above = round(last + step, 6)  # 5.001, not 5.0009999999999994
+    return above if above > last else last + step
+
+
+class CallClock:
+    """The client's clock on each pending request, kept by the relay (``profile``, a ClientProfile: heartbeat,
+    detach_after, progress_resets).  ``watch`` arms one timer per request, for the first of: while the server says
+    nothing of a request with a progressToken for ``heartbeat`` seconds, the client gets progress from us
+    (``send``); a tools/call still unanswered after ``detach_after`` goes to ``on_detach(pending)``, unless our
+    heartbeats keep it alive (its client's clock starts again on progress).  ``progress`` passes the server's
+    progress on, raised when it would not be above what the client saw.  ``end`` (the request answered, cancelled,
+    timed out or detached) stops it all: no progress for that token reaches the client after it.  Nothing is
+    scanned per line or per request, and the server's progress moves no timer (``heard`` is read when it fires)."""
+
+    def __init__(self, loop, profile, send, on_detach):
+        self.loop = loop
+        self.profile = profile
+        self.send = send
+        self.on_detach = on_detach
+        self.tokens = {}                          # progress key -> the Pending that carries it
+        self.ended = collections.OrderedDict()    # progress keys of the last ABANDONED_LIMIT requests that ended
+
+    @property
+    def watching(self):
+        """True when a server progress notification may have to change (else it passes as it is)."""
+        return bool(self.tokens or self.ended)
+
+    def watch(self, pending, params):
+        heartbeat, detach = self.profile.heartbeat, self.profile.detach_after
+        if not (heartbeat or detach) or pending.method in OPEN_ENDED:
+            return
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        key = progress_key(meta.get("progressToken")) if isinstance(meta, dict) else None
+        if key is not None:
+            pending.token, pending.key = meta["progressToken"], key
+            self.tokens[key] = pending
+            self.ended.pop(key, None)
+            if heartbeat:
+                pending.heard = pending.started
+        kept_alive = key is not None and heartbeat and self.profile.progress_resets
+        if detach and pending.method == "tools/call" and not kept_alive:
+            pending.detach_at = pending.started + detach
+        self._arm(pending, pending.started)
+
+    def _arm(self, pending, now):
+        due = pending.detach_at
+        if pending.heard is not None and (due is None or pending.heard + self.profile.heartbeat < due):
+            due = pending.heard + self.profile.heartbeat
+        if due is not None:
+            pending.clock = self.loop.call_later(due - now, self._tick, pending)
+
+    def end(self, pending):
+        if pending.clock is not None:
+            pending.clock.cancel()
+            pending.clock = None
+        key = pending.key
+        if key is not None and self.tokens.get(key) is pending:
+            del self.tokens[key]
+            self.ended[key] = True
+            if len(self.ended) > ABANDONED_LIMIT:
+                self.ended.popitem(last=False)
+
+    def progress(self, msg):
+        """What goes to the client for the server's notifications/progress ``msg``: None, ``msg`` as it is;
+        False, nothing (its request has ended); else a copy whose progress is raised just above the last shown."""
+        params = msg.get("params")
+        key = progress_key(params.get("progressToken")) if isinstance(params, dict) else None
+        pending = self.tokens.get(key)
+        if pending is None:
+            return False if key is not None and key in self.ended else None
+        if pending.heard is not None:
+            pending.heard = time.monotonic()
+        value = params.get("progress")
+        shown = next_progress(pending.shown, value)
+        if progress_number(shown) is None:
+            return None
+        pending.shown = shown
+        return None if shown is value else dict(msg, params=dict(params, progress=shown))
+
+    def _tick(self, pending):
+        now = time.monotonic()
+        if pending.detach_at is not None and now >= pending.detach_at:
+            pending.detach_at = None
+            self.on_detach(pending)
+            if pending.clock is None:  # detached: ended
+                return
+        if pending.heard is not None and now - pending.heard >= self.profile.heartbeat * 0.999:
+            pending.shown, pending.heard = next_progress(pending.shown), now
+            self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                "progressToken": pending.token, "progress": pending.shown,
+                "message": "ocx-proxy: the server is still working (%d s)" % (now - pending.started)}})
+        self._arm(pending, now)
+
+
+def call_failure(msg):
+    """How the server's answer ``msg`` to a tool call says it failed, in words; None for a result."""
+    if "error" in msg:
+        error = msg["error"] if isinstance(msg["error"], dict) else {}
+        return "the JSON-RPC error %s: %s" % (error.get("code"), shorten(str(error.get("message")), 200))
+    result = msg.get("result")
+    if isinstance(result, dict) and result.get("isError") is True:
+        return "a tool error (isError)"
+    if isinstance(result, dict) and result.get("resultType", "complete") != "complete":
+        return "resultType %s, which ocx-proxy cannot follow for a detached call: call the tool again" % shorten(
+            str(result.get("resultType")), 40)
+    return None
+
+
+class Detached:
+    """A tool call the relay answered itself at --detach-after (DetachedCalls), under the id its client was given
+    (``stem``: the name its answer is saved under, like a spill's)."""
+
+    __slots__ = ("stem", "msg_id", "started", "outcome", "note", "waiters", "timer")
+
+    def __init__(self, stem, msg_id, started):
+        self.stem = stem
+        self.msg_id = msg_id
+        self.started = started
+        self.outcome = None   # None: running; "result", "error": saved as the spill ``stem``; "lost": no answer
+        self.note = None      # what the reader says of it once it ended
+        self.waiters = []     # [callback, Timer] of the reader calls waiting for it
+        self.timer = None     # the rest of its --request-timeout
+
+    def seconds(self):
+        return time.monotonic() - self.started
+
+
+class DetachedCalls:
+    """Tool calls answered by us at --detach-after while the server works on (``detach``).  The server's answer
+    is saved like a spill under the id the client was given (``answered``); the reader tool reads it, waiting while
+    it runs (``reading``); a call that ends without one says why (``cancelled`` by the client, --request-timeout,
+    ``lost`` with its server, ``fail``: an answer that could not be read, ``stop``: the relay ends, and cancels
+    those still running upstream through ``cancel_upstream(msg_id, reason)``)."""
+
+    def __init__(self, spill, loop, profile, requests, cancel_upstream, request_timeout):
+        self.spill = spill
+        self.loop = loop
+        self.profile = profile
+        self.requests = requests
+        self.cancel_upstream = cancel_upstream
+        self.request_timeout = request_timeout
+        self.by_request = {}   # id_key of the request -> Detached, while the server owes its answer
+        self.by_id = {}        # the id given to the client -> Detached: this session's
+
+    def detach(self, pending):
+        """The answer to ``pending`` (a tools/call taken from Requests): a short result saying it still runs."""
+        record = Detached(self.spill.stem(os.urandom(16), pending.method, pending.msg_id), pending.msg_id,
+                          pending.started)
+        self.by_request[id_key(pending.msg_id)] = self.by_id[record.stem] = record
+        if self.request_timeout > 0:
+            record.timer = self.loop.call_later(max(0.0, self.request_timeout - record.seconds()), self._expired,
+                                                record)
+        log.info("tools/call %r still running after %d s: answered, its answer will be kept as %s"
+                 % (pending.msg_id, record.seconds(), record.stem))
+        note = ('[ocx-proxy: this tool call is still running on the server (%d s so far), longer than this client '
+                'waits for a tool; its result is kept when it comes. The %s tool of this server returns it, id="%s", '
+                'waiting for it up to `wait` seconds (at most %d)]'
+                % (record.seconds(), self.spill.reader_name, record.stem, self.profile.wait_cap))
+        result = {"content": [{"type": "text", "text": note}], "_meta": {"ocx-proxy/detached": {"id": record.stem}}}
+        if is_modern(pending.version):
+            result["resultType"] = "complete"
+        return result_response(pending.msg_id, result)
+
+    def answered(self, key, line, msg):
+        """The server's answer ``msg`` (``line``, its bytes) to the detached call ``key``: saved, readers woken."""
+        record = self.by_request.pop(key)
+        failure = call_failure(msg)
+        try:
+            self.spill.save(line, msg, "tools/call", readable_text(msg, "tools/call"), stem=record.stem)
+        except OSError as exc:
+            log.error("could not save the answer to detached call %s: %s" % (record.stem, exc))
+            return self._end(record, "lost", "ocx-proxy could not save its answer under %s: %s"
+                             % (self.spill.output_dir, exc.strerror or exc))
+        how = "failed on the server after %d s, with %s:" % (record.seconds(), failure) if failure else \
+            "finished on the server after %d s; its result:" % record.seconds()
+        self._end(record, "error" if failure else "result", "[ocx-proxy: the call %s]" % how)
+
+    def reading(self, call_id, wait, then):
+        """What the reader says first of ``call_id`` when it is a detached call's id, else None: ``(note, failed,
+        readable)``, ``readable`` when its answer is saved as the spill ``call_id``; or WAITING when it is still
+        running and ``wait`` (seconds, capped at ``profile.wait_cap``) is not 0: ``then()`` comes when the answer
+        does or the wait ends.  ValueError when the call ended without an answer."""
+        record = self.by_id.get(call_id) if isinstance(call_id, str) else None
+        if record is None:
+            return None
+        if record.outcome is None:
+            wait = min(wait, self.profile.wait_cap)
+            if wait <= 0:
+                return ('[ocx-proxy: the call id="%s" is still running on the server (%d s so far)]'
+                        % (call_id, record.seconds()), False, False)
+            entry = [then, None]
+            entry[1] = self.loop.call_later(wait, self._waited, record, entry)
+            record.waiters.append(entry)
+            return WAITING
+        if record.outcome == "lost":
+            raise ValueError('the call id="%s" has no result: %s' % (call_id, record.note))
+        return record.note, record.outcome == "error", True
+
+    def _waited(self, record, entry):
+        if any(waiting is entry for waiting in record.waiters):
+            record.waiters = [waiting for waiting in record.waiters if waiting is not entry]
+            entry[0]()
+
+    def _end(self, record, outcome, note):
+        record.outcome, record.note = outcome, note
+        self.by_request.pop(id_key(record.msg_id), None)
+        if record.timer is not None:
+            record.timer.cancel()
+        waiters, record.waiters = record.waiters, []
+        for then, timer in waiters:
+            timer.cancel()
+            then()
+
+    def _give_up(self, key, note):
+        """End the detached call ``key`` without its answer; the server's answer, if it comes, is dropped."""
+        record = self.by_request.get(key)
+        if record is None:
+            return False
+        self.requests.abandon(key)
+        self._end(record, "lost", note % record.seconds())
+        return True
+
+    def cancelled(self, key):
+        """The client cancelled request ``key`` (relayed upstream): True when it was a detached call."""
+        return self._give_up(key, "the client cancelled it after %d s")
+
+    def fail(self, key, defect):
+        """The server's answer to ``key`` could not be relayed (``defect``): True when it was a detached call."""
+        return self._give_up(key, "its answer from the server %s (after %%d s)" % defect.replace("%", "%%"))
+
+    def _expired(self, record):
+        self.cancel_upstream(record.msg_id, "ocx-proxy request timeout")
+        self.requests.abandon(id_key(record.msg_id))
+        self._end(record, "lost", "it timed out after %g s (ocx-proxy --request-timeout) and was cancelled"
+                  % self.request_timeout)
+
+    def lost(self, reason):
+        """The server exited: the calls it owed answers to have none."""
+        for record in list(self.by_request.values()):
+            self._end(record, "lost", "the server exited before answering (%s)" % reason)
+
+    def stop(self):
+        """The relay ends: the calls still running are cancelled upstream, and their readers answered."""
+        for record in list(self.by_request.values()):
+            self.cancel_upstream(record.msg_id, SHUTTING_DOWN)
+            self._end(record, "lost", "%s; it was cancelled after %d s" % (SHUTTING_DOWN, record.seconds()))
 
 
 class Supervisor:
@@ -8197,8 +8587,13 @@ class Relay:
         self.options = options
         self.spill = Spill(options.output_dir, retention_days=options.retention_days)
         self.profile = ClientProfile(self.spill, options)
-        self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing,
-                             options.reader_tool and self.spill.budget.check_above > 0, options.use_threads)
+        self.clock = CallClock(loop, self.profile, self._answer, self._detach)
+        self.requests = Requests(loop, options.request_timeout, self._timed_out, self.clock)
+        self.detached = DetachedCalls(self.spill, loop, self.profile, self.requests, self._cancel_upstream,
+                                      options.request_timeout)
+        # The reader tool returns what spilled and what detached calls answered: with neither, it is not offered.
+        self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing, options.reader_tool and (
+            self.spill.budget.check_above > 0 or options.detach_after != 0), self.detached, options.use_threads)
         # What we change in answers, by their request's method (after Upstream.rewrites; see _may_change).
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
@@ -8218,7 +8613,6 @@ class Relay:
         # Backpressure (--max-buffer-bytes): a side waits while the other has too much to read.
         self.upstream_held = False       # the client is not reading: the upstream waits
         self.client_held = False         # the upstream is not reading: the client waits
-        self.requests = Requests(loop, options.request_timeout, self._timed_out)
         self.supervisor = Supervisor(loop, make_upstream, options.restart, self._upstream_line, self._upstream_exit,
                                      lambda: self.upstream_held, lambda: self.closing)
         self.behind_spill = None         # upstream lines waiting for a big answer's spill (a list)
@@ -8251,6 +8645,8 @@ class Relay:
         first = not self.closing
         self.closing = True
         log.debug("shutting down: %s" % reason)
+        if first:
+            self.detached.stop()  # cancelled upstream while it still reads
         upstream = self.upstream
         if upstream is None or upstream.exited:
             if first:
@@ -8381,7 +8777,9 @@ class Relay:
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
-                self.requests.take(id_key(params["requestId"]))
+                key = id_key(params["requestId"])
+                if self.requests.take(key) is None:
+                    self.detached.cancelled(key)  # the notification goes on to the server all the same
 
     def _send_upstream(self, line, items):
         state, reason = self.supervisor.state, self.supervisor.dead_reason
@@ -8414,10 +8812,26 @@ class Relay:
         log.warning("%s request %r timed out after %gs" % (pending.method, pending.msg_id, seconds))
         self._answer_error(pending.msg_id, REQUEST_TIMEOUT,
                            "Request timed out after %g s (ocx-proxy --request-timeout)" % seconds)
-        if pending.method != "initialize" and self.upstream is not None and self.supervisor.state != UPSTREAM_DEAD:
-            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": pending.msg_id, "reason": "ocx-proxy request timeout"}}
-            self.upstream.send(encode_message(cancel))
+        if pending.method != "initialize":
+            self._cancel_upstream(pending.msg_id, "ocx-proxy request timeout")
+
+    def _cancel_upstream(self, msg_id, reason):
+        """Tell the server to stop working on our request ``msg_id``."""
+        if self.upstream is not None and self.supervisor.state != UPSTREAM_DEAD:
+            self.upstream.send(encode_message({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                               "params": {"requestId": msg_id, "reason": reason}}))
+
+    def _detach(self, pending):
+        """CallClock: the tools/call ``pending`` reached --detach-after: answered here (DetachedCalls), when the
+        reader tool that will return its answer was listed to the client."""
+        if not self.requests.is_open(pending):
+            return
+        if self.spill.reader_name is None:
+            log.info("tools/call %r is past --detach-after, but the client has not listed the reader tool that would "
+                     "return its answer: it waits for the server" % (pending.msg_id,))
+            return
+        self.requests.take(id_key(pending.msg_id))
+        self._answer(self.detached.detach(pending))
 
     # -- upstream -> client ------------------------------------------------
 
@@ -8464,11 +8878,23 @@ class Relay:
                 self.supervisor.replay_answered(msg)
                 return
             key = id_key(msg["id"])
+            if key in self.detached.by_request:
+                if self.trace:
+                    self.trace.record("upstream->detached", msg, len(line))
+                self.detached.answered(key, line, msg)
+                return
             if self.requests.late(key):
                 log.info("dropped a late answer to timed-out request %r" % msg["id"])
                 return
             pending = self.requests.pending.get(key)
             answers = [msg]
+        elif msg["method"] == "notifications/progress" and self.clock.watching:
+            progress = self.clock.progress(msg)
+            if progress is False:
+                log.debug("dropped the server's progress for a request that has its answer")
+                return
+            if progress is not None:
+                msg, line = progress, encode_message(progress)[:-1]
         self._forward(line, msg, pending)
         for answer in answers:  # only now: a request is pending until its answer is on its way
             self._complete(answer)
@@ -8483,11 +8909,13 @@ class Relay:
         pending = None
         if kind == "response":
             key = id_key(envelope.id)
-            if key in self.requests.abandoned or self.supervisor.is_replay_answer(envelope.id):
+            if (key in self.requests.abandoned or key in self.detached.by_request
+                    or self.supervisor.is_replay_answer(envelope.id)):
                 return False
             pending = self.requests.pending.get(key)
         method = pending.method if pending else envelope.method
-        if method == "initialize" or not relayable_unparsed(line):
+        if (method == "initialize" or not relayable_unparsed(line)
+                or method == "notifications/progress" and self.clock.watching):
             return False
         if self._may_change(line, kind, method, pending):
             return self._spill_later(line, envelope, pending)
@@ -8573,6 +9001,9 @@ class Relay:
                 self._answer_error(pending.msg_id, INTERNAL_ERROR,
                                    "ocx-proxy could not relay the server's answer: it %s" % defect)
                 return
+            if not envelope.has_method and self.detached.fail(id_key(envelope.id), defect):
+                log.warning("the upstream's answer to detached call %r %s: %s" % (envelope.id, defect, shown))
+                return
             if envelope.kind() == "request":
                 log.warning("the upstream sent a request that %s; answered it with -32603: %s" % (defect, shown))
                 return self._error_upstream(envelope.id, INTERNAL_ERROR,
@@ -8624,6 +9055,9 @@ class Relay:
         if pending is not None:
             log.warning("%s; request %r answered with an error" % (message, msg_id))
             self._answer_error(msg_id, UPSTREAM_ERROR, message)
+        elif msg_id is not None and not envelope.has_method and self.detached.fail(
+                id_key(msg_id), "was %d bytes, over --max-message-bytes" % line.size):
+            log.warning("%s; detached call %r has no answer" % (message, msg_id))
         elif envelope.has_method and msg_id is not None:
             log.warning("%s; the upstream's %s request %r gets an error" % (message, envelope.method, msg_id))
             self._send_upstream_bytes(encode_message(error_response(msg_id, INVALID_REQUEST, message)))
@@ -8674,6 +9108,7 @@ class Relay:
             return
         log.warning(reason)
         self._fail_all_pending(reason)
+        self.detached.lost(reason)
         self._release_client()  # nothing waits for that upstream any more
         self.supervisor.exited(reason)
 
@@ -11804,6 +12239,16 @@ def non_negative_float(text):
     return value
 
 
+def seconds_or_off(minimum):
+    """Converter: a number of seconds of at least ``minimum``, or 0 (off)."""
+    def convert(text):
+        value = non_negative_float(text)
+        if 0 < value < minimum:
+            raise ValueError("must be 0 (off) or at least %g" % minimum)
+        return value
+    return convert
+
+
 max_chars_value = int_at_least(500, "never spill")
 max_bytes_value = int_at_least(500, "no byte limit")
 
@@ -11953,6 +12398,17 @@ def add_relay_options(parser):
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
                    metavar="SECONDS", help="answer a request unanswered after this many seconds with an error and "
                                            "cancel it upstream; 0 = no timeout (default %(default)s)")
+    generic = client_profile("generic")
+    add_env_option(group, "--heartbeat", "HEARTBEAT", seconds_or_off(0.1), "a number of seconds", None,
+                   metavar="SECONDS", help="while the server says nothing of a request that carries a progressToken "
+                   "for this long, send the client progress ourselves (its clock may start again); 0 = off; the "
+                   "profile's: min(30, the client's call deadline / 4), %g s for generic (default %%(default)s)"
+                   % heartbeat_seconds(generic))
+    add_env_option(group, "--detach-after", "DETACH_AFTER", seconds_or_off(0.1), "a number of seconds", None,
+                   metavar="SECONDS", help="answer a tools/call still running after this long ourselves, before the "
+                   "client gives up: it goes on, and %s returns its result by the id named; 0 = never; the "
+                   "profile's: the client's call deadline less 10 s or a tenth, %g s for generic (default "
+                   "%%(default)s)" % (READER_TOOL_NAME, detach_seconds(generic)))
     add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0, metavar="N",
                    help="restart a crashed upstream up to N times, replaying initialize (default %(default)s)")
     levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
@@ -11974,7 +12430,8 @@ def add_relay_options(parser):
 # RelayOptions' parameters that take the option of the same name.
 RELAY_OPTION_NAMES = ("client", "max_response_chars", "max_response_bytes", "max_image_bytes", "preview_chars",
                       "output_dir", "retention_days", "request_timeout", "restart", "keep_output_schema",
-                      "max_message_bytes", "max_buffer_bytes", "fit_tools", "allow_tools", "deny_tools")
+                      "max_message_bytes", "max_buffer_bytes", "fit_tools", "allow_tools", "deny_tools", "heartbeat",
+                      "detach_after")
 
 
 def relay_options_from_args(args):

@@ -64,6 +64,10 @@ def test_help_explains_every_option_with_its_default(command):
     (["stdio", "--env", "A=B", "--"], "needs the server command"),
     (["stdio", "--bogus", "x"], "--bogus"),
     (["check", "stdio", "--env", "A=B"], "needs the server command"),
+    (["stdio", "--heartbeat", "-1", "--", "x"], "--heartbeat"),
+    (["stdio", "--heartbeat", "0.01", "--", "x"], "must be 0 (off) or at least 0.1"),
+    (["stdio", "--detach-after", "soon", "--", "x"], "--detach-after"),
+    (["stdio", "--detach-after", "inf", "--", "x"], "--detach-after"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, needle):
     status, out, err = run(args)
@@ -80,6 +84,8 @@ def test_bad_usage_exits_2_with_one_line(args, needle):
     (["stdio", "--", "x"], "OCX_PROXY_MAX_RESPONSE_BYTES", "100"),
     (["sse", "--url", "http://127.0.0.1:9/sse"], "OCX_PROXY_TIMEOUT_SECONDS", "-1"),
     (["check", "sse", "--url", "http://127.0.0.1:9/sse"], "OCX_PROXY_MAX_MESSAGE_BYTES", "10"),
+    (["stdio", "--", "x"], "OCX_PROXY_HEARTBEAT", "0.05"),
+    (["stdio", "--", "x"], "OCX_PROXY_DETACH_AFTER", "-3"),
 ])
 def test_invalid_env_twin_is_a_usage_error(args, name, value):
     status, _, err = run(args, env=dict(os.environ, **{name: value}))

@@ -54,7 +54,7 @@ def profiles():
 
 def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "model_skips",
-            "client_names", "model_apis"}
+            "client_names", "model_apis", "call_seconds", "progress_resets"}
     # gemini-api: for the clients that hand a catalog to the Gemini API's legacy parameters (no cut known)
     assert set(profiles()) == set(CLIENT_CUTS) | {"generic", "gemini-api"}
     for name, profile in profiles().items():
@@ -107,7 +107,9 @@ def test_every_client_has_a_source_for_every_fact():
         assert set(client["sources"]) == set(client["facts"]), name
         for fact, source in client["sources"].items():
             assert isinstance(source, str) and len(source) > 10, (name, fact)
-            assert isinstance(client["facts"][fact], int) and client["facts"][fact] > 0, (name, fact)
+            value = client["facts"][fact]
+            assert value in (True, False) if fact == "progress_resets" else type(value) is int and value > 0, \
+                (name, fact)
         assert client["kind"] in ("agent", "api") and client["config"] in op.CONFIG_FORMATS + (None,), name
         assert client["profile"] is None or client["kind"] == "agent" or name == "gemini-api", name
         for alias, commands in client["aliases"].items():
@@ -181,3 +183,37 @@ def test_the_combined_counts_of_a_config_are_the_catalog_rules_with_their_source
         assert finding.source == {"ref": row.ref, "observed": row.observed}
     assert "60 tools in all" in findings[0].message and "200000 bytes for 60 tools in all" in findings[1].message
     assert op.combined_findings("codex", [server], [result])[0] == []   # Codex: no count rule
+
+
+# -- the clients' clocks (issue 29) ------------------------------------------------
+
+# clients.md section 8, public sources: (seconds a tool call may take, whether progress resets that clock)
+CLIENT_CLOCKS = {
+    "generic": (60, False),       # the TypeScript SDK's, which most clients inherit
+    "cursor": (60, False),        # nothing published: the SDK's
+    "claude-code": (120, False),  # moved to the background past 120 s; progress resets only its idle clock
+    "codex": (300, False),        # tool_timeout_sec, openai/codex PR #28234
+    "gemini-cli": (600, False),
+    "copilot": (180, False),      # github/copilot-cli #1378
+    "opencode": (60, True),       # the SDK's, progress resets it since PR #32477
+    "qwen-code": (600, False),
+    "gemini-api": (60, False),
+}
+
+
+def test_each_clients_clock_is_a_fact_with_its_public_source_and_its_profiles_defaults_beat_it():
+    for name, (seconds, resets) in CLIENT_CLOCKS.items():
+        profile = profiles()[name]
+        assert (profile["call_seconds"], profile["progress_resets"]) == (seconds, resets), name
+        heartbeat, detach = op.heartbeat_seconds(profile), op.detach_seconds(profile)
+        assert 0 < heartbeat <= min(30, seconds / 4.0), name   # several beats before the clock runs out
+        assert 0 < detach <= seconds - 10 and detach <= seconds * 0.9, name   # answered in time, with a margin
+    for name, client in op.CLIENTS.items():
+        for fact in ("call_seconds", "progress_resets"):
+            if fact in client["facts"]:
+                assert "clients.md §8" in client["sources"][fact] or "#" in client["sources"][fact], name
+                assert client["sources"][fact].endswith("public source, not re-measured"), (name, fact)
+    assert {n for n, c in op.CLIENTS.items() if "call_seconds" in c["facts"]} == {
+        "generic", "claude-code", "codex", "gemini-cli", "copilot", "opencode", "qwen-code"}
+    assert (op.heartbeat_seconds(profiles()["generic"]), op.detach_seconds(profiles()["generic"])) == (15, 50)
+    assert (op.heartbeat_seconds(profiles()["codex"]), op.detach_seconds(profiles()["codex"])) == (30, 270)

@@ -199,3 +199,20 @@ def test_a_bounded_run_gives_its_output_or_is_killed_at_its_bound_while_the_loop
     assert outputs == [b"cba" * 50000, None]  # the endless one: killed at its bound, no output
     assert 0.49 <= time.monotonic() - started < 5   # a timer may fire a clock tick early
     assert len(ticks) >= 8  # the loop kept turning meanwhile
+
+
+def test_cancelled_timers_leave_the_heap_and_the_others_still_fire_in_order(loop):
+    """A relay arms a timer per pending request (--request-timeout, heartbeats, --detach-after) and cancels it
+    when the answer comes: those must not pile up for the minutes they would have waited."""
+    fired = []
+    for n in range(100000):
+        loop.call_later(60 + n * 1e-6, fired.append, n).cancel()
+    assert len(loop.timers) < 5000
+    kept = [loop.call_later(0.01 * n, fired.append, n) for n in (3, 1, 2)]
+    for n in range(3000):
+        loop.call_later(60, fired.append, -1).cancel()
+    kept[1].cancel()
+    kept[1].cancel()   # twice is once
+    loop.call_later(0.05, loop.stop)
+    loop.run()
+    assert fired == [2, 3] and len(loop.timers) < 5000

@@ -1570,3 +1570,292 @@ def test_env_twins_of_the_profile_options(relay_factory):
     relay = start_as(relay_factory, "claude-code", env=dict(env, OCX_PROXY_MAX_IMAGE_BYTES="1000"))
     assert is_spilled(relay.call("image", {"kb": 40}))
     relay.close()
+
+
+# -- long calls: heartbeats and detached results (issue 29) ---------------------------
+
+def progress_sent(relay, token):
+    """The params of every notifications/progress for ``token`` the client got so far, in order, and the
+    index in ``relay.raw_lines`` of each."""
+    found = []
+    for n, raw in enumerate(list(relay.raw_lines)):
+        msg = json.loads(raw)
+        if msg.get("method") == "notifications/progress" and msg["params"]["progressToken"] == token:
+            found.append((n, msg["params"]))
+    return found
+
+
+def answer_index(relay, msg_id):
+    return next(n for n, raw in enumerate(list(relay.raw_lines))
+                if json.loads(raw).get("id") == msg_id and "method" not in json.loads(raw))
+
+
+def with_token(name, arguments, token):
+    return {"name": name, "arguments": arguments, "_meta": {"progressToken": token}}
+
+
+def test_heartbeats_while_the_server_is_silent_go_up_and_stop_at_the_answer(relay_factory, io_mode):
+    relay = relay_factory(["--heartbeat", "0.2", "--detach-after", "0", "--io", io_mode])
+    relay.initialize()
+    reply, before = relay.request("tools/call", with_token("sleep", {"seconds": 1.3}, "tok"), msg_id="h1")
+    assert reply["result"]["content"][0]["text"] == "slept"
+    beats = [params for _, params in progress_sent(relay, "tok")]
+    assert 3 <= len(beats) <= 7 and len(before) == len(beats), before
+    values = [params["progress"] for params in beats]
+    assert values[0] == 0 and all(a < b for a, b in zip(values, values[1:])), values
+    assert all(re.match(r"ocx-proxy: the server is still working \(\d+ s\)\Z", params["message"]) for params in beats)
+    time.sleep(0.7)  # heartbeats would have come by now
+    assert relay.request("ping")[1] == []
+    assert all(n < answer_index(relay, "h1") for n, _ in progress_sent(relay, "tok"))
+    reply, before = relay.request("tools/call", {"name": "sleep", "arguments": {"seconds": 0.7}}, msg_id="h2")
+    assert reply["result"]["content"][0]["text"] == "slept" and before == []  # no progressToken: no heartbeat
+    assert relay.close() == 0
+
+
+def test_the_servers_own_progress_passes_and_is_raised_above_a_heartbeat(relay_factory):
+    relay = relay_factory(["--heartbeat", "0.2"])
+    relay.initialize()
+    steps = [[0.1, 5, "five"], [0.85, 1, "one"], [0.9, 50, "fifty"]]
+    reply, _ = relay.request("tools/call", with_token("slow", {"seconds": 1.1, "progress": steps}, "tok"),
+                             msg_id="p1")
+    assert reply["result"]["content"][0]["text"] == "slept"
+    sent = progress_sent(relay, "tok")
+    values = [params["progress"] for _, params in sent]
+    assert all(a < b for a, b in zip(values, values[1:])), values
+    by_message = {params.get("message"): (n, params) for n, params in sent}
+    five_at, five = by_message["five"]
+    assert relay.raw_lines[five_at] == (b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":'
+                                        b'"tok","progress":5,"total":100,"message":"five"}}\n')  # as the server wrote it
+    one_at, one = by_message["one"]
+    beats = [params for n, params in sent if five_at < n < one_at]
+    assert len(beats) >= 2 and all("still working" in params["message"] for params in beats)
+    assert one == {"progressToken": "tok", "progress": one["progress"], "total": 100, "message": "one"}
+    assert one["progress"] > beats[-1]["progress"] > 5   # raised just above the last the client saw
+    assert one["progress"] < 6 and by_message["fifty"][1]["progress"] == 50
+    assert all(n < answer_index(relay, "p1") for n, _ in sent)
+    assert relay.close() == 0
+
+
+def detached_id(reply):
+    result = reply["result"]
+    assert "isError" not in result and [block["type"] for block in result["content"]] == ["text"], result
+    note = result["content"][0]["text"]
+    assert "still running on the server" in note and "read_spilled_output" in note, note
+    return re.search(r'id="([^"]+)"', note).group(1)
+
+
+def read_detached(relay, call_id, **arguments):
+    """Every page of detached call ``call_id`` through the reader: (the notes, the text of the pages)."""
+    notes, pages, where = [], [], (1, 1)
+    while where is not None:
+        result = relay.call("read_spilled_output", dict(arguments, id=call_id, line=where[0], column=where[1]),
+                            timeout=15)["result"]
+        note, page, hint = [block["text"] for block in result["content"]]
+        notes.append((note, result.get("isError", False)))
+        pages.append(page)
+        where = next_call(hint)
+    return notes, "".join(pages)
+
+
+def test_a_call_past_detach_after_is_answered_in_time_and_read_whole_once_it_ends(relay_factory, tmp_path):
+    relay = relay_factory(["--detach-after", "1", "--max-response-chars", "3000", "--trace", str(tmp_path / "trace")])
+    relay.initialize()
+    relay.request("tools/list")  # the reader tool is ours: a detached result can be read
+    started = time.monotonic()
+    pad = "数据 é\t\"q\" "
+    reply = relay.call("slow", {"seconds": 1.6, "then": "lines", "with": {"n": 2000, "pad": pad}}, msg_id="d1")
+    assert 0.9 < time.monotonic() - started < 1.5
+    call_id = detached_id(reply)
+    assert op.SPILL_NAME_RE.match(call_id)
+    asked = time.monotonic()
+    first = relay.call("read_spilled_output", {"id": call_id, "wait": 100, "lines": 2})["result"]
+    assert time.monotonic() - asked < 0.95   # answered when the server's answer came, before the wait's cap (1 s)
+    assert [block["text"] for block in first["content"]][1] == "line 0 %s\nline 1 %s\n" % (pad, pad)
+    notes, text = read_detached(relay, call_id)
+    expected = "\n".join("line %d %s" % (i, pad) for i in range(2000))
+    assert text == expected and len(notes) > 10   # paged like any spill, byte for byte
+    assert all(re.match(r"\[ocx-proxy: the call finished on the server after \d+ s; its result:\]\Z", note)
+               and not failed for note, failed in notes)
+    saved = tmp_path / "spill" / (call_id + ".json")
+    line = json.dumps({"jsonrpc": "2.0", "id": "d1", "result": {"content": [{"type": "text", "text": expected}]}},
+                      separators=(",", ":"), ensure_ascii=False)
+    assert saved.read_bytes() == line.encode("utf-8")   # the server's answer, exact
+    for path in (saved, tmp_path / "spill" / (call_id + ".txt")):
+        assert stat.S_IMODE(os.stat(str(path)).st_mode) == 0o600
+    assert sum(1 for raw in relay.raw_lines if b'"id":"d1"' in raw) == 1   # the client got one answer
+    assert relay.close() == 0
+    traced = [(r["dir"], r.get("method")) for r in map(json.loads, (tmp_path / "trace").read_text().splitlines())
+              if r.get("id") == "d1"]
+    assert traced == [("client->upstream", "tools/call"), ("proxy->client", None), ("upstream->detached", None)]
+
+
+def test_a_detached_call_that_fails_on_the_server_is_said_plainly(relay_factory):
+    relay = relay_factory(["--detach-after", "0.3"])
+    relay.initialize()
+    relay.request("tools/list")
+    failing = {"error": ("error_big", {"n": 50}), "tool error": ("big", {"n": 50, "isError": True})}
+    ids = {kind: detached_id(relay.call("slow", {"seconds": 0.6, "then": then, "with": arguments}))
+           for kind, (then, arguments) in failing.items()}
+    notes, text = read_detached(relay, ids["error"], wait=5)
+    assert len(notes) == 1 and notes[0][1] is True and text.startswith("E" * 50)
+    assert re.match(r"\[ocx-proxy: the call failed on the server after \d+ s, with the JSON-RPC error -32603: E{50}:\]\Z",
+                    notes[0][0]), notes
+    notes, text = read_detached(relay, ids["tool error"], wait=5)
+    assert notes[0][1] is True and "a tool error (isError)" in notes[0][0] and text == "x" * 50
+    assert relay.close() == 0
+
+
+def test_the_reader_says_still_running_and_an_unknown_id_is_a_clear_error(relay_factory):
+    relay = relay_factory(["--detach-after", "0.3"])
+    relay.initialize()
+    relay.request("tools/list")
+    reply = relay.request("tools/call", modern({"name": "never"}), msg_id="n1")[0]
+    assert reply["result"]["resultType"] == "complete"   # its era's result
+    call_id = detached_id(reply)
+    asked = time.monotonic()
+    result = relay.call("read_spilled_output", {"id": call_id, "wait": 0.2})["result"]
+    assert 0.15 < time.monotonic() - asked < 1.0 and "isError" not in result
+    assert re.match(r'\[ocx-proxy: the call id="%s" is still running on the server \(\d+ s so far\)\]\Z' % call_id,
+                    result["content"][0]["text"]) and len(result["content"]) == 1
+    asked = time.monotonic()
+    for arguments, message in (({"id": "20990101T000000Z_x", "wait": 5}, "unknown spill id"),
+                               ({"id": call_id, "wait": -1}, "wait must be a number of seconds from 0"),
+                               ({"id": call_id, "wait": "5"}, "wait must be a number of seconds from 0"),
+                               ({"id": call_id, "wait": True}, "wait must be a number of seconds from 0")):
+        result = relay.call("read_spilled_output", arguments)["result"]
+        assert result["isError"] is True and message in result["content"][0]["text"], arguments
+    assert time.monotonic() - asked < 1.0   # none of them waited
+    assert relay.close() == 0
+    assert "Traceback" not in relay.stderr
+
+
+def cancels_received(record):
+    return [json.loads(line)["params"]["requestId"] for line in record.read_text().splitlines()
+            if '"notifications/cancelled"' in line]
+
+
+def test_detached_calls_still_running_are_cancelled_upstream_when_the_relay_ends(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--detach-after", "0.3"], ["--record", str(record)])
+    relay.initialize()
+    relay.request("tools/list")
+    detached_id(relay.call("never", msg_id="left"))
+    detached_id(relay.call("slow", {"seconds": 0.5}, msg_id="ended"))
+    time.sleep(0.6)
+    assert relay.close() == 0
+    assert cancels_received(record) == ["left"]
+
+
+def test_the_clients_cancel_after_detaching_reaches_the_server_and_ends_the_call(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--detach-after", "0.3"], ["--record", str(record)])
+    relay.initialize()
+    relay.request("tools/list")
+    call_id = detached_id(relay.call("slow", {"seconds": 1.0}, msg_id="c1"))
+    relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c1"}})
+    result = relay.call("read_spilled_output", {"id": call_id, "wait": 3})["result"]
+    assert result["isError"] is True and "the client cancelled it after" in result["content"][0]["text"]
+    time.sleep(1.0)  # the server's answer comes anyway: it is dropped
+    assert relay.request("ping")[1] == [] and sum(1 for raw in relay.raw_lines if b'"id":"c1"' in raw) == 1
+    assert relay.close() == 0
+    assert cancels_received(record) == ["c1"]
+
+
+def test_request_timeout_still_ends_a_detached_call(relay_factory, tmp_path):
+    record = tmp_path / "received.ndjson"
+    relay = relay_factory(["--detach-after", "0.3", "--request-timeout", "0.8"], ["--record", str(record)])
+    relay.initialize()
+    relay.request("tools/list")
+    call_id = detached_id(relay.call("never", msg_id="t1"))
+    result = relay.call("read_spilled_output", {"id": call_id, "wait": 0.3})["result"]
+    assert "still running" in result["content"][0]["text"]
+    time.sleep(0.5)
+    result = relay.call("read_spilled_output", {"id": call_id})["result"]
+    assert result["isError"] is True and "timed out after 0.8 s (ocx-proxy --request-timeout)" in \
+        result["content"][0]["text"]
+    assert cancels_received(record) == ["t1"]
+    assert relay.close() == 0
+
+
+def test_a_server_that_exits_ends_its_detached_calls(relay_factory):
+    relay = relay_factory(["--detach-after", "0.3"])
+    relay.initialize()
+    relay.request("tools/list")
+    call_id = detached_id(relay.call("never"))
+    relay.call("crash", {"code": 5})
+    result = relay.call("read_spilled_output", {"id": call_id})["result"]
+    assert result["isError"] is True and "the server exited before answering" in result["content"][0]["text"]
+    assert relay.close() == 0
+
+
+@pytest.mark.parametrize("relay_args,listed", [(["--detach-after", "0"], True), (["--detach-after", "0.3"], False),
+                                               (["--detach-after", "0.3", "--no-reader-tool"], True)])
+def test_no_detaching_with_detach_after_0_or_without_the_reader_tool(relay_factory, relay_args, listed):
+    relay = relay_factory(relay_args)
+    relay.initialize()
+    if listed:
+        relay.request("tools/list")
+    assert relay.call("sleep", {"seconds": 0.9})["result"]["content"][0]["text"] == "slept"
+    assert relay.close() == 0
+
+
+def test_with_spilling_off_the_reader_tool_stays_for_detached_calls(relay_factory):
+    relay = relay_factory(["--max-response-chars", "0", "--detach-after", "0.3"])
+    relay.initialize()
+    assert [t["name"] for t in relay.request("tools/list")[0]["result"]["tools"]][-1] == "read_spilled_output"
+    call_id = detached_id(relay.call("slow", {"seconds": 0.6, "then": "big", "with": {"n": 30000}}))
+    assert relay.call("big", {"n": 30000})["result"]["content"][0]["text"] == "x" * 30000   # never spilled
+    assert read_detached(relay, call_id, wait=5)[1] == "x" * 30000
+    relay.close()
+    relay = relay_factory(["--max-response-chars", "0", "--detach-after", "0"])
+    relay.initialize()
+    assert "read_spilled_output" not in [t["name"] for t in relay.request("tools/list")[0]["result"]["tools"]]
+    assert relay.close() == 0
+
+
+def test_a_client_whose_clock_progress_resets_is_kept_alive_not_detached(relay_factory):
+    relay = relay_factory(["--client", "opencode", "--heartbeat", "0.2", "--detach-after", "0.5"])
+    relay.initialize()
+    relay.request("tools/list")
+    reply, before = relay.request("tools/call", with_token("sleep", {"seconds": 1.0}, 7), msg_id="o1")
+    assert reply["result"]["content"][0]["text"] == "slept" and len(before) >= 3
+    detached_id(relay.call("sleep", {"seconds": 1.0}))   # no progressToken: nothing resets its clock
+    assert relay.close() == 0
+
+
+def test_the_profile_gives_the_clock_defaults_and_says_them(relay_factory):
+    relay = relay_factory(["--client", "codex"])
+    relay.initialize()
+    relay.close()
+    assert "heartbeat every 30 s, tools/call detached after 270 s (its clock: 300 s)" in relay.stderr
+    relay = relay_factory(["--heartbeat", "0", "--detach-after", "7"])
+    relay.initialize()
+    relay.close()
+    assert "no heartbeat, tools/call detached after 7 s (its clock: 60 s)" in relay.stderr
+    env = dict(os.environ, OCX_PROXY_HEARTBEAT="2.5", OCX_PROXY_DETACH_AFTER="0")
+    relay = relay_factory(["--client", "opencode"], env=env)
+    relay.initialize()
+    relay.close()
+    assert "heartbeat every 2.5 s, never detached (its clock: 60 s, progress resets it)" in relay.stderr
+
+
+@pytest.mark.parametrize("mode", ["streamable-http", "sse"])
+def test_heartbeats_and_detached_calls_over_remote_transports(http_server, tmp_path, mode):
+    srv = http_server(streamable=mode != "sse")
+    relay = RelayProcess(command=[sys.executable, PROXY, mode, "--url", srv.sse_url if mode == "sse" else srv.url,
+                                  "--output-dir", str(tmp_path), "--heartbeat", "0.2", "--detach-after", "1.5"])
+    try:
+        relay.initialize()
+        relay.request("tools/list")
+        reply, _ = relay.request("tools/call", with_token("progress", {"steps": 2, "delay": 0.7}, "tok"), msg_id=1)
+        assert reply["result"]["content"][0]["text"] == "progressed"
+        values = [params["progress"] for _, params in progress_sent(relay, "tok")]
+        assert 1 in values and 2 in values and len(values) >= 5, values   # the server's own, and heartbeats
+        assert all(a < b for a, b in zip(values, values[1:])), values
+        call_id = detached_id(relay.call("sleep", {"seconds": 2.5}, msg_id=2))
+        notes, text = read_detached(relay, call_id, wait=5)
+        assert text == "slept" and "finished on the server" in notes[0][0]
+        assert relay.close() == 0
+    finally:
+        if relay.proc.poll() is None:
+            relay.proc.kill()

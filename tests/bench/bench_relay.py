@@ -12,6 +12,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --only-startup --old OLD.py   # start-up of another copy beside this one
     python tests/bench/bench_relay.py --only-http     # only the Streamable HTTP rows (and peers)
     python tests/bench/bench_relay.py --only-fit      # only the catalog-fitting rows (500 tools)
+    python tests/bench/bench_relay.py --only-clock    # only the heartbeat rows: calls in time, clocks off vs on
 
 Peers: the Streamable HTTP rows also time mcp-stdio (PyPI, a stdio->HTTP relay
 on httpx) against the same server, interleaved, from its own venv
@@ -46,7 +47,7 @@ BIG_BYTES = 5000000
 HUGE_BYTES = 100000000  # the memory rows: peak RSS must stay under 2x the line + 30 MB
 
 TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40, "store": 0.25,
-           "vs_mcp_stdio": 0.8, "fit": 20.0}
+           "vs_mcp_stdio": 0.8, "fit": 20.0, "clock": 0.02}
 STORE_SERVERS = 500  # other servers' tokens in the full token directory
 FIT_TOOLS = 500      # tools in the catalog of the fitting rows (bench_catalog.py)
 FIT_PROFILES = ("cursor", "codex", "gemini-api", "claude-code")  # the relay profiles that fit something
@@ -190,11 +191,13 @@ class Bench:
         finally:
             session.close()
 
-    def round_trips(self, argv, count, env=None):
+    def round_trips(self, argv, count, env=None, meta=None):
         session = Session(argv, env=env)
         try:
             session.initialize()
             params = {"name": "small", "arguments": {"text": "hello"}}
+            if meta:
+                params["_meta"] = meta
             for _ in range(200):  # warm-up
                 session.request("tools/call", params)
             samples = []
@@ -312,6 +315,28 @@ class Bench:
             ours = statistics.median([x[0] for x in relay]) - statistics.median([x[0] for x in direct])
             rows.append((share + " " + self.peer_version(), "x", None,
                          ours / added["p50"] if added["p50"] > 0 else None, None, TARGETS["vs_mcp_stdio"]))
+
+    # -- the client's clock: heartbeats and detaching -------------------------
+
+    def clock_rows(self, rows, progress):
+        """Small tools/call round trips that carry a progressToken and finish in time, through the relay with its
+        clocks off (--heartbeat 0 --detach-after 0) and on (the generic profile's: a heartbeat timer and a detach
+        timer per call, the token watched), interleaved run by run: they must cost the same."""
+        a = self.args
+        progress("calls with a progressToken, clocks off | on: %d runs x %d calls" % (a.runs, a.calls))
+        argvs = {"off": self.relay_argv("--heartbeat", "0", "--detach-after", "0"), "on": self.relay_argv()}
+        times, cpu = {"off": [], "on": []}, {"off": [], "on": []}
+        for _ in range(a.runs):
+            for name, argv in argvs.items():
+                times[name].append(self.round_trips(argv, a.calls, meta={"progressToken": "bench"})[:2])
+                cpu[name].append(self.last_cpu_ms)
+        for i, label in enumerate(("p50", "p99")):
+            off, on = (statistics.median([x[i] for x in times[name]]) for name in ("off", "on"))
+            rows.append(("tools/call in time, progressToken, %s: clocks off | on (heartbeat 15 s, detach 50 s)"
+                         % label, "ms", off, on, on - off, TARGETS["clock"] if label == "p50" else None))
+        if None not in cpu["off"] + cpu["on"]:
+            off, on = statistics.median(cpu["off"]), statistics.median(cpu["on"])
+            rows.append(("  info: relay CPU per round trip, clocks off | on", "ms", off, on, on - off, None))
 
     # -- the token store -----------------------------------------------------
 
@@ -513,9 +538,11 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
-        if a.only_huge or a.only_store or a.only_http or a.only_fit:
+        if a.only_huge or a.only_store or a.only_http or a.only_fit or a.only_clock:
             if a.only_huge:
                 self.huge_rows(rows, progress)
+            elif a.only_clock:
+                self.clock_rows(rows, progress)
             elif a.only_fit:
                 self.fit_rows(rows, progress)
             elif a.only_http:
@@ -551,6 +578,7 @@ class Bench:
         if None not in cpu_d + cpu_r:
             rows.append(("  info: CPU per round trip (server | relay)", "ms", statistics.median(cpu_d),
                          statistics.median(cpu_r), None, None))
+        self.clock_rows(rows, progress)
 
         # 5 MB result: passed through (spill disabled) and spilled.
         progress("5 MB results %d runs x %d calls" % (a.big_runs, a.big_calls))
@@ -699,6 +727,8 @@ def main(argv=None):
                              "interleaved: a before/after pair of rows")
     parser.add_argument("--only-http", action="store_true", help="run only the Streamable HTTP rows")
     parser.add_argument("--only-fit", action="store_true", help="run only the catalog-fitting rows")
+    parser.add_argument("--only-clock", action="store_true",
+                        help="run only the heartbeat rows (calls in time, the relay's clocks off vs on)")
     parser.add_argument("--peers", metavar="DIR", default=os.path.join(ROOT, ".venv-bench-peers"),
                         help="the venv holding mcp-stdio (default: .venv-bench-peers)")
     args = parser.parse_args(argv)
