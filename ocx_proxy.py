@@ -42,6 +42,7 @@ Layout of this file (each section only uses the ones above it):
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
     catalog fitting   the client rules of a catalog (each with its source) and the relay's fixes for them
     relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profiles
+    catalog cache     the last catalog each server listed, answered while the server starts
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -713,6 +714,16 @@ class PrivateDir:
             except OSError:
                 pass
 
+    def subdir(self, name, what, create=True):
+        """Our private directory ``name`` in this one (made 0700 when missing and ``create``; None when missing
+        otherwise), a PrivateDir; OSError when it is a link, a file, or open to others (named as ``what``)."""
+        if self.fd is not None:
+            return _private_child(self.fd, self.path, name, create, what)
+        path = os.path.join(self.path, name)  # no owners to check: as open_private_dir
+        if create:
+            os.makedirs(path, exist_ok=True)
+        return PrivateDir(path) if os.path.isdir(path) else None
+
     def write(self, name, data):
         """Write ``data`` (bytes, or an iterable of bytes chunks) as ``name``; returns its path.  The bytes go to a
         new 0600 temporary file (TEMP_FILE_FLAGS: no planted link is opened), renamed to ``name`` (rename never
@@ -798,20 +809,27 @@ def _open_uid_dir(path, fd, uid, create):
     owner = os.fstat(fd).st_uid
     if owner != uid and os.path.islink(path):
         raise OSError("refusing --output-dir %s: a symbolic link to a directory owned by uid %d" % (path, owner))
-    private = os.path.join(path, PRIVATE_DIR_PREFIX + str(uid))
+    return _private_child(fd, path, PRIVATE_DIR_PREFIX + str(uid), create, "spill directory")
+
+
+def _private_child(parent_fd, parent, name, create, what):
+    """Directory ``name`` in ``parent`` (open as ``parent_fd``) as a PrivateDir: made 0700 when missing and
+    ``create``, else None when missing; a link, a file, or a directory not ours or open to others is refused
+    (OSError naming it as ``what``)."""
+    path, uid = os.path.join(parent, name), os.geteuid()
     try:
-        sub_fd, made = _open_dir(os.path.basename(private), create, fd, follow=False)
+        fd, made = _open_dir(name, create, parent_fd, follow=False)
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
             raise
-        raise OSError("refusing spill directory %s: it is a symbolic link or a file" % private)
-    if sub_fd is None:
+        raise OSError("refusing %s %s: it is a symbolic link or a file" % (what, path))
+    if fd is None:
         return None
-    if not _is_ours(sub_fd, uid, made, 0o077):
-        os.close(sub_fd)
-        raise OSError("refusing spill directory %s: not a private directory of ours (expected owner "
-                      "uid %d, mode 0700)" % (private, uid))
-    return PrivateDir(private, sub_fd)
+    if not _is_ours(fd, uid, made, 0o077):
+        os.close(fd)
+        raise OSError("refusing %s %s: not a private directory of ours (expected owner uid %d, mode 0700)"
+                      % (what, path, uid))
+    return PrivateDir(path, fd)
 
 
 # ---------------------------------------------------------------------------
@@ -3680,6 +3698,7 @@ class Handshake:
 # ``applies(line, params)`` tells from the answer's bytes and its request's params alone, cheaply
 # (the relay asks it before parsing a line over PEEK_LINE_BYTES, and relays a line none applies to
 # as it came); ``rewrite(msg, params)`` changes the parsed answer, True when it did; ``what`` names it.
+# (CatalogCache.record only looks: its ``applies`` sees each answer as the server wrote it.)
 Rewrite = collections.namedtuple("Rewrite", "what applies rewrite")
 
 
@@ -5956,12 +5975,15 @@ LOGIN_RELIST_WAIT = 5.0
 LOGIN_ELICITATION_ID = "ocx-proxy-login"
 
 
+PLACEHOLDER_SERVER_NAME = "ocx-proxy"   # serverInfo.name of an answer we give in the server's place (never cached)
+
+
 def pending_initialize_result(params, url):
     """Our answer to the client's initialize while the login to ``url`` is pending: the version it asked for
     when we serve it, tools that will change (notifications/tools/list_changed once logged in)."""
     requested = params.get("protocolVersion") if isinstance(params, dict) else None
     return {"protocolVersion": served_version(requested), "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": "ocx-proxy", "version": __version__,
+            "serverInfo": {"name": PLACEHOLDER_SERVER_NAME, "version": __version__,
                            "title": "ocx-proxy, waiting for a login to %s" % url},
             "instructions": "The MCP server %s needs a login; its tools are listed once it is done. Call the "
                             "tool %s to see how to log in." % (url, LOGIN_TOOL)}
@@ -7684,7 +7706,8 @@ class ToolFitting:
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
 # Supervisor.state: where the upstream is in its life (see Supervisor.exited).
 UPSTREAM_UP = "up"                  # client lines go to it as they come
-UPSTREAM_RESTARTING = "restarting"  # it exited; client lines wait in Supervisor.held for the next one
+UPSTREAM_RESTARTING = "restarting"  # it exited, or starts behind the catalog cache: client lines wait in
+                                    # Supervisor.held until it takes the replayed initialize
 UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 ABANDONED_LIMIT = 4096
 SHUTTING_DOWN = "ocx-proxy is shutting down"
@@ -7708,7 +7731,7 @@ WAITING = "waiting"
 RelayOptions = collections.namedtuple(
     "RelayOptions", "client max_response_chars max_response_bytes max_image_bytes preview_chars output_dir "
     "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
-    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after")
+    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after catalog")
 
 
 class Pending:
@@ -8465,8 +8488,9 @@ class DetachedCalls:
 
 class Supervisor:
     """The upstream's life: started, restarted when it exits (``--restart`` times) and re-initialized by
-    replaying the client's handshake, or dead for good (``state``).  ``paused()``: a new upstream starts with
-    its reading paused; ``closing()``: no restart once shutdown began.
+    replaying the client's handshake, or dead for good (``state``); initialized the same way when the client's
+    initialize was answered from the catalog cache (``warm_up``).  ``paused()``: a new upstream starts with its
+    reading paused; ``closing()``: no restart once shutdown began.
     """
 
     def __init__(self, loop, make_upstream, restarts, on_line, on_exit, paused, closing):
@@ -8483,6 +8507,7 @@ class Supervisor:
         self.initialize_ok = False
         self.protocol_version = None
         self.replaying = None            # replay request id while re-initializing
+        self.warming = False             # ... the client's initialize, answered from the catalog cache
         self.state = UPSTREAM_UP
         self.held = []                   # client lines waiting for the restart to finish
         self.dead_reason = None
@@ -8521,7 +8546,8 @@ class Supervisor:
     def exited(self, reason):
         if self.held:
             # Their requests were just answered with errors: sending them later would run them anyway.
-            log.warning("dropped %d client messages that were waiting for the restart" % len(self.held))
+            log.warning("dropped %d client messages that were waiting for the %s" % (
+                len(self.held), "server to start" if self.warming else "restart"))
             self.held = []
         self.replaying = None
         if self.upstream is not None:
@@ -8536,12 +8562,25 @@ class Supervisor:
         else:
             self.state = UPSTREAM_DEAD
             self.dead_reason = reason
+            self.warming = False
             log.error("upstream is gone; requests will be answered with errors until the client exits")
 
     def _restart(self):
         if self.closing():
             return
         self.start()
+        self._replay()
+
+    def warm_up(self, result):
+        """The client's initialize was answered for the server we started, from the catalog cache (``result``):
+        the server gets it, replayed; the client's lines wait for its answer."""
+        self.initialize_ok = True
+        self.protocol_version = result.get("protocolVersion")
+        self.warming = True
+        self.state = UPSTREAM_RESTARTING
+        self._replay()
+
+    def _replay(self):
         replaying = "%s%d" % (REPLAY_ID_PREFIX, self.generation)
         try:
             line = self.handshake.replay(replaying) if self.initialize_ok else None
@@ -8558,13 +8597,18 @@ class Supervisor:
 
     def replay_answered(self, msg):
         refusal = Handshake.refusal(msg)
-        if refusal:
+        if refusal and self.warming:
+            log.error("the upstream refused the client's initialize (answered from the catalog cache): %s" % refusal)
+        elif refusal:
             log.error("the restarted upstream refused the replayed initialize: %s" % refusal)
-        else:
+        elif not self.warming:
             log.info("upstream restarted and re-initialized")
         self.replaying = None
-        if self.handshake.initialized_line is not None:
-            self.upstream.send(self.handshake.initialized_line + b"\n")
+        self.warming = False
+        initialized = self.handshake.initialized_line
+        if initialized is not None:
+            self.upstream.send(initialized + b"\n")
+            self.held = [line for line in self.held if line != initialized]  # the client's own, said once
         self._restart_done()
 
     def _restart_done(self):
@@ -8572,6 +8616,394 @@ class Supervisor:
         held, self.held = self.held, []
         for line in held:
             self.upstream.send(line + b"\n")
+
+
+# ---------------------------------------------------------------------------
+# Catalog cache: the last catalog each server listed, answered while the server starts
+# ---------------------------------------------------------------------------
+
+CATALOG_DIR = "catalogs"              # in the spill directory: ~/.cache/ocx-proxy/catalogs by default
+CATALOG_FORMAT = 1
+CATALOG_ID_PREFIX = "ocx-proxy-catalog-"  # our own requests to the server: tools/list pages, a probe said again
+MAX_CATALOG_BYTES = 32 * 1024 * 1024
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+def _is_list_result(result):
+    return isinstance(result, dict) and isinstance(result.get("tools"), list)
+
+
+def _is_initialize_result(result):
+    return (isinstance(result, dict) and isinstance(result.get("protocolVersion"), str)
+            and isinstance(result.get("capabilities"), dict) and isinstance(result["capabilities"].get("tools"), dict))
+
+
+def _is_unknown_method(error):
+    return isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND and isinstance(error.get("message"), str)
+
+
+# What a cache file may hold: the answers to these requests, each {"result": ...} or {"error": ...}.  A server
+# that does not know server/discover (2026-07-28) is the one probe answer kept: it sends the client on to
+# initialize at once; a result would start a stateless session, which nothing can tell of a changed catalog.
+CATALOG_ANSWERS = {"initialize": ("result", _is_initialize_result), "tools/list": ("result", _is_list_result),
+                   "server/discover": ("error", _is_unknown_method)}
+
+
+def sha256_hex(data):
+    """The sha256 of ``data`` in hex, by CPython's own sha256 module where it has one: hashlib loads OpenSSL
+    (5 to 20 ms and 4 MB on the path of an answer from the catalog cache, against 0.5 ms)."""
+    for name in ("_sha2", "_sha256"):  # Python 3.12 on, up to 3.11
+        try:
+            return __import__(name).sha256(data).hexdigest()
+        except ImportError:
+            pass
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+def catalog_key(*parts):
+    """The name of a cache file: the sha256 of ``parts`` (what changes a server's answers, secrets too: only the
+    hash is ever written)."""
+    return sha256_hex(dumps([CATALOG_FORMAT] + list(parts)).encode("utf-8", "surrogatepass"))
+
+
+def _from_the_server(result):
+    """False for the relay's own placeholder answer to an initialize (a login is pending): never cached."""
+    info = server_info(result) or {}
+    return info.get("name") != PLACEHOLDER_SERVER_NAME
+
+
+def with_list_changed(result):
+    """A copy of an initialize ``result`` whose tools capability says listChanged: a catalog answered from the
+    cache may be followed by notifications/tools/list_changed."""
+    result = dict(result, capabilities=dict(result["capabilities"]))
+    result["capabilities"]["tools"] = dict(result["capabilities"]["tools"], listChanged=True)
+    return result
+
+
+class CatalogStore:
+    """The cache files: ``<key>.json`` in ``catalogs`` under the spill directory (0700, files 0600), each the
+    answers one server gave to the requests of CATALOG_ANSWERS.  A file that is not one of ours is ignored with
+    one warning; a file that cannot be written, too."""
+
+    def __init__(self, spill):
+        self.spill = spill
+
+    def _dir(self, create):
+        where = self.spill.open_dir(create)
+        if where is None:
+            return None
+        with where:
+            return where.subdir(CATALOG_DIR, "catalog cache directory", create)
+
+    def path(self, key):
+        return os.path.join(self.spill.directory or self.spill.output_dir, CATALOG_DIR, key + ".json")
+
+    def load(self, key):
+        """The answers saved under ``key`` ({method: answer}), or None."""
+        try:
+            where = self._dir(create=False)
+            if where is None:
+                return None
+            with where:
+                try:
+                    fd, info = where.open_read(key + ".json")
+                except FileNotFoundError:
+                    return None
+                with os.fdopen(fd, "rb") as handle:
+                    if not stat.S_ISREG(info.st_mode) or not owned_by_us(info):
+                        raise ValueError("not a regular file of ours")
+                    data = read_at_most(handle, MAX_CATALOG_BYTES + 1)
+            if len(data) > MAX_CATALOG_BYTES:
+                raise ValueError("larger than %d bytes" % MAX_CATALOG_BYTES)
+            return self._answers(parse_message(data, long_numbers=True), key)
+        except (OSError, ValueError) as exc:
+            reason = "a symbolic link" if getattr(exc, "errno", None) in (errno.ELOOP, errno.EMLINK) else exc
+            log.warning("ignored the catalog cache file %s: %s" % (self.path(key), reason))
+            return None
+
+    @staticmethod
+    def _answers(doc, key):
+        if not isinstance(doc, dict) or doc.get("format") != CATALOG_FORMAT:
+            raise ValueError("not a catalog cache file of format %d" % CATALOG_FORMAT)
+        if doc.get("key") != key:
+            raise ValueError("it was saved under another key")
+        answers = doc.get("answers")
+        if not isinstance(answers, dict) or not answers:
+            raise ValueError("no answers")
+        for method, answer in answers.items():
+            member, valid = CATALOG_ANSWERS.get(method, (None, None))
+            if valid is None or not isinstance(answer, dict) or not valid(answer.get(member)):
+                raise ValueError("its answer to %s is not one we keep" % shorten(str(method), 60))
+        return answers
+
+    def save(self, key, answers):
+        doc = {"ocx-proxy": "catalog cache", "format": CATALOG_FORMAT, "key": key, "saved": utc_now_iso(),
+               "answers": answers}
+        try:
+            data = dumps(doc).encode("utf-8", "surrogatepass")
+            with self._dir(create=True) as where:
+                where.write(key + ".json", data)
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("could not save the catalog cache file %s: %s" % (self.path(key), exc))
+
+    def remove(self, key):
+        try:
+            where = self._dir(create=False)
+            if where is not None:
+                with where:
+                    where.remove(key + ".json")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not remove the catalog cache file %s: %s" % (self.path(key), exc))
+
+
+class CatalogPages:
+    """The pages of one tools/list, first to last: ``add`` returns the whole catalog (the first page's result
+    holding every page's tools) once the last page came, else None; a page out of turn starts it over."""
+
+    def __init__(self):
+        self.whole = None
+        self.next = None
+
+    def add(self, result, cursor):
+        if not _is_list_result(result) or not isinstance(result.get("nextCursor") or "", str):
+            self.whole = None
+        elif not cursor:
+            self.whole = dict(result, tools=list(result["tools"]))
+        elif self.whole is not None and cursor == self.next:
+            self.whole["tools"] += result["tools"]
+        else:
+            self.whole = None
+        if self.whole is None:
+            return None
+        self.next = result.get("nextCursor")
+        if self.next:
+            return None
+        whole, self.whole = self.whole, None
+        whole.pop("nextCursor", None)
+        return whole
+
+
+class CatalogCache:
+    """The relay's catalog cache (off when ``identity`` is None: --no-catalog-cache).
+
+    A session's key (``catalog_key``) is what changes what the server lists: ``identity`` (the server's command
+    or URL, its working directory, --env pairs and headers), ``settings()`` (the relay options that change
+    tools/list) and the protocol version and client name of the client's initialize.  A first start is relayed
+    as ever; the server's initialize result and a whole tools/list (``record``, a Rewrite that sees each page
+    as the server wrote it) are saved.  With an entry, ``claim`` answers the client's initialize (saying
+    ``tools.listChanged``) and then its tools/list at once, while the server starts: ``supervisor.warm_up``
+    replays the client's initialize to it, holding the client's other lines until it answers; then
+    ``server_initialized`` lists its catalog with requests of ours (``takes`` their answers), saves it, and
+    sends the client notifications/tools/list_changed when it differs from the one the client was given.
+    ``answer(msg)`` writes to the client, ``send_upstream(line)`` to the server; ``fixes``: the relay's
+    Rewrites of tools/list, applied to a catalog answered from here as to the server's own.
+    """
+
+    def __init__(self, loop, store, identity, settings, supervisor, requests, fixes, answer, send_upstream):
+        self.loop = loop
+        self.store = store
+        self.identity = identity
+        self.settings = settings
+        self.supervisor = supervisor
+        self.requests = requests
+        self.fixes = fixes
+        self.answer = answer
+        self.send_upstream = send_upstream
+        self.record = Rewrite("note tools/list for the catalog cache", self._page_seen, lambda msg, params: False)
+        self.key = None            # the session's, once the client's initialize came (None: no cache)
+        self.saved = None          # the answers saved (or loaded) under it
+        self.asked = False         # the client's first initialize came
+        self.initialize_msg = None  # ... and can be answered from here
+        self.given = None          # the answers the client got from here; the server is checked against them
+        self.server_result = None  # the server's initialize result, when it may be saved
+        self.pages = CatalogPages()     # the client's tools/list, as the server answers it
+        self.last_line = None
+        self.refresh = None        # CatalogPages of our own tools/list while the server is checked
+        self.probes = {}           # id_key of a client's server/discover -> (its key, its cached answer or None)
+        self.own = {}              # id_key of our own requests -> (handler, argument)
+        self.numbers = itertools.count(1)
+
+    # -- the client's requests ------------------------------------------------------------------------------------
+
+    def claim(self, line, msgs, raws):
+        """``take_messages`` of what is answered from the cache: the client's initialize and a probe its server
+        did not know (when saved), tools/list until the server took the replayed initialize."""
+        if self.identity is None:
+            return line, msgs, raws
+        for msg in msgs:
+            if "id" in msg and msg.get("method") in ("initialize", "server/discover"):
+                self._look_up(msg)
+        return take_messages(line, msgs, raws, self._ours, self._answer)
+
+    def _look_up(self, msg):
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        if msg["method"] == "server/discover":
+            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+            info = meta.get(META_CLIENT_INFO) if isinstance(meta.get(META_CLIENT_INFO), dict) else {}
+            key = self._key("server/discover", request_version(params), info.get("name"))
+            if key is not None:
+                answers = self.store.load(key) or {}
+                self.probes[id_key(msg["id"])] = (key, answers.get("server/discover"))
+            return
+        if self.asked:
+            return
+        self.asked = True
+        info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        self.key = self._key("initialize", params.get("protocolVersion"), info.get("name"))
+        answers = self.store.load(self.key) if self.key is not None else None
+        if answers is not None and "initialize" in answers and "tools/list" in answers:
+            self.saved = answers
+            if self.supervisor.state == UPSTREAM_UP:  # a server that is gone already: its error, as ever
+                self.initialize_msg = msg
+
+    def _key(self, method, version, client):
+        if not isinstance(version, str) or not isinstance(client, str):
+            return None
+        return catalog_key(self.identity, self.settings(), method, version, client)
+
+    def _ours(self, msg):
+        method = msg.get("method")
+        if method == "initialize":
+            return msg is self.initialize_msg
+        if method == "server/discover":
+            probe = self.probes.get(id_key(msg.get("id")))
+            return probe is not None and probe[1] is not None
+        params = msg.get("params")
+        return (method == "tools/list" and "id" in msg and self.given is not None and self.supervisor.warming
+                and not (isinstance(params, dict) and (params.get("cursor") or request_version(params))))
+
+    def _answer(self, msg):
+        self.requests.take(id_key(msg["id"]))
+        method = msg["method"]
+        if method == "server/discover":
+            key, answer = self.probes.pop(id_key(msg["id"]))
+            self.answer({"jsonrpc": "2.0", "id": msg["id"], "error": answer["error"]})
+            self._ask(dict(msg), self._probe_answered, (key, answer))  # the server's answer keeps the entry true
+        elif method == "initialize":
+            self.initialize_msg = None
+            self.given = self.saved
+            result = self.given["initialize"]["result"]
+            self.answer(result_response(msg["id"], with_list_changed(result)))
+            name = (server_info(result) or {}).get("name")
+            log.info("catalog cache: initialize and tools/list answered with what the server%s listed last, while "
+                     "it starts" % (" %s" % name if isinstance(name, str) else ""))
+            self.supervisor.warm_up(result)
+        else:
+            line = encode_message(result_response(msg["id"], self.given["tools/list"]["result"]))[:-1]
+            reply = parse_message(line, long_numbers=True)  # a copy for the fixes to change
+            apply_rewrites(self.fixes, line, reply, msg.get("params"))
+            self.answer(reply)
+
+    # -- the server's answers ------------------------------------------------------------------------------------
+
+    def answered(self, pending, msg):
+        """The server answered the client's ``pending`` request with ``msg``: its initialize result or a probe it
+        did not know is noted (the relay's own placeholder while a login is pending never is)."""
+        if pending.method == "server/discover":
+            key, _ = self.probes.pop(id_key(pending.msg_id), (None, None))
+            if key is not None and _is_unknown_method(msg.get("error")):
+                self.store.save(key, {"server/discover": {"error": msg["error"]}})
+        elif pending.method == "initialize" and self.key is not None and _is_initialize_result(msg.get("result")):
+            self.server_result = msg["result"] if _from_the_server(msg["result"]) else None
+
+    def _page_seen(self, line, params):
+        """``record``: a tools/list page as the server wrote it, looked at once the client has it."""
+        if self.key is not None and line is not self.last_line and not request_version(params):
+            self.last_line = line
+            self.loop.post(self._page, line, params)
+        return False
+
+    def _page(self, line, params):
+        self.last_line = None
+        try:
+            msg = parse_message(line, long_numbers=True)
+        except ValueError:
+            msg = {}
+        result = msg.get("result") if isinstance(msg, dict) else None
+        whole = self.pages.add(result, params.get("cursor") if isinstance(params, dict) else None)
+        if whole is not None and self.server_result is not None:
+            self._save(whole)
+
+    def _save(self, catalog):
+        answers = {"initialize": {"result": self.server_result}, "tools/list": {"result": catalog}}
+        if answers != self.saved:
+            self.store.save(self.key, answers)
+            self.saved = answers
+
+    def server_initialized(self, msg):
+        """The server answered the replayed initialize (``msg``): after a start behind the cache, it is checked
+        against what the client was given.  A server that refused it loses its entry."""
+        result = msg.get("result")
+        if self.given is None or self.refresh is not None or not _from_the_server(result):
+            return
+        if not _is_initialize_result(result):
+            if "error" not in msg:
+                log.warning("catalog cache: the server's initialize answer declares no tools now; its entry is removed")
+            self.store.remove(self.key)
+            self.given = self.saved = None
+            return
+        given = self.given["initialize"]["result"]
+        changed = [name for name, old, new in (
+            ("protocolVersion", given["protocolVersion"], result["protocolVersion"]),
+            ("capabilities", with_list_changed(given)["capabilities"], with_list_changed(result)["capabilities"]))
+            if old != new]
+        if changed:
+            log.warning("catalog cache: the server now answers initialize with other %s than the client was given "
+                        "from the cache; the cache is updated, this session keeps what the client has"
+                        % " and ".join(changed))
+        self.server_result = result
+        self.refresh = CatalogPages()
+        self._ask({"jsonrpc": "2.0", "method": "tools/list", "params": {}}, self._refreshed, None)
+
+    def _refreshed(self, msg, cursor):
+        if "result" not in msg:
+            log.warning("catalog cache: the server's tools/list failed (%s); the client keeps the catalog it has"
+                        % shorten(dumps(msg.get("error")), 300))
+            return
+        whole = self.refresh.add(msg["result"], cursor)
+        if whole is None and self.refresh.whole is not None:
+            return self._ask({"jsonrpc": "2.0", "method": "tools/list", "params": {"cursor": self.refresh.next}},
+                             self._refreshed, self.refresh.next)
+        if whole is None:
+            log.warning("catalog cache: the server's tools/list is not a whole catalog; the client keeps the "
+                        "catalog it has")
+            return
+        self._save(whole)
+        if whole == self.given["tools/list"]["result"]:
+            log.info("catalog cache: the server is up and lists the catalog the client was given")
+        else:
+            log.info("catalog cache: the server is up and lists another catalog than the client was given; the "
+                     "cache is updated, the client told (notifications/tools/list_changed)")
+            self.answer(dict(LIST_CHANGED))
+
+    def _probe_answered(self, msg, probe):
+        key, answer = probe
+        if "result" in msg:
+            self.store.remove(key)   # it speaks 2026-07-28 now: its probes wait for it from now on
+        elif _is_unknown_method(msg.get("error")) and msg["error"] != answer["error"]:
+            self.store.save(key, {"server/discover": {"error": msg["error"]}})
+
+    # -- our own requests ------------------------------------------------------------------------------------------
+
+    def _ask(self, request, handler, argument):
+        request["id"] = "%s%d" % (CATALOG_ID_PREFIX, next(self.numbers))
+        self.own[id_key(request["id"])] = (handler, argument)
+        self.send_upstream(encode_message(request)[:-1])
+
+    def owns(self, msg_id):
+        return id_key(msg_id) in self.own
+
+    def takes(self, msg):
+        """True when ``msg`` answers a request of ours (handled here, not for the client)."""
+        own = self.own.pop(id_key(msg.get("id")), None) if "method" not in msg else None
+        if own is None:
+            return False
+        handler, argument = own
+        handler(msg, argument)
+        return True
 
 
 # ---------------------------------------------------------------------------
@@ -8597,13 +9029,13 @@ class Relay:
         # What we change in answers, by their request's method (after Upstream.rewrites; see _may_change).
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
-        self.rewrites = {"tools/list": (
+        fixes = (
             Rewrite("filter tools/list", lambda line, params: self.tool_filter.active, self.tool_filter.rewrite),
             Rewrite("remove outputSchema from tools/list", lambda line, params: not self.profile.keep_output_schema
                     and b'"outputSchema"' in line, strip_output_schemas),
             Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
             Rewrite("add the reader tool to tools/list", lambda line, params: self.reader.offered,
-                    self.reader.advertise))}
+                    self.reader.advertise))
         self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
@@ -8615,6 +9047,10 @@ class Relay:
         self.client_held = False         # the upstream is not reading: the client waits
         self.supervisor = Supervisor(loop, make_upstream, options.restart, self._upstream_line, self._upstream_exit,
                                      lambda: self.upstream_held, lambda: self.closing)
+        self.catalog = CatalogCache(loop, CatalogStore(self.spill), options.catalog, self._catalog_settings,
+                                    self.supervisor, self.requests, fixes, self._answer,
+                                    lambda line: self._send_upstream(line, []))
+        self.rewrites = {"tools/list": (self.catalog.record,) + fixes}
         self.behind_spill = None         # upstream lines waiting for a big answer's spill (a list)
         self.closing = False             # shutdown has begun, whatever the upstream's state
 
@@ -8622,9 +9058,23 @@ class Relay:
     def upstream(self):
         return self.supervisor.upstream
 
+    def _catalog_settings(self):
+        """What of ours changes the tools/list the client gets: part of a catalog cache key."""
+        options = self.options
+        return [options.client, self.profile.name, self.profile.keep_output_schema, self.reader.offered,
+                options.fit_tools, list(options.allow_tools), list(options.deny_tools)]
+
     # -- lifecycle ---------------------------------------------------------
 
     def start(self):
+        if self.profile.known:
+            self.profile.log("--client")
+        self.supervisor.start()
+        self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
+                                    use_threads=self.options.use_threads)
+        self.loop.post(self._clean_spill_dir)  # once the loop runs (select: after a client line already there)
+
+    def _clean_spill_dir(self):
         try:
             removed = self.spill.remove_expired()
             if removed:
@@ -8632,11 +9082,6 @@ class Relay:
                          % (removed, self.spill.retention_days))
         except OSError as exc:
             log.warning("could not clean %s: %s" % (self.spill.output_dir, exc))
-        if self.profile.known:
-            self.profile.log("--client")
-        self.supervisor.start()
-        self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
-                                    use_threads=self.options.use_threads)
 
     def shutdown(self, reason="client closed stdin", signalled=False):
         """Stop politely: close the upstream's input, then TERM and KILL its group (``Supervisor.stop``)."""
@@ -8737,6 +9182,9 @@ class Relay:
             return
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
+        line, msgs, raws = self.catalog.claim(line, msgs, raws)  # answered from the catalog cache
+        if line is None:
+            return
         if self.trace:
             self.trace.record("client->upstream", msgs[0] if len(msgs) == 1 else msgs, len(line))
         self._send_upstream(line, msgs)
@@ -8876,6 +9324,9 @@ class Relay:
         elif "method" not in msg:
             if self.supervisor.is_replay_answer(msg.get("id")):
                 self.supervisor.replay_answered(msg)
+                self.catalog.server_initialized(msg)
+                return
+            if self.catalog.takes(msg):
                 return
             key = id_key(msg["id"])
             if key in self.detached.by_request:
@@ -8910,7 +9361,7 @@ class Relay:
         if kind == "response":
             key = id_key(envelope.id)
             if (key in self.requests.abandoned or key in self.detached.by_request
-                    or self.supervisor.is_replay_answer(envelope.id)):
+                    or self.supervisor.is_replay_answer(envelope.id) or self.catalog.owns(envelope.id)):
                 return False
             pending = self.requests.pending.get(key)
         method = pending.method if pending else envelope.method
@@ -9014,6 +9465,7 @@ class Relay:
         pending = self.requests.take(id_key(msg.get("id")))
         if pending is not None:
             self.supervisor.note_answer(pending.method, msg)
+            self.catalog.answered(pending, msg)
 
     def _rewrites_of(self, pending):
         """The rewrites of an answer to ``pending`` (None: not an answer): the transport's, then ours."""
@@ -12425,6 +12877,9 @@ def add_relay_options(parser):
                                                            "reading the other side (default %(default)s)")
     add_env_option(group, "--io", "IO", choice_of(IO_MODES), "an I/O mode", "auto", choices=IO_MODES,
                    help="how pipes are read: select, or threads (always on Windows) (default %(default)s)")
+    add_env_flag(group, "--no-catalog-cache", "NO_CATALOG_CACHE", False,
+                 "do not keep the server's last catalog in %s under the output directory, nor answer initialize "
+                 "and tools/list from it while the server starts (default %%(default)s)" % CATALOG_DIR)
 
 
 # RelayOptions' parameters that take the option of the same name.
@@ -12434,12 +12889,14 @@ RELAY_OPTION_NAMES = ("client", "max_response_chars", "max_response_bytes", "max
                       "detach_after")
 
 
-def relay_options_from_args(args):
+def relay_options_from_args(args, upstream):
+    """The RelayOptions of a relay command; ``upstream()``: what identifies its server, for the catalog cache's
+    keys (not asked with --no-catalog-cache)."""
     log.level = LOG_LEVELS[args.log_level]
     given = {name: getattr(args, name) for name in RELAY_OPTION_NAMES}
     given["output_dir"] = given["output_dir"] or default_cache_dir()
-    return RelayOptions(use_threads=args.io == "threads", trace_path=args.trace,
-                        reader_tool=not args.no_reader_tool, **given)
+    return RelayOptions(use_threads=args.io == "threads", trace_path=args.trace, reader_tool=not args.no_reader_tool,
+                        catalog=None if args.no_catalog_cache else upstream(), **given)
 
 
 # ---------------------------------------------------------------------------
@@ -12456,8 +12913,20 @@ def stdio_from_args(args, command, **kwargs):
     return stdio_upstream_factory(args.upstream_command, env, cwd=args.cwd, **kwargs)
 
 
+def stdio_identity(args):
+    """What tells a stdio server apart for the catalog cache: its command, working directory and --env pairs (the
+    values it gets; the cache only keeps a hash)."""
+    env = child_environment(args.env or (), args.pass_environment)
+    names = sorted(set(pair.partition("=")[0] for pair in args.env or ()))
+    try:
+        cwd = os.path.abspath(args.cwd or os.getcwd())
+    except OSError:  # ours was removed: the server starts there all the same
+        cwd = None
+    return ["stdio", args.upstream_command, cwd, [[name, env[name]] for name in names], args.pass_environment]
+
+
 def cmd_stdio(args):
-    options = relay_options_from_args(args)
+    options = relay_options_from_args(args, lambda: stdio_identity(args))
     make_upstream = stdio_from_args(args, "stdio", use_threads=options.use_threads, max_message_bytes=
                                     options.max_message_bytes, max_buffer_bytes=options.max_buffer_bytes)
     if args.cwd and not os.path.isdir(args.cwd):
@@ -12597,7 +13066,8 @@ def add_auth_command(sub):
 
 
 def cmd_remote(args):
-    options = relay_options_from_args(args)
+    options = relay_options_from_args(args, lambda: [args.transport, expand_env_refs(args.url), [
+        parse_header_option(text)[:2] for text in args.header or ()]])  # what tells the server apart: its cache key
     config, made = attach_oauth(remote_config_from_args(args), args), []
     proxy = config.proxy
     via = "" if proxy is None else " through the proxy %s (%s)" % (proxy.display, proxy.variable)

@@ -169,6 +169,17 @@ class RelayProcess:
             raise AssertionError("relay did not exit after stdin closed; stderr:\n" + self.stderr)
 
 
+@pytest.fixture(autouse=True)
+def cache_home(request, monkeypatch, tmp_path_factory):
+    """Relays started without --output-dir keep their files (the catalog cache, spills) in a directory of the
+    test session, never in the user's cache: XDG_CACHE_HOME (Linux).  Not in the interop tier, whose real CLIs
+    and package managers keep their own caches there."""
+    if "interop" not in request.node.nodeid.split("/"):
+        home = tmp_path_factory.getbasetemp() / "cache-home"
+        home.mkdir(exist_ok=True)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+
+
 @pytest.fixture
 def http_server():
     """Start ``McpHttpServer``s (tests/fixtures/http_servers.py) on 127.0.0.1; all stop at the end."""

@@ -1453,7 +1453,8 @@ def notification(relay, method, timeout):
 
 
 def test_first_login_answers_initialize_at_once_and_the_tools_follow_the_login(server):
-    relay = server.relay(delay=8)
+    spill = server.tmp / "spill"
+    relay = server.relay("--output-dir", str(spill), delay=8)
     try:
         started = time.monotonic()
         reply = relay.initialize("2025-11-25")
@@ -1472,6 +1473,7 @@ def test_first_login_answers_initialize_at_once_and_the_tools_follow_the_login(s
     assert len(server.visits()) == 1
     inits = [r for r in server.stats()["requests"] if r["path"] == "/mcp" and '"initialize"' in r["body"]]
     assert json.loads(inits[-1]["body"])["params"]["protocolVersion"] == "2025-11-25"   # the client's, replayed
+    assert not (spill / "catalogs").exists()   # our own answer to initialize is never the server's catalog
 
 
 def test_a_call_made_while_the_login_is_pending_is_answered_once_logged_in(server):

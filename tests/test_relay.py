@@ -998,8 +998,8 @@ sys.exit(op.main())
 # For each method of Relay.rewrites: the rewrites it has, and an answer each of them changes
 # ("%s": where the padding goes).  A rewrite added to the table needs its answer here.
 REWRITTEN_ANSWERS = {
-    "tools/list": (["filter tools/list", "remove outputSchema from tools/list", "fit tools/list to the client",
-                    "add the reader tool to tools/list"],
+    "tools/list": (["note tools/list for the catalog cache", "filter tools/list", "remove outputSchema from tools/list",
+                    "fit tools/list to the client", "add the reader tool to tools/list"],
                    '{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","description":"%s",'
                    '"inputSchema":{"type":"object"},"outputSchema":{"type":"object"}},{"name":"denied"}]}}'),
 }

@@ -13,6 +13,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --only-http     # only the Streamable HTTP rows (and peers)
     python tests/bench/bench_relay.py --only-fit      # only the catalog-fitting rows (500 tools)
     python tests/bench/bench_relay.py --only-clock    # only the heartbeat rows: calls in time, clocks off vs on
+    python tests/bench/bench_relay.py --only-catalog  # only the catalog-cache rows (a server slow to start)
 
 Peers: the Streamable HTTP rows also time mcp-stdio (PyPI, a stdio->HTTP relay
 on httpx) against the same server, interleaved, from its own venv
@@ -51,6 +52,7 @@ TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0
 STORE_SERVERS = 500  # other servers' tokens in the full token directory
 FIT_TOOLS = 500      # tools in the catalog of the fitting rows (bench_catalog.py)
 FIT_PROFILES = ("cursor", "codex", "gemini-api", "claude-code")  # the relay profiles that fit something
+SLOW_START = 1.0     # seconds the server of the catalog-cache rows takes to start (npx -y, uvx: seconds)
 
 
 class Session:
@@ -151,11 +153,11 @@ class Bench:
     def direct_argv(self, *server_args):
         return [PY, SERVER] + list(server_args)
 
-    def relay_argv(self, *options, proxy=PROXY, server_args=()):
-        return self.relay_prefix("stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
+    def relay_argv(self, *options, proxy=PROXY, server_args=(), output_dir=None):
+        return self.relay_prefix("stdio", "--output-dir", output_dir or self.spill_dir, "--log-level", "warning",
                                  *options, proxy=proxy) + ["--", PY, SERVER] + list(server_args)
 
-    def installed_relay_argv(self, proxy=PROXY, site="site"):
+    def installed_relay_argv(self, proxy=PROXY, site="site", server_args=(), output_dir=None):
         """The relay as the ``ocx-proxy`` console script runs it: an import with cached bytecode."""
         site = os.path.join(self.tmp, site)
         if not os.path.isdir(site):
@@ -163,8 +165,8 @@ class Bench:
             shutil.copy(proxy, os.path.join(site, "ocx_proxy.py"))
             compileall.compile_dir(site, quiet=1)
         code = "import sys; sys.path.insert(0, %r); import ocx_proxy; sys.exit(ocx_proxy.main())" % site
-        return [PY, "-c", code, "stdio", "--output-dir", self.spill_dir, "--log-level", "warning",
-                "--", PY, SERVER]
+        return [PY, "-c", code, "stdio", "--output-dir", output_dir or self.spill_dir, "--log-level", "warning",
+                "--", PY, SERVER] + list(server_args)
 
     def disk_write_ms(self, runs=5):
         """Writing two new 5 MB files into the spill directory's file system (what a spill must do)."""
@@ -188,6 +190,19 @@ class Bench:
         session = Session(argv)
         try:
             return session.initialize() * 1000.0
+        finally:
+            session.close()
+
+    def first_list(self, argv):
+        """ms from spawn to the answer of the first tools/list (after initialize), as a client starts a server."""
+        session = Session(argv)
+        try:
+            session.initialize()
+            line = session.request("tools/list")
+            took = (time.perf_counter() - session.started) * 1000.0
+            if b'"tools"' not in line:
+                raise RuntimeError("no tools/list answer: %r" % line[:300])
+            return took
         finally:
             session.close()
 
@@ -415,9 +430,10 @@ class Bench:
             json.dump(tools, handle)
         server = ("--tools", path)
         argvs = {"direct": self.direct_argv(*server)}
-        for client in FIT_PROFILES:
-            argvs[client, "off"] = self.relay_argv("--client", client, "--no-fit-tools", server_args=server)
-            argvs[client, "on"] = self.relay_argv("--client", client, server_args=server)
+        for client in FIT_PROFILES:  # every list the server's (no catalog cache checking it meanwhile)
+            argvs[client, "off"] = self.relay_argv("--client", client, "--no-fit-tools", "--no-catalog-cache",
+                                                   server_args=server)
+            argvs[client, "on"] = self.relay_argv("--client", client, "--no-catalog-cache", server_args=server)
         progress("tools/list of %d tools, %d profiles: %d rounds x %d lists"
                  % (FIT_TOOLS, len(FIT_PROFILES), a.fit_runs, a.fit_lists))
         times, answers = {name: [] for name in argvs}, {}
@@ -504,6 +520,37 @@ class Bench:
                      None))
         rows.append(("  info: %.0f MB call, spilled" % line_mb, "ms", t_direct, t_spill, t_spill - t_direct, None))
 
+    # -- the catalog cache ---------------------------------------------------
+
+    def catalog_rows(self, rows, progress):
+        """Spawn -> the first tools/list answer, with a server that takes SLOW_START s to start: directly,
+        through the relay with --no-catalog-cache (as a first start), and answered from the catalog cache
+        (the script, and the installed relay's cached bytecode), interleaved round by round."""
+        a = self.args
+        slow = ("--start-delay", str(SLOW_START))
+        cache = os.path.join(self.tmp, "catalog-cache")
+        argvs = {"direct": self.direct_argv(*slow),
+                 "no cache": self.relay_argv("--no-catalog-cache", server_args=slow, output_dir=cache),
+                 "cached": self.relay_argv(server_args=slow, output_dir=cache),
+                 "cached installed": self.installed_relay_argv(server_args=slow, output_dir=cache),
+                 "instant server": self.relay_argv("--no-catalog-cache", output_dir=cache)}
+        progress("spawn -> tools/list, a server starting in %g s, %d rounds" % (SLOW_START, a.startup_runs))
+        for name in ("cached", "cached installed"):
+            self.first_list(argvs[name])  # the first start saves the catalog
+        times = {name: [] for name in argvs}
+        for _ in range(a.startup_runs):
+            for name, argv in argvs.items():
+                times[name].append(self.first_list(argv))
+        d = statistics.median(times["direct"])
+        label = "spawn -> tools/list answer, server starting in %g s: direct | relay, " % SLOW_START
+        for name, what in (("no cache", "--no-catalog-cache"), ("cached", "from the catalog cache (script)"),
+                           ("cached installed", "from the catalog cache (installed)")):
+            r = statistics.median(times[name])
+            rows.append((label + what, "ms", d, r, r - d, None))
+        rows.append(("  info: from the catalog cache | the relay alone with an instant server, no cache", "ms",
+                     statistics.median(times["instant server"]), statistics.median(times["cached"]),
+                     statistics.median(times["cached"]) - statistics.median(times["instant server"]), None))
+
     # -- the run -------------------------------------------------------------
 
     def startup_rows(self, rows, progress):
@@ -538,11 +585,13 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
-        if a.only_huge or a.only_store or a.only_http or a.only_fit or a.only_clock:
+        if a.only_huge or a.only_store or a.only_http or a.only_fit or a.only_clock or a.only_catalog:
             if a.only_huge:
                 self.huge_rows(rows, progress)
             elif a.only_clock:
                 self.clock_rows(rows, progress)
+            elif a.only_catalog:
+                self.catalog_rows(rows, progress)
             elif a.only_fit:
                 self.fit_rows(rows, progress)
             elif a.only_http:
@@ -614,6 +663,7 @@ class Bench:
             rows.append(("relay peak RSS (VmHWM), %s" % label, "MB", None, r, None, TARGETS["rss"]))
 
         self.fit_rows(rows, progress)
+        self.catalog_rows(rows, progress)
         if a.huge:
             self.huge_rows(rows, progress)
 
@@ -729,6 +779,8 @@ def main(argv=None):
     parser.add_argument("--only-fit", action="store_true", help="run only the catalog-fitting rows")
     parser.add_argument("--only-clock", action="store_true",
                         help="run only the heartbeat rows (calls in time, the relay's clocks off vs on)")
+    parser.add_argument("--only-catalog", action="store_true",
+                        help="run only the catalog-cache rows (spawn -> tools/list, a server slow to start)")
     parser.add_argument("--peers", metavar="DIR", default=os.path.join(ROOT, ".venv-bench-peers"),
                         help="the venv holding mcp-stdio (default: .venv-bench-peers)")
     args = parser.parse_args(argv)

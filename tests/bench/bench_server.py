@@ -5,10 +5,12 @@ It answers as fast as plain Python can so that the figures measure the relay:
 ``small`` (a tiny text result) and ``big`` (a text result of about
 ``arguments.bytes`` bytes, 5 MB by default, lines of text or with ``arguments.json``
 a JSON text; built once and cached).  ``bench_server.py --tools FILE``: ``tools/list`` answers
-with the tools listed in the JSON file FILE (one page) instead.
+with the tools listed in the JSON file FILE (one page) instead.  ``--start-delay SECONDS`` (first):
+it reads nothing for that long, as a server started with ``npx -y``/``uvx`` that takes time to start.
 """
 import json
 import sys
+import time
 
 BIG_CACHE = {}
 
@@ -40,8 +42,12 @@ def main():
     out = sys.stdout.buffer
     small = json.dumps({"content": [{"type": "text", "text": "ok"}]}, separators=(",", ":")).encode()
     tools = [{"name": "small", "inputSchema": {"type": "object"}}, {"name": "big", "inputSchema": {"type": "object"}}]
-    if sys.argv[1:2] == ["--tools"]:
-        with open(sys.argv[2]) as handle:
+    args = sys.argv[1:]
+    if args[:1] == ["--start-delay"]:
+        time.sleep(float(args[1]))
+        args = args[2:]
+    if args[:1] == ["--tools"]:
+        with open(args[1]) as handle:
             tools = json.load(handle)
     listed = json.dumps({"tools": tools}, separators=(",", ":")).encode()
     for line in stdin:
