@@ -87,7 +87,8 @@ class RelayProcess:
         self.raw_lines = []
         self.stderr_lines = []
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
+        self.stderr_thread.start()
         self.next_id = 100
         self.backlog = []
 
@@ -162,11 +163,13 @@ class RelayProcess:
         except OSError:
             pass
         try:
-            return self.proc.wait(timeout=timeout)
+            status = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError("relay did not exit after stdin closed; stderr:\n" + self.stderr)
+        self.stderr_thread.join(timeout=5)   # its last lines read (a test looks at them next)
+        return status
 
 
 @pytest.fixture(autouse=True)
