@@ -506,14 +506,15 @@ class GroupTree:
     SIGKILL; a ``Watchdog`` does both if we die first; ``close()`` releases it."""
 
     @classmethod
-    def start(cls, argv, **popen):
-        """``(process, tree)``: ``argv`` started by ``subprocess.Popen(argv, **popen)``; Popen's errors."""
+    def start(cls, argv, watchdog=True, **popen):
+        """``(process, tree)``: ``argv`` started by ``subprocess.Popen(argv, **popen)``; Popen's errors.  No
+        ``watchdog`` for a helper that bounds itself (the reader's children: RLIMIT_CPU)."""
         process = subprocess.Popen(argv, **dict(popen, **NEW_GROUP))
-        return process, cls(process)
+        return process, cls(process, watchdog)
 
-    def __init__(self, process):
+    def __init__(self, process, watchdog=True):
         self.group = process.pid
-        self.watchdog = Watchdog(self.group)
+        self.watchdog = Watchdog(self.group) if watchdog else None
 
     def _signal(self, sig):
         try:
@@ -528,7 +529,8 @@ class GroupTree:
         self._signal(signal.SIGKILL)
 
     def close(self):
-        self.watchdog.release()
+        if self.watchdog is not None:
+            self.watchdog.release()
 
 
 class JobTree:
@@ -537,9 +539,10 @@ class JobTree:
     for a console-less tree: ``terminate()`` is ``kill()``, after the caller closed the child's stdin."""
 
     @classmethod
-    def start(cls, argv, **popen):
+    def start(cls, argv, watchdog=True, **popen):
         """``(process, tree)``: the child is created suspended and joins the job before it runs, so that nothing
-        it starts escapes; Popen's errors, or OSError when it cannot be resumed (it is killed then)."""
+        it starts escapes; Popen's errors, or OSError when it cannot be resumed (it is killed then).  The job is
+        the watchdog: a helper gets one whatever ``watchdog`` says (Windows has no RLIMIT_CPU to bound it)."""
         flags = NEW_GROUP["creationflags"] | 0x4   # CREATE_SUSPENDED
         process = subprocess.Popen(argv, creationflags=flags, **popen)
         tree = cls(process)
@@ -3598,19 +3601,21 @@ class BoundedRun:
         self.on_done = on_done
         self.chunks = []
         self.killed = self.finished = False
-        self.process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        # Its own tree: on Windows a job, so that a runaway search dies with us even if we are killed outright.
+        self.process, self.tree = ProcessTree.start(argv, watchdog=False, stdin=stdin, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.DEVNULL, bufsize=0)
         self.timer = loop.call_later(seconds, self._kill)
         self.reader = pipe_reader(loop, self.process.stdout.fileno(), self._data, use_threads)
 
     def _kill(self):
         self.killed = True
-        self.process.kill()  # its stdout closes: _data hears EOF
+        self.tree.kill()  # its stdout closes: _data hears EOF
 
     def _data(self, data):
         if data:
             self.chunks.append(data)
             return
-        self.process.kill()  # it closed stdout: it is exiting (or would only hang on)
+        self.tree.kill()  # it closed stdout: it is exiting (or would only hang on)
         self.process.wait()
         self.process.stdout.close()
         self._finish(None if self.killed else b"".join(self.chunks))
@@ -3620,11 +3625,12 @@ class BoundedRun:
             self.finished = True
             self.timer.cancel()
             self.reader.stop()
+            self.tree.close()
             self.on_done(output)
 
     def stop(self):
         """Kill it now and call ``on_done(None)`` (shutdown: the loop may not turn again)."""
-        self.process.kill()
+        self.tree.kill()
         self.process.wait()
         self._finish(None)
 

@@ -221,6 +221,9 @@ def relay_factory(tmp_path):
 
 
 def pid_alive(pid):
+    if os.name == "nt":   # os.kill(pid, 0) would be TerminateProcess there
+        import ocx_proxy
+        return ocx_proxy.process_exists(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import pathlib
 import re
 import signal
 import stat
@@ -63,11 +64,12 @@ def test_big_result_is_spilled_with_exact_copy_and_valid_preview(relay_factory, 
     assert meta["txt"] in preview and meta["json"] in preview
     assert "characters omitted" in preview
     link = result["content"][1]
-    assert link["type"] == "resource_link" and link["uri"] == "file://" + meta["txt"]
-    spill_dir = os.path.dirname(meta["json"])
-    assert stat.S_IMODE(os.stat(spill_dir).st_mode) == 0o700
-    for path in (meta["json"], meta["txt"]):
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert link["type"] == "resource_link" and link["uri"] == pathlib.Path(meta["txt"]).as_uri()
+    if op.FILE_OWNERS:   # Windows: the profile's ACL, not modes (README, Windows)
+        spill_dir = os.path.dirname(meta["json"])
+        assert stat.S_IMODE(os.stat(spill_dir).st_mode) == 0o700
+        for path in (meta["json"], meta["txt"]):
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert relay.close() == 0
 
 
@@ -473,11 +475,16 @@ def test_shutdown_escalates_and_leaves_no_orphans(relay_factory, tmp_path, io_mo
     started = time.monotonic()
     assert relay.close() == 0
     elapsed = time.monotonic() - started
-    assert 3.5 < elapsed < 8, elapsed  # 2 s after stdin close, 2 s after SIGTERM, then SIGKILL
+    if hasattr(signal, "SIGKILL"):
+        assert 3.5 < elapsed < 8, elapsed  # 2 s after stdin close, 2 s after SIGTERM, then SIGKILL
+    else:
+        assert 1.5 < elapsed < 6, elapsed  # Windows: 2 s after stdin close, the job ends (no polite signal)
     time.sleep(0.2)
     assert not pid_alive(server_pid) and not pid_alive(grandchild)
 
 
+@pytest.mark.skipif(os.name == "nt", reason="SIGTERM is POSIX: on Windows send_signal(SIGTERM) is TerminateProcess "
+                    "(tests/windows: the relay killed outright, and Ctrl+C from a console)")
 def test_sigterm_stops_relay_and_child(relay_factory):
     relay = relay_factory()
     relay.initialize()
@@ -496,7 +503,7 @@ def test_trace_file_records_metadata_without_secrets(relay_factory, tmp_path):
     relay.call("big", {"n": 30000})
     relay.close()
     records = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert stat.S_IMODE(os.stat(trace).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(trace).st_mode) == 0o600 or not op.FILE_OWNERS
     assert "supersecret" not in trace.read_text()
     calls = [r for r in records if r.get("method") == "tools/call" and r["dir"] == "upstream->client"]
     assert calls[0]["tool"] if "tool" in calls[0] else True
@@ -1318,14 +1325,14 @@ def test_a_catastrophic_pattern_is_stopped_and_the_relay_answers_meanwhile(relay
         page = relay.call("read_spilled_output", {"id": spill_id, "lines": 1}, timeout=3)["result"]
         assert page["content"][0]["text"] == "a" * len(page["content"][0]["text"]) and "isError" not in page
         assert relay.call("echo", {"text": "hi"}, timeout=3)["result"]["content"][0]["text"] == "hi"
-    if os.path.isdir("/proc"):
+    if sys.platform.startswith("linux"):   # /proc: under Wine it is the host's, not Windows'
         assert len(search_children(relay)) == 1
     assert not [m for m in relay.backlog if m.get("id") == "evil"]
     answer = relay.wait_for("evil", timeout=30)[0]["result"]
     assert time.monotonic() - started < 15
     assert answer["isError"] is True
     assert "took longer than 5 s" in answer["content"][0]["text"] and "simplify" in answer["content"][0]["text"]
-    if os.path.isdir("/proc"):
+    if sys.platform.startswith("linux"):   # /proc: under Wine it is the host's, not Windows'
         assert search_children(relay) == []  # killed and reaped
     found = relay.call("read_spilled_output", {"id": spill_id, "pattern": "a{3}$"}, timeout=10)["result"]
     assert found["content"][0]["text"] == "1:…%s…(line of 100000 chars; read it with column=99898)\n" % ("a" * 103)
@@ -1346,6 +1353,7 @@ def test_pattern_searches_beyond_two_at_once_wait_their_turn(relay_factory):
     assert relay.close() == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
 def test_a_fifo_in_place_of_the_text_is_refused_without_waiting(relay_factory, io_mode):
     relay = relay_factory(["--io", io_mode])
     relay.initialize()
