@@ -80,7 +80,7 @@ SITECUSTOMIZE = ("# Written by tests/run_windows.py: Wine 8 has no WMI; platform
 WINE_ENV = {"WINEDEBUG": "-all"}
 HYPOTHESIS_PROFILE = "compat"
 DEFAULT_BUDGET = 1080
-DEFAULT_TEST_TIMEOUT = 90
+DEFAULT_TEST_TIMEOUT = 60
 MAX_ATTEMPTS = 12
 # Trim (printed at every run): the whole suite on both versions does not fit the tier's ~20 minutes.
 # Measured under Wine on this 2-core machine (both versions at once, December 2026): every Python
@@ -95,6 +95,11 @@ ONLY_ON = {"3.13": ["test_oauth.py", "test_spill.py", "test_fitting.py", "test_c
                     "test_client_configs.py"],
            "3.8": ["test_remote.py", "test_spill_reading.py", "test_capture.py", "test_catalog_rules.py",
                    "test_check.py"]}
+# Run first (the plugin reorders the collected tests): the files that reach Windows' own pipes,
+# processes, consoles and files, so that a run stopped by its budget has run those.
+FIRST = ["tests/windows/", "tests/test_platform.py", "tests/test_relay.py", "tests/test_relay_parts.py",
+         "tests/test_upstreams.py", "tests/test_spill.py", "tests/test_spill_reading.py", "tests/test_framing.py",
+         "tests/test_wire_helpers.py", "tests/test_cli.py", "tests/test_event_loop.py"]
 PYTEST_OPTS = ["-q", "-p", "no:cacheprovider", "-rfE", "--tb=short", "--durations=15"]
 
 _print_lock = threading.Lock()
@@ -414,6 +419,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
+    # The files that reach Windows' own mechanisms first (a run stopped by its budget ran those).
+    first = [prefix for prefix in os.environ.get("OCX_WINE_FIRST", "").split(",") if prefix]
+    rank = lambda item: next((i for i, prefix in enumerate(first) if item.nodeid.startswith(prefix)), len(first))
+    items[:] = sorted(items, key=rank)
     if not SKIP or not os.path.exists(SKIP):
         return
     with open(SKIP, encoding="utf-8") as handle:
@@ -435,7 +444,12 @@ def pytest_runtest_logreport(report):
         outcome = "xfailed"
     elif outcome == "passed" and hasattr(report, "wasxfail"):
         outcome = "xpassed"
-    _write("report", report.nodeid, report.when, outcome)
+    why = ""
+    if report.failed:
+        lines = [line[1:].strip() for line in report.longreprtext.splitlines() if line.startswith("E ")]
+        lines = lines or report.longreprtext.strip().splitlines()[-1:]
+        why = lines[0] if lines else ""
+    _write("report", report.nodeid, report.when, outcome, why[:300])
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -460,12 +474,13 @@ def read_journal(path):
 
 
 def outcomes_of(entries):
-    """{nodeid: outcome} in the order tests started, plus {nodeid: seconds}.
+    """{nodeid: outcome} in the order tests started, {nodeid: seconds}, {nodeid: first "E" line of its failure}.
 
     failed (the test) > error (setup/teardown) > hung > skipped/xfailed/xpassed > passed; a test
     that started and never finished is "crashed" (the interpreter died under it).
     """
     outcomes, seconds, started, finished = {}, {}, {}, set()
+    reasons = {}
     rank = {"passed": 0, "xpassed": 1, "xfailed": 1, "skipped": 2, "error": 5, "failed": 6}
     for entry in entries:
         when, kind, nodeid = entry[0], entry[1], entry[2]
@@ -476,6 +491,8 @@ def outcomes_of(entries):
             phase, outcome = entry[3], entry[4]
             if outcome == "failed":
                 outcome = "failed" if phase == "call" else "error"
+                if len(entry) > 5 and entry[5] and nodeid not in reasons:
+                    reasons[nodeid] = entry[5]
             if rank[outcome] > rank.get(outcomes.get(nodeid), 0):
                 outcomes[nodeid] = outcome
         elif kind == "finish":
@@ -488,7 +505,7 @@ def outcomes_of(entries):
     for nodeid in outcomes:
         if nodeid not in finished:
             outcomes[nodeid] = "crashed"
-    return outcomes, seconds
+    return outcomes, seconds, reasons
 
 
 def install_plugin(version):
@@ -504,7 +521,7 @@ def stops_at_first_failure(pytest_args):
 def run_pytest(version, wine, pytest_args, budget, test_timeout):
     """Run the suite for ``version`` (again after a hung or crashed test, without the tests done).
 
-    Returns (outcomes {nodeid: outcome}, seconds per test, wall seconds, notes, exit statuses).
+    Returns (outcomes {nodeid: outcome}, seconds per test, failure lines, wall seconds, notes, exit statuses).
     """
     install_plugin(version)
     state = os.path.join(CACHE, "state-" + version)
@@ -515,7 +532,7 @@ def run_pytest(version, wine, pytest_args, budget, test_timeout):
                    HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", HYPOTHESIS_PROFILE),
                    HYPOTHESIS_STORAGE_DIRECTORY=windows_path(os.path.join(CACHE, "hypothesis-" + version)),
                    OCX_WINE_JOURNAL=windows_path(journal), OCX_WINE_SKIP=windows_path(skip),
-                   OCX_WINE_TEST_TIMEOUT=str(test_timeout))
+                   OCX_WINE_TEST_TIMEOUT=str(test_timeout), OCX_WINE_FIRST=",".join(FIRST))
     argv = [wine, python_exe(version), "-m", "pytest", "-p", PLUGIN_NAME] + PYTEST_OPTS + pytest_args
     log_path = os.path.join(LOGS, version + "-pytest.log")
     tag = "win%-4s| " % version
@@ -526,13 +543,14 @@ def run_pytest(version, wine, pytest_args, budget, test_timeout):
             left = budget - (time.monotonic() - started)
             if left < 30:
                 notes.append("budget of %d s used up before all tests ran" % budget)
+                statuses.append(None)  # counted as stopped at the budget
                 break
             say("windows %s: %s%s" % (version, " ".join(
                 ["wine", os.path.relpath(python_exe(version), ROOT)] + argv[2:]),
                 "" if attempt == 1 else "  (attempt %d, without the %d tests already done)" % (attempt, done)))
             status = run_attempt(version, argv, env, left, log, tag)
             statuses.append(status)
-            outcomes, _ = outcomes_of(read_journal(journal))
+            outcomes = outcomes_of(read_journal(journal))[0]
             stuck = [nodeid for nodeid, outcome in outcomes.items()
                      if outcome in ("hung", "crashed") and nodeid not in handled]
             if status is None:
@@ -557,12 +575,12 @@ def run_pytest(version, wine, pytest_args, budget, test_timeout):
             done = len(outcomes)
             with open(skip, "w", encoding="utf-8") as handle:
                 json.dump(sorted(outcomes), handle)
-    outcomes, seconds = outcomes_of(read_journal(journal))
+    outcomes, seconds, reasons = outcomes_of(read_journal(journal))
     # The test running when the budget ran out was stopped by us, not crashed.
     if statuses and statuses[-1] is None:
         outcomes = {nodeid: ("stopped" if outcome == "crashed" and nodeid not in handled else outcome)
                     for nodeid, outcome in outcomes.items()}
-    return outcomes, seconds, time.monotonic() - started, notes, statuses
+    return outcomes, seconds, reasons, time.monotonic() - started, notes, statuses
 
 
 def run_attempt(version, argv, env, timeout, log, tag):
@@ -639,7 +657,7 @@ def check_version_locked(version, wine, args):
     if python is None:
         return "windows %s: could not be set up: %s" % (version, why), {}, True
     setup = time.monotonic() - started
-    outcomes, seconds, wall, notes, statuses = run_pytest(version, wine, selection(version, args), args.budget,
+    outcomes, seconds, reasons, wall, notes, statuses = run_pytest(version, wine, selection(version, args), args.budget,
                                                           args.test_timeout)
     counts = {key: 0 for key in COUNTED}
     for outcome in outcomes.values():
@@ -647,7 +665,9 @@ def check_version_locked(version, wine, args):
     bad = [nodeid for nodeid, outcome in outcomes.items() if outcome in BAD]
     # pytest exit 1 = tests failed, 2 = interrupted or a collection error, 5 = none collected.
     last = statuses[-1] if statuses else None
-    if not outcomes:
+    if statuses and last is None:
+        verdict = "FAILED (stopped at its budget of %d s; the tests not run yet are not counted)" % args.budget
+    elif not outcomes:
         verdict = "FAILED (no test ran; pytest exit %s; see .windows/logs/%s-pytest.log)" % (last, version)
     elif last not in (0, 1, 3, 5) or (last == 5 and len(statuses) == 1):
         verdict = "FAILED (pytest exit %s; see .windows/logs/%s-pytest.log)" % (last, version)
@@ -662,13 +682,14 @@ def check_version_locked(version, wine, args):
         say("windows %s: seconds per file: %s" % (version, ", ".join(
             "%s %.0f" % (os.path.basename(path), took) for path, took in slowest)))
     for nodeid in bad:
-        say("windows %s: %s %s" % (version, outcomes[nodeid].upper(), nodeid))
+        shown = nodeid if len(nodeid) <= 160 else nodeid[:150] + "...]"  # hypothesis-sized parameters
+        say("windows %s: %s %s%s" % (version, outcomes[nodeid].upper(), shown,
+                                     " - " + reasons[nodeid][:200] if reasons.get(nodeid) else ""))
     parts = ["%d %s" % (counts[key], key) for key in ("passed", "failed", "skipped")]
     parts += ["%d %s" % (counts[key], "errors" if key == "error" else key) for key in COUNTED
               if counts[key] and key not in ("passed", "failed", "skipped")]
-    line = "windows %s: %s; %.0f s (setup %.0f s); %s%s; %s" % (
-        version, ", ".join(parts), wall, setup, verdict,
-        " (%s)" % "; ".join(notes) if notes and failed else "", describe(version, wine))
+    line = "windows %s: %s; %.0f s (setup %.0f s); %s; %s" % (
+        version, ", ".join(parts), wall, setup, verdict, describe(version, wine))
     return line, counts, failed
 
 
