@@ -100,7 +100,9 @@ ONLY_ON = {"3.13": ["test_oauth.py", "test_spill.py", "test_fitting.py", "test_c
 FIRST = ["tests/windows/", "tests/test_platform.py", "tests/test_relay.py", "tests/test_relay_parts.py",
          "tests/test_upstreams.py", "tests/test_spill.py", "tests/test_spill_reading.py", "tests/test_framing.py",
          "tests/test_wire_helpers.py", "tests/test_cli.py", "tests/test_event_loop.py"]
-PYTEST_OPTS = ["-q", "-p", "no:cacheprovider", "-rfE", "--tb=short", "--durations=15"]
+# --continue-on-collection-errors: a test file that cannot be imported on Windows is one error,
+# not a run with no tests.
+PYTEST_OPTS = ["-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", "-rfE", "--tb=short", "--durations=15"]
 
 _print_lock = threading.Lock()
 
@@ -433,6 +435,12 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = [item for item in items if item.nodeid not in done]
 
 
+def pytest_collectreport(report):
+    if report.failed:  # a test file that cannot even be imported on Windows
+        lines = str(report.longrepr).strip().splitlines()[-1:]
+        _write("collect_error", report.nodeid, lines[0][:300] if lines else "")
+
+
 def pytest_runtest_logstart(nodeid, location):
     _current.update(nodeid=nodeid, since=time.monotonic())
     _write("start", nodeid)
@@ -498,6 +506,10 @@ def outcomes_of(entries):
         elif kind == "finish":
             finished.add(nodeid)
             seconds[nodeid] = when - started.get(nodeid, when)
+        elif kind == "collect_error":
+            outcomes[nodeid] = "error"
+            finished.add(nodeid)
+            reasons[nodeid] = "collection failed: " + (entry[3] if len(entry) > 3 else "")
         elif kind == "hung":
             finished.add(nodeid)
             outcomes[nodeid] = "hung"
