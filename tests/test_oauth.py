@@ -60,7 +60,8 @@ class AuthServer:
                                     "OCX_PROXY_OAUTH_DEVICE")}
         env.update(OCX_PROXY_AUTH_DIR=self.auth_dir, OAUTH_BROWSER_LOG=self.browser_log)
         if browser:
-            env["BROWSER"] = "%s %s %%s" % (sys.executable, BROWSER)
+            # webbrowser splits BROWSER with shlex (POSIX rules): double quotes keep a Windows path's backslashes.
+            env["BROWSER"] = '"%s" "%s" %%s' % (sys.executable, BROWSER)
         env.update(("OAUTH_BROWSER_" + name.upper(), str(value)) for name, value in variant.items())
         return env
 
