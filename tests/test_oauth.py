@@ -57,11 +57,14 @@ class AuthServer:
         env = {k: v for k, v in os.environ.items()
                if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "DISPLAY", "WAYLAND_DISPLAY",
                                     "BROWSER", "OCX_PROXY_OAUTH_CALLBACK_PORT", "SSH_CONNECTION", "SSH_TTY",
-                                    "OCX_PROXY_OAUTH_DEVICE")}
+                                    "OCX_PROXY_OAUTH_DEVICE", "OCX_PROXY_OAUTH_NO_BROWSER")}
         env.update(OCX_PROXY_AUTH_DIR=self.auth_dir, OAUTH_BROWSER_LOG=self.browser_log)
         if browser:
             # webbrowser splits BROWSER with shlex (POSIX rules): double quotes keep a Windows path's backslashes.
             env["BROWSER"] = '"%s" "%s" %%s' % (sys.executable, BROWSER)
+        elif op.IS_WINDOWS:
+            # Windows always has a browser to open (no DISPLAY to take away): no browser here is said instead
+            env["OCX_PROXY_OAUTH_NO_BROWSER"] = "1"
         env.update(("OAUTH_BROWSER_" + name.upper(), str(value)) for name, value in variant.items())
         return env
 
@@ -205,9 +208,12 @@ def test_missing_iss_is_rejected_when_the_server_promises_it(server):
 
 def test_a_forged_state_is_ignored_until_the_timeout(server):
     server.configure(state="wrong")
-    result = server.auth("login", "--oauth-timeout", "2")
+    # the forged callback must come within it, after two interpreters started (the relay's browser helper and
+    # the browser): Windows starts them slowly, very slowly under Wine
+    wait = 10 if op.IS_WINDOWS else 2
+    result = server.auth("login", "--oauth-timeout", str(wait))
     assert result.returncode == 1
-    assert b"state is not this login's" in result.stderr and b"no login within 2 s" in result.stderr
+    assert b"state is not this login's" in result.stderr and b"no login within %d s" % wait in result.stderr
     assert server.stats()["token"] == 0
 
 
@@ -335,6 +341,10 @@ def log_in_together(servers, *extra, **env):
             relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
         replies = [relay.recv(timeout=30) for relay in relays]
+        for relay in relays:
+            # a login slower than OAUTH_INITIALIZE_WAIT (Windows starts the browser's interpreters slowly) has the
+            # relay answer initialize itself and go on logging in: closing it then would end that login
+            wait_for_stderr(relay, "connected to ", timeout=60)
     finally:
         for relay in relays:
             relay.close()
@@ -469,7 +479,7 @@ def test_preregistered_clients_of_two_servers_on_one_port_log_in_one_after_the_o
             s.configure(clients={"fixed": {"redirect_uris": ["http://127.0.0.1:%d/callback" % server.callback_port]}})
         relays = log_in_together(servers, "--oauth-client-id", "fixed", delay=1)
         assert sum("is busy" in relay.stderr and "waiting for it" in relay.stderr for relay in relays) == 1
-        assert [s.stats()["token"] for s in servers] == [1, 1]
+        assert [s.stats()["token"] for s in servers] == [1, 1], [relay.stderr for relay in relays]
     finally:
         other.stop()
 
