@@ -673,7 +673,7 @@ def test_a_login_waits_for_a_live_lock_holder_and_proceeds_once_it_is_killed(ser
     lock = os.path.join(server.auth_dir, "login-%s.lock" % op._key(server.base + "/as", server.url))
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, os.path.dirname(PROXY), lock], stdout=subprocess.PIPE)
     try:
-        assert holder.stdout.readline() == b"held\n"
+        assert holder.stdout.readline().rstrip() == b"held"   # \r\n on Windows
         result = server.auth("login", "--oauth-timeout", "1")
         assert result.returncode == 1
         assert b"another ocx-proxy is logging in" in result.stderr
