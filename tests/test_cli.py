@@ -148,8 +148,9 @@ def test_ocx_proxy_imports_only_the_standard_library():
     # Standard modules of a newer Python or of another platform, imported only where they exist
     # (guarded by ImportError); before 3.10 is_stdlib can only find modules this machine has.
     elsewhere = {"tomllib"} if sys.version_info < (3, 11) else set()
-    if not hasattr(sys, "stdlib_module_names") and os.name != "nt":
-        elsewhere.add("msvcrt")
+    if not hasattr(sys, "stdlib_module_names"):
+        # Windows has no fcntl or resource (POSIX only), POSIX no msvcrt
+        elsewhere |= {"fcntl", "resource"} if os.name == "nt" else {"msvcrt"}
     outside = sorted(name for name in modules if not is_stdlib(name) and name != "__future__" and name not in elsewhere)
     assert outside == [], outside
     assert not is_stdlib("pytest") and not is_stdlib("hypothesis")  # the guard can fail
