@@ -102,7 +102,7 @@ def client_factory():
 
 
 def read_records(path):
-    with open(path) as handle:
+    with open(path, encoding="utf-8") as handle:   # not the locale's code page (cp1252 on Windows)
         return [json.loads(line) for line in handle]
 
 
@@ -558,7 +558,8 @@ def test_random_calls_subprocess(tmp_path, calls):
 def test_catalog_must_be_a_regular_file(tmp_path):
     text = assert_one_line_error(run_proxy("capture", "--catalog", str(tmp_path), "--out",
                                            str(tmp_path / "o")), 1)
-    assert "not a regular file" in text
+    # Windows refuses to open a directory as a file at all: the open fails before the regular-file check
+    assert "not a regular file" in text or (os.name == "nt" and "Permission denied" in text)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -789,7 +790,9 @@ def test_print_config_claude_is_the_default(tmp_path):
 
 
 def test_print_config_codex_is_a_config_toml_table(tmp_path):
-    folder = tmp_path / 'we"ird \\ d\u00e9j\u00e0 \u2028 \U0001f600'
+    # Windows file names cannot hold " or \ (its separator, so the path still has backslashes to escape)
+    folder = tmp_path / ("we'ird d\u00e9j\u00e0 \u2028 \U0001f600" if os.name == "nt"
+                         else 'we"ird \\ d\u00e9j\u00e0 \u2028 \U0001f600')
     folder.mkdir()
     catalog = write_catalog(folder, [{"name": "read"}])
     text, out, err = print_config(tmp_path, "codex", catalog)
