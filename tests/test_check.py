@@ -54,6 +54,7 @@ def test_reports_print_what_a_server_names_escaped_and_cut(tmp_path):
                                              {"name": "n" * 100000, "inputSchema": {"type": "object"}}]}))
     args = [sys.executable, PROXY, "check", "stdio", "--", sys.executable, SERVER, str(catalog)]
     text = subprocess.run(args, stdout=subprocess.PIPE, timeout=60).stdout.decode("utf-8")
+    text = text.replace("\r\n", "\n")   # Windows prints lines ending in \r\n (a text stream)
     assert "ocx-proxy check: srv\\x1b]0;pwned\\x07 1\\u2028x" in text and 'tool "t\\x9b2J\\nerror   /forged"' in text
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]", text)
     assert not [line for line in text.splitlines() if line.startswith("error")]

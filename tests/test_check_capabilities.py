@@ -119,6 +119,7 @@ def test_compare_with_the_same_tools_costs_two_sessions_and_finds_nothing(tmp_pa
 def test_human_report_names_what_was_declared_and_each_listing(tmp_path):
     status, text, err, _ = check(tmp_path, "--compare-capabilities", **COMPARED)
     assert status == 0, err
+    text = text.replace("\r\n", "\n")   # Windows prints lines ending in \r\n (a text stream)
     assert "  listed declaring roots, sampling, elicitation\n" in text
     assert "  tools listed: 4 declaring roots, sampling, elicitation, 3 declaring nothing, " in text
     assert "tool \"summarize\"\n  info    /tools/3\n          only listed to clients declaring sampling" in text

@@ -203,6 +203,7 @@ def test_server_names_are_printed_escaped(tmp_path):
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps(config))
     status, text, _ = check_config(str(path), as_json=False)
+    text = text.replace("\r\n", "\n")   # Windows prints lines ending in \r\n (a text stream)
     assert status == 1 and not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]", text), text
     assert len(text.splitlines()) == len(text.split("\n")) - 1   # no character some viewer breaks a line at
     assert not [line for line in text.splitlines() if line.startswith("error")]
