@@ -133,7 +133,9 @@ def is_stdlib(name):
         return False
     origin = os.path.realpath(spec.origin)
     stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
-    return origin.startswith(stdlib + os.sep) and "site-packages" not in origin
+    # Windows keeps the compiled standard modules (select, unicodedata) in DLLs beside Lib
+    dlls = os.path.realpath(os.path.join(sys.base_prefix, "DLLs"))
+    return origin.startswith((stdlib + os.sep, dlls + os.sep)) and "site-packages" not in origin
 
 
 def test_ocx_proxy_imports_only_the_standard_library():
