@@ -294,10 +294,11 @@ def test_files_are_private_and_named_safely(tmp_path):
     msg = {"jsonrpc": "2.0", "id": "../../etc/passwd", "result": {"content": [{"type": "text", "text": "z" * 5000}]}}
     line = spill_line(msg)
     out, files = spill.rewrite(line, msg, "tools/call")
-    assert stat.S_IMODE(os.stat(str(out_dir)).st_mode) == 0o700
+    # Windows has no mode bits to check (ACLs instead)
+    assert not op.FILE_OWNERS or stat.S_IMODE(os.stat(str(out_dir)).st_mode) == 0o700
     for path in (files.json_path, files.txt_path):
         assert os.path.dirname(path) == str(out_dir)
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert not op.FILE_OWNERS or stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert op.SPILL_NAME_RE.match(os.path.basename(path))
     assert hashlib.sha256(open(files.json_path, "rb").read()).digest() == hashlib.sha256(line).digest()
     assert not [n for n in os.listdir(str(out_dir)) if n.endswith(".tmp")]
