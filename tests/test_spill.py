@@ -283,7 +283,8 @@ def test_task_results_are_spilled_as_the_tool_results_they_are(tmp_path):
     assert {k: got[k] for k in ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")} == {
         k: task[k] for k in ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")}
     assert got["resultType"] == "complete" and "ocx-proxy/spill" in got["_meta"]
-    assert preview_body(got["result"]["content"][0]["text"]).startswith("z" * 100) and got["result"]["isError"] is True
+    # The head kept shrinks with the paths the note names (Windows temp paths are long, and JSON doubles "\\").
+    assert preview_body(got["result"]["content"][0]["text"]).startswith("z" * 10) and got["result"]["isError"] is True
 
 
 # -- files ------------------------------------------------------------------
@@ -429,7 +430,8 @@ def test_planted_links_are_never_written_through(tmp_path):
     path = op.Spill(str(out)).write_file("x.json", b"PWN")
     assert victim.read_bytes() == b"orig"
     assert path == str(out / "x.json") and not os.path.islink(path)
-    assert open(path, "rb").read() == b"PWN" and stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+    assert open(path, "rb").read() == b"PWN"
+    assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600 or not op.FILE_OWNERS
 
 
 def test_write_file_takes_chunks_and_a_failed_write_leaves_no_temp_file(tmp_path):
