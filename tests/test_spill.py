@@ -993,7 +993,7 @@ def test_a_huge_json_text_is_outlined_from_its_start_only(relay_factory):
     "{" + "not json, only braces " * 1000 + "}",
     '{"a": 1}' + " trailing" * 2000 + " {}",
     "[" + "1, " * 5000 + "NaN]",
-])
+], ids=["rows", "braces", "trailing", "nan"])   # short ids: pytest puts the id in an environment variable
 def test_a_text_that_is_not_json_keeps_the_preview_it_had(relay_factory, text):
     relay = relay_factory()
     relay.initialize()
