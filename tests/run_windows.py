@@ -558,6 +558,7 @@ def run_pytest(version, wine, pytest_args, budget, test_timeout):
     started = time.monotonic()
     notes, statuses, handled = [], [], set()
     with open(log_path, "w", encoding="utf-8") as log:
+        done = 0   # tests with an outcome before this attempt
         for attempt in range(1, MAX_ATTEMPTS + 1):
             left = budget - (time.monotonic() - started)
             if left < 30:
