@@ -707,6 +707,9 @@ class PrivateDir:
     def open_read(self, name):
         """``(descriptor, its fstat)`` of ``name`` opened with READ_FILE_FLAGS (OSError, ELOOP for a link): the
         caller judges the stat and closes the descriptor."""
+        # Where open() has no O_NOFOLLOW (Windows) it would follow the link: refuse it before.
+        if stat.S_ISLNK(self.lstat(name).st_mode):
+            raise OSError(errno.ELOOP, "a symbolic link", self.at(name))
         fd = os.open(self.at(name), READ_FILE_FLAGS, dir_fd=self.fd)
         return fd, os.fstat(fd)
 

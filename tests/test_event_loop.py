@@ -27,7 +27,9 @@ def loop():
 def pipe():
     read_fd, write_fd = os.pipe()
     yield read_fd, write_fd
-    for fd in (read_fd, write_fd):
+    # The write end first: a thread reader blocked in read() then sees EOF and lets go of the read end,
+    # which Windows will not close under it (os.close would wait for that read for good).
+    for fd in (write_fd, read_fd):
         try:
             os.close(fd)
         except OSError:
@@ -192,12 +194,14 @@ def test_factories_use_select_for_pipes_and_threads_for_files(loop, pipe, tmp_pa
 def test_a_bounded_run_gives_its_output_or_is_killed_at_its_bound_while_the_loop_turns(loop, threads, tmp_path):
     source = tmp_path / "input.txt"
     source.write_bytes(b"abc" * 50000)
-    outputs, ticks = [], []
+    outputs, ticks = {}, []
     with open(str(source), "rb") as handle:
         op.BoundedRun(loop, [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read()[::-1])"],
-                      handle.fileno(), 10, outputs.append, use_threads=threads)
+                      handle.fileno(), 10, lambda out: outputs.update(reversed=out), use_threads=threads)
     started = time.monotonic()   # before the run: its bound counts from its creation
-    op.BoundedRun(loop, [sys.executable, "-c", "while True: pass"], None, 0.5, outputs.append, use_threads=threads)
+    # Either may end first (a Python start takes ~0.5 s under Wine): each run has its own callback.
+    op.BoundedRun(loop, [sys.executable, "-c", "while True: pass"], None, 0.5, lambda out: outputs.update(endless=out),
+                  use_threads=threads)
 
     def tick():
         ticks.append(time.monotonic())
@@ -205,7 +209,7 @@ def test_a_bounded_run_gives_its_output_or_is_killed_at_its_bound_while_the_loop
 
     tick()
     assert run_until(loop, lambda: len(outputs) == 2, timeout=10)
-    assert outputs == [b"cba" * 50000, None]  # the endless one: killed at its bound, no output
+    assert outputs == {"reversed": b"cba" * 50000, "endless": None}  # the endless one: killed at its bound
     assert 0.49 <= time.monotonic() - started < 5   # a timer may fire a clock tick early
     assert len(ticks) >= 8  # the loop kept turning meanwhile
 

@@ -364,7 +364,8 @@ def test_only_a_whole_catalog_is_cached(relay_factory, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["not json", "another key", "wrong shape", "a link", "empty", "too large",
-                                    "a fifo"])
+                                    pytest.param("a fifo", marks=pytest.mark.skipif(
+                                        not hasattr(os, "mkfifo"), reason="Windows has no FIFOs"))])
 def test_a_damaged_or_foreign_entry_is_one_warning_and_ignored(relay_factory, tmp_path, damage):
     control = control_file(tmp_path)
     session(relay_factory, control, ["--env", "A=1"])
@@ -384,6 +385,8 @@ def test_a_damaged_or_foreign_entry_is_one_warning_and_ignored(relay_factory, tm
         target.write_bytes(first.read_bytes())
         first.unlink()
         first.symlink_to(target)
+        if not first.is_symlink():  # Wine 8 takes the call and makes nothing (Windows needs a privilege for it)
+            pytest.skip("this system made no symbolic link")
     elif damage == "too large":
         os.truncate(str(first), 32 * 1024 * 1024 + 1)
     elif damage == "a fifo":
@@ -418,7 +421,8 @@ def test_the_entry_holds_no_secret_and_is_private(relay_factory, tmp_path):
     data = entry.read_bytes()
     for secret in (b"sekrit-value-0815", b"from-the-environment-4711", b"in-the-argv-1234", b"API_KEY"):
         assert secret not in data
-    assert oct(entry.stat().st_mode & 0o777) == "0o600"
+    if op.FILE_OWNERS:   # Windows: the profile's ACL, not modes (README, Windows)
+        assert oct(entry.stat().st_mode & 0o777) == "0o600"
 
 
 def test_a_remote_entry_holds_no_header(http_server, tmp_path):
@@ -463,6 +467,8 @@ def test_a_server_that_fails_to_start_fails_the_calls_as_today(relay_factory, tm
     assert entry.read_bytes() == saved
 
 
+@pytest.mark.skipif(not op.FILE_OWNERS, reason="POSIX only: a shared sticky directory gets a private "
+                    "ocx-proxy-<uid> directory; Windows has no uid (its output directory is the user's own)")
 def test_the_entry_lives_in_the_private_directory_of_a_shared_output_dir_and_outlives_spill_retention(
         relay_factory, tmp_path):
     shared = tmp_path / "shared"
