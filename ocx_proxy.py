@@ -2212,14 +2212,13 @@ def compact(i, end, limit):
         size *= 4
 
 
-def describe(i, counted=True):
+def describe(i):
+    # Counting is a pass of bytes methods over what skip() has just measured anyway: every container says
+    # how many members it has, however big ("how many?" should not cost a page of its items).
     c, end = b[i:i + 1], skip(i)
-    if c == b"{" and (counted or end - i < CHUNK):
-        return "object, %d keys, %d bytes" % (sum(1 for _ in members(i)), end - i)
-    if c == b"[" and (counted or end - i < CHUNK):
-        return "array, %d items, %d bytes" % (count(i, end), end - i)
     if c in (b"{", b"["):
-        return "%s, %d bytes" % ("object" if c == b"{" else "array", end - i)
+        what = ("object", "keys") if c == b"{" else ("array", "items")
+        return "%s, %d %s, %d bytes" % (what[0], count(i, end), what[1], end - i)
     if c == b'"':
         text = json.loads(b[i:end].decode("utf-8", "replace"))
         return "string, %d chars: %s" % (len(text), compact(i, end, 60)[:60] + ("..." if end - i > 60 else ""))
@@ -2230,7 +2229,7 @@ def outline(path, i):
     yield "%s: %s" % (path, describe(i))
     if b[i:i + 1] in (b"{", b"["):
         for key, start in members(i) if b[i:i + 1] == b"{" else window(i, 0, 3):
-            yield "  %s: %s" % (step(key), describe(start, False))
+            yield "  %s: %s" % (step(key), describe(start))
 
 
 def lines(limit):
@@ -2445,6 +2444,13 @@ OUTLINE_ITEMS = 3
 OUTLINE_SNIPPET = 60
 _JSON_SPACE_RE = re.compile(r"[ \t\r\n]*")
 _JSON_COMPACT_RE = re.compile(r'("(?:[^"\\]|\\.)*"?)|[ \t\r\n]+')
+# _head_count: a JSON string (or one cut at the end), what is not structure, a container with none inside.
+_JSON_STRING_OR_CUT_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)')
+_JSON_NOT_STRUCTURE_RE = re.compile(r'[^\[\]{},]+')
+_JSON_INNER_RE = re.compile(r'\[[^\[\]{}]*\]|\{[^\[\]{}]*\}')
+_JSON_OPENER_RE = re.compile(r'[\[{]')
+# The opening quote and the whole characters of a JSON string (escapes not cut), up to where a match stops.
+_JSON_STRING_HEAD_RE = re.compile(r'"[^"\\]*(?:\\(?:u[0-9a-fA-F]{4}|[^u])[^"\\]*)*')
 
 
 def compact_floor(line, chars):
@@ -2767,11 +2773,14 @@ class Spill:
         return SpillSearch("path query", advice, argv, fd, ("text", "complete", "next", "error"), finish)
 
     def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False, total=0):
-        """What ends a page: ``[end of the text]`` (``[no more matches]``), or the call of the next page
+        """What ends a page: ``[end of the text]`` (``[no more matches]``, ``[end of the outline]``: an outline
+        describes, it does not search), or the call of the next page
         (``[next: ...]``, as scripts parse it) then where the rest starts (READER_MORE), as the reader tool's
         description tells a model: facts, not instructions (some clients tell their model to ignore directives
         in a result).  ``total``: the lines of the text read."""
         if where is None:
+            if outline:
+                return "[end of the outline]"
             return "[end of the text]" if pattern is None and path is None else "[no more matches]"
         line, column = where
         place = "line=%d" % line + (", column=%d" % column if column > 1 else "")
@@ -2893,15 +2902,47 @@ def _json_members(text, i, stop, limit):
     return members, i + 1
 
 
-def _outline_value(text, i, found):
+def _head_count(text, i, stop):
+    """How many members of the object or array at ``text[i]`` start before ``stop``, a floor of its length when
+    it does not end there: the commas at its level once strings and the containers closed within are gone
+    (regular expressions over the whole head: decoding member by member costs 10 times as much)."""
+    head = _JSON_STRING_OR_CUT_RE.sub("0", text[i + 1:stop])
+    flat, removed = _JSON_NOT_STRUCTURE_RE.sub("", head), 1
+    while removed:
+        flat, removed = _JSON_INNER_RE.subn("", flat)
+    opened = _JSON_OPENER_RE.search(flat)   # a member cut short: the commas after its opener are inside it
+    commas = flat[:opened.start() if opened else len(flat)].count(",")
+    if opened:
+        return commas + 1
+    tail = head.rstrip(" \t\r\n")
+    return commas + 1 if tail and not tail.endswith(",") else commas
+
+
+def _head_chars(text, i, stop):
+    """Characters of the JSON string at ``text[i]`` written before ``stop`` (escapes whole): the length of a
+    string that does not end there is at least that."""
+    try:
+        return len(json.loads(_JSON_STRING_HEAD_RE.match(text, i, stop).group() + '"', strict=False))
+    except ValueError:  # a bad escape: no JSON string, no length to give
+        return 0
+
+
+def _outline_value(text, i, found, stop):
     """``(type and size, start as written)`` of the JSON value at ``text[i]``, as the reader's outline says
-    them; ``found`` is ``_decode_within``'s answer, None for a value too big to read here."""
+    them; ``found`` is ``_decode_within``'s answer, None for a value that does not end before ``stop`` (its
+    length is then a floor from what is there)."""
     end = found[1] if found else len(text)
     raw = _JSON_COMPACT_RE.sub(lambda m: m.group(1) or "", text[i:min(end, i + OUTLINE_SNIPPET * 8)])
     shown = raw[:OUTLINE_SNIPPET] + ("\u2026" if len(raw) > OUTLINE_SNIPPET or not found else "")
     kind = {"{": "object", "[": "array", '"': "string"}.get(text[i:i + 1], "value")
+    if not found and kind == "string":
+        return "string, at least %d chars" % _head_chars(text, i, stop), shown
+    if not found and kind != "value":
+        count = _head_count(text, i, stop)
+        return "%s, at least %d %s, over %d characters" % (
+            kind, count, "keys" if kind == "object" else "items", stop - i), shown
     if not found:
-        return "%s, over %d characters" % (kind, OUTLINE_SCAN_CHARS), shown
+        return "value, over %d characters" % (stop - i), shown
     value = found[0]
     if isinstance(value, (dict, list)):
         unit = "keys" if kind == "object" else "items"
@@ -2932,7 +2973,8 @@ class JsonOutline:
         if opener not in ("{", "[") or text[end - 1:end] != ("}" if opener == "{" else "]"):
             return None
         kind, unit, limit = ("object", "keys", OUTLINE_MEMBERS) if opener == "{" else ("array", "items", OUTLINE_ITEMS)
-        members, closed = _json_members(text, start, min(end, start + OUTLINE_SCAN_CHARS), limit)
+        stop = min(end, start + OUTLINE_SCAN_CHARS)
+        members, closed = _json_members(text, start, stop, limit)
         count = len(members) if closed == end else None
         if count is None and end - start <= OUTLINE_SCAN_CHARS:  # more members than shown, or bad JSON
             whole = None if closed else _decode_within(text, start, end)
@@ -2940,11 +2982,11 @@ class JsonOutline:
                 return None
             count = len(whole[0])
         lines = ["$: %s, %d %s, %d bytes" % (kind, count, unit, utf8_len(text[start:end])) if count is not None
-                 else "$: %s of %d characters" % (kind, end - start)]
+                 else "$: %s, at least %d %s, %d characters" % (kind, _head_count(text, start, stop), unit, end - start)]
         steps = [["key", key] if opener == "{" else ["index", key] for key, _, _ in members]
         for step, (_, i, found) in zip(steps, members):
             lines.append("  %s: %s" % (json_path_text([step])[1:], ": ".join(filter(None, _outline_value(
-                text, i, found)))))
+                text, i, found, stop)))))
         if count is None:
             lines.append("  \u2026 (the outline reads the first %d characters only)" % OUTLINE_SCAN_CHARS)
         elif count > len(members):
@@ -7821,7 +7863,8 @@ def reader_tool(taken=()):
             "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
             "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
             "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
-            "`[end of the text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows. A tool call that "
+            "`[end of the text]`, `[end of the outline]`, `[no more matches]` or `[nothing matches ...]`: nothing "
+            "follows. A tool call that "
             "ran past the time the client waits is answered early with a note that it is still running and its "
             "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
             "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
