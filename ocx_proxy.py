@@ -5626,6 +5626,9 @@ class OAuthClient:
                                  % (quoted(answer.get("iss")), metadata["issuer"]))
         if answer.get("error"):
             raise OAuthError("the authorization server refused: %s" % error_said(answer))
+        if not answer.get("code"):
+            raise OAuthError("the authorization response to this login (its state) carries neither a code nor an "
+                             "error: a broken authorization server, or an edited URL; log in again")
         self._redeem(metadata, client, {"grant_type": "authorization_code", "code": answer["code"],
                                         "code_verifier": verifier, "redirect_uri": listener.redirect_uri})
 
@@ -5812,8 +5815,8 @@ class CallbackListener:
         self.redirect_uri = callback_uri(self.port)
 
     def wait(self, state, deadline):
-        """The parameters of the first ``GET /callback`` with ``state`` and a code or an error, or None at
-        ``deadline``; any other request gets an error page."""
+        """The parameters of the first ``GET /callback`` with ``state`` (with a code, an error, or neither), or
+        None at ``deadline``; any other request gets an error page."""
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
@@ -5893,8 +5896,11 @@ class CallbackListener:
             self._page(conn, 200, "Login failed: " + params["error"])
             return params
         if not params.get("code"):
-            log.warning("ignored a request to the login callback without a code; still waiting for the login")
-            return self._page(conn, 400, "The authorization response carries no code.")
+            # This login's state: the authorization server's answer (or the user's edit of it), and one that
+            # can never be redeemed.  Waiting on would only end at --oauth-timeout; the login ends here.
+            self._page(conn, 400, "The authorization response carries neither a code nor an error: "
+                                  "the login has ended.")
+            return params
         self._page(conn, 200, "ocx-proxy received the authorization.")
         return params
 
