@@ -3059,12 +3059,15 @@ class PreviewBuilder:
         """Largest preview (``budget.preview_chars`` at most, starting with what fits of the text's
         ``JsonOutline``) whose message fits ``budget``, at the first level where one does: 0 keeps
         ``structuredContent`` (tried only when small), 1 the resource link and ``_meta``, 2 drops them, 3
-        also shortens the marker (none drops a field the revision requires); else an error naming the
-        output directory."""
+        also shortens the marker, 4 drops a prompt's ``description`` (none drops a field the revision
+        requires); else an error naming the output directory.  The description is what a client shows the
+        user: a shorter text and a shorter marker come first."""
         max_chars, max_bytes = budget.max_chars, budget.max_bytes
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
         levels = (0, 1, 2, 3) if structured and self.method == "tools/call" else (1, 2, 3)
+        if self.method == "prompts/get" and isinstance(result, dict) and isinstance(result.get("description"), str):
+            levels += (4,)
         outline = JsonOutline.of(text, self.reader_name)
         for level in levels:
             size = min(budget.preview_chars, len(text))
@@ -3106,7 +3109,7 @@ class PreviewBuilder:
             new = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": preview}]}
         elif self.method == "prompts/get":
             new = {"messages": [{"role": "user", "content": {"type": "text", "text": preview}}]}
-            if isinstance(result.get("description"), str) and level <= 1:
+            if isinstance(result.get("description"), str) and level <= 3:
                 new["description"] = result["description"]
         else:
             message = "response of %d characters exceeded --max-response-chars; saved to %s (text: %s)" % (

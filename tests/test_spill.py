@@ -1084,3 +1084,19 @@ def test_a_head_count_is_a_floor_and_exact_on_the_whole(value, indent, data):
 def test_a_head_count_or_length_of_any_text_is_a_number(text):
     assert op._head_count("[" + text, 0, len(text) + 1) >= 0
     assert op._head_chars('"' + text, 0, len(text) + 1) >= 0
+
+
+@pytest.mark.parametrize("longer", [0, 60, 120])
+def test_a_tight_budget_shortens_the_prompt_text_before_its_description(relay_factory, tmp_path, longer):
+    """Issue 30: through --max-response-chars 1500 --preview-chars 600 a prompt lost its description (what the
+    client shows the user) and _meta once --output-dir was ~60 characters longer, its message kept whole."""
+    out = tmp_path / ("d" * longer) / "spill"
+    relay = relay_factory(["--output-dir", str(out), "--max-response-chars", "1500", "--preview-chars", "600"])
+    relay.initialize()
+    reply, _ = relay.request("prompts/get", {"name": "demo-template", "arguments": {"topic": "retail"}})
+    line = relay.raw_lines[-1].rstrip(b"\n").decode()
+    assert len(line) <= 1500, len(line)
+    assert reply["result"]["description"] == "Demo template for retail", line
+    text = reply["result"]["messages"][0]["content"]["text"]
+    assert str(out) in text and text.count("[ocx-proxy: ") == 2, text
+    assert relay.close() == 0
