@@ -7597,14 +7597,18 @@ def noted(node, note):
 
 
 def one_type(node):
-    """A type array becomes its first type but "null"."""
+    """A type array becomes its first type but "null"; the description says what else the server accepts."""
     kind = node.get("type")
     if isinstance(kind, list) and len(kind) > 1:
         node["type"] = next((k for k in kind if k != "null"), kind[0])
+        others = [k for k in kind if k != node["type"]]
+        if others:
+            noted(node, "also accepts %s" % " or ".join(k if isinstance(k, str) else dumps(k) for k in others))
 
 
 def drop_format(node):
-    if "format" in node and node["format"] not in GEMINI_FORMATS:
+    form = node.get("format")
+    if "format" in node and not (isinstance(form, str) and form in GEMINI_FORMATS):   # a list is no format
         noted(node, "format: %s" % dumps(node.pop("format")))
 
 
@@ -7628,7 +7632,7 @@ def inline_refs(schema):
         if not isinstance(target, dict):
             return noted({}, "%s: no such definition" % ref)
         if ref in refs or len(refs) >= FIT_REF_DEPTH or expansions[0] > FIT_REF_EXPANSIONS:
-            return noted({}, "as %s, cut here by ocx-proxy" % ref)
+            return cut_ref(ref, target)
         merged = dict(target)
         merged.update((key, value) for key, value in node.items() if key != "$ref")
         return expand(merged, refs + (ref,), depth)
@@ -7636,9 +7640,19 @@ def inline_refs(schema):
     return expand(schema, (), 0)
 
 
+def cut_ref(ref, target):
+    """What stands for a $ref inline-refs does not expand: the type of its ``target`` and, in the description,
+    what the target requires and takes (the model is shown no more of it)."""
+    cut = {"type": target["type"]} if isinstance(target.get("type"), str) else {}
+    what = alternative(target) if schema_properties(target) or names_in(target, "required") else ""
+    return noted(cut, "as %s%s; cut here by ocx-proxy" % (ref, ": " + what if what else ""))
+
+
 def one_object(schema):
     """A root oneOf/anyOf/allOf made one object schema of every alternative's properties, required what all
-    require (allOf: any), the alternatives listed in the description."""
+    require (allOf: any), a property that tells the alternatives apart (const/enum) taking each one's values,
+    and what each alternative requires and takes written in the description: the merged schema no longer
+    says it, and the model reads only the description."""
     kinds = [key for key in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(key), list)]
     if not kinds:
         return schema
@@ -7647,33 +7661,180 @@ def one_object(schema):
     required = list(out.get("required") or []) if isinstance(out.get("required"), list) else []
     notes = []
     for kind in kinds:
-        parts = [part for part in schema[kind] if isinstance(part, dict)]
-        needs = [set(part.get("required") or ()) if isinstance(part.get("required"), list) else set()
-                 for part in parts]
+        parts = [local_target(schema, part) for part in schema[kind] if isinstance(part, dict)]
+        needs = [set(names_in(part, "required")) for part in parts]
+        offered = collections.OrderedDict()   # property name -> its schema in each alternative
         for part in parts:
-            for name, sub in (part.get("properties") or {}).items() if isinstance(part.get("properties"), dict) else ():
-                properties.setdefault(name, sub)
+            for name, sub in schema_properties(part).items():
+                offered.setdefault(name, []).append(sub)
+        for name, subs in offered.items():
+            properties[name] = merged_choices([properties[name]] + subs if name in properties else subs)
         common = set.union(set(), *needs) if kind == "allOf" else set.intersection(*needs) if needs else set()
         required += sorted(common - set(required))
-        if kind != "allOf":
-            notes.append("%s: %s" % ("exactly one of" if kind == "oneOf" else "one or more of", "; ".join(
-                alternative(part) for part in parts)))
+        note = combinator_note(kind, parts)
+        if note:
+            notes.append(note)
     out.update(type="object", properties=properties)
     required = [name for name in required if name in properties]
     if required:
         out["required"] = required
     else:
         out.pop("required", None)
-    return noted(out, "arguments " + " | ".join(notes)) if notes else out
+    for note in notes:
+        noted(out, note)
+    return out
 
 
-def alternative(schema):
-    """One alternative of a root combinator: its title, or the properties it takes."""
-    if isinstance(schema.get("title"), str):
-        return schema["title"]
-    names = list(schema.get("properties") or ()) if isinstance(schema.get("properties"), dict) else []
-    need = set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
-    return "{%s}" % ", ".join(name + ("" if name in need else "?") for name in names)
+# What a combinator's note says of its alternatives: this many at most, this many names in a list, this many
+# characters of a title or a value (a model reads every character of every request: short, not whole).
+NOTE_ALTERNATIVES = 12
+NOTE_NAMES = 8
+NOTE_VALUE_CHARS = 40
+
+
+def local_target(schema, part):
+    """``part``, or the definition its local ``$ref`` names in ``schema`` (one step: what a model would have
+    been shown there), the rest of ``part`` over it."""
+    ref = part.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return part
+    try:
+        target = resolve_pointer(schema, ref[1:])
+    except KeyError:
+        return part
+    if not isinstance(target, dict):
+        return part
+    merged = dict(target)
+    merged.update((key, value) for key, value in part.items() if key != "$ref")
+    return merged
+
+
+def schema_properties(node):
+    return node["properties"] if isinstance(node.get("properties"), dict) else {}
+
+
+def names_in(node, key):
+    """The strings of the list ``node[key]`` (``required``), in order."""
+    value = node.get(key)
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
+
+
+def choices_of(sub):
+    """The values a property schema allows when it names them (``const``, ``enum``), else None."""
+    if not isinstance(sub, dict):
+        return None
+    if "const" in sub:
+        return [sub["const"]]
+    return list(sub["enum"]) if isinstance(sub.get("enum"), list) and sub["enum"] else None
+
+
+def merged_choices(subs):
+    """One schema for a property several alternatives define: the first, but a property each gives a value
+    or a few (the discriminator of a oneOf) takes all of them, not only the first alternative's."""
+    every = [choices_of(sub) for sub in subs]
+    if len(subs) < 2 or any(values is None for values in every):
+        return subs[0]
+    values, seen = [], set()
+    for value in (value for values in every for value in values):
+        # A set, not a scan: a server's enum may be long.  1 and true are different values.
+        key = (type(value), value) if not isinstance(value, (dict, list)) else json.dumps(value, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            values.append(value)
+    merged = {key: value for key, value in subs[0].items() if key not in ("const", "enum")}
+    merged["enum"] = values
+    return merged
+
+
+def combinator_note(kind, parts):
+    """The description note for the ``kind`` (oneOf, anyOf, allOf) alternatives ``parts``: each one's
+    requirements; allOf only for its conditions (if/then/else), the rest of it is merged whole."""
+    if kind == "allOf":
+        said = [condition_text(part) for part in parts if isinstance(part.get("if"), dict)]
+        head = "arguments: "
+    else:
+        keys = discriminators(parts)
+        said = [alternative(part, keys) for part in parts]
+        head = "arguments: %s of: " % ("exactly one" if kind == "oneOf" else "one or more")
+    if not said:
+        return None
+    more = len(said) - NOTE_ALTERNATIVES
+    said = said[:NOTE_ALTERNATIVES] + (["%d more" % more] if more > 0 else [])
+    return head + " | ".join(said)
+
+
+def note_value(value):
+    """A const or enum value as the note shows it: its JSON, cut to NOTE_VALUE_CHARS."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= NOTE_VALUE_CHARS else text[:NOTE_VALUE_CHARS - 1] + "\u2026"
+
+
+def note_names(names):
+    shown = ", ".join(names[:NOTE_NAMES])
+    return shown + (", \u2026" if len(names) > NOTE_NAMES else "")
+
+
+def discriminators(parts):
+    """The properties that tell alternatives ``parts`` apart: named with their values (const, enum) in two
+    of them or more (``type``, ``action``...)."""
+    counts = collections.Counter(name for part in parts for name, _ in selector_values(part))
+    return {name for name, count in counts.items() if count > 1}
+
+
+def alternative(schema, keys=()):
+    """One alternative in a model's words: its title, the values of the properties ``keys`` that select it
+    (``action="create"``), the names it requires and the others it takes; "any arguments" when it says none
+    of these."""
+    title = schema.get("title")
+    chosen = [(name, values) for name, values in selector_values(schema) if name in keys]
+    clauses = ["%s=%s" % (name, " or ".join(note_value(value) for value in values)) for name, values in chosen]
+    chosen = [name for name, _ in chosen]
+    need = [name for name in names_in(schema, "required") if name not in chosen]
+    rest = [name for name in schema_properties(schema) if name not in chosen and name not in need]
+    if need:
+        clauses.append("requires " + note_names(need))
+    if rest:
+        clauses.append("takes " + note_names(rest))
+    for kind, word in (("anyOf", "one or more of"), ("oneOf", "exactly one of")):
+        inner = [part for part in schema.get(kind) or () if isinstance(part, dict)] if isinstance(
+            schema.get(kind), list) else []
+        if inner:   # one level down only: a note is read, not parsed
+            clauses.append("%s: %s" % (word, " or ".join("{%s}" % note_names(names_in(part, "required") or list(
+                schema_properties(part))) for part in inner[:NOTE_ALTERNATIVES])))
+    text = "; ".join(clauses) or "any arguments"
+    said = [value for name, values in selector_values(schema) if name in chosen for value in values]
+    if isinstance(title, str) and title.strip() and title.strip() not in said:   # "create: action="create"": once
+        text = "%s: %s" % (title.strip()[:NOTE_VALUE_CHARS], text)
+    return text
+
+
+def selector_values(schema):
+    """``[(name, values)]``: the properties of ``schema`` that name a few values (const, enum): those that
+    may tell alternatives apart."""
+    found = []
+    for name, sub in schema_properties(schema).items():
+        values = choices_of(sub)
+        if values is not None and len(values) <= 4:   # more: a property with choices, not a selector
+            found.append((name, values))
+    return found
+
+
+def condition_text(part):
+    """An allOf member with ``if``: "when <what if selects>: <then>" and "otherwise: <else>"."""
+    condition = part["if"]
+    when = ["%s=%s" % (name, " or ".join(note_value(value) for value in values)) for name, values in
+            selector_values(condition)]
+    chosen = [name for name, _ in selector_values(condition)]
+    when += ["%s given" % name for name in names_in(condition, "required") if name not in chosen]
+    text = "when %s: %s" % (" and ".join(when) or "its condition holds", branch_text(part.get("then")))
+    if isinstance(part.get("else"), dict):
+        text += ", otherwise: " + branch_text(part["else"])
+    return text
+
+
+def branch_text(branch):
+    """What a then/else branch asks for, as ``alternative`` says it."""
+    return alternative(branch) if isinstance(branch, dict) else "any arguments"
 
 
 # The relay's fixes, by their CATALOG_RULES name: each changes a copy of one tool in place, but NODE_FIXES change
