@@ -5147,6 +5147,248 @@ class OAuthSettings:
         self.client_metadata_url = client_metadata_url   # our Client ID Metadata Document, if we have one
 
 
+def device_login_wanted(settings, metadata):
+    """Whether this login is a device login: asked for, or no browser can open here, and the server
+    offers one (when it does not, that is said)."""
+    if settings.device:
+        why = "--oauth-device"
+    elif not settings.browser:
+        why = "--oauth-no-browser"
+    else:
+        why = no_browser_reason()
+    if not why or metadata.get("device_authorization_endpoint"):
+        return bool(why)
+    log.info("%s offers no device login (RFC 8628), wanted for %s: logging in through the browser URL instead"
+             % (quoted(metadata["issuer"]), why))
+    return False
+
+
+class OAuthRequests:
+    """The requests of one MCP server's OAuth flow to its authorization server (``config``: the server's
+    RemoteConfig, for its proxy, TLS and secrets): JSON answers, redirects followed within their origin only,
+    the client's authentication at the token and revocation endpoints.  Holds no state: any thread may use it."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def http(self, method, url, body=None, headers=()):
+        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).  Redirects
+        are followed within the origin of ``url`` (one elsewhere is refused, said, its status returned), at most
+        OAUTH_MAX_REDIRECTS, with the same method, body and headers (RFC 9110 15.4; a GET would drop the grant)."""
+        from urllib.parse import urljoin, urlsplit
+        start = origin_of(urlsplit(url))
+        for _ in range(OAUTH_MAX_REDIRECTS + 1):
+            status, doc, location = self._once(method, url, body, headers)
+            if status not in (301, 302, 307, 308) or location is None:
+                return status, doc
+            try:
+                target = urljoin(url, location)
+            except ValueError:
+                target = location
+            if endpoint_problem(target) or origin_of(urlsplit(target)) != start:
+                log.warning("%s %s answered HTTP %d, a redirect to %s: refused, OAuth requests stay on their "
+                            "origin %s" % (method, redact_url(url), status, origin_text(target), origin_text(url)))
+                return status, doc
+            url = target
+        log.warning("%s %s: more than %d redirects in a row; not followed" % (method, redact_url(url),
+                                                                             OAUTH_MAX_REDIRECTS))
+        return status, doc
+
+    def _once(self, method, url, body, headers):
+        """One request, no redirect followed: (status, parsed JSON or None, the Location header or None)."""
+        import http.client
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise OAuthError("not an http(s) URL: %s" % redact_url(url))
+        pool = HttpPool(self.config)
+        # none of the --header values: they are the MCP server's, and the authorization server may be another host
+        sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
+        try:
+            conn, resp = pool.exchange(method, parts, sent, body)
+            data = read_body(resp, OAUTH_MAX_BODY)
+            pool.discard(conn)
+        except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
+            raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
+        try:
+            doc = json.loads(data.decode("utf-8")) if data.strip() else None
+        except (ValueError, RecursionError):
+            doc = None
+        return resp.status, doc, resp.getheader("Location")
+
+    def get_json(self, urls):
+        """The first JSON object one of ``urls`` answers with 200: (url, doc), or (None, None)."""
+        for url in urls:
+            status, doc = self.http("GET", url)
+            if status == 200 and isinstance(doc, dict):
+                return url, doc
+        return None, None
+
+    def check_endpoint(self, what, url, metadata=None):
+        """OAuthError when ``endpoint_problem`` refuses ``url``, named ``what`` (a member of ``metadata``, if given)."""
+        if metadata is not None:
+            what = "the %s of the authorization server %s" % (what, quoted(metadata["issuer"]))
+        problem = endpoint_problem(url)
+        if problem:
+            raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
+                             % (what, self.config.display_url, quoted(url), problem))
+
+    def client_post(self, endpoint, fields, client):
+        """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
+        from urllib.parse import quote, urlencode
+        # tokens stored by an earlier version may name any endpoint: checked at the last moment too
+        self.check_endpoint("the token or revocation endpoint", endpoint)
+        fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
+        headers = [("Content-Type", "application/x-www-form-urlencoded")]
+        method = client.get("token_endpoint_auth_method") or "none"
+        secret = client.get("client_secret")
+        if secret and method == "client_secret_basic":
+            pair = "%s:%s" % (quote(client["client_id"], safe=""), quote(secret, safe=""))
+            headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
+        elif secret:
+            fields["client_secret"] = secret
+        return self.http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
+
+    def token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
+        """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
+        status, doc = self.client_post(endpoint, fields, client)
+        if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
+            said = error_said(doc)
+            failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
+            failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
+            raise failure
+        return doc
+
+class OAuthClients:
+    """Which OAuth client ocx-proxy is at an authorization server: the one the command line gives
+    (--oauth-client-id/-file), the public client our Client ID Metadata Document names, or our dynamic
+    registration, stored per issuer in ``store`` (with the device grant when a device login needs it)."""
+
+    def __init__(self, config, settings, store, requests):
+        self.config = config
+        self.settings = settings
+        self.store = store
+        self.requests = requests
+
+    def client_of(self, doc):
+        """The client that holds the tokens ``doc``, sending its secret as it did then."""
+        configured = self.configured(doc.get("client_auth"))
+        if configured is not None and configured["client_id"] == doc.get("client_id"):
+            return configured
+        stored = self.stored(doc["issuer"])
+        if stored and stored.get("client_id") == doc.get("client_id"):
+            return stored
+        # registered anew since (another login found our ports busy): these tokens are the old client's
+        return {"client_id": doc.get("client_id"), "token_endpoint_auth_method": doc.get("client_auth") or "none"}
+
+    def stored(self, issuer):
+        doc = self.store.read(self.store.path("client", issuer))
+        return doc if doc and doc.get("issuer") == issuer else None
+
+    def configured(self, method=None):
+        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
+        client_secret_basic, or none without one)."""
+        settings = self.settings
+        if settings.client_file:
+            try:
+                with open(settings.client_file, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except (OSError, ValueError) as exc:
+                raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
+            if (not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str)
+                    or not isinstance(doc.get("client_secret", ""), str)):
+                raise UsageError("--oauth-client-file %s: a JSON object with a string client_id (and client_secret, "
+                                 "if any) expected" % settings.client_file)
+            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
+        elif settings.client_id:
+            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
+        else:
+            return None
+        self.config.keep_secret(client["client_secret"])
+        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
+        return client
+
+    def for_metadata(self, metadata):
+        """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
+        accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
+        client = self.configured()
+        url = self.settings.client_metadata_url
+        if client is None:
+            if url and metadata.get("client_id_metadata_document_supported") is True:
+                return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
+            if url:
+                log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
+                         "registering ocx-proxy instead of using --oauth-client-metadata-url"
+                         % quoted(metadata["issuer"]))
+            return None
+        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        if client["client_secret"] and "client_secret_basic" not in methods and "client_secret_post" in methods:
+            client["token_endpoint_auth_method"] = "client_secret_post"
+        return client
+
+    def registered(self, issuer, fixed):
+        """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
+        client = self.stored(issuer)
+        if not client:
+            return None, []
+        # "redirect_uri": one port, as registrations were stored before they listed several
+        registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
+        ports = [port for port in registered if port and fixed in (None, port)]
+        if ports:
+            self.config.keep_secret(client.get("client_secret"))
+        return (client, ports) if ports else (None, [])
+
+    def register(self, metadata, redirect_uris, scope, *grant_types):
+        """Dynamic Client Registration for the code grant and ``grant_types``; the client is stored for the issuer."""
+        issuer = metadata["issuer"]
+        endpoint = metadata.get("registration_endpoint")
+        if not endpoint:
+            raise OAuthError("the authorization server %s offers no dynamic client registration; give "
+                             "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
+        request = {"client_name": "ocx-proxy", "redirect_uris": redirect_uris, "application_type": "native",
+                   "grant_types": ["authorization_code", "refresh_token"] + list(grant_types),
+                   "response_types": ["code"],
+                   "token_endpoint_auth_method": "none"}
+        if scope:
+            request["scope"] = scope
+        status, doc = self.requests.http("POST", endpoint, json.dumps(request).encode("utf-8"),
+                                 [("Content-Type", "application/json")])
+        if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
+            raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
+        granted = doc.get("redirect_uris")   # a server may keep fewer than we asked for
+        if not isinstance(granted, list) or not all(isinstance(uri, str) for uri in granted):
+            granted = redirect_uris
+        client = {"issuer": issuer, "client_id": doc["client_id"],
+                  "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
+                  "grant_types": request["grant_types"],
+                  "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
+        self.config.keep_secret(client["client_secret"])
+        self.store.write(self.store.path("client", issuer), client)
+        log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
+        return client
+
+    def forget(self, issuer, client_id, reason=None):
+        """Drop our stored registration with ``issuer`` when it is still ``client_id``; ``reason`` is said."""
+        try:
+            stored = self.stored(issuer)
+            if stored is not None and stored.get("client_id") == client_id:
+                if self.store.remove(self.store.path("client", issuer)) and reason:
+                    log.info("%s %s; the next login registers again" % (issuer, reason))
+        except OSError:
+            pass
+
+    def device_client(self, metadata, scope):
+        """Our registration when it has the device grant, else a new one that has (with the redirect URIs of the
+        one it replaces)."""
+        issuer = metadata["issuer"]
+        client = self.stored(issuer) or {}
+        if DEVICE_GRANT in (client.get("grant_types") or ()):
+            self.config.keep_secret(client.get("client_secret"))
+            return client
+        ports = callback_ports(issuer, self.settings.callback_port)
+        uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
+        return self.register(metadata, uris, scope, DEVICE_GRANT)
+
 class OAuthClient:
     """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold, discovery,
     registration, the login and refreshes.  Thread-safe; one login at a time.  ``on_login_prompt``: None, or
@@ -5157,6 +5399,8 @@ class OAuthClient:
         self.config = config
         self.settings = settings
         self.store = AuthStore(settings.auth_dir)
+        self.requests = OAuthRequests(config)
+        self.clients = OAuthClients(config, settings, self.store, self.requests)
         self.url = config.parts._replace(fragment="").geturl()
         self.resource = default_resource(self.url)   # until the protected-resource metadata names another
         self.lock = threading.Lock()
@@ -5273,18 +5517,18 @@ class OAuthClient:
     def _refresh(self):
         """Use the refresh token; True on success.  A refused one is forgotten (a login follows)."""
         doc = self.tokens
-        client = self._client_of(doc)
+        client = self.clients.client_of(doc)
         fields = {"grant_type": "refresh_token", "refresh_token": doc["refresh_token"], "resource": self.resource}
         try:
-            answer = self._token_request(doc["token_endpoint"], fields, client)
+            answer = self.requests.token_request(doc["token_endpoint"], fields, client)
         except OAuthError as exc:
             stored = self.store.read(self.tokens_path) or {}
             if stored.get("refresh_token") not in (None, doc["refresh_token"]):
                 self.tokens = stored  # another relay refreshed first (servers rotate refresh tokens)
                 return True
             log.info("the token refresh was refused (%s); a new login is needed" % exc)
-            if exc.error in FORGOTTEN_CLIENT_ERRORS and self._configured_client() is None:
-                self.forget_client(doc["issuer"], doc.get("client_id"),
+            if exc.error in FORGOTTEN_CLIENT_ERRORS and self.clients.configured() is None:
+                self.clients.forget(doc["issuer"], doc.get("client_id"),
                                    "no longer knows ocx-proxy's client registration")
             doc = dict(doc, refresh_token=None, access_token=None)
             self.store.write(self.tokens_path, doc)
@@ -5294,59 +5538,6 @@ class OAuthClient:
         log.info("refreshed the access token for %s" % self.config.display_url)
         return True
 
-    def _http(self, method, url, body=None, headers=()):
-        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).  Redirects
-        are followed within the origin of ``url`` (one elsewhere is refused, said, its status returned), at most
-        OAUTH_MAX_REDIRECTS, with the same method, body and headers (RFC 9110 15.4; a GET would drop the grant)."""
-        from urllib.parse import urljoin, urlsplit
-        start = origin_of(urlsplit(url))
-        for _ in range(OAUTH_MAX_REDIRECTS + 1):
-            status, doc, location = self._http_once(method, url, body, headers)
-            if status not in (301, 302, 307, 308) or location is None:
-                return status, doc
-            try:
-                target = urljoin(url, location)
-            except ValueError:
-                target = location
-            if endpoint_problem(target) or origin_of(urlsplit(target)) != start:
-                log.warning("%s %s answered HTTP %d, a redirect to %s: refused, OAuth requests stay on their "
-                            "origin %s" % (method, redact_url(url), status, origin_text(target), origin_text(url)))
-                return status, doc
-            url = target
-        log.warning("%s %s: more than %d redirects in a row; not followed" % (method, redact_url(url),
-                                                                             OAUTH_MAX_REDIRECTS))
-        return status, doc
-
-    def _http_once(self, method, url, body, headers):
-        """One request, no redirect followed: (status, parsed JSON or None, the Location header or None)."""
-        import http.client
-        from urllib.parse import urlsplit
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise OAuthError("not an http(s) URL: %s" % redact_url(url))
-        pool = HttpPool(self.config)
-        # none of the --header values: they are the MCP server's, and the authorization server may be another host
-        sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
-        try:
-            conn, resp = pool.exchange(method, parts, sent, body)
-            data = read_body(resp, OAUTH_MAX_BODY)
-            pool.discard(conn)
-        except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
-            raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
-        try:
-            doc = json.loads(data.decode("utf-8")) if data.strip() else None
-        except (ValueError, RecursionError):
-            doc = None
-        return resp.status, doc, resp.getheader("Location")
-
-    def _get_json(self, urls):
-        """The first JSON object one of ``urls`` answers with 200: (url, doc), or (None, None)."""
-        for url in urls:
-            status, doc = self._http("GET", url)
-            if status == 200 and isinstance(doc, dict):
-                return url, doc
-        return None, None
-
     def discover(self, params=None):
         """The authorization server's metadata, found through the protected-resource metadata (without it, as in
         2025-03-26, the server's root); another issuer's, or an endpoint ``endpoint_problem`` refuses, is refused
@@ -5355,11 +5546,11 @@ class OAuthClient:
         if self.metadata is not None:
             return self.metadata
         prm_urls = [params["resource_metadata"]] if params and params.get("resource_metadata") else []
-        _, prm = self._get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
+        _, prm = self.requests.get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
         root = origin_and_path(self.url)[0]
         if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
             issuer = prm["authorization_servers"][0]
-            self._check_endpoint("the authorization server", issuer)
+            self.requests.check_endpoint("the authorization server", issuer)
             if isinstance(prm.get("resource"), str):
                 if not resource_covers(prm["resource"], self.url):
                     raise OAuthError("the protected-resource metadata is for %s, not %s: no login for another "
@@ -5367,12 +5558,12 @@ class OAuthClient:
                 self.resource = prm["resource"]
             if not self.scope and isinstance(prm.get("scopes_supported"), list):
                 self.scope = " ".join(str(s) for s in prm["scopes_supported"])
-            where, metadata = self._get_json(auth_metadata_urls(issuer))
+            where, metadata = self.requests.get_json(auth_metadata_urls(issuer))
             if metadata is None:
                 raise OAuthError("the authorization server %s publishes no metadata" % issuer)
         else:
             issuer = None   # 2025-03-26: the server's origin is the authorization server
-            where, metadata = self._get_json(auth_metadata_urls(root))
+            where, metadata = self.requests.get_json(auth_metadata_urls(root))
             if metadata is None:
                 metadata = {"authorization_endpoint": urljoin(root, "/authorize"),
                             "token_endpoint": urljoin(root, "/token"),
@@ -5381,7 +5572,7 @@ class OAuthClient:
         for name in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint",
                      "revocation_endpoint", "device_authorization_endpoint"):
             if metadata.get(name) is not None:
-                self._check_endpoint(name, metadata[name], metadata)
+                self.requests.check_endpoint(name, metadata[name], metadata)
             elif name in ("issuer", "authorization_endpoint", "token_endpoint"):
                 raise OAuthError("the authorization server metadata has no %s" % name)
         claimed = metadata["issuer"]
@@ -5399,148 +5590,6 @@ class OAuthClient:
             self.scope = " ".join(str(s) for s in metadata["scopes_supported"])
         self.metadata = metadata
         return metadata
-
-    def _check_endpoint(self, what, url, metadata=None):
-        """OAuthError when ``endpoint_problem`` refuses ``url``, named ``what`` (a member of ``metadata``, if given)."""
-        if metadata is not None:
-            what = "the %s of the authorization server %s" % (what, quoted(metadata["issuer"]))
-        problem = endpoint_problem(url)
-        if problem:
-            raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
-                             % (what, self.config.display_url, quoted(url), problem))
-
-    def _client_of(self, doc):
-        """The client that holds the tokens ``doc``, sending its secret as it did then."""
-        configured = self._configured_client(doc.get("client_auth"))
-        if configured is not None and configured["client_id"] == doc.get("client_id"):
-            return configured
-        stored = self._stored_client(doc["issuer"])
-        if stored and stored.get("client_id") == doc.get("client_id"):
-            return stored
-        # registered anew since (another login found our ports busy): these tokens are the old client's
-        return {"client_id": doc.get("client_id"), "token_endpoint_auth_method": doc.get("client_auth") or "none"}
-
-    def _stored_client(self, issuer):
-        doc = self.store.read(self.store.path("client", issuer))
-        return doc if doc and doc.get("issuer") == issuer else None
-
-    def _configured_client(self, method=None):
-        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
-        client_secret_basic, or none without one)."""
-        settings = self.settings
-        if settings.client_file:
-            try:
-                with open(settings.client_file, encoding="utf-8") as f:
-                    doc = json.load(f)
-            except (OSError, ValueError) as exc:
-                raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
-            if (not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str)
-                    or not isinstance(doc.get("client_secret", ""), str)):
-                raise UsageError("--oauth-client-file %s: a JSON object with a string client_id (and client_secret, "
-                                 "if any) expected" % settings.client_file)
-            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
-        elif settings.client_id:
-            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
-        else:
-            return None
-        self.config.keep_secret(client["client_secret"])
-        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
-        return client
-
-    def client_for(self, metadata):
-        """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
-        accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
-        client = self._configured_client()
-        url = self.settings.client_metadata_url
-        if client is None:
-            if url and metadata.get("client_id_metadata_document_supported") is True:
-                return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
-            if url:
-                log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
-                         "registering ocx-proxy instead of using --oauth-client-metadata-url"
-                         % quoted(metadata["issuer"]))
-            return None
-        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        if client["client_secret"] and "client_secret_basic" not in methods and "client_secret_post" in methods:
-            client["token_endpoint_auth_method"] = "client_secret_post"
-        return client
-
-    def _registered(self, issuer, fixed):
-        """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
-        client = self._stored_client(issuer)
-        if not client:
-            return None, []
-        # "redirect_uri": one port, as registrations were stored before they listed several
-        registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
-        ports = [port for port in registered if port and fixed in (None, port)]
-        if ports:
-            self.config.keep_secret(client.get("client_secret"))
-        return (client, ports) if ports else (None, [])
-
-    def register(self, metadata, redirect_uris, *grant_types):
-        """Dynamic Client Registration for the code grant and ``grant_types``; the client is stored for the issuer."""
-        issuer = metadata["issuer"]
-        endpoint = metadata.get("registration_endpoint")
-        if not endpoint:
-            raise OAuthError("the authorization server %s offers no dynamic client registration; give "
-                             "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
-        request = {"client_name": "ocx-proxy", "redirect_uris": redirect_uris, "application_type": "native",
-                   "grant_types": ["authorization_code", "refresh_token"] + list(grant_types),
-                   "response_types": ["code"],
-                   "token_endpoint_auth_method": "none"}
-        if self.scope:
-            request["scope"] = self.scope
-        status, doc = self._http("POST", endpoint, json.dumps(request).encode("utf-8"),
-                                 [("Content-Type", "application/json")])
-        if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
-            raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
-        granted = doc.get("redirect_uris")   # a server may keep fewer than we asked for
-        if not isinstance(granted, list) or not all(isinstance(uri, str) for uri in granted):
-            granted = redirect_uris
-        client = {"issuer": issuer, "client_id": doc["client_id"],
-                  "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
-                  "grant_types": request["grant_types"],
-                  "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
-        self.config.keep_secret(client["client_secret"])
-        self.store.write(self.store.path("client", issuer), client)
-        log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
-        return client
-
-    def forget_client(self, issuer, client_id, reason=None):
-        """Drop our stored registration with ``issuer`` when it is still ``client_id``; ``reason`` is said."""
-        try:
-            stored = self._stored_client(issuer)
-            if stored is not None and stored.get("client_id") == client_id:
-                if self.store.remove(self.store.path("client", issuer)) and reason:
-                    log.info("%s %s; the next login registers again" % (issuer, reason))
-        except OSError:
-            pass
-
-    def _client_post(self, endpoint, fields, client):
-        """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
-        from urllib.parse import quote, urlencode
-        # tokens stored by an earlier version may name any endpoint: checked at the last moment too
-        self._check_endpoint("the token or revocation endpoint", endpoint)
-        fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
-        headers = [("Content-Type", "application/x-www-form-urlencoded")]
-        method = client.get("token_endpoint_auth_method") or "none"
-        secret = client.get("client_secret")
-        if secret and method == "client_secret_basic":
-            pair = "%s:%s" % (quote(client["client_id"], safe=""), quote(secret, safe=""))
-            headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
-        elif secret:
-            fields["client_secret"] = secret
-        return self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
-
-    def _token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
-        """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
-        status, doc = self._client_post(endpoint, fields, client)
-        if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
-            said = error_said(doc)
-            failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
-            failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
-            raise failure
-        return doc
 
     def _start_login(self, params):
         """Start the login thread unless one runs (with self.lock held)."""
@@ -5600,10 +5649,10 @@ class OAuthClient:
         """The login itself: choose the client, get a grant through the browser or a device code, redeem it."""
         import secrets
         from urllib.parse import urlencode
-        device = self._device_wanted(metadata)
-        configured = self.client_for(metadata)
+        device = device_login_wanted(self.settings, metadata)
+        configured = self.clients.for_metadata(metadata)
         if device:
-            return self._device_login(metadata, configured or self._device_client(metadata), deadline)
+            return self._device_login(metadata, configured or self.clients.device_client(metadata, self.scope), deadline)
         listener, client = self._listen(metadata, configured, deadline)
         try:
             verifier, challenge = pkce_pair()
@@ -5637,48 +5686,21 @@ class OAuthClient:
 
     def _redeem(self, metadata, client, grant):
         """Exchange ``grant`` (token request fields) at the token endpoint, store the tokens; OAuthError if refused."""
-        tokens = self._token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
+        tokens = self.requests.token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
-
-    def _device_wanted(self, metadata):
-        """Whether this login is a device login: asked for, or no browser can open here, and the server
-        offers one (when it does not, that is said)."""
-        if self.settings.device:
-            why = "--oauth-device"
-        elif not self.settings.browser:
-            why = "--oauth-no-browser"
-        else:
-            why = no_browser_reason()
-        if not why or metadata.get("device_authorization_endpoint"):
-            return bool(why)
-        log.info("%s offers no device login (RFC 8628), wanted for %s: logging in through the browser URL instead"
-                 % (quoted(metadata["issuer"]), why))
-        return False
-
-    def _device_client(self, metadata):
-        """Our registration when it has the device grant, else a new one that has (with the redirect URIs of the
-        one it replaces)."""
-        issuer = metadata["issuer"]
-        client = self._stored_client(issuer) or {}
-        if DEVICE_GRANT in (client.get("grant_types") or ()):
-            self.config.keep_secret(client.get("client_secret"))
-            return client
-        ports = callback_ports(issuer, self.settings.callback_port)
-        uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
-        return self.register(metadata, uris, DEVICE_GRANT)
 
     def _device_login(self, metadata, client, deadline):
         """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
         deny, or the code or --oauth-timeout runs out."""
         fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
-        code = self._token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
+        code = self.requests.token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
                                    ("device_code", "user_code", "verification_uri"))
         self.config.keep_secret(code["device_code"])
         complete = string_member(code, "verification_uri_complete")
         for name in ("verification_uri", "verification_uri_complete") if complete else ("verification_uri",):
-            self._check_endpoint(name, code[name], metadata)
+            self.requests.check_endpoint(name, code[name], metadata)
         lifetime = token_lifetime(code.get("expires_in"))
         expires = time.monotonic() + lifetime if lifetime else float("inf")
         self._prompt(code["verification_uri"], quoted(code["user_code"]), complete)
@@ -5716,7 +5738,7 @@ class OAuthClient:
         fixed = self.settings.callback_port
         if configured is not None:
             return self._listen_waiting(fixed or OAUTH_CALLBACK_PORT, deadline), configured
-        client, ports = self._registered(metadata["issuer"], fixed)
+        client, ports = self.clients.registered(metadata["issuer"], fixed)
         listener = CallbackListener.on_first_free(ports)
         if listener is not None:
             return listener, client
@@ -5729,7 +5751,7 @@ class OAuthClient:
                 " %d is" % busy[0] if len(busy) == 1 else "s %s are" % ", ".join(map(str, busy)), listener.port))
         uris = [listener.redirect_uri] + [callback_uri(port) for port in wanted if port != listener.port]
         try:
-            return listener, self.register(metadata, uris)
+            return listener, self.clients.register(metadata, uris, self.scope)
         except BaseException:
             listener.close()
             raise
@@ -5779,7 +5801,7 @@ class OAuthClient:
         for url in {url for url in (self.url, doc.get("url"), doc.get("resource")) if isinstance(url, str)}:
             self.store.remove(self.store.path("server", url))
         if isinstance(doc.get("issuer"), str):
-            self.forget_client(doc["issuer"], doc.get("client_id"))
+            self.clients.forget(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
         """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without an endpoint, else
@@ -5787,13 +5809,13 @@ class OAuthClient:
         endpoint = doc.get("revocation_endpoint")
         if not isinstance(endpoint, str):
             return None
-        client = self._client_of(doc)
+        client = self.clients.client_of(doc)
         for hint in ("refresh_token", "access_token"):
             token = doc.get(hint)
             if not isinstance(token, str):
                 continue
             try:
-                status, _ = self._client_post(endpoint, {"token": token, "token_type_hint": hint}, client)
+                status, _ = self.requests.client_post(endpoint, {"token": token, "token_type_hint": hint}, client)
             except (OcxError, OSError) as exc:
                 return self.config.scrub(str(exc))
             if status != 200:   # RFC 7009: 200 even for a token the server no longer knows
