@@ -6632,7 +6632,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.login_retry = threading.Event()
         self.login_announced = threading.Event()
         self.relisting = False             # the client's tools/list after our list_changed is on its way
-        self.relisted = threading.Event()  # ... and its answer went to the client
+        self.relisted = threading.Event()  # ... and its answer went to the client (or we waited for it once)
         self.can_open_urls = False         # the client takes URL-mode elicitation
         self.login_offered = False
         self.device_prompt = None          # a device login's (URI, code, completed URI or None) ...
@@ -6839,7 +6839,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         prompt = None if logged_in else self._new_code()
         if logged_in:
             self.login_announced.wait(LOGIN_TOOL_WAIT)
-            self.relisted.wait(LOGIN_RELIST_WAIT)
+            if not self.relisted.wait(LOGIN_RELIST_WAIT):
+                self.relisted.set()   # a client that has not listed again by now will not: later calls wait no more
             text = "Logged in to %s; its tools are listed now." % self.config.display_url
         elif prompt:
             self.prompt_shown = prompt
@@ -13707,6 +13708,7 @@ def cmd_check(args):
              "--server-name does not go with --config: the names come from the file")):
         if refused:
             raise UsageError(message)
+    tool_filter = ToolFilter(args.allow_tools, args.deny_tools)
     try:
         if args.config:
             return run_config_check(args.config, args.config_format, args.timeout or 30.0, args.parallel,
@@ -13720,8 +13722,11 @@ def cmd_check(args):
             names = () if args.bare else CHECK_CAPABILITIES
             snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, names)
             if args.compare_capabilities:
-                found, protocol["listings"] = compare_capabilities(
-                    snapshot, names, lambda other: tool_names(list_catalog(make_upstream, timeout, other)[0]))
+                # What the filter leaves out is no tool of the report: compared (and pointed to) after it.
+                problems += filter_catalog(snapshot, tool_filter)
+                found, protocol["listings"] = compare_capabilities(snapshot, names, lambda other: [
+                    name for name in tool_names(list_catalog(make_upstream, timeout, other)[0])
+                    if tool_filter.refusal(name) is None])
                 problems.extend(found)
     except OcxError as exc:
         if isinstance(exc, UsageError):
@@ -13729,7 +13734,8 @@ def cmd_check(args):
         what = "read the configuration" if args.config else "get the catalog"
         sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (what, printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
-    problems += filter_catalog(snapshot, ToolFilter(args.allow_tools, args.deny_tools))
+    if not args.compare_capabilities:
+        problems += filter_catalog(snapshot, tool_filter)
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol,
                      args.fitted)
 

@@ -1575,6 +1575,10 @@ def test_the_login_tool_answers_a_client_that_never_relists_within_the_bound(ser
         assert op.LOGIN_RELIST_WAIT - 1 < time.monotonic() - listed < op.LOGIN_RELIST_WAIT + 2
         assert "Logged in" in reply["result"]["content"][0]["text"]
         assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+        # Issue 30: it is not going to; a later call of the login tool is answered at once, not after the bound
+        started = time.monotonic()
+        reply, _ = relay.request("tools/call", {"name": "ocx_proxy_login", "arguments": {}}, timeout=10)
+        assert "Logged in" in reply["result"]["content"][0]["text"] and time.monotonic() - started < 2
     finally:
         relay.close()
 
