@@ -2215,14 +2215,13 @@ def compact(i, end, limit):
         size *= 4
 
 
-def describe(i, counted=True):
+def describe(i):
+    # Counting is a pass of bytes methods over what skip() has just measured anyway: every container says
+    # how many members it has, however big ("how many?" should not cost a page of its items).
     c, end = b[i:i + 1], skip(i)
-    if c == b"{" and (counted or end - i < CHUNK):
-        return "object, %d keys, %d bytes" % (sum(1 for _ in members(i)), end - i)
-    if c == b"[" and (counted or end - i < CHUNK):
-        return "array, %d items, %d bytes" % (count(i, end), end - i)
     if c in (b"{", b"["):
-        return "%s, %d bytes" % ("object" if c == b"{" else "array", end - i)
+        what = ("object", "keys") if c == b"{" else ("array", "items")
+        return "%s, %d %s, %d bytes" % (what[0], count(i, end), what[1], end - i)
     if c == b'"':
         text = json.loads(b[i:end].decode("utf-8", "replace"))
         return "string, %d chars: %s" % (len(text), compact(i, end, 60)[:60] + ("..." if end - i > 60 else ""))
@@ -2233,7 +2232,7 @@ def outline(path, i):
     yield "%s: %s" % (path, describe(i))
     if b[i:i + 1] in (b"{", b"["):
         for key, start in members(i) if b[i:i + 1] == b"{" else window(i, 0, 3):
-            yield "  %s: %s" % (step(key), describe(start, False))
+            yield "  %s: %s" % (step(key), describe(start))
 
 
 def lines(limit):
@@ -2448,6 +2447,13 @@ OUTLINE_ITEMS = 3
 OUTLINE_SNIPPET = 60
 _JSON_SPACE_RE = re.compile(r"[ \t\r\n]*")
 _JSON_COMPACT_RE = re.compile(r'("(?:[^"\\]|\\.)*"?)|[ \t\r\n]+')
+# _head_count: a JSON string (or one cut at the end), what is not structure, a container with none inside.
+_JSON_STRING_OR_CUT_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)')
+_JSON_NOT_STRUCTURE_RE = re.compile(r'[^\[\]{},]+')
+_JSON_INNER_RE = re.compile(r'\[[^\[\]{}]*\]|\{[^\[\]{}]*\}')
+_JSON_OPENER_RE = re.compile(r'[\[{]')
+# The opening quote and the whole characters of a JSON string (escapes not cut), up to where a match stops.
+_JSON_STRING_HEAD_RE = re.compile(r'"[^"\\]*(?:\\(?:u[0-9a-fA-F]{4}|[^u])[^"\\]*)*')
 
 
 def compact_floor(line, chars):
@@ -2770,11 +2776,14 @@ class Spill:
         return SpillSearch("path query", advice, argv, fd, ("text", "complete", "next", "error"), finish)
 
     def read_hint(self, spill_id, where, lines, pattern, context, path=None, outline=False, total=0):
-        """What ends a page: ``[end of the text]`` (``[no more matches]``), or the call of the next page
+        """What ends a page: ``[end of the text]`` (``[no more matches]``, ``[end of the outline]``: an outline
+        describes, it does not search), or the call of the next page
         (``[next: ...]``, as scripts parse it) then where the rest starts (READER_MORE), as the reader tool's
         description tells a model: facts, not instructions (some clients tell their model to ignore directives
         in a result).  ``total``: the lines of the text read."""
         if where is None:
+            if outline:
+                return "[end of the outline]"
             return "[end of the text]" if pattern is None and path is None else "[no more matches]"
         line, column = where
         place = "line=%d" % line + (", column=%d" % column if column > 1 else "")
@@ -2896,15 +2905,47 @@ def _json_members(text, i, stop, limit):
     return members, i + 1
 
 
-def _outline_value(text, i, found):
+def _head_count(text, i, stop):
+    """How many members of the object or array at ``text[i]`` start before ``stop``, a floor of its length when
+    it does not end there: the commas at its level once strings and the containers closed within are gone
+    (regular expressions over the whole head: decoding member by member costs 10 times as much)."""
+    head = _JSON_STRING_OR_CUT_RE.sub("0", text[i + 1:stop])
+    flat, removed = _JSON_NOT_STRUCTURE_RE.sub("", head), 1
+    while removed:
+        flat, removed = _JSON_INNER_RE.subn("", flat)
+    opened = _JSON_OPENER_RE.search(flat)   # a member cut short: the commas after its opener are inside it
+    commas = flat[:opened.start() if opened else len(flat)].count(",")
+    if opened:
+        return commas + 1
+    tail = head.rstrip(" \t\r\n")
+    return commas + 1 if tail and not tail.endswith(",") else commas
+
+
+def _head_chars(text, i, stop):
+    """Characters of the JSON string at ``text[i]`` written before ``stop`` (escapes whole): the length of a
+    string that does not end there is at least that."""
+    try:
+        return len(json.loads(_JSON_STRING_HEAD_RE.match(text, i, stop).group() + '"', strict=False))
+    except ValueError:  # a bad escape: no JSON string, no length to give
+        return 0
+
+
+def _outline_value(text, i, found, stop):
     """``(type and size, start as written)`` of the JSON value at ``text[i]``, as the reader's outline says
-    them; ``found`` is ``_decode_within``'s answer, None for a value too big to read here."""
+    them; ``found`` is ``_decode_within``'s answer, None for a value that does not end before ``stop`` (its
+    length is then a floor from what is there)."""
     end = found[1] if found else len(text)
     raw = _JSON_COMPACT_RE.sub(lambda m: m.group(1) or "", text[i:min(end, i + OUTLINE_SNIPPET * 8)])
     shown = raw[:OUTLINE_SNIPPET] + ("\u2026" if len(raw) > OUTLINE_SNIPPET or not found else "")
     kind = {"{": "object", "[": "array", '"': "string"}.get(text[i:i + 1], "value")
+    if not found and kind == "string":
+        return "string, at least %d chars" % _head_chars(text, i, stop), shown
+    if not found and kind != "value":
+        count = _head_count(text, i, stop)
+        return "%s, at least %d %s, over %d characters" % (
+            kind, count, "keys" if kind == "object" else "items", stop - i), shown
     if not found:
-        return "%s, over %d characters" % (kind, OUTLINE_SCAN_CHARS), shown
+        return "value, over %d characters" % (stop - i), shown
     value = found[0]
     if isinstance(value, (dict, list)):
         unit = "keys" if kind == "object" else "items"
@@ -2935,7 +2976,8 @@ class JsonOutline:
         if opener not in ("{", "[") or text[end - 1:end] != ("}" if opener == "{" else "]"):
             return None
         kind, unit, limit = ("object", "keys", OUTLINE_MEMBERS) if opener == "{" else ("array", "items", OUTLINE_ITEMS)
-        members, closed = _json_members(text, start, min(end, start + OUTLINE_SCAN_CHARS), limit)
+        stop = min(end, start + OUTLINE_SCAN_CHARS)
+        members, closed = _json_members(text, start, stop, limit)
         count = len(members) if closed == end else None
         if count is None and end - start <= OUTLINE_SCAN_CHARS:  # more members than shown, or bad JSON
             whole = None if closed else _decode_within(text, start, end)
@@ -2943,11 +2985,11 @@ class JsonOutline:
                 return None
             count = len(whole[0])
         lines = ["$: %s, %d %s, %d bytes" % (kind, count, unit, utf8_len(text[start:end])) if count is not None
-                 else "$: %s of %d characters" % (kind, end - start)]
+                 else "$: %s, at least %d %s, %d characters" % (kind, _head_count(text, start, stop), unit, end - start)]
         steps = [["key", key] if opener == "{" else ["index", key] for key, _, _ in members]
         for step, (_, i, found) in zip(steps, members):
             lines.append("  %s: %s" % (json_path_text([step])[1:], ": ".join(filter(None, _outline_value(
-                text, i, found)))))
+                text, i, found, stop)))))
         if count is None:
             lines.append("  \u2026 (the outline reads the first %d characters only)" % OUTLINE_SCAN_CHARS)
         elif count > len(members):
@@ -3020,12 +3062,15 @@ class PreviewBuilder:
         """Largest preview (``budget.preview_chars`` at most, starting with what fits of the text's
         ``JsonOutline``) whose message fits ``budget``, at the first level where one does: 0 keeps
         ``structuredContent`` (tried only when small), 1 the resource link and ``_meta``, 2 drops them, 3
-        also shortens the marker (none drops a field the revision requires); else an error naming the
-        output directory."""
+        also shortens the marker, 4 drops a prompt's ``description`` (none drops a field the revision
+        requires); else an error naming the output directory.  The description is what a client shows the
+        user: a shorter text and a shorter marker come first."""
         max_chars, max_bytes = budget.max_chars, budget.max_bytes
         result = self.msg.get("result")
         structured = isinstance(result, dict) and "structuredContent" in result
         levels = (0, 1, 2, 3) if structured and self.method == "tools/call" else (1, 2, 3)
+        if self.method == "prompts/get" and isinstance(result, dict) and isinstance(result.get("description"), str):
+            levels += (4,)
         outline = JsonOutline.of(text, self.reader_name)
         for level in levels:
             size = min(budget.preview_chars, len(text))
@@ -3067,7 +3112,7 @@ class PreviewBuilder:
             new = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": preview}]}
         elif self.method == "prompts/get":
             new = {"messages": [{"role": "user", "content": {"type": "text", "text": preview}}]}
-            if isinstance(result.get("description"), str) and level <= 1:
+            if isinstance(result.get("description"), str) and level <= 3:
                 new["description"] = result["description"]
         else:
             message = "response of %d characters exceeded --max-response-chars; saved to %s (text: %s)" % (
@@ -5105,6 +5150,248 @@ class OAuthSettings:
         self.client_metadata_url = client_metadata_url   # our Client ID Metadata Document, if we have one
 
 
+def device_login_wanted(settings, metadata):
+    """Whether this login is a device login: asked for, or no browser can open here, and the server
+    offers one (when it does not, that is said)."""
+    if settings.device:
+        why = "--oauth-device"
+    elif not settings.browser:
+        why = "--oauth-no-browser"
+    else:
+        why = no_browser_reason()
+    if not why or metadata.get("device_authorization_endpoint"):
+        return bool(why)
+    log.info("%s offers no device login (RFC 8628), wanted for %s: logging in through the browser URL instead"
+             % (quoted(metadata["issuer"]), why))
+    return False
+
+
+class OAuthRequests:
+    """The requests of one MCP server's OAuth flow to its authorization server (``config``: the server's
+    RemoteConfig, for its proxy, TLS and secrets): JSON answers, redirects followed within their origin only,
+    the client's authentication at the token and revocation endpoints.  Holds no state: any thread may use it."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def http(self, method, url, body=None, headers=()):
+        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).  Redirects
+        are followed within the origin of ``url`` (one elsewhere is refused, said, its status returned), at most
+        OAUTH_MAX_REDIRECTS, with the same method, body and headers (RFC 9110 15.4; a GET would drop the grant)."""
+        from urllib.parse import urljoin, urlsplit
+        start = origin_of(urlsplit(url))
+        for _ in range(OAUTH_MAX_REDIRECTS + 1):
+            status, doc, location = self._once(method, url, body, headers)
+            if status not in (301, 302, 307, 308) or location is None:
+                return status, doc
+            try:
+                target = urljoin(url, location)
+            except ValueError:
+                target = location
+            if endpoint_problem(target) or origin_of(urlsplit(target)) != start:
+                log.warning("%s %s answered HTTP %d, a redirect to %s: refused, OAuth requests stay on their "
+                            "origin %s" % (method, redact_url(url), status, origin_text(target), origin_text(url)))
+                return status, doc
+            url = target
+        log.warning("%s %s: more than %d redirects in a row; not followed" % (method, redact_url(url),
+                                                                             OAUTH_MAX_REDIRECTS))
+        return status, doc
+
+    def _once(self, method, url, body, headers):
+        """One request, no redirect followed: (status, parsed JSON or None, the Location header or None)."""
+        import http.client
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise OAuthError("not an http(s) URL: %s" % redact_url(url))
+        pool = HttpPool(self.config)
+        # none of the --header values: they are the MCP server's, and the authorization server may be another host
+        sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
+        try:
+            conn, resp = pool.exchange(method, parts, sent, body)
+            data = read_body(resp, OAUTH_MAX_BODY)
+            pool.discard(conn)
+        except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
+            raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
+        try:
+            doc = json.loads(data.decode("utf-8")) if data.strip() else None
+        except (ValueError, RecursionError):
+            doc = None
+        return resp.status, doc, resp.getheader("Location")
+
+    def get_json(self, urls):
+        """The first JSON object one of ``urls`` answers with 200: (url, doc), or (None, None)."""
+        for url in urls:
+            status, doc = self.http("GET", url)
+            if status == 200 and isinstance(doc, dict):
+                return url, doc
+        return None, None
+
+    def check_endpoint(self, what, url, metadata=None):
+        """OAuthError when ``endpoint_problem`` refuses ``url``, named ``what`` (a member of ``metadata``, if given)."""
+        if metadata is not None:
+            what = "the %s of the authorization server %s" % (what, quoted(metadata["issuer"]))
+        problem = endpoint_problem(url)
+        if problem:
+            raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
+                             % (what, self.config.display_url, quoted(url), problem))
+
+    def client_post(self, endpoint, fields, client):
+        """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
+        from urllib.parse import quote, urlencode
+        # tokens stored by an earlier version may name any endpoint: checked at the last moment too
+        self.check_endpoint("the token or revocation endpoint", endpoint)
+        fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
+        headers = [("Content-Type", "application/x-www-form-urlencoded")]
+        method = client.get("token_endpoint_auth_method") or "none"
+        secret = client.get("client_secret")
+        if secret and method == "client_secret_basic":
+            pair = "%s:%s" % (quote(client["client_id"], safe=""), quote(secret, safe=""))
+            headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
+        elif secret:
+            fields["client_secret"] = secret
+        return self.http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
+
+    def token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
+        """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
+        status, doc = self.client_post(endpoint, fields, client)
+        if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
+            said = error_said(doc)
+            failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
+            failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
+            raise failure
+        return doc
+
+class OAuthClients:
+    """Which OAuth client ocx-proxy is at an authorization server: the one the command line gives
+    (--oauth-client-id/-file), the public client our Client ID Metadata Document names, or our dynamic
+    registration, stored per issuer in ``store`` (with the device grant when a device login needs it)."""
+
+    def __init__(self, config, settings, store, requests):
+        self.config = config
+        self.settings = settings
+        self.store = store
+        self.requests = requests
+
+    def client_of(self, doc):
+        """The client that holds the tokens ``doc``, sending its secret as it did then."""
+        configured = self.configured(doc.get("client_auth"))
+        if configured is not None and configured["client_id"] == doc.get("client_id"):
+            return configured
+        stored = self.stored(doc["issuer"])
+        if stored and stored.get("client_id") == doc.get("client_id"):
+            return stored
+        # registered anew since (another login found our ports busy): these tokens are the old client's
+        return {"client_id": doc.get("client_id"), "token_endpoint_auth_method": doc.get("client_auth") or "none"}
+
+    def stored(self, issuer):
+        doc = self.store.read(self.store.path("client", issuer))
+        return doc if doc and doc.get("issuer") == issuer else None
+
+    def configured(self, method=None):
+        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
+        client_secret_basic, or none without one)."""
+        settings = self.settings
+        if settings.client_file:
+            try:
+                with open(settings.client_file, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except (OSError, ValueError) as exc:
+                raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
+            if (not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str)
+                    or not isinstance(doc.get("client_secret", ""), str)):
+                raise UsageError("--oauth-client-file %s: a JSON object with a string client_id (and client_secret, "
+                                 "if any) expected" % settings.client_file)
+            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
+        elif settings.client_id:
+            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
+        else:
+            return None
+        self.config.keep_secret(client["client_secret"])
+        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
+        return client
+
+    def for_metadata(self, metadata):
+        """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
+        accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
+        client = self.configured()
+        url = self.settings.client_metadata_url
+        if client is None:
+            if url and metadata.get("client_id_metadata_document_supported") is True:
+                return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
+            if url:
+                log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
+                         "registering ocx-proxy instead of using --oauth-client-metadata-url"
+                         % quoted(metadata["issuer"]))
+            return None
+        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        if client["client_secret"] and "client_secret_basic" not in methods and "client_secret_post" in methods:
+            client["token_endpoint_auth_method"] = "client_secret_post"
+        return client
+
+    def registered(self, issuer, fixed):
+        """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
+        client = self.stored(issuer)
+        if not client:
+            return None, []
+        # "redirect_uri": one port, as registrations were stored before they listed several
+        registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
+        ports = [port for port in registered if port and fixed in (None, port)]
+        if ports:
+            self.config.keep_secret(client.get("client_secret"))
+        return (client, ports) if ports else (None, [])
+
+    def register(self, metadata, redirect_uris, scope, *grant_types):
+        """Dynamic Client Registration for the code grant and ``grant_types``; the client is stored for the issuer."""
+        issuer = metadata["issuer"]
+        endpoint = metadata.get("registration_endpoint")
+        if not endpoint:
+            raise OAuthError("the authorization server %s offers no dynamic client registration; give "
+                             "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
+        request = {"client_name": "ocx-proxy", "redirect_uris": redirect_uris, "application_type": "native",
+                   "grant_types": ["authorization_code", "refresh_token"] + list(grant_types),
+                   "response_types": ["code"],
+                   "token_endpoint_auth_method": "none"}
+        if scope:
+            request["scope"] = scope
+        status, doc = self.requests.http("POST", endpoint, json.dumps(request).encode("utf-8"),
+                                 [("Content-Type", "application/json")])
+        if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
+            raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
+        granted = doc.get("redirect_uris")   # a server may keep fewer than we asked for
+        if not isinstance(granted, list) or not all(isinstance(uri, str) for uri in granted):
+            granted = redirect_uris
+        client = {"issuer": issuer, "client_id": doc["client_id"],
+                  "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
+                  "grant_types": request["grant_types"],
+                  "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
+        self.config.keep_secret(client["client_secret"])
+        self.store.write(self.store.path("client", issuer), client)
+        log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
+        return client
+
+    def forget(self, issuer, client_id, reason=None):
+        """Drop our stored registration with ``issuer`` when it is still ``client_id``; ``reason`` is said."""
+        try:
+            stored = self.stored(issuer)
+            if stored is not None and stored.get("client_id") == client_id:
+                if self.store.remove(self.store.path("client", issuer)) and reason:
+                    log.info("%s %s; the next login registers again" % (issuer, reason))
+        except OSError:
+            pass
+
+    def device_client(self, metadata, scope):
+        """Our registration when it has the device grant, else a new one that has (with the redirect URIs of the
+        one it replaces)."""
+        issuer = metadata["issuer"]
+        client = self.stored(issuer) or {}
+        if DEVICE_GRANT in (client.get("grant_types") or ()):
+            self.config.keep_secret(client.get("client_secret"))
+            return client
+        ports = callback_ports(issuer, self.settings.callback_port)
+        uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
+        return self.register(metadata, uris, scope, DEVICE_GRANT)
+
 class OAuthClient:
     """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold, discovery,
     registration, the login and refreshes.  Thread-safe; one login at a time.  ``on_login_prompt``: None, or
@@ -5115,6 +5402,8 @@ class OAuthClient:
         self.config = config
         self.settings = settings
         self.store = AuthStore(settings.auth_dir)
+        self.requests = OAuthRequests(config)
+        self.clients = OAuthClients(config, settings, self.store, self.requests)
         self.url = config.parts._replace(fragment="").geturl()
         self.resource = default_resource(self.url)   # until the protected-resource metadata names another
         self.lock = threading.Lock()
@@ -5231,18 +5520,18 @@ class OAuthClient:
     def _refresh(self):
         """Use the refresh token; True on success.  A refused one is forgotten (a login follows)."""
         doc = self.tokens
-        client = self._client_of(doc)
+        client = self.clients.client_of(doc)
         fields = {"grant_type": "refresh_token", "refresh_token": doc["refresh_token"], "resource": self.resource}
         try:
-            answer = self._token_request(doc["token_endpoint"], fields, client)
+            answer = self.requests.token_request(doc["token_endpoint"], fields, client)
         except OAuthError as exc:
             stored = self.store.read(self.tokens_path) or {}
             if stored.get("refresh_token") not in (None, doc["refresh_token"]):
                 self.tokens = stored  # another relay refreshed first (servers rotate refresh tokens)
                 return True
             log.info("the token refresh was refused (%s); a new login is needed" % exc)
-            if exc.error in FORGOTTEN_CLIENT_ERRORS and self._configured_client() is None:
-                self.forget_client(doc["issuer"], doc.get("client_id"),
+            if exc.error in FORGOTTEN_CLIENT_ERRORS and self.clients.configured() is None:
+                self.clients.forget(doc["issuer"], doc.get("client_id"),
                                    "no longer knows ocx-proxy's client registration")
             doc = dict(doc, refresh_token=None, access_token=None)
             self.store.write(self.tokens_path, doc)
@@ -5252,59 +5541,6 @@ class OAuthClient:
         log.info("refreshed the access token for %s" % self.config.display_url)
         return True
 
-    def _http(self, method, url, body=None, headers=()):
-        """One request to a metadata, registration or token endpoint: (status, parsed JSON or None).  Redirects
-        are followed within the origin of ``url`` (one elsewhere is refused, said, its status returned), at most
-        OAUTH_MAX_REDIRECTS, with the same method, body and headers (RFC 9110 15.4; a GET would drop the grant)."""
-        from urllib.parse import urljoin, urlsplit
-        start = origin_of(urlsplit(url))
-        for _ in range(OAUTH_MAX_REDIRECTS + 1):
-            status, doc, location = self._http_once(method, url, body, headers)
-            if status not in (301, 302, 307, 308) or location is None:
-                return status, doc
-            try:
-                target = urljoin(url, location)
-            except ValueError:
-                target = location
-            if endpoint_problem(target) or origin_of(urlsplit(target)) != start:
-                log.warning("%s %s answered HTTP %d, a redirect to %s: refused, OAuth requests stay on their "
-                            "origin %s" % (method, redact_url(url), status, origin_text(target), origin_text(url)))
-                return status, doc
-            url = target
-        log.warning("%s %s: more than %d redirects in a row; not followed" % (method, redact_url(url),
-                                                                             OAUTH_MAX_REDIRECTS))
-        return status, doc
-
-    def _http_once(self, method, url, body, headers):
-        """One request, no redirect followed: (status, parsed JSON or None, the Location header or None)."""
-        import http.client
-        from urllib.parse import urlsplit
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise OAuthError("not an http(s) URL: %s" % redact_url(url))
-        pool = HttpPool(self.config)
-        # none of the --header values: they are the MCP server's, and the authorization server may be another host
-        sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
-        try:
-            conn, resp = pool.exchange(method, parts, sent, body)
-            data = read_body(resp, OAUTH_MAX_BODY)
-            pool.discard(conn)
-        except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
-            raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
-        try:
-            doc = json.loads(data.decode("utf-8")) if data.strip() else None
-        except (ValueError, RecursionError):
-            doc = None
-        return resp.status, doc, resp.getheader("Location")
-
-    def _get_json(self, urls):
-        """The first JSON object one of ``urls`` answers with 200: (url, doc), or (None, None)."""
-        for url in urls:
-            status, doc = self._http("GET", url)
-            if status == 200 and isinstance(doc, dict):
-                return url, doc
-        return None, None
-
     def discover(self, params=None):
         """The authorization server's metadata, found through the protected-resource metadata (without it, as in
         2025-03-26, the server's root); another issuer's, or an endpoint ``endpoint_problem`` refuses, is refused
@@ -5313,11 +5549,11 @@ class OAuthClient:
         if self.metadata is not None:
             return self.metadata
         prm_urls = [params["resource_metadata"]] if params and params.get("resource_metadata") else []
-        _, prm = self._get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
+        _, prm = self.requests.get_json(prm_urls + well_known_urls(self.resource, "oauth-protected-resource"))
         root = origin_and_path(self.url)[0]
         if prm and isinstance(prm.get("authorization_servers"), list) and prm["authorization_servers"]:
             issuer = prm["authorization_servers"][0]
-            self._check_endpoint("the authorization server", issuer)
+            self.requests.check_endpoint("the authorization server", issuer)
             if isinstance(prm.get("resource"), str):
                 if not resource_covers(prm["resource"], self.url):
                     raise OAuthError("the protected-resource metadata is for %s, not %s: no login for another "
@@ -5325,12 +5561,12 @@ class OAuthClient:
                 self.resource = prm["resource"]
             if not self.scope and isinstance(prm.get("scopes_supported"), list):
                 self.scope = " ".join(str(s) for s in prm["scopes_supported"])
-            where, metadata = self._get_json(auth_metadata_urls(issuer))
+            where, metadata = self.requests.get_json(auth_metadata_urls(issuer))
             if metadata is None:
                 raise OAuthError("the authorization server %s publishes no metadata" % issuer)
         else:
             issuer = None   # 2025-03-26: the server's origin is the authorization server
-            where, metadata = self._get_json(auth_metadata_urls(root))
+            where, metadata = self.requests.get_json(auth_metadata_urls(root))
             if metadata is None:
                 metadata = {"authorization_endpoint": urljoin(root, "/authorize"),
                             "token_endpoint": urljoin(root, "/token"),
@@ -5339,7 +5575,7 @@ class OAuthClient:
         for name in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint",
                      "revocation_endpoint", "device_authorization_endpoint"):
             if metadata.get(name) is not None:
-                self._check_endpoint(name, metadata[name], metadata)
+                self.requests.check_endpoint(name, metadata[name], metadata)
             elif name in ("issuer", "authorization_endpoint", "token_endpoint"):
                 raise OAuthError("the authorization server metadata has no %s" % name)
         claimed = metadata["issuer"]
@@ -5357,148 +5593,6 @@ class OAuthClient:
             self.scope = " ".join(str(s) for s in metadata["scopes_supported"])
         self.metadata = metadata
         return metadata
-
-    def _check_endpoint(self, what, url, metadata=None):
-        """OAuthError when ``endpoint_problem`` refuses ``url``, named ``what`` (a member of ``metadata``, if given)."""
-        if metadata is not None:
-            what = "the %s of the authorization server %s" % (what, quoted(metadata["issuer"]))
-        problem = endpoint_problem(url)
-        if problem:
-            raise OAuthError("%s for %s is %s (%s): refused; only https://, or http:// to this machine, is used"
-                             % (what, self.config.display_url, quoted(url), problem))
-
-    def _client_of(self, doc):
-        """The client that holds the tokens ``doc``, sending its secret as it did then."""
-        configured = self._configured_client(doc.get("client_auth"))
-        if configured is not None and configured["client_id"] == doc.get("client_id"):
-            return configured
-        stored = self._stored_client(doc["issuer"])
-        if stored and stored.get("client_id") == doc.get("client_id"):
-            return stored
-        # registered anew since (another login found our ports busy): these tokens are the old client's
-        return {"client_id": doc.get("client_id"), "token_endpoint_auth_method": doc.get("client_auth") or "none"}
-
-    def _stored_client(self, issuer):
-        doc = self.store.read(self.store.path("client", issuer))
-        return doc if doc and doc.get("issuer") == issuer else None
-
-    def _configured_client(self, method=None):
-        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
-        client_secret_basic, or none without one)."""
-        settings = self.settings
-        if settings.client_file:
-            try:
-                with open(settings.client_file, encoding="utf-8") as f:
-                    doc = json.load(f)
-            except (OSError, ValueError) as exc:
-                raise UsageError("--oauth-client-file %s: %s" % (settings.client_file, exc))
-            if (not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str)
-                    or not isinstance(doc.get("client_secret", ""), str)):
-                raise UsageError("--oauth-client-file %s: a JSON object with a string client_id (and client_secret, "
-                                 "if any) expected" % settings.client_file)
-            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
-        elif settings.client_id:
-            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
-        else:
-            return None
-        self.config.keep_secret(client["client_secret"])
-        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
-        return client
-
-    def client_for(self, metadata):
-        """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
-        accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
-        client = self._configured_client()
-        url = self.settings.client_metadata_url
-        if client is None:
-            if url and metadata.get("client_id_metadata_document_supported") is True:
-                return {"client_id": url, "client_secret": None, "token_endpoint_auth_method": "none"}
-            if url:
-                log.info("the authorization server %s does not advertise client_id_metadata_document_supported: "
-                         "registering ocx-proxy instead of using --oauth-client-metadata-url"
-                         % quoted(metadata["issuer"]))
-            return None
-        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        if client["client_secret"] and "client_secret_basic" not in methods and "client_secret_post" in methods:
-            client["token_endpoint_auth_method"] = "client_secret_post"
-        return client
-
-    def _registered(self, issuer, fixed):
-        """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
-        client = self._stored_client(issuer)
-        if not client:
-            return None, []
-        # "redirect_uri": one port, as registrations were stored before they listed several
-        registered = [callback_port_of(uri) for uri in client.get("redirect_uris") or [client.get("redirect_uri")]]
-        ports = [port for port in registered if port and fixed in (None, port)]
-        if ports:
-            self.config.keep_secret(client.get("client_secret"))
-        return (client, ports) if ports else (None, [])
-
-    def register(self, metadata, redirect_uris, *grant_types):
-        """Dynamic Client Registration for the code grant and ``grant_types``; the client is stored for the issuer."""
-        issuer = metadata["issuer"]
-        endpoint = metadata.get("registration_endpoint")
-        if not endpoint:
-            raise OAuthError("the authorization server %s offers no dynamic client registration; give "
-                             "--oauth-client-id (and --oauth-client-secret) or --oauth-client-file" % issuer)
-        request = {"client_name": "ocx-proxy", "redirect_uris": redirect_uris, "application_type": "native",
-                   "grant_types": ["authorization_code", "refresh_token"] + list(grant_types),
-                   "response_types": ["code"],
-                   "token_endpoint_auth_method": "none"}
-        if self.scope:
-            request["scope"] = self.scope
-        status, doc = self._http("POST", endpoint, json.dumps(request).encode("utf-8"),
-                                 [("Content-Type", "application/json")])
-        if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
-            raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
-        granted = doc.get("redirect_uris")   # a server may keep fewer than we asked for
-        if not isinstance(granted, list) or not all(isinstance(uri, str) for uri in granted):
-            granted = redirect_uris
-        client = {"issuer": issuer, "client_id": doc["client_id"],
-                  "client_secret": string_member(doc, "client_secret"), "redirect_uris": granted,
-                  "grant_types": request["grant_types"],
-                  "token_endpoint_auth_method": string_member(doc, "token_endpoint_auth_method") or "none"}
-        self.config.keep_secret(client["client_secret"])
-        self.store.write(self.store.path("client", issuer), client)
-        log.info("registered ocx-proxy with %s (client id %s)" % (issuer, client["client_id"]))
-        return client
-
-    def forget_client(self, issuer, client_id, reason=None):
-        """Drop our stored registration with ``issuer`` when it is still ``client_id``; ``reason`` is said."""
-        try:
-            stored = self._stored_client(issuer)
-            if stored is not None and stored.get("client_id") == client_id:
-                if self.store.remove(self.store.path("client", issuer)) and reason:
-                    log.info("%s %s; the next login registers again" % (issuer, reason))
-        except OSError:
-            pass
-
-    def _client_post(self, endpoint, fields, client):
-        """POST a form to a token or revocation endpoint, authenticating as the client says: (status, doc)."""
-        from urllib.parse import quote, urlencode
-        # tokens stored by an earlier version may name any endpoint: checked at the last moment too
-        self._check_endpoint("the token or revocation endpoint", endpoint)
-        fields = dict(fields, client_id=client["client_id"])   # some servers want it even with Basic
-        headers = [("Content-Type", "application/x-www-form-urlencoded")]
-        method = client.get("token_endpoint_auth_method") or "none"
-        secret = client.get("client_secret")
-        if secret and method == "client_secret_basic":
-            pair = "%s:%s" % (quote(client["client_id"], safe=""), quote(secret, safe=""))
-            headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
-        elif secret:
-            fields["client_secret"] = secret
-        return self._http("POST", endpoint, urlencode(fields).encode("ascii"), headers)
-
-    def _token_request(self, endpoint, fields, client, what="token", wanted=("access_token",)):
-        """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
-        status, doc = self._client_post(endpoint, fields, client)
-        if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
-            said = error_said(doc)
-            failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
-            failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
-            raise failure
-        return doc
 
     def _start_login(self, params):
         """Start the login thread unless one runs (with self.lock held)."""
@@ -5558,10 +5652,10 @@ class OAuthClient:
         """The login itself: choose the client, get a grant through the browser or a device code, redeem it."""
         import secrets
         from urllib.parse import urlencode
-        device = self._device_wanted(metadata)
-        configured = self.client_for(metadata)
+        device = device_login_wanted(self.settings, metadata)
+        configured = self.clients.for_metadata(metadata)
         if device:
-            return self._device_login(metadata, configured or self._device_client(metadata), deadline)
+            return self._device_login(metadata, configured or self.clients.device_client(metadata, self.scope), deadline)
         listener, client = self._listen(metadata, configured, deadline)
         try:
             verifier, challenge = pkce_pair()
@@ -5587,53 +5681,29 @@ class OAuthClient:
                                  % (quoted(answer.get("iss")), metadata["issuer"]))
         if answer.get("error"):
             raise OAuthError("the authorization server refused: %s" % error_said(answer))
+        if not answer.get("code"):
+            raise OAuthError("the authorization response to this login (its state) carries neither a code nor an "
+                             "error: a broken authorization server, or an edited URL; log in again")
         self._redeem(metadata, client, {"grant_type": "authorization_code", "code": answer["code"],
                                         "code_verifier": verifier, "redirect_uri": listener.redirect_uri})
 
     def _redeem(self, metadata, client, grant):
         """Exchange ``grant`` (token request fields) at the token endpoint, store the tokens; OAuthError if refused."""
-        tokens = self._token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
+        tokens = self.requests.token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
         with self.lock:
             self._save_tokens(tokens, metadata["issuer"], metadata, client)
         log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
-
-    def _device_wanted(self, metadata):
-        """Whether this login is a device login: asked for, or no browser can open here, and the server
-        offers one (when it does not, that is said)."""
-        if self.settings.device:
-            why = "--oauth-device"
-        elif not self.settings.browser:
-            why = "--oauth-no-browser"
-        else:
-            why = no_browser_reason()
-        if not why or metadata.get("device_authorization_endpoint"):
-            return bool(why)
-        log.info("%s offers no device login (RFC 8628), wanted for %s: logging in through the browser URL instead"
-                 % (quoted(metadata["issuer"]), why))
-        return False
-
-    def _device_client(self, metadata):
-        """Our registration when it has the device grant, else a new one that has (with the redirect URIs of the
-        one it replaces)."""
-        issuer = metadata["issuer"]
-        client = self._stored_client(issuer) or {}
-        if DEVICE_GRANT in (client.get("grant_types") or ()):
-            self.config.keep_secret(client.get("client_secret"))
-            return client
-        ports = callback_ports(issuer, self.settings.callback_port)
-        uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
-        return self.register(metadata, uris, DEVICE_GRANT)
 
     def _device_login(self, metadata, client, deadline):
         """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
         deny, or the code or --oauth-timeout runs out."""
         fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
-        code = self._token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
+        code = self.requests.token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
                                    ("device_code", "user_code", "verification_uri"))
         self.config.keep_secret(code["device_code"])
         complete = string_member(code, "verification_uri_complete")
         for name in ("verification_uri", "verification_uri_complete") if complete else ("verification_uri",):
-            self._check_endpoint(name, code[name], metadata)
+            self.requests.check_endpoint(name, code[name], metadata)
         lifetime = token_lifetime(code.get("expires_in"))
         expires = time.monotonic() + lifetime if lifetime else float("inf")
         self._prompt(code["verification_uri"], quoted(code["user_code"]), complete)
@@ -5671,7 +5741,7 @@ class OAuthClient:
         fixed = self.settings.callback_port
         if configured is not None:
             return self._listen_waiting(fixed or OAUTH_CALLBACK_PORT, deadline), configured
-        client, ports = self._registered(metadata["issuer"], fixed)
+        client, ports = self.clients.registered(metadata["issuer"], fixed)
         listener = CallbackListener.on_first_free(ports)
         if listener is not None:
             return listener, client
@@ -5684,7 +5754,7 @@ class OAuthClient:
                 " %d is" % busy[0] if len(busy) == 1 else "s %s are" % ", ".join(map(str, busy)), listener.port))
         uris = [listener.redirect_uri] + [callback_uri(port) for port in wanted if port != listener.port]
         try:
-            return listener, self.register(metadata, uris)
+            return listener, self.clients.register(metadata, uris, self.scope)
         except BaseException:
             listener.close()
             raise
@@ -5734,7 +5804,7 @@ class OAuthClient:
         for url in {url for url in (self.url, doc.get("url"), doc.get("resource")) if isinstance(url, str)}:
             self.store.remove(self.store.path("server", url))
         if isinstance(doc.get("issuer"), str):
-            self.forget_client(doc["issuer"], doc.get("client_id"))
+            self.clients.forget(doc["issuer"], doc.get("client_id"))
 
     def revoke(self, doc):
         """Revoke the tokens ``doc`` holds (RFC 7009), refresh token first: None without an endpoint, else
@@ -5742,13 +5812,13 @@ class OAuthClient:
         endpoint = doc.get("revocation_endpoint")
         if not isinstance(endpoint, str):
             return None
-        client = self._client_of(doc)
+        client = self.clients.client_of(doc)
         for hint in ("refresh_token", "access_token"):
             token = doc.get(hint)
             if not isinstance(token, str):
                 continue
             try:
-                status, _ = self._client_post(endpoint, {"token": token, "token_type_hint": hint}, client)
+                status, _ = self.requests.client_post(endpoint, {"token": token, "token_type_hint": hint}, client)
             except (OcxError, OSError) as exc:
                 return self.config.scrub(str(exc))
             if status != 200:   # RFC 7009: 200 even for a token the server no longer knows
@@ -5773,8 +5843,8 @@ class CallbackListener:
         self.redirect_uri = callback_uri(self.port)
 
     def wait(self, state, deadline):
-        """The parameters of the first ``GET /callback`` with ``state`` and a code or an error, or None at
-        ``deadline``; any other request gets an error page."""
+        """The parameters of the first ``GET /callback`` with ``state`` (with a code, an error, or neither), or
+        None at ``deadline``; any other request gets an error page."""
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         pending = collections.OrderedDict()   # connection -> [request bytes so far, when it expires]
@@ -5854,8 +5924,11 @@ class CallbackListener:
             self._page(conn, 200, "Login failed: " + params["error"])
             return params
         if not params.get("code"):
-            log.warning("ignored a request to the login callback without a code; still waiting for the login")
-            return self._page(conn, 400, "The authorization response carries no code.")
+            # This login's state: the authorization server's answer (or the user's edit of it), and one that
+            # can never be redeemed.  Waiting on would only end at --oauth-timeout; the login ends here.
+            self._page(conn, 400, "The authorization response carries neither a code nor an error: "
+                                  "the login has ended.")
+            return params
         self._page(conn, 200, "ocx-proxy received the authorization.")
         return params
 
@@ -6562,7 +6635,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.login_retry = threading.Event()
         self.login_announced = threading.Event()
         self.relisting = False             # the client's tools/list after our list_changed is on its way
-        self.relisted = threading.Event()  # ... and its answer went to the client
+        self.relisted = threading.Event()  # ... and its answer went to the client (or we waited for it once)
         self.can_open_urls = False         # the client takes URL-mode elicitation
         self.login_offered = False
         self.device_prompt = None          # a device login's (URI, code, completed URI or None) ...
@@ -6769,7 +6842,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         prompt = None if logged_in else self._new_code()
         if logged_in:
             self.login_announced.wait(LOGIN_TOOL_WAIT)
-            self.relisted.wait(LOGIN_RELIST_WAIT)
+            if not self.relisted.wait(LOGIN_RELIST_WAIT):
+                self.relisted.set()   # a client that has not listed again by now will not: later calls wait no more
             text = "Logged in to %s; its tools are listed now." % self.config.display_url
         elif prompt:
             self.prompt_shown = prompt
@@ -7549,14 +7623,18 @@ def noted(node, note):
 
 
 def one_type(node):
-    """A type array becomes its first type but "null"."""
+    """A type array becomes its first type but "null"; the description says what else the server accepts."""
     kind = node.get("type")
     if isinstance(kind, list) and len(kind) > 1:
         node["type"] = next((k for k in kind if k != "null"), kind[0])
+        others = [k for k in kind if k != node["type"]]
+        if others:
+            noted(node, "also accepts %s" % " or ".join(k if isinstance(k, str) else dumps(k) for k in others))
 
 
 def drop_format(node):
-    if "format" in node and node["format"] not in GEMINI_FORMATS:
+    form = node.get("format")
+    if "format" in node and not (isinstance(form, str) and form in GEMINI_FORMATS):   # a list is no format
         noted(node, "format: %s" % dumps(node.pop("format")))
 
 
@@ -7580,7 +7658,7 @@ def inline_refs(schema):
         if not isinstance(target, dict):
             return noted({}, "%s: no such definition" % ref)
         if ref in refs or len(refs) >= FIT_REF_DEPTH or expansions[0] > FIT_REF_EXPANSIONS:
-            return noted({}, "as %s, cut here by ocx-proxy" % ref)
+            return cut_ref(ref, target)
         merged = dict(target)
         merged.update((key, value) for key, value in node.items() if key != "$ref")
         return expand(merged, refs + (ref,), depth)
@@ -7588,9 +7666,19 @@ def inline_refs(schema):
     return expand(schema, (), 0)
 
 
+def cut_ref(ref, target):
+    """What stands for a $ref inline-refs does not expand: the type of its ``target`` and, in the description,
+    what the target requires and takes (the model is shown no more of it)."""
+    cut = {"type": target["type"]} if isinstance(target.get("type"), str) else {}
+    what = alternative(target) if schema_properties(target) or names_in(target, "required") else ""
+    return noted(cut, "as %s%s; cut here by ocx-proxy" % (ref, ": " + what if what else ""))
+
+
 def one_object(schema):
     """A root oneOf/anyOf/allOf made one object schema of every alternative's properties, required what all
-    require (allOf: any), the alternatives listed in the description."""
+    require (allOf: any), a property that tells the alternatives apart (const/enum) taking each one's values,
+    and what each alternative requires and takes written in the description: the merged schema no longer
+    says it, and the model reads only the description."""
     kinds = [key for key in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(key), list)]
     if not kinds:
         return schema
@@ -7599,33 +7687,180 @@ def one_object(schema):
     required = list(out.get("required") or []) if isinstance(out.get("required"), list) else []
     notes = []
     for kind in kinds:
-        parts = [part for part in schema[kind] if isinstance(part, dict)]
-        needs = [set(part.get("required") or ()) if isinstance(part.get("required"), list) else set()
-                 for part in parts]
+        parts = [local_target(schema, part) for part in schema[kind] if isinstance(part, dict)]
+        needs = [set(names_in(part, "required")) for part in parts]
+        offered = collections.OrderedDict()   # property name -> its schema in each alternative
         for part in parts:
-            for name, sub in (part.get("properties") or {}).items() if isinstance(part.get("properties"), dict) else ():
-                properties.setdefault(name, sub)
+            for name, sub in schema_properties(part).items():
+                offered.setdefault(name, []).append(sub)
+        for name, subs in offered.items():
+            properties[name] = merged_choices([properties[name]] + subs if name in properties else subs)
         common = set.union(set(), *needs) if kind == "allOf" else set.intersection(*needs) if needs else set()
         required += sorted(common - set(required))
-        if kind != "allOf":
-            notes.append("%s: %s" % ("exactly one of" if kind == "oneOf" else "one or more of", "; ".join(
-                alternative(part) for part in parts)))
+        note = combinator_note(kind, parts)
+        if note:
+            notes.append(note)
     out.update(type="object", properties=properties)
     required = [name for name in required if name in properties]
     if required:
         out["required"] = required
     else:
         out.pop("required", None)
-    return noted(out, "arguments " + " | ".join(notes)) if notes else out
+    for note in notes:
+        noted(out, note)
+    return out
 
 
-def alternative(schema):
-    """One alternative of a root combinator: its title, or the properties it takes."""
-    if isinstance(schema.get("title"), str):
-        return schema["title"]
-    names = list(schema.get("properties") or ()) if isinstance(schema.get("properties"), dict) else []
-    need = set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
-    return "{%s}" % ", ".join(name + ("" if name in need else "?") for name in names)
+# What a combinator's note says of its alternatives: this many at most, this many names in a list, this many
+# characters of a title or a value (a model reads every character of every request: short, not whole).
+NOTE_ALTERNATIVES = 12
+NOTE_NAMES = 8
+NOTE_VALUE_CHARS = 40
+
+
+def local_target(schema, part):
+    """``part``, or the definition its local ``$ref`` names in ``schema`` (one step: what a model would have
+    been shown there), the rest of ``part`` over it."""
+    ref = part.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return part
+    try:
+        target = resolve_pointer(schema, ref[1:])
+    except KeyError:
+        return part
+    if not isinstance(target, dict):
+        return part
+    merged = dict(target)
+    merged.update((key, value) for key, value in part.items() if key != "$ref")
+    return merged
+
+
+def schema_properties(node):
+    return node["properties"] if isinstance(node.get("properties"), dict) else {}
+
+
+def names_in(node, key):
+    """The strings of the list ``node[key]`` (``required``), in order."""
+    value = node.get(key)
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
+
+
+def choices_of(sub):
+    """The values a property schema allows when it names them (``const``, ``enum``), else None."""
+    if not isinstance(sub, dict):
+        return None
+    if "const" in sub:
+        return [sub["const"]]
+    return list(sub["enum"]) if isinstance(sub.get("enum"), list) and sub["enum"] else None
+
+
+def merged_choices(subs):
+    """One schema for a property several alternatives define: the first, but a property each gives a value
+    or a few (the discriminator of a oneOf) takes all of them, not only the first alternative's."""
+    every = [choices_of(sub) for sub in subs]
+    if len(subs) < 2 or any(values is None for values in every):
+        return subs[0]
+    values, seen = [], set()
+    for value in (value for values in every for value in values):
+        # A set, not a scan: a server's enum may be long.  1 and true are different values.
+        key = (type(value), value) if not isinstance(value, (dict, list)) else json.dumps(value, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            values.append(value)
+    merged = {key: value for key, value in subs[0].items() if key not in ("const", "enum")}
+    merged["enum"] = values
+    return merged
+
+
+def combinator_note(kind, parts):
+    """The description note for the ``kind`` (oneOf, anyOf, allOf) alternatives ``parts``: each one's
+    requirements; allOf only for its conditions (if/then/else), the rest of it is merged whole."""
+    if kind == "allOf":
+        said = [condition_text(part) for part in parts if isinstance(part.get("if"), dict)]
+        head = "arguments: "
+    else:
+        keys = discriminators(parts)
+        said = [alternative(part, keys) for part in parts]
+        head = "arguments: %s of: " % ("exactly one" if kind == "oneOf" else "one or more")
+    if not said:
+        return None
+    more = len(said) - NOTE_ALTERNATIVES
+    said = said[:NOTE_ALTERNATIVES] + (["%d more" % more] if more > 0 else [])
+    return head + " | ".join(said)
+
+
+def note_value(value):
+    """A const or enum value as the note shows it: its JSON, cut to NOTE_VALUE_CHARS."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= NOTE_VALUE_CHARS else text[:NOTE_VALUE_CHARS - 1] + "\u2026"
+
+
+def note_names(names):
+    shown = ", ".join(names[:NOTE_NAMES])
+    return shown + (", \u2026" if len(names) > NOTE_NAMES else "")
+
+
+def discriminators(parts):
+    """The properties that tell alternatives ``parts`` apart: named with their values (const, enum) in two
+    of them or more (``type``, ``action``...)."""
+    counts = collections.Counter(name for part in parts for name, _ in selector_values(part))
+    return {name for name, count in counts.items() if count > 1}
+
+
+def alternative(schema, keys=()):
+    """One alternative in a model's words: its title, the values of the properties ``keys`` that select it
+    (``action="create"``), the names it requires and the others it takes; "any arguments" when it says none
+    of these."""
+    title = schema.get("title")
+    chosen = [(name, values) for name, values in selector_values(schema) if name in keys]
+    clauses = ["%s=%s" % (name, " or ".join(note_value(value) for value in values)) for name, values in chosen]
+    chosen = [name for name, _ in chosen]
+    need = [name for name in names_in(schema, "required") if name not in chosen]
+    rest = [name for name in schema_properties(schema) if name not in chosen and name not in need]
+    if need:
+        clauses.append("requires " + note_names(need))
+    if rest:
+        clauses.append("takes " + note_names(rest))
+    for kind, word in (("anyOf", "one or more of"), ("oneOf", "exactly one of")):
+        inner = [part for part in schema.get(kind) or () if isinstance(part, dict)] if isinstance(
+            schema.get(kind), list) else []
+        if inner:   # one level down only: a note is read, not parsed
+            clauses.append("%s: %s" % (word, " or ".join("{%s}" % note_names(names_in(part, "required") or list(
+                schema_properties(part))) for part in inner[:NOTE_ALTERNATIVES])))
+    text = "; ".join(clauses) or "any arguments"
+    said = [value for name, values in selector_values(schema) if name in chosen for value in values]
+    if isinstance(title, str) and title.strip() and title.strip() not in said:   # "create: action="create"": once
+        text = "%s: %s" % (title.strip()[:NOTE_VALUE_CHARS], text)
+    return text
+
+
+def selector_values(schema):
+    """``[(name, values)]``: the properties of ``schema`` that name a few values (const, enum): those that
+    may tell alternatives apart."""
+    found = []
+    for name, sub in schema_properties(schema).items():
+        values = choices_of(sub)
+        if values is not None and len(values) <= 4:   # more: a property with choices, not a selector
+            found.append((name, values))
+    return found
+
+
+def condition_text(part):
+    """An allOf member with ``if``: "when <what if selects>: <then>" and "otherwise: <else>"."""
+    condition = part["if"]
+    when = ["%s=%s" % (name, " or ".join(note_value(value) for value in values)) for name, values in
+            selector_values(condition)]
+    chosen = [name for name, _ in selector_values(condition)]
+    when += ["%s given" % name for name in names_in(condition, "required") if name not in chosen]
+    text = "when %s: %s" % (" and ".join(when) or "its condition holds", branch_text(part.get("then")))
+    if isinstance(part.get("else"), dict):
+        text += ", otherwise: " + branch_text(part["else"])
+    return text
+
+
+def branch_text(branch):
+    """What a then/else branch asks for, as ``alternative`` says it."""
+    return alternative(branch) if isinstance(branch, dict) else "any arguments"
 
 
 # The relay's fixes, by their CATALOG_RULES name: each changes a copy of one tool in place, but NODE_FIXES change
@@ -7824,7 +8059,8 @@ def reader_tool(taken=()):
             "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
             "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
             "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
-            "`[end of the text]`, `[no more matches]` or `[nothing matches ...]`: nothing follows. A tool call that "
+            "`[end of the text]`, `[end of the outline]`, `[no more matches]` or `[nothing matches ...]`: nothing "
+            "follows. A tool call that "
             "ran past the time the client waits is answered early with a note that it is still running and its "
             "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
             "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
@@ -13475,6 +13711,7 @@ def cmd_check(args):
              "--server-name does not go with --config: the names come from the file")):
         if refused:
             raise UsageError(message)
+    tool_filter = ToolFilter(args.allow_tools, args.deny_tools)
     try:
         if args.config:
             return run_config_check(args.config, args.config_format, args.timeout or 30.0, args.parallel,
@@ -13488,8 +13725,11 @@ def cmd_check(args):
             names = () if args.bare else CHECK_CAPABILITIES
             snapshot, timings, problems, protocol = list_catalog(make_upstream, timeout, names)
             if args.compare_capabilities:
-                found, protocol["listings"] = compare_capabilities(
-                    snapshot, names, lambda other: tool_names(list_catalog(make_upstream, timeout, other)[0]))
+                # What the filter leaves out is no tool of the report: compared (and pointed to) after it.
+                problems += filter_catalog(snapshot, tool_filter)
+                found, protocol["listings"] = compare_capabilities(snapshot, names, lambda other: [
+                    name for name in tool_names(list_catalog(make_upstream, timeout, other)[0])
+                    if tool_filter.refusal(name) is None])
                 problems.extend(found)
     except OcxError as exc:
         if isinstance(exc, UsageError):
@@ -13497,7 +13737,8 @@ def cmd_check(args):
         what = "read the configuration" if args.config else "get the catalog"
         sys.stderr.write("ocx-proxy check: could not %s: %s\n" % (what, printable(shorten(str(exc), MAX_REPORT_CHARS))))
         return 2
-    problems += filter_catalog(snapshot, ToolFilter(args.allow_tools, args.deny_tools))
+    if not args.compare_capabilities:
+        problems += filter_catalog(snapshot, tool_filter)
     return run_check(snapshot, timings, problems, args.server_name, args.client, args.json, sys.stdout, protocol,
                      args.fitted)
 

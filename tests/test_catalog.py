@@ -366,7 +366,7 @@ def test_cli_encode_fits_names_and_schemas_to_cursor_and_states_the_names_back(p
     fitted = {long_name: ox.short_name(long_name, 60 - len(provider)), "files.read": ox.short_name("files.read", 99)}
     assert [tool["tool_name"] for tool in decoded] == [fitted[long_name], fitted["files.read"], "pick"]
     assert [tool["name"] for tool in decoded] == [tool["tool_name"] for tool in decoded]
-    assert decoded[0]["input_schema"]["properties"]["q"] == {"type": "string"}
+    assert decoded[0]["input_schema"]["properties"]["q"] == {"type": "string", "description": "(also accepts null)"}
     stderr = result.stderr.decode()
     for original, name in fitted.items():   # no call path here: the map back is stated
         assert "%s is the catalog's %s" % (name, original) in stderr

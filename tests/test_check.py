@@ -426,7 +426,7 @@ def test_fitted_text_prints_the_catalog_and_what_is_left():
     text = proc.stdout.decode("utf-8")
     assert proc.returncode == 0 and "as ocx-proxy advertises it to claude-code (relay profile claude-code" in text
     assert '(the server\'s "files.read")' in text and "read_spilled_output  (ocx-proxy's reader tool)" in text
-    assert '"description":"(arguments one or more of: {id}; {q})"' in text        # the root anyOf, made one object
+    assert '"description":"(arguments: one or more of: requires id | requires q)"' in text   # the root anyOf, merged
     assert "Claude Code cuts it at 2048" in text and "fixed by ocx-proxy" not in text
     assert "0 errors, 1 warnings" in text
 

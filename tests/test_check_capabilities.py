@@ -163,3 +163,14 @@ def test_compare_capabilities_opens_a_new_session_over_remote_transports(http_se
     tools = report["counts"]["tools"]
     assert tools > 0 and report["protocol"]["listings"] == [
         {"capabilities": FULL, "tools": tools}, {"capabilities": [], "tools": tools}]
+
+
+def test_compare_leaves_out_the_tools_the_filter_leaves_out(tmp_path):
+    """Issue 30: a tool --deny-tools leaves out was still named by --compare-capabilities (with a pointer into
+    the listing before the filter)."""
+    status, report, err, _ = check(tmp_path, "--json", "--compare-capabilities", "--deny-tools", "get_roots",
+                                   **COMPARED)
+    assert status == 0, err
+    assert [(f["tool"], f["pointer"]) for f in report["findings"] if f.get("tool")] == [
+        ("summarize", "/tools/2"), ("legacy_prompt", "/tools")]
+    assert report["protocol"]["listings"][:2] == [{"capabilities": FULL, "tools": 3}, {"capabilities": [], "tools": 3}]

@@ -38,7 +38,8 @@ CASES = {
     "short-name gemini-cli": ("gemini-cli", {"name": LONG, "inputSchema": OBJECT},
                               {"name": op.short_name(LONG, 34), "inputSchema": OBJECT}),
     "one-type cursor": ("cursor", {"name": "t", "inputSchema": {
-        "type": "object", "properties": {"q": {"type": ["null", "string"]}}}}, {"name": "t", "inputSchema": OBJECT}),
+        "type": "object", "properties": {"q": {"type": ["null", "string"]}}}}, {"name": "t", "inputSchema": {
+            "type": "object", "properties": {"q": {"type": "string", "description": "(also accepts null)"}}}}),
     "inline-refs gemini-api": ("gemini-api", {"name": "t", "inputSchema": {
         "type": "object", "$defs": {"Q": {"type": "string"}}, "properties": {"q": {"$ref": "#/$defs/Q"}}}},
         {"name": "t", "inputSchema": OBJECT}),
@@ -46,7 +47,7 @@ CASES = {
         "type": "object", "definitions": {"N": {"type": "object", "properties": {"next": {"$ref": "#/definitions/N"}}}},
         "properties": {"q": {"$ref": "#/definitions/N"}}}},
         {"name": "t", "inputSchema": {"type": "object", "properties": {"q": {"type": "object", "properties": {
-            "next": {"description": "(as #/definitions/N, cut here by ocx-proxy)"}}}}}}),
+            "next": {"type": "object", "description": "(as #/definitions/N: takes next; cut here by ocx-proxy)"}}}}}}),
     "drop-additional-properties and drop-format gemini-api": ("gemini-api", {"name": "t", "inputSchema": {
         "type": "object", "additionalProperties": False, "properties": {"q": {"type": "string", "format": "uri"}}}},
         {"name": "t", "inputSchema": {"type": "object", "properties": {
@@ -56,7 +57,7 @@ CASES = {
         {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]}]}},
         {"name": "t", "inputSchema": {"type": "object", "properties": {
             "id": {"type": "integer"}, "q": {"type": "string"}, "n": {"type": "integer"}},
-            "description": "(arguments exactly one of: by id; {q, n?})"}}),
+            "description": "(arguments: exactly one of: by id: requires id | requires q; takes n)"}}),
     "drop-output-schema codex": ("codex", {"name": "t", "inputSchema": OBJECT, "outputSchema": {"type": "array"}},
                                  {"name": "t", "inputSchema": OBJECT}),
 }
@@ -155,3 +156,75 @@ def test_no_finding_the_relay_fixes_is_left_in_a_fitted_catalog(tools, client):
     left = [(f.rule, f.pointer, f.message) for f in checker.check({"tools": fitted})
             if f.rule in op.fit_rules(client)]
     assert left == []
+
+
+# -- what a fitted schema tells the model (issue 30) -------------------------------
+
+STRING = {"type": "string"}
+# The shapes servers publish at the root, each as Codex's model reads it once merged into one object.
+MERGED = {
+    "anyOf of required sets": (
+        {"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}], "properties": {"a": STRING, "b": STRING}},
+        {"type": "object", "properties": {"a": STRING, "b": STRING},
+         "description": "(arguments: one or more of: requires a | requires b)"}),
+    "oneOf on action": (
+        {"type": "object", "oneOf": [
+            {"title": "Create", "properties": {"action": {"const": "create"}, "name": STRING, "tags": {"type": "array"}},
+             "required": ["action", "name"]},
+            {"properties": {"action": {"const": "delete"}, "id": {"type": "integer"}, "force": {"type": "boolean"}},
+             "required": ["action", "id"]}]},
+        {"type": "object", "properties": {
+            "action": {"enum": ["create", "delete"]}, "name": STRING, "tags": {"type": "array"},
+            "id": {"type": "integer"}, "force": {"type": "boolean"}}, "required": ["action"],
+         "description": '(arguments: exactly one of: Create: action="create"; requires name; takes tags | '
+                        'action="delete"; requires id; takes force)'}),
+    "oneOf on type, by $ref": (
+        {"type": "object", "$defs": {"Url": {"properties": {"type": {"const": "url"}, "url": STRING}, "required": ["url"]},
+                                     "File": {"properties": {"type": {"enum": ["file", "path"]}, "path": STRING}}},
+         "oneOf": [{"$ref": "#/$defs/Url"}, {"$ref": "#/$defs/File"}]},
+        {"type": "object", "$defs": {"Url": {"properties": {"type": {"const": "url"}, "url": STRING}, "required": ["url"]},
+                                     "File": {"properties": {"type": {"enum": ["file", "path"]}, "path": STRING}}},
+         "properties": {"type": {"enum": ["url", "file", "path"]}, "url": STRING, "path": STRING},
+         "description": '(arguments: exactly one of: type="url"; requires url | type="file" or "path"; takes path)'}),
+    "allOf with if/then": (
+        {"type": "object", "properties": {"action": {"enum": ["get", "delete", "list"]}, "id": STRING, "limit": STRING},
+         "required": ["action"], "allOf": [
+             {"if": {"properties": {"action": {"const": "delete"}}}, "then": {"required": ["id"]}},
+             {"if": {"required": ["id"]}, "then": {"properties": {"force": {}}}, "else": {"required": ["limit"]}}]},
+        {"type": "object", "properties": {"action": {"enum": ["get", "delete", "list"]}, "id": STRING, "limit": STRING},
+         "required": ["action"],
+         "description": '(arguments: when action="delete": requires id | when id given: takes force, otherwise: '
+                        'requires limit)'}),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MERGED))
+def test_a_merged_root_combinator_says_what_each_alternative_requires_and_takes(shape):
+    """Issue 30: ``(arguments one or more of: {}; {})`` was all a model learnt of the rule it must follow."""
+    schema, fitted = MERGED[shape]
+    assert op.fit_tools([{"name": "t", "inputSchema": schema}], "codex")[0][0]["inputSchema"] == fitted
+
+
+def test_what_one_type_and_inline_refs_leave_out_is_in_the_description():
+    schema = {"type": "object", "definitions": {"N": {"type": "object", "required": ["value"], "properties": {
+        "value": {"type": ["integer", "null"]}, "next": {"$ref": "#/definitions/N"}}}},
+        "properties": {"q": {"$ref": "#/definitions/N"}, "w": {"type": ["string", "integer"], "format": ["x"]}}}
+    [fitted], _ = op.fit_tools([{"name": "t", "inputSchema": schema}], "gemini-api")
+    q, w = fitted["inputSchema"]["properties"]["q"], fitted["inputSchema"]["properties"]["w"]
+    assert q["properties"]["value"] == {"type": "integer", "description": "(also accepts null)"}
+    assert q["properties"]["next"] == {"type": "object", "description": "(as #/definitions/N: requires value; takes "
+                                                                         "next; cut here by ocx-proxy)"}
+    assert w == {"type": "string", "description": '(also accepts integer) (format: ["x"])'}   # a list is no format
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+                        ["type", "title", "required", "properties", "const", "enum", "if", "then", "else", "anyOf",
+                         "oneOf", "allOf", "$ref", "a", "format"]), inner, max_size=4), max_leaves=20),
+       FITTED_CLIENTS)
+def test_any_schema_fits_without_an_exception(schema, client):
+    tool = {"name": "t", "inputSchema": {"type": "object", "oneOf": [schema, {"required": ["a"]}], "allOf": [
+        {"if": schema, "then": schema}], "properties": {"a": schema}}}
+    [fitted], _ = op.fit_tools([tool], client)
+    json.dumps(fitted)

@@ -158,3 +158,13 @@ def test_print_is_called_only_where_stdout_is_the_users_terminal():
                     for call in ast.walk(node)
                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"]
     assert callers == {"cmd_auth"} and not module_level
+
+
+CLASS_LINES = 600   # a class past this holds more than one unit (issue 30: OAuthClient had grown to 652)
+
+
+def test_no_class_passes_600_lines():
+    tree = ast.parse(read_source())
+    big = [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+           if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > CLASS_LINES]
+    assert not big, "classes over %d lines: %s" % (CLASS_LINES, big)

@@ -217,6 +217,22 @@ def test_a_forged_state_is_ignored_until_the_timeout(server):
     assert server.stats()["token"] == 0
 
 
+@pytest.mark.parametrize("answer", [{"note": "no grant here"}, {"code": ""}, {"error": ""}])
+def test_this_logins_state_without_a_code_or_an_error_ends_the_login_at_once(server, answer):
+    """Issue 30: an answer carrying our state but neither a code nor an error (a broken authorization server,
+    an edited URL) is this login's answer: it ends the login with one line saying so, not at the timeout."""
+    server.configure(authorize_error=answer)
+    started = time.monotonic()
+    result = server.auth("login", "--oauth-timeout", "25")   # run_proxy gives up after 30 s
+    assert time.monotonic() - started < 20, result.stderr
+    text = result.stderr.decode()
+    assert result.returncode == 1 and "Traceback" not in text and "no login within" not in text, text
+    last = text.splitlines()[-1]
+    assert last.startswith("ocx-proxy: error: ") and "neither a code nor an error" in last, text
+    assert text.count("neither a code nor an error") == 1
+    assert server.stats()["token"] == 0
+
+
 def test_auth_login_status_logout(server):
     assert server.auth("status").returncode == 1
     result = server.auth("login")
@@ -441,14 +457,14 @@ def test_a_callback_that_comes_after_the_read_timeout_is_answered(monkeypatch):
 
 
 def test_stray_requests_to_the_callback_get_an_error_page_and_the_login_goes_on(server):
-    # an old tab's answer, a favicon, no code, a POST, not HTTP, a head too large, the old tab again
+    # an old tab's answer, a favicon, an old tab without code, a POST, not HTTP, a head too large, the old tab
+    # again (an answer with this login's state but no code ends the login: test_this_logins_state_without_...)
     relay, reply = session(server, stray=1)
     relay.close()
     assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", (reply, relay.stderr)
     with open(server.browser_log + ".stray") as f:
         assert f.read().split() == ["400", "404", "400", "405", "400", "431", "400"]
-    assert relay.stderr.count("whose state is not this login's") == 2
-    assert relay.stderr.count("without a code") == 1
+    assert relay.stderr.count("whose state is not this login's") == 3
     assert server.stats()["token"] == 1 and len(server.visits()) == 1
 
 
@@ -1559,6 +1575,10 @@ def test_the_login_tool_answers_a_client_that_never_relists_within_the_bound(ser
         assert op.LOGIN_RELIST_WAIT - 1 < time.monotonic() - listed < op.LOGIN_RELIST_WAIT + 2
         assert "Logged in" in reply["result"]["content"][0]["text"]
         assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+        # Issue 30: it is not going to; a later call of the login tool is answered at once, not after the bound
+        started = time.monotonic()
+        reply, _ = relay.request("tools/call", {"name": "ocx_proxy_login", "arguments": {}}, timeout=10)
+        assert "Logged in" in reply["result"]["content"][0]["text"] and time.monotonic() - started < 2
     finally:
         relay.close()
 

@@ -973,9 +973,12 @@ def test_a_huge_json_text_is_outlined_from_its_start_only(relay_factory):
     preview, outline, meta = outline_preview(relay, **big)
     assert time.monotonic() - started < 60
     text = big["head"] + big["sep"].join([unit] * n) + big["tail"]
+    # Counts from the head read: the items that start within it (each 53 characters from character 11).
+    started = (op.OUTLINE_SCAN_CHARS - 11 - 1) // 53 + 1
     assert outline.split("\n") == [
-        "$: object of %d characters" % len(text),
-        "  .items: array, over %d characters: %s" % (op.OUTLINE_SCAN_CHARS, start([json.loads(unit)] * 2)),
+        "$: object, at least 1 keys, %d characters" % len(text),
+        "  .items: array, at least %d items, over %d characters: %s" % (
+            started, op.OUTLINE_SCAN_CHARS - 10, start([json.loads(unit)] * 2)),
         "  \u2026 (the outline reads the first %d characters only)" % op.OUTLINE_SCAN_CHARS,
         NOTE % "$.items[0:10]"]
     assert len(relay.raw_lines[-1]) <= op.MAX_RESPONSE_CHARS + 1
@@ -986,6 +989,25 @@ def test_a_huge_json_text_is_outlined_from_its_start_only(relay_factory):
     with open(meta["txt"], encoding="utf-8") as handle:
         assert handle.read() == text
     assert relay.close() == 0
+
+
+def test_a_huge_string_or_array_is_outlined_with_a_length_from_the_head(relay_factory):
+    """Issue 30: "string, over 262144 characters" did not say how long; the head read gives a floor."""
+    relay = relay_factory()
+    relay.initialize()
+    relay.request("tools/list")
+    text = json.dumps({"s": 'a"' * 150000, "t": 1})   # pretty-printed: the string's characters from the 11th
+    _, outline, meta = outline_preview(relay, text)
+    pairs, rest = divmod(op.OUTLINE_SCAN_CHARS - 10, 3)   # a\" is 3 characters; an escape is never cut
+    assert outline.split("\n")[:2] == [
+        "$: object, at least 1 keys, %d characters" % os.path.getsize(meta["txt"]),
+        '  .s: string, at least %d chars: %s' % (2 * pairs + (rest > 0), start('a"' * 30))]
+    assert relay.close() == 0
+    rows = json.dumps([[["x" * 40]] * 8000, [[0]]])   # items 46 characters apart from character 2
+    assert op.JsonOutline.of(rows).lines[:2] == [
+        "$: array, at least 1 items, %d characters" % len(rows),
+        "  [0]: array, at least %d items, over %d characters: %s" % (
+            (op.OUTLINE_SCAN_CHARS - 3) // 46 + 1, op.OUTLINE_SCAN_CHARS - 1, start([["x" * 40]] * 2))]
 
 
 @pytest.mark.parametrize("text", [
@@ -1045,3 +1067,36 @@ def test_any_json_value_previews_within_the_budget_as_valid_json_rpc(tmp_path, v
     assert op.JsonOutline.of(text) is not None
     with open(files.json_path, "rb") as handle:
         assert handle.read() == line
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_documents, st.booleans(), st.data())
+def test_a_head_count_is_a_floor_and_exact_on_the_whole(value, indent, data):
+    """_head_count of a container cut anywhere never says more members than it has, and says them all when
+    only its closing bracket is cut; any text at all gives a number, never an exception."""
+    text = json.dumps(value, indent=2 if indent else None)
+    stop = data.draw(st.integers(1, len(text) - 1))   # the container does not end before stop
+    assert 0 <= op._head_count(text, 0, stop) <= len(value)
+    assert op._head_count(text, 0, len(text) - 1) == len(value)
+
+
+@given(st.text(max_size=60))
+def test_a_head_count_or_length_of_any_text_is_a_number(text):
+    assert op._head_count("[" + text, 0, len(text) + 1) >= 0
+    assert op._head_chars('"' + text, 0, len(text) + 1) >= 0
+
+
+@pytest.mark.parametrize("longer", [0, 60, 120])
+def test_a_tight_budget_shortens_the_prompt_text_before_its_description(relay_factory, tmp_path, longer):
+    """Issue 30: through --max-response-chars 1500 --preview-chars 600 a prompt lost its description (what the
+    client shows the user) and _meta once --output-dir was ~60 characters longer, its message kept whole."""
+    out = tmp_path / ("d" * longer) / "spill"
+    relay = relay_factory(["--output-dir", str(out), "--max-response-chars", "1500", "--preview-chars", "600"])
+    relay.initialize()
+    reply, _ = relay.request("prompts/get", {"name": "demo-template", "arguments": {"topic": "retail"}})
+    line = relay.raw_lines[-1].rstrip(b"\n").decode()
+    assert len(line) <= 1500, len(line)
+    assert reply["result"]["description"] == "Demo template for retail", line
+    text = reply["result"]["messages"][0]["content"]["text"]
+    assert str(out) in text and text.count("[ocx-proxy: ") == 2, text
+    assert relay.close() == 0

@@ -232,3 +232,23 @@ def test_a_path_answer_fits_every_client_budget(relay_factory, client_name):
         assert not profile["budget_bytes"] or len(answer.encode()) <= profile["budget_bytes"]
         assert "ocx-proxy/spill" not in json.dumps(result)
     assert relay.close() == 0
+
+
+def test_an_outline_counts_big_arrays_and_objects_and_says_it_ended(relay_factory):
+    """Issue 30: a member over a walk chunk (64 KiB) was "array, N bytes" with no count; an outline is not a
+    search, so its last page says it ended, not that nothing else matched."""
+    relay = relay_factory()
+    relay.initialize()
+    rows = [{"n": n, "name": "row %d" % n} for n in range(5000)]
+    keyed = {"k%d" % n: n for n in range(6000)}
+    spill_id = spill_json(relay, json.dumps({"items": rows, "keyed": keyed, "s": "é" * 70000}))
+    result, text, hint = query(relay, spill_id, outline=True)
+    assert "isError" not in result, text
+    lines = text.split("\n")
+    assert lines[1].startswith("  .items: array, 5000 items, ") and lines[1].endswith(" bytes"), lines[1]
+    assert lines[2].startswith("  .keyed: object, 6000 keys, "), lines[2]
+    assert lines[3].startswith("  .s: string, 70000 chars: "), lines[3]
+    assert hint == "[end of the outline]"
+    _, text, hint = query(relay, spill_id, path="$.items", outline=True)
+    assert text.startswith("$.items: array, 5000 items, ") and hint == "[end of the outline]"
+    assert relay.close() == 0
