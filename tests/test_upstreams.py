@@ -1,8 +1,8 @@
 """The upstreams section: a stdio server's process tree lives no longer than the relay.
 
 Real relay subprocesses, real fixture servers that outlive EOF on stdin (and
-start a grandchild), real signals.  Linux only: liveness and children are read
-from /proc.
+start a grandchild), real signals.  The process-tree cases are Linux only: liveness and
+children are read from /proc.
 """
 import os
 import signal
@@ -16,7 +16,9 @@ from conftest import FIXTURES, PROXY, pid_alive
 
 STUBBORN = os.path.join(FIXTURES, "stubborn_server.py")
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+# The process-tree cases read liveness and children from /proc; their Windows twins (a Job Object) are in
+# tests/windows/test_windows_end_to_end.py.
+reads_proc = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Windows: tests/windows/)")
 
 
 @pytest.fixture
@@ -86,6 +88,7 @@ def watchdog_of(relay, server):
     return others[0]
 
 
+@reads_proc
 @pytest.mark.parametrize("io_mode", ["select", "threads"])
 def test_client_group_sigterm_then_sigkill_leaves_no_server_tree(relay_factory, reaper, io_mode):
     # Codex CLI ends a session like this: SIGTERM to our group, SIGKILL 30 ms later.
@@ -99,6 +102,7 @@ def test_client_group_sigterm_then_sigkill_leaves_no_server_tree(relay_factory, 
     wait_gone([server, grandchild], 3.0)
 
 
+@reads_proc
 @pytest.mark.parametrize("server_args", [[], ["--ignore-term"]], ids=["dies-on-term", "ignores-term"])
 def test_kill_9_of_the_relay_alone_leaves_no_server_tree(relay_factory, reaper, server_args):
     relay, server, grandchild = start(relay_factory, reaper, server_args)
@@ -113,6 +117,7 @@ def test_kill_9_of_the_relay_alone_leaves_no_server_tree(relay_factory, reaper, 
     wait_gone([watchdog], 2.5)
 
 
+@reads_proc
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_signal_terminates_the_server_group_at_once(relay_factory, reaper, signame):
     relay, server, grandchild = start(relay_factory, reaper)
@@ -125,6 +130,7 @@ def test_a_signal_terminates_the_server_group_at_once(relay_factory, reaper, sig
     assert relay.proc.wait(timeout=5) == 0
 
 
+@reads_proc
 def test_a_signal_kills_a_server_that_ignores_sigterm_after_a_short_grace(relay_factory, reaper):
     relay, server, grandchild = start(relay_factory, reaper, ["--ignore-term"])
     started = time.monotonic()
@@ -134,6 +140,7 @@ def test_a_signal_kills_a_server_that_ignores_sigterm_after_a_short_grace(relay_
     wait_gone([server, grandchild], 0.5)
 
 
+@reads_proc
 def test_watchdog_runs_apart_and_ends_with_a_normal_shutdown(relay_factory, reaper):
     relay = relay_factory()  # stdio_server.py: exits when its stdin closes
     relay.initialize()
@@ -162,6 +169,7 @@ def restarted(relay, reaper, old_pid):
         time.sleep(0.05)
 
 
+@reads_proc
 def test_restart_reaps_the_old_server_and_watchdog(relay_factory, reaper):
     relay = relay_factory(["--restart", "1"], server=STUBBORN)
     first = relay.initialize()["result"]
@@ -179,6 +187,7 @@ def test_restart_reaps_the_old_server_and_watchdog(relay_factory, reaper):
     assert relay.proc.wait(timeout=5) == 0
 
 
+@reads_proc
 def test_what_a_crashed_server_left_in_its_group_does_not_outlive_it(relay_factory, reaper):
     relay = relay_factory(["--restart", "1"], server=STUBBORN)
     first = relay.initialize()["result"]
@@ -218,7 +227,8 @@ def test_handshake_keeps_the_clients_two_lines_and_replays_initialize_under_our_
 def test_a_server_that_exits_at_once_while_the_client_leaves_is_no_internal_error():
     """The exit report may come after the relay reaped the server: its stderr is closed by then."""
     for _ in range(3):
-        proc = subprocess.run([sys.executable, PROXY, "stdio", "--log-level", "debug", "--", "true"],
+        proc = subprocess.run([sys.executable, PROXY, "stdio", "--log-level", "debug", "--",
+                               sys.executable, "-c", "pass"],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         assert proc.returncode == 0 and proc.stdout == b""
         assert b"internal error" not in proc.stderr, proc.stderr
