@@ -5262,6 +5262,7 @@ class OAuthRequests:
             raise failure
         return doc
 
+
 class OAuthClients:
     """Which OAuth client ocx-proxy is at an authorization server: the one the command line gives
     (--oauth-client-id/-file), the public client our Client ID Metadata Document names, or our dynamic
