@@ -9,10 +9,15 @@ version whose venv or packages cannot be installed runs the smoke script only.
 Prints a summary table; exits 1 when any smoke run or suite failed.
 
     python tests/run_compat.py [--versions 3.8,3.12] [--no-pytest] [--jobs 2] [--suite-ran-with .venv/bin/python]
+                               [--full-on 3.8,3.13]
 
 ``--jobs 2`` checks two versions at once (the suite waits on sockets and timers more
 than it computes); ``--suite-ran-with`` names the interpreter ``make test`` ran the whole
 suite with, whose version then gets the smoke script only (.ci/run passes both).
+``--full-on`` names the versions that run the whole suite; the others share it, each test file
+run on one of them (sorted files dealt in turn), so every file still runs on a version between
+the ends once (.ci/run: 3.8 and 3.13 whole, 3.9, 3.10 and 3.12 a third each: three suites'
+time instead of five).
 """
 import argparse
 import concurrent.futures
@@ -115,6 +120,23 @@ def say(text):
     sys.stdout.flush()
 
 
+def test_files():
+    """The suite's test files, sorted (what --full-on deals out)."""
+    return sorted(os.path.relpath(path, ROOT) for path in glob.glob(os.path.join(ROOT, "tests", "test_*.py")))
+
+
+def shares_of(versions, full_on, suite_ran):
+    """{version: the test files it runs, or None for the whole suite} for the versions that run pytest."""
+    if not full_on:
+        return {version: None for version in versions}
+    sharing = [v for v in versions if v not in full_on and v != suite_ran]
+    shares = {version: None for version in versions if version in full_on}
+    shares.update((version, []) for version in sharing)
+    for number, path in enumerate(test_files() if sharing else []):
+        shares[sharing[number % len(sharing)]].append(path)
+    return shares
+
+
 def check_version(version, args, env, logs):
     """One row of the matrix for ``version``: (row, failures)."""
     python = find_interpreter(version)
@@ -133,14 +155,19 @@ def check_version(version, args, env, logs):
         suite = "not run (--no-pytest)"
     elif version == args.suite_ran:
         suite = "ran by make test (%s)" % args.suite_ran
+    elif args.shares.get(version) == []:
+        suite = "not run (no test file left to share)"
     else:
         vpy, reason = ensure_venv(version, python)
         if vpy is None:
             suite = "skipped (%s)" % reason
         else:
-            status, seconds, output = run([vpy, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "tests"],
+            files = args.shares.get(version)
+            status, seconds, output = run([vpy, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+                                          + (files or ["tests"]),
                                           1200, env=env, log=os.path.join(logs, version + "-pytest.log"))
-            suite = ("ok" if status == 0 else "FAILED") + " (%s, %.0fs)" % (summary_of(output), seconds)
+            part = "" if files is None else "%d of %d files, " % (len(files), len(test_files()))
+            suite = ("ok" if status == 0 else "FAILED") + " (%s%s, %.0fs)" % (part, summary_of(output), seconds)
             if status != 0:
                 failures += 1
                 say("compat %s:\n%s" % (version, "\n".join(output.strip().splitlines()[-60:])))
@@ -168,9 +195,15 @@ def main(argv=None):
     parser.add_argument("--suite-ran-with", metavar="PYTHON",
                         help="an interpreter the whole suite just ran with (make test's): its version gets "
                              "the smoke script only")
+    parser.add_argument("--full-on", metavar="VERSIONS",
+                        help="comma-separated versions that run the whole suite; the others share it by file")
     args = parser.parse_args(argv)
     args.suite_ran = version_of(args.suite_ran_with) if args.suite_ran_with else None
     versions = args.versions.split(",") if args.versions else VERSIONS
+    full_on = args.full_on.split(",") if args.full_on else []
+    args.shares = shares_of(versions, full_on, args.suite_ran)
+    # The whole suites first: with --jobs 2 the shares fill in beside them instead of leaving one running alone.
+    versions = sorted(versions, key=lambda version: args.shares.get(version, []) is not None)
     os.makedirs(VENV_ROOT, exist_ok=True)
     logs = os.path.join(VENV_ROOT, "logs")
     os.makedirs(logs, exist_ok=True)
