@@ -2985,7 +2985,8 @@ class JsonOutline:
                 return None
             count = len(whole[0])
         lines = ["$: %s, %d %s, %d bytes" % (kind, count, unit, utf8_len(text[start:end])) if count is not None
-                 else "$: %s, at least %d %s, %d characters" % (kind, _head_count(text, start, stop), unit, end - start)]
+                 else "$: %s, at least %d %s, %d characters" % (kind, _head_count(text, start, stop), unit,
+                                                                 end - start)]
         steps = [["key", key] if opener == "{" else ["index", key] for key, _, _ in members]
         for step, (_, i, found) in zip(steps, members):
             lines.append("  %s: %s" % (json_path_text([step])[1:], ": ".join(filter(None, _outline_value(
@@ -5356,7 +5357,7 @@ class OAuthClients:
         if scope:
             request["scope"] = scope
         status, doc = self.requests.http("POST", endpoint, json.dumps(request).encode("utf-8"),
-                                 [("Content-Type", "application/json")])
+                                         [("Content-Type", "application/json")])
         if status not in (200, 201) or not isinstance(doc, dict) or not isinstance(doc.get("client_id"), str):
             raise OAuthError("client registration at %s failed (HTTP %d)" % (redact_url(endpoint), status))
         granted = doc.get("redirect_uris")   # a server may keep fewer than we asked for
@@ -5533,7 +5534,7 @@ class OAuthClient:
             log.info("the token refresh was refused (%s); a new login is needed" % exc)
             if exc.error in FORGOTTEN_CLIENT_ERRORS and self.clients.configured() is None:
                 self.clients.forget(doc["issuer"], doc.get("client_id"),
-                                   "no longer knows ocx-proxy's client registration")
+                                    "no longer knows ocx-proxy's client registration")
             doc = dict(doc, refresh_token=None, access_token=None)
             self.store.write(self.tokens_path, doc)
             self.tokens = doc
@@ -5656,7 +5657,8 @@ class OAuthClient:
         device = device_login_wanted(self.settings, metadata)
         configured = self.clients.for_metadata(metadata)
         if device:
-            return self._device_login(metadata, configured or self.clients.device_client(metadata, self.scope), deadline)
+            client = configured or self.clients.device_client(metadata, self.scope)
+            return self._device_login(metadata, client, deadline)
         listener, client = self._listen(metadata, configured, deadline)
         try:
             verifier, challenge = pkce_pair()
@@ -5699,8 +5701,8 @@ class OAuthClient:
         """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
         deny, or the code or --oauth-timeout runs out."""
         fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
-        code = self.requests.token_request(metadata["device_authorization_endpoint"], fields, client, "device authorization",
-                                   ("device_code", "user_code", "verification_uri"))
+        code = self.requests.token_request(metadata["device_authorization_endpoint"], fields, client,
+                                           "device authorization", ("device_code", "user_code", "verification_uri"))
         self.config.keep_secret(code["device_code"])
         complete = string_member(code, "verification_uri_complete")
         for name in ("verification_uri", "verification_uri_complete") if complete else ("verification_uri",):
