@@ -135,6 +135,15 @@ class Login:
     def tool_output(self):
         return self.run.received
 
+    @property
+    def login_tool_kept(self):
+        """Whether the model request that first offered the server's tool still offered the login tool (the
+        client kept it after notifications/tools/list_changed and the new list without it); None: never offered."""
+        for names in self.run.script.offered:
+            if any(n.endswith(TOOL) for n in names):
+                return any(n.endswith(LOGIN_TOOL) for n in names)
+        return None
+
     def summary(self):
         """One line for the table: what the client did and whether the tool call worked."""
         inits = self.sent("initialize")
@@ -153,6 +162,9 @@ class Login:
                 [a for a in self.person.approved if a[2] == 200]))
         if self.answered("notifications/tools/list_changed"):
             parts.append("list_changed sent")
+        if self.login_tool_kept is not None:
+            parts.append("login tool %s once the server's tools came" % ("still offered" if self.login_tool_kept
+                                                                         else "dropped"))
         got = self.tool_output
         text = got if isinstance(got, str) else json.dumps(got)
         parts.append("tool worked" if got is not None and "scopes: mcp" in text else "tool NOT usable")
