@@ -73,12 +73,15 @@ class ClockScript(model_server.Script):
         super().__init__(clock_server.TOOL, spill_dir)
         self.first_tools = None
         self.first_at = None
+        self.first_index = None
         self.reader_calls = 0
         self.call_id = None
+        self.received_at = None   # when the call's output came to the model
 
     def decide(self, tool_names, outputs, body=None):
         if self.first_tools is None:
             self.first_tools, self.first_at = list(tool_names), time.monotonic()
+            self.first_index = len(self.requests) - 1   # this request's
         self.tools_seen = list(tool_names)
         if not outputs:
             return super().decide(tool_names, outputs, body)
@@ -88,6 +91,8 @@ class ClockScript(model_server.Script):
         name, output = outputs[-1]
         text = plain_text(output)
         if reader is None or name != reader:
+            if self.received is None:
+                self.received_at = time.monotonic()
             self.received = output
             found = re.search(r'id="([^"]+)"', text)
             if not found or "still running" not in text:
@@ -105,7 +110,8 @@ class ClockScript(model_server.Script):
         return ("call", reader, {"id": self.call_id, "wait": 60})
 
     def offered_first(self):
-        return any(n.endswith(clock_server.TOOL) for n in self.first_tools or [])
+        earlier = [body for _, _, body in self.requests[:self.first_index] if body and body.get("tools")]
+        return not earlier and any(n.endswith(clock_server.TOOL) for n in self.first_tools or [])
 
     def texts(self):
         return [plain_text(self.received)] + [plain_text(page) for page in self.pages]
@@ -121,11 +127,15 @@ def run(client, case, via_relay, workdir, server_args=(), relay_args=(), deadlin
 
 
 def turn_one(result, script):
-    """How turn 1 went: whether the tools were in it, and when it came after the CLI started."""
-    if script.first_at is None:
-        return "no model request (status %s)" % result.status
+    """How turn 1 went: whether the tools were in it, and when it came after the CLI started.  Turn 1 is the
+    first request offering tools (the script's ``decide`` sees only those that offer clock_report in Claude
+    Code and Gemini CLI)."""
+    first = [(t, body) for (_, _, body), t in zip(script.requests, script.times) if body and body.get("tools")]
+    if not first:
+        return "no model request with tools (status %s)" % result.status
+    at = script.first_at if script.first_at is not None and script.first_at <= first[0][0] else first[0][0]
     return "%s in turn 1 (%.1f s after start)" % ("tools" if script.offered_first() else "NO TOOLS",
-                                                  script.first_at - result.started)
+                                                  at - result.started)
 
 
 def got(script):
@@ -136,7 +146,7 @@ def got(script):
     if any(holds_report(text) for text in texts):
         how = "whole result" if holds_report(texts[0]) else "whole result via %d reader call(s)" % script.reader_calls
         return how
-    return "partial: %r" % texts[0][:120]
+    return "partial: %r" % (texts[0] or json.dumps(script.received))[:160]
 
 
 def catalog_files(where):
