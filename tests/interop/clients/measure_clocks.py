@@ -57,7 +57,8 @@ def main(argv):
             offered += script.offered_first()
             print("run %d: %s" % (n + 1, turn_one(result, script)), flush=True)
         print("%s codex first turn via the relay (%s): tools in %d of %s runs; load %s"
-              % (started, "cold: a new folder each" if cold else "one folder", offered, argv[1], " ".join(open("/proc/loadavg").read().split()[:3])), flush=True)
+              % (started, "cold: a new folder each" if cold else "one folder", offered, argv[1],
+                 " ".join(open("/proc/loadavg").read().split()[:3])), flush=True)
     else:
         sys.exit(__doc__)
 

@@ -219,7 +219,8 @@ def submit(key, function, *args):
 def all_cases():
     """Start every run of this module at once (three at a time); each test then waits for its own."""
     for client in CLIENTS:
-        if client in CLOCK_CLIENTS and os.access(os.path.join(harness.BIN, harness.BINARIES.get(client, client)), os.X_OK):
+        binary = os.path.join(harness.BIN, harness.BINARIES.get(client, client))
+        if client in CLOCK_CLIENTS and os.access(binary, os.X_OK):
             for kind in ("relay", "direct", "progress"):
                 submit((client, "long", kind), case_long, client, kind)
             for via_relay in (True, False):
@@ -275,7 +276,8 @@ def test_progress_resets_the_deadline_as_the_client_facts_say(client):
         "progressToken sent" if any(t is not None for t in tokens) else "no progressToken", got(script))
     assert script.received is not None, result.output[-2000:]
     assert kept == PROGRESS_RESETS[client], \
-        "%s: progress %s its deadline, the client facts say otherwise" % (client, "resets" if kept else "does not reset")
+        "%s: progress %s its deadline, the client facts say otherwise" % (
+            client, "resets" if kept else "does not reset")
 
 
 @pytest.mark.parametrize("client", CLIENTS)
