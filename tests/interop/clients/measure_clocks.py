@@ -6,6 +6,10 @@
     python3 measure_clocks.py startup CLIENT START_DELAY
         how long the CLI waits for a server that answers initialize START_DELAY seconds after it started:
         when its first model request came and whether the server's tools were in it
+    python3 measure_clocks.py late CLIENT START_DELAY [TURN_SECONDS] [TURNS]
+        whether a server up after turn 1 has its tools offered in a later turn of the same session: the model
+        takes TURN_SECONDS (default 15) for each turn and, while clock_report is not offered, calls a tool that
+        does not exist (the CLI answers with an error and asks again), up to TURNS (default 8) turns
     python3 measure_clocks.py codex-first RUNS [cold]
         Codex's first turn via the relay, RUNS times: in one folder (the catalog cache is warm after the first
         run), or "cold": each run in a new folder (no catalog cache, as a new user)
@@ -21,6 +25,7 @@ import test_clocks
 from test_clocks import ClockScript, got, turn_one
 
 import harness
+import model_server
 
 
 def direct(client, server_args, timeout, deadline="default"):
@@ -29,6 +34,42 @@ def direct(client, server_args, timeout, deadline="default"):
     server = test_clocks.SERVER + list(server_args) + ["--log", os.path.join(where, "server.jsonl")]
     result = harness.run_client(client, "clock_report", False, where, server=server, script=script,
                                 deadline=deadline, timeout=timeout)
+    return result, script
+
+
+class LateScript(ClockScript):
+    """Keeps the session going, a slow turn at a time, until clock_report is offered (``turns``: when each turn
+    came and whether it was offered)."""
+
+    def __init__(self, spill_dir, turn_seconds, turns):
+        super().__init__(spill_dir)
+        self.turn_seconds, self.max_turns, self.turns = turn_seconds, turns, []
+
+    def wants(self, tool_names):
+        return bool(tool_names)
+
+    def decide(self, tool_names, outputs, body=None):
+        self.tools_seen = list(tool_names)
+        target = [n for n in tool_names if n.endswith(self.tool) and model_server.SERVER in n]
+        self.turns.append((time.monotonic(), bool(target)))
+        answered = [output for name, output in outputs if name.endswith(self.tool)]
+        if answered:
+            self.received = answered[-1]
+            return ("text", "done")
+        if target:
+            return ("call", target[0], {})
+        if len(self.turns) >= self.max_turns:
+            return ("text", "done")
+        time.sleep(self.turn_seconds)
+        return ("call", "no_such_tool_probe", {})
+
+
+def late(client, delay, turn_seconds, turns):
+    where = tempfile.mkdtemp(prefix="ocx-measure-late-%s-" % client)
+    script = LateScript(os.path.join(where, "spill"), turn_seconds, turns)
+    server = test_clocks.SERVER + ["--start-delay", str(delay), "--log", os.path.join(where, "server.jsonl")]
+    result = harness.run_client(client, "clock_report", False, where, server=server, script=script,
+                                timeout=delay + turn_seconds * turns + 120)
     return result, script
 
 
@@ -47,6 +88,14 @@ def main(argv):
         result, script = direct(client, ["--start-delay", str(delay)], delay + 120, deadline=None)
         print("%s startup %s server up after %g s: status %s, %s" % (started, client, delay, result.status,
                                                                     turn_one(result, script)), flush=True)
+    elif what == "late":
+        client, delay = argv[1], float(argv[2])
+        turn_seconds = float(argv[3]) if len(argv) > 3 else 15.0
+        result, script = late(client, delay, turn_seconds, int(argv[4]) if len(argv) > 4 else 8)
+        turns = ", ".join("%.0f s%s" % (t - result.started, " TOOLS" if offered else "")
+                          for t, offered in script.turns)
+        print("%s late %s server up after %g s: status %s, turns at %s; %s" % (
+            started, client, delay, result.status, turns or "none", got(script)), flush=True)
     elif what == "codex-first":
         where = tempfile.mkdtemp(prefix="ocx-measure-codex-first-")
         offered, cold = 0, argv[2:] == ["cold"]
