@@ -1508,6 +1508,7 @@ def served_version(requested):
 #     progress_resets    whether notifications/progress starts that clock again (True/False; absent: not known)
 #     start_seconds      how long its first turn waits for a starting server's initialize and tools/list (0: it does
 #                        not wait; a server up later is not in that turn)
+#     late_tools         whether a server up only after that wait has its tools offered in a later turn
 #   profile   the relay's budget (budget_profile; None: generic), under result_chars or result_bytes with a margin:
 #             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.  Its
 #             call_seconds and progress_resets are the facts' (else the TypeScript SDK's, which most clients
@@ -1591,7 +1592,9 @@ CLIENTS = {
                               "no deadline (a 200-s call returned whole), MCP_TOOL_TIMEOUT sets one"),
         "progress_resets": (False, "measured, claude-code 2.1.332 -p: MCP_TOOL_TIMEOUT=5000 and " + MEASURED_PROGRESS
                                    + ": timed out at 5 s"),
-        "start_seconds": (28, "measured, claude-code 2.1.332 -p: turn 1 without the server 28 s after start")},
+        "start_seconds": (28, "measured, claude-code 2.1.332 -p: turn 1 without the server 28 s after start"),
+        "late_tools": (False, "measured, claude-code 2.1.332 -p: a server up after 45 s was not offered in 5 more "
+                              "turns, to 103 s")},
         profile=budget_profile(40000, 60000, 8000, shows_images=True, model_skips="content",
                                client_names=("claude-code",), model_apis=("anthropic",))),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
@@ -1606,7 +1609,9 @@ CLIENTS = {
         "progress_resets": (False, "measured, codex 0.171.0: tool_timeout_sec = 5 and " + MEASURED_PROGRESS
                                    + ": timed out at 5 s"),
         "start_seconds": (0, "measured, codex 0.171.0 exec: turn 1 about a second after start, never waiting for "
-                             "MCP servers (one up after 3 s is not in it)")},
+                             "MCP servers (one up after 3 s is not in it)"),
+        "late_tools": (True, "measured, codex 0.171.0 exec: a server up after 20 s was offered from turn 4, 25 s "
+                             "after start")},
         profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
                                model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
     # Gemini CLI never passes structuredContent to the model (0.61.0, measured).  It sends parametersJsonSchema:
@@ -1632,7 +1637,8 @@ CLIENTS = {
         "progress_resets": (True, "measured, copilot 1.0.102: the server's timeout 5000 and " + MEASURED_PROGRESS
                                   + ": the call returned whole"),
         "start_seconds": (68, "measured, copilot 1.0.102 -p: turn 1 without the server 68 s after start "
-                              "(initialize has a fixed 60 s limit, github/copilot-cli #4421)")},
+                              "(initialize has a fixed 60 s limit, github/copilot-cli #4421)"),
+        "late_tools": (False, "measured, copilot 1.0.102 -p: a server up after 85 s was not offered to 145 s")},
         profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
     # OpenCode keeps the head of a text over 51,200 bytes (or 2,000 lines) and saves the whole to its own file;
     # the model gets the text blocks alone, images in a user message after the result.
@@ -1643,7 +1649,8 @@ CLIENTS = {
                              "sets it)"),
         "progress_resets": (True, "measured, opencode 1.18.33: the server's timeout 5000 and " + MEASURED_PROGRESS
                                   + ": the call returned whole (anomalyco/opencode PR #32477)"),
-        "start_seconds": (38, "measured, opencode 1.18.33 run: turn 1 without the server 38 s after start")},
+        "start_seconds": (38, "measured, opencode 1.18.33 run: turn 1 without the server 38 s after start"),
+        "late_tools": (False, "measured, opencode 1.18.33 run: a server up after 55 s was not offered to 114 s")},
         profile=budget_profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
                                client_names=("opencode",))),
     # Qwen Code turns a text over 28,000 characters into a <persisted-output> stub (its file, 2,000 characters);
@@ -1657,7 +1664,8 @@ CLIENTS = {
                                    "alive past the idle clock, but a 630-s one ended at 600 s (its overall limit); "
                                    "with the server's timeout 5000 and " + MEASURED_PROGRESS + " it timed out at 5 s: "
                                    "so the relay detaches before 300 s"),
-        "start_seconds": (36, "measured, qwen-code 0.24.4 -p: turn 1 without the server 36 s after start")},
+        "start_seconds": (36, "measured, qwen-code 0.24.4 -p: turn 1 without the server 36 s after start"),
+        "late_tools": (False, "measured, qwen-code 0.24.4 -p: a server up after 55 s was not offered to 98 s")},
         profile=budget_profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",))),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={

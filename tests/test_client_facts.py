@@ -108,7 +108,7 @@ def test_every_client_has_a_source_for_every_fact():
         for fact, source in client["sources"].items():
             assert isinstance(source, str) and len(source) > 10, (name, fact)
             value = client["facts"][fact]
-            assert value in (True, False) if fact == "progress_resets" else type(value) is int and (
+            assert value in (True, False) if fact in ("progress_resets", "late_tools") else type(value) is int and (
                 value > 0 or fact == "start_seconds" and value == 0), \
                 (name, fact)
         assert client["kind"] in ("agent", "api") and client["config"] in op.CONFIG_FORMATS + (None,), name
@@ -216,7 +216,7 @@ def test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_
         assert 0 < heartbeat <= min(30, seconds / 4.0), name   # several beats before the clock runs out
         assert 0 < detach <= seconds - 10 and detach <= seconds * 0.9, name   # answered in time, with a margin
     for name, client in op.CLIENTS.items():
-        for fact in ("call_seconds", "progress_resets", "start_seconds"):
+        for fact in ("call_seconds", "progress_resets", "start_seconds", "late_tools"):
             if fact not in client["facts"]:
                 continue
             source = client["sources"][fact]
@@ -230,6 +230,9 @@ def test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_
     assert {n for n, c in op.CLIENTS.items() if "progress_resets" in c["facts"]} == set(MEASURED) | {"generic"}
     assert {n: c["facts"]["start_seconds"] for n, c in op.CLIENTS.items() if "start_seconds" in c["facts"]} == \
         START_SECONDS
+    # measure_clocks.py late: only Codex offers a server's tools in a later turn (Gemini CLI waits for it)
+    assert {n: c["facts"]["late_tools"] for n, c in op.CLIENTS.items() if "late_tools" in c["facts"]} == {
+        "codex": True, "claude-code": False, "copilot": False, "opencode": False, "qwen-code": False}
     assert (op.heartbeat_seconds(profiles()["generic"]), op.detach_seconds(profiles()["generic"])) == (15, 50)
     assert (op.heartbeat_seconds(profiles()["codex"]), op.detach_seconds(profiles()["codex"])) == (30, 270)
     # Copilot CLI and OpenCode: progress resets their clock, so heartbeats keep a long call alive there
