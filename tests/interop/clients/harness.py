@@ -30,8 +30,10 @@ CLOSED_PROXY = "http://127.0.0.1:9"
 
 
 class Run:
-    def __init__(self, script, status, output, client_info, spill_dir):
+    def __init__(self, script, status, output, client_info, spill_dir, started=None, seconds=None):
         self.script = script
+        self.started = started   # time.monotonic() when the CLI was started
+        self.seconds = seconds   # how long it ran
         self.status = status
         self.output = output
         self.client_info = client_info
@@ -42,13 +44,14 @@ class Run:
         return self.script.received
 
 
-def mcp_command(via_relay, record, spill_dir, server=None):
+def mcp_command(via_relay, record, spill_dir, server=None, relay_args=()):
     """The MCP server's command line for a CLI config: SERVER (default the tools server), else the relay
-    in front of it."""
+    (with RELAY_ARGS) in front of it."""
     server = (server or [sys.executable, TOOLS_SERVER]) + ["--record", record]
     if not via_relay:
         return server
-    return [sys.executable, PROXY, "stdio", "--output-dir", spill_dir, "--log-level", "warning", "--"] + server
+    return ([sys.executable, PROXY, "stdio", "--output-dir", spill_dir, "--log-level", "warning"] + list(relay_args)
+            + ["--"] + server)
 
 
 def base_env(home):
@@ -65,7 +68,11 @@ def toml_list(items):
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
-def codex(port, command, home, env):
+# DEADLINE (issue 29): None, the tier's usual settings; "default", the CLI's own clock untouched; a number of
+# seconds, the CLI's own setting for a tool call's deadline set to it (named in each function).
+
+def codex(port, command, home, env, deadline=None):
+    """Codex: ``tool_timeout_sec`` (and ``startup_timeout_sec``) of the server's entry in config.toml."""
     codex_home = os.path.join(home, ".codex")
     os.makedirs(codex_home, exist_ok=True)
     with open(os.path.join(codex_home, "config.toml"), "w") as out:
@@ -74,14 +81,17 @@ def codex(port, command, home, env):
                   '[model_providers.mock]\nname = "mock"\nbase_url = "http://127.0.0.1:%d/v1"\n'
                   'wire_api = "responses"\nenv_key = "MOCK_API_KEY"\nrequest_max_retries = 0\n'
                   'stream_max_retries = 0\n'
-                  '[mcp_servers.%s]\ncommand = %s\nargs = %s\nstartup_timeout_sec = 30\ntool_timeout_sec = 60\n'
+                  '[mcp_servers.%s]\ncommand = %s\nargs = %s\n'
                   % (port, SERVER, json.dumps(command[0]), toml_list(command[1:])))
+        if deadline != "default":
+            out.write("startup_timeout_sec = 30\ntool_timeout_sec = %s\n" % (60 if deadline is None else deadline))
     env.update(CODEX_HOME=codex_home, MOCK_API_KEY="dummy")
     return [os.path.join(BIN, "codex"), "exec", "--skip-git-repo-check",
             "--dangerously-bypass-approvals-and-sandbox", "--json", PROMPT]
 
 
-def claude(port, command, home, env):
+def claude(port, command, home, env, deadline=None):
+    """Claude Code: ``MCP_TOOL_TIMEOUT`` (milliseconds) in its environment."""
     config = os.path.join(home, "mcp.json")
     with open(config, "w") as out:
         json.dump({"mcpServers": {SERVER: {"type": "stdio", "command": command[0], "args": command[1:]}}}, out)
@@ -89,14 +99,17 @@ def claude(port, command, home, env):
                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1",
                DISABLE_ERROR_REPORTING="1", ENABLE_TOOL_SEARCH="false",
                CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"))
+    if deadline not in (None, "default"):
+        env["MCP_TOOL_TIMEOUT"] = str(int(deadline * 1000))
     return [os.path.join(BIN, "claude"), "-p", PROMPT, "--mcp-config", config, "--strict-mcp-config",
             "--allowedTools", "mcp__%s" % SERVER, "--output-format", "json", "--model", "claude-sonnet-4-5"]
 
 
-def gemini(port, command, home, env):
+def gemini(port, command, home, env, deadline=None):
+    """Gemini CLI: the server's ``timeout`` (milliseconds) in settings.json."""
     settings_dir = os.path.join(home, ".gemini")
     os.makedirs(settings_dir, exist_ok=True)
-    settings = {"mcpServers": {SERVER: {"command": command[0], "args": command[1:], "trust": True}},
+    settings = {"mcpServers": {SERVER: server_entry(command, deadline)},
                 "security": {"auth": {"selectedType": "gemini-api-key"}},
                 "general": {"disableAutoUpdate": True, "enableAutoUpdate": False,
                             "enableAutoUpdateNotification": False},
@@ -107,12 +120,22 @@ def gemini(port, command, home, env):
     return [os.path.join(BIN, "gemini"), "-p", PROMPT, "--yolo", "-m", "gemini-2.5-flash", "--output-format", "json"]
 
 
-def copilot(port, command, home, env):
-    """Copilot CLI in BYOK offline mode (``copilot help providers``): OpenAI Responses wire API, no GitHub login."""
+def server_entry(command, deadline, **more):
+    """A JSON config's server entry, with ``timeout`` (milliseconds) for a DEADLINE in seconds."""
+    entry = dict({"command": command[0], "args": command[1:], "trust": True}, **more)
+    if deadline not in (None, "default"):
+        entry["timeout"] = int(deadline * 1000)
+    return entry
+
+
+def copilot(port, command, home, env, deadline=None):
+    """Copilot CLI in BYOK offline mode (``copilot help providers``): OpenAI Responses wire API, no GitHub login.
+    Deadline: the server's ``timeout`` (milliseconds) in the MCP config."""
     config = os.path.join(home, "mcp.json")
     with open(config, "w") as out:
-        json.dump({"mcpServers": {SERVER: {"type": "local", "command": command[0], "args": command[1:],
-                                           "tools": ["*"]}}}, out)
+        entry = server_entry(command, deadline, type="local", tools=["*"])
+        del entry["trust"]
+        json.dump({"mcpServers": {SERVER: entry}}, out)
     env.update(COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:%d/v1" % port,
                COPILOT_PROVIDER_TYPE="openai", COPILOT_PROVIDER_WIRE_API="responses", COPILOT_PROVIDER_API_KEY="dummy",
                COPILOT_MODEL="gpt-test", COPILOT_AUTO_UPDATE="false", COPILOT_HOME=os.path.join(home, ".copilot"))
@@ -128,8 +151,9 @@ def xdg_dirs(home, env):
         os.makedirs(env[name], exist_ok=True)
 
 
-def opencode(port, command, home, env):
+def opencode(port, command, home, env, deadline=None):
     """OpenCode: a custom provider (@ai-sdk/openai-compatible, built into the binary) in its config file.
+    Deadline: the server's ``timeout`` (milliseconds; it also bounds tools/list at start-up).
 
     The prompt goes as separate words: ``opencode run`` quotes a single spaced argument as a JSON string."""
     xdg_dirs(home, env)
@@ -142,6 +166,8 @@ def opencode(port, command, home, env):
                                                               "modalities": {"input": ["text", "image"],
                                                                              "output": ["text"]}}}}},
               "mcp": {SERVER: {"type": "local", "command": command, "enabled": True}}}
+    if deadline not in (None, "default"):
+        config["mcp"][SERVER]["timeout"] = int(deadline * 1000)
     path = os.path.join(home, "opencode.json")
     with open(path, "w") as out:
         json.dump(config, out)
@@ -151,11 +177,12 @@ def opencode(port, command, home, env):
     return [os.path.join(BIN, "opencode"), "run", "--pure", "--format", "json"] + PROMPT.split()
 
 
-def qwen(port, command, home, env):
-    """Qwen Code: its OpenAI-compatible endpoint from the environment, the server in ~/.qwen/settings.json."""
+def qwen(port, command, home, env, deadline=None):
+    """Qwen Code: its OpenAI-compatible endpoint from the environment, the server in ~/.qwen/settings.json.
+    Deadline: the server's ``timeout`` (milliseconds)."""
     settings_dir = os.path.join(home, ".qwen")
     os.makedirs(settings_dir, exist_ok=True)
-    settings = {"mcpServers": {SERVER: {"command": command[0], "args": command[1:], "trust": True}},
+    settings = {"mcpServers": {SERVER: server_entry(command, deadline)},
                 "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
                 "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
     with open(os.path.join(settings_dir, "settings.json"), "w") as out:
@@ -171,8 +198,12 @@ CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": c
 BINARIES = {"claude-code": "claude", "qwen-code": "qwen"}
 
 
-def run_client(client, tool, via_relay, workdir, server=None, script=None):
-    """One CLI run; SERVER (an argv) replaces the tools server, SCRIPT the default ``Script(tool, spill_dir)``."""
+def run_client(client, tool, via_relay, workdir, server=None, script=None, relay_args=(), deadline=None,
+               timeout=CLIENT_TIMEOUT):
+    """One CLI run; SERVER (an argv) replaces the tools server, SCRIPT the default ``Script(tool, spill_dir)``,
+    RELAY_ARGS go to the relay, DEADLINE sets the CLI's tool-call clock (see above), TIMEOUT bounds the run.
+    A second run in the same WORKDIR has the same HOME, server command and relay output directory (so the
+    relay's catalog cache is warm)."""
     home = os.path.join(workdir, "home")
     spill_dir = os.path.join(workdir, "spill")
     record = os.path.join(workdir, "initialize.jsonl")
@@ -181,10 +212,12 @@ def run_client(client, tool, via_relay, workdir, server=None, script=None):
     env = base_env(home)
     script = script or Script(tool, spill_dir)
     with ModelServer(script) as model:
-        argv = CLIENTS[client](model.port, mcp_command(via_relay, record, spill_dir, server), home, env)
+        argv = CLIENTS[client](model.port, mcp_command(via_relay, record, spill_dir, server, relay_args), home, env,
+                               deadline=deadline)
+        started = time.monotonic()
         try:
             proc = subprocess.run(argv, cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, timeout=CLIENT_TIMEOUT)
+                                  stderr=subprocess.STDOUT, timeout=timeout)
             status, output = proc.returncode, proc.stdout.decode("utf-8", "replace")
         except subprocess.TimeoutExpired as exc:
             status, output = "timeout", (exc.stdout or b"").decode("utf-8", "replace")
@@ -192,7 +225,7 @@ def run_client(client, tool, via_relay, workdir, server=None, script=None):
     if os.path.exists(record):
         with open(record) as lines:
             client_info = [json.loads(line).get("clientInfo") for line in lines if line.strip()]
-    return Run(script, status, output, client_info, spill_dir)
+    return Run(script, status, output, client_info, spill_dir, started, time.monotonic() - started)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import http.server
 import json
 import re
 import threading
+import time
 
 READER = "read_spilled_output"
 SERVER = "fx"  # the MCP server's name in every CLI config: its tools are named mcp__fx__*, mcp_fx_*, ...
@@ -40,6 +41,7 @@ class Script:
         self.pages = []
         self.tools_seen = []
         self.requests = []
+        self.times = []   # time.monotonic() of each of ``requests``
         self.refusals = []  # (path, (status, body)) of requests refused as the real API would
         self.revealed = set()  # deferred tools whose schema the model reviewed (tool_search)
         self.lock = threading.Lock()
@@ -495,6 +497,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.server.script.requests.append(("GET", self.path, None))
+        self.server.script.times.append(time.monotonic())
         send_json(self, {"data": [], "models": []})
 
     def do_POST(self):
@@ -507,6 +510,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         script = self.server.script
         with script.lock:
             script.requests.append(("POST", self.path, body))
+            script.times.append(time.monotonic())
             turn = len(script.requests)
         path = self.path.split("?")[0]
         refused = refusal(path, body)

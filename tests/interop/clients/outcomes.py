@@ -287,3 +287,19 @@ def write_more_table(write):
     widths = [max(len(key[i]) for key in MORE) for i in (0, 1)]
     for key in sorted(MORE):
         write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + MORE[key])
+
+
+# ---- Issue 29: the clients' clocks (test_clocks.py) ----
+
+CLOCKS = {}  # (client, case) -> what happened
+CLOCK_CLIENTS = set()  # the clients whose clock tests were selected (conftest)
+
+
+def write_clocks_table(write):
+    if not CLOCKS:
+        return
+    write("")
+    write("clocks (issue 29): client, case: outcome")
+    widths = [max(len(key[i]) for key in CLOCKS) for i in (0, 1)]
+    for key in sorted(CLOCKS):
+        write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + CLOCKS[key])
