@@ -108,7 +108,7 @@ def ensure_venv(version, python):
 def summary_of(output):
     """pytest's closing counts, e.g. '77 passed, 1 skipped'."""
     for line in reversed(output.strip().splitlines()):
-        match = re.search(r"(\d+ (passed|failed|error|errors)[^=]*?)(?: in [\d.]+s)?\s*=*$", line)
+        match = re.search(r"(\d+ (passed|failed|error|errors)[^=]*?)(?: in [\d.]+s(?: \([\d:]+\))?)?\s*=*$", line)
         if match:
             return match.group(1).strip(" =")
     return "no summary"
