@@ -95,8 +95,9 @@ MAX_RETRIED = 10   # more failures than this are not Wine's flakes: no second ru
 # time and more when the machine is busy: the relay 300-330 s, relay parts 190-210 s, OAuth ~470 s,
 # HTTP upstreams ~100 s, check ~90 s, spill reading ~75 s, spill ~60 s, catalog rules ~40 s, capture ~40 s;
 # the whole suite 20-30 min per version.  So when both versions run, the files below run on one of them
-# only (each still runs under Windows once; on Linux `make test` and `make compat` run them on four of the six Pythons), chosen so
-# that the two halves take about the same time (~13-14 min each, busy machine), and every other file,
+# only (each still runs under Windows once; on Linux `make test` and `make compat` run them on four of
+# the six Pythons), chosen so that the two halves take about the same time (~13-14 min each, busy machine),
+# and every other file,
 # tests/windows/ and any new file included, runs on both: the relay over Windows pipes, the event loop,
 # the platform layer, framing, upstream processes, the CLI.  `--versions 3.13` (one version) runs the
 # whole suite.  The budget (1200 s) leaves room for a slower machine; a run that meets it fails.
