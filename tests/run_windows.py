@@ -97,10 +97,10 @@ MAX_RETRIED = 10   # more failures than this are not Wine's flakes: no second ru
 # the whole suite 20-30 min per version.  So when both versions run, the files below run on one of them
 # only (each still runs under Windows once; on Linux `make test` and `make compat` run them on four of
 # the six Pythons), chosen so that the two halves take about the same time (~13-14 min each, busy machine),
-# and every other file,
-# tests/windows/ and any new file included, runs on both: the relay over Windows pipes, the event loop,
-# the platform layer, framing, upstream processes, the CLI.  `--versions 3.13` (one version) runs the
-# whole suite.  The budget (1200 s) leaves room for a slower machine; a run that meets it fails.
+# and every other file, tests/windows/ and any new file included, runs on both: the relay over Windows
+# pipes, the event loop, the platform layer, framing, upstream processes, the CLI.  `--versions 3.13`
+# (one version) runs the whole suite.  The budget (1200 s) leaves room for a slower machine; a run that
+# meets it fails.
 ONLY_ON = {"3.13": ["test_spill.py", "test_fitting.py", "test_check_capabilities.py", "test_client_configs.py",
                     "test_check.py", "test_catalog_rules.py", "test_capture.py"],
            "3.8": ["test_relay_parts.py", "test_remote.py", "test_spill_reading.py"]}
