@@ -1586,10 +1586,12 @@ CLIENTS = {
     "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
         "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)"),
-        "call_seconds": (120, "clients.md §8: since 2.1.212 interactive calls past 120 s move to the background "
-                              "(CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS), whose results agents then often ignore "
-                              "(anthropics/claude-code #78566), not re-measured; measured, claude-code 2.1.332 -p: "
-                              "no deadline (a 200-s call returned whole), MCP_TOOL_TIMEOUT sets one"),
+        "call_seconds": (120, "measured, claude-code 2.1.332 in its terminal UI: a call still running at 120 s "
+                              "(CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS) is answered 'moved to the background', and a "
+                              "later turn's task notification carries the result (a 135-s call: whole), which "
+                              "agents then often ignore (anthropics/claude-code #78566); -p: no deadline (a 200-s "
+                              "call returned whole, in the foreground even with that variable at 3000); "
+                              "MCP_TOOL_TIMEOUT sets one"),
         "progress_resets": (False, "measured, claude-code 2.1.332 -p: MCP_TOOL_TIMEOUT=5000 and " + MEASURED_PROGRESS
                                    + ": timed out at 5 s"),
         "start_seconds": (28, "measured, claude-code 2.1.332 -p: turn 1 without the server 28 s after start"),

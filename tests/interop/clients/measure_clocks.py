@@ -10,13 +10,21 @@
         whether a server up after turn 1 has its tools offered in a later turn of the same session: the model
         takes TURN_SECONDS (default 15) for each turn and, while clock_report is not offered, calls a tool that
         does not exist (the CLI answers with an error and asks again), up to TURNS (default 8) turns
+    python3 measure_clocks.py claude-interactive CALL_SECONDS [BACKGROUND_MS]
+        Claude Code without -p (its terminal UI in tmux, the prompt typed in): a call of CALL_SECONDS with
+        CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS set to BACKGROUND_MS (default: unset, the CLI's own); prints when
+        the model got the call's output, whether it was moved to the background, and whether a later model
+        request carried the whole result (Claude Code's task notification)
     python3 measure_clocks.py codex-first RUNS [cold]
         Codex's first turn via the relay, RUNS times: in one folder (the catalog cache is warm after the first
         run), or "cold": each run in a new folder (no catalog cache, as a new user)
 
 Run from this folder with the tier's Node first on PATH, as run_interop.py does.  Prints one line per run.
 """
+import json
 import os
+import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -73,6 +81,49 @@ def late(client, delay, turn_seconds, turns):
     return result, script
 
 
+def claude_interactive(call_seconds, background_ms=None):
+    """Claude Code's terminal UI in a tmux session against the scripted model: (the script, seconds from the
+    prompt to each model request, whether each request held the whole report, the screen at the end)."""
+    where = tempfile.mkdtemp(prefix="ocx-measure-claude-interactive-")
+    home, session = os.path.join(where, "home"), "ocx-measure-claude"
+    os.makedirs(os.path.join(home, ".claude"))
+    script = test_clocks.ClockScript(os.path.join(where, "spill"))
+    server = test_clocks.SERVER + ["--call-seconds", str(call_seconds), "--log", os.path.join(where, "server.jsonl")]
+    env = dict(harness.base_env(home), TERM="xterm-256color")
+    # What the first start would ask in the UI, answered: onboarding done, the API key and this folder trusted.
+    state = {"hasCompletedOnboarding": True, "theme": "dark",
+             "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
+             "projects": {home: {"hasTrustDialogAccepted": True, "allowedTools": []}}}
+    with open(os.path.join(home, ".claude", ".claude.json"), "w") as out:
+        json.dump(state, out)
+    with model_server.ModelServer(script) as model:
+        argv = harness.claude(model.port, harness.mcp_command(False, os.path.join(where, "initialize.jsonl"),
+                                                              os.path.join(where, "spill"), server, ()),
+                              home, env, deadline="default")
+        for option in ("-p", "--output-format"):   # the UI: no prompt on the command line, no JSON output
+            del argv[argv.index(option):argv.index(option) + 2]
+        if background_ms:
+            env["CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS"] = background_ms
+        line = "cd %s && exec env -i %s %s" % (shlex.quote(home), " ".join(
+            "%s=%s" % (key, shlex.quote(value)) for key, value in env.items()), " ".join(map(shlex.quote, argv)))
+        subprocess.run(["tmux", "kill-session", "-t", session], stderr=subprocess.DEVNULL)
+        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", line], check=True)
+        try:
+            time.sleep(8)   # the UI up, the server listed
+            subprocess.run(["tmux", "send-keys", "-t", session, harness.PROMPT], check=True)
+            time.sleep(0.5)
+            subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+            typed = time.monotonic()
+            time.sleep(call_seconds + 20)
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], stdout=subprocess.PIPE,
+                                    universal_newlines=True).stdout
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", session], stderr=subprocess.DEVNULL)
+    requests = [(at - typed, test_clocks.holds_report(json.dumps(body)) or test_clocks.holds_report(
+        json.dumps(json.dumps(body)))) for (_, _, body), at in zip(script.requests, script.times)]
+    return script, requests, screen
+
+
 def main(argv):
     what, started = argv[0], time.strftime("%H:%M:%S")
     if what == "deadline":
@@ -96,6 +147,15 @@ def main(argv):
                           for t, offered in script.turns)
         print("%s late %s server up after %g s: status %s, turns at %s; %s" % (
             started, client, delay, result.status, turns or "none", got(script)), flush=True)
+    elif what == "claude-interactive":
+        seconds, background = float(argv[1]), argv[2] if len(argv) > 2 else None
+        script, requests, screen = claude_interactive(seconds, background)
+        waited = script.received_at - script.first_at if script.received_at else -1
+        print("%s claude-interactive call %g s, CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS %s: output %.1f s after turn 1: "
+              "%s; model requests at %s" % (
+                  started, seconds, background or "unset", waited, got(script), ", ".join(
+                      "%.1f s%s" % (at, " (the whole result)" if whole else "") for at, whole in requests)))
+        print("\n".join(line for line in screen.splitlines() if line.strip())[-1500:], flush=True)
     elif what == "codex-first":
         where = tempfile.mkdtemp(prefix="ocx-measure-codex-first-")
         offered, cold = 0, argv[2:] == ["cold"]
