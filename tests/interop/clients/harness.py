@@ -71,6 +71,11 @@ def toml_list(items):
 # DEADLINE (issue 29): None, the tier's usual settings; "default", the CLI's own clock untouched; a number of
 # seconds, the CLI's own setting for a tool call's deadline set to it (named in each function).
 
+def deadline_ms(deadline):
+    """DEADLINE in milliseconds, as the CLIs' settings take it; None when nothing is to be set."""
+    return None if deadline in (None, "default") else int(deadline * 1000)
+
+
 def codex(port, command, home, env, deadline=None):
     """Codex: ``tool_timeout_sec`` (and ``startup_timeout_sec``) of the server's entry in config.toml."""
     codex_home = os.path.join(home, ".codex")
@@ -99,8 +104,8 @@ def claude(port, command, home, env, deadline=None):
                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1",
                DISABLE_ERROR_REPORTING="1", ENABLE_TOOL_SEARCH="false",
                CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"))
-    if deadline not in (None, "default"):
-        env["MCP_TOOL_TIMEOUT"] = str(int(deadline * 1000))
+    if deadline_ms(deadline) is not None:
+        env["MCP_TOOL_TIMEOUT"] = str(deadline_ms(deadline))
     return [os.path.join(BIN, "claude"), "-p", PROMPT, "--mcp-config", config, "--strict-mcp-config",
             "--allowedTools", "mcp__%s" % SERVER, "--output-format", "json", "--model", "claude-sonnet-4-5"]
 
@@ -109,7 +114,7 @@ def gemini(port, command, home, env, deadline=None):
     """Gemini CLI: the server's ``timeout`` (milliseconds) in settings.json."""
     settings_dir = os.path.join(home, ".gemini")
     os.makedirs(settings_dir, exist_ok=True)
-    settings = {"mcpServers": {SERVER: server_entry(command, deadline)},
+    settings = {"mcpServers": {SERVER: server_entry(command, deadline, trust=True)},
                 "security": {"auth": {"selectedType": "gemini-api-key"}},
                 "general": {"disableAutoUpdate": True, "enableAutoUpdate": False,
                             "enableAutoUpdateNotification": False},
@@ -122,9 +127,9 @@ def gemini(port, command, home, env, deadline=None):
 
 def server_entry(command, deadline, **more):
     """A JSON config's server entry, with ``timeout`` (milliseconds) for a DEADLINE in seconds."""
-    entry = dict({"command": command[0], "args": command[1:], "trust": True}, **more)
-    if deadline not in (None, "default"):
-        entry["timeout"] = int(deadline * 1000)
+    entry = dict({"command": command[0], "args": command[1:]}, **more)
+    if deadline_ms(deadline) is not None:
+        entry["timeout"] = deadline_ms(deadline)
     return entry
 
 
@@ -133,9 +138,7 @@ def copilot(port, command, home, env, deadline=None):
     Deadline: the server's ``timeout`` (milliseconds) in the MCP config."""
     config = os.path.join(home, "mcp.json")
     with open(config, "w") as out:
-        entry = server_entry(command, deadline, type="local", tools=["*"])
-        del entry["trust"]
-        json.dump({"mcpServers": {SERVER: entry}}, out)
+        json.dump({"mcpServers": {SERVER: server_entry(command, deadline, type="local", tools=["*"])}}, out)
     env.update(COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:%d/v1" % port,
                COPILOT_PROVIDER_TYPE="openai", COPILOT_PROVIDER_WIRE_API="responses", COPILOT_PROVIDER_API_KEY="dummy",
                COPILOT_MODEL="gpt-test", COPILOT_AUTO_UPDATE="false", COPILOT_HOME=os.path.join(home, ".copilot"))
@@ -166,8 +169,8 @@ def opencode(port, command, home, env, deadline=None):
                                                               "modalities": {"input": ["text", "image"],
                                                                              "output": ["text"]}}}}},
               "mcp": {SERVER: {"type": "local", "command": command, "enabled": True}}}
-    if deadline not in (None, "default"):
-        config["mcp"][SERVER]["timeout"] = int(deadline * 1000)
+    if deadline_ms(deadline) is not None:
+        config["mcp"][SERVER]["timeout"] = deadline_ms(deadline)
     path = os.path.join(home, "opencode.json")
     with open(path, "w") as out:
         json.dump(config, out)
@@ -182,7 +185,7 @@ def qwen(port, command, home, env, deadline=None):
     Deadline: the server's ``timeout`` (milliseconds)."""
     settings_dir = os.path.join(home, ".qwen")
     os.makedirs(settings_dir, exist_ok=True)
-    settings = {"mcpServers": {SERVER: server_entry(command, deadline)},
+    settings = {"mcpServers": {SERVER: server_entry(command, deadline, trust=True)},
                 "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
                 "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
     with open(os.path.join(settings_dir, "settings.json"), "w") as out:

@@ -279,14 +279,19 @@ def write_fit_table(write):
 MORE = {}  # (client, case) -> what happened
 
 
-def write_more_table(write):
-    if not MORE:
+def write_case_table(write, title, cases):
+    """``cases`` ({(client, case): outcome}) under ``title``, a row each; nothing when there are none."""
+    if not cases:
         return
     write("")
-    write("more cases (issue 23): client, case: outcome")
-    widths = [max(len(key[i]) for key in MORE) for i in (0, 1)]
-    for key in sorted(MORE):
-        write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + MORE[key])
+    write(title)
+    widths = [max(len(key[i]) for key in cases) for i in (0, 1)]
+    for key in sorted(cases):
+        write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + cases[key])
+
+
+def write_more_table(write):
+    write_case_table(write, "more cases (issue 23): client, case: outcome", MORE)
 
 
 # ---- Issue 29: the clients' clocks (test_clocks.py) ----
@@ -296,10 +301,4 @@ CLOCK_CLIENTS = set()  # the clients whose clock tests were selected (conftest)
 
 
 def write_clocks_table(write):
-    if not CLOCKS:
-        return
-    write("")
-    write("clocks (issue 29): client, case: outcome")
-    widths = [max(len(key[i]) for key in CLOCKS) for i in (0, 1)]
-    for key in sorted(CLOCKS):
-        write(key[0].ljust(widths[0]) + "  " + key[1].ljust(widths[1]) + "  " + CLOCKS[key])
+    write_case_table(write, "clocks (issue 29): client, case: outcome", CLOCKS)
