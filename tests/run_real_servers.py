@@ -122,7 +122,7 @@ def finding_of(report, tool, severity, text):
                for f in report["findings"])
 
 
-# Facts read in each server's source (see the README section "check on real servers"), asserted on
+# Facts read in each server's source (see tests/README.md, "Interop"), asserted on
 # its report; each returns a list of the statements that no longer hold.
 def everything_facts(report):
     counts, wrong = tools_by_listing(report), []

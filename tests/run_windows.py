@@ -30,7 +30,7 @@ one hang costs that test, not the tier.  The counts come from the journal.
 
     python tests/run_windows.py [--versions 3.13,3.8] [--jobs 2] [--allow-missing] [--setup-only]
                                 [--budget SECONDS] [--test-timeout SECONDS] [-- PYTEST ARGS...]
-    python tests/run_windows.py --table [--versions ...]     # the last run, per test file (README's table)
+    python tests/run_windows.py --table [--versions ...]     # the last run, per test file (tests/README.md's table)
 
 Arguments after ``--`` replace the test selection (``-- tests/test_framing.py -x``) on every version.
 Prints one summary line per version (passed/failed/skipped, seconds) and exits 1 when a test
@@ -540,7 +540,7 @@ def journal_of(version, run="state"):
 
 
 def table(versions):
-    """A Markdown table of each version's last run, a row per test file: passed / skipped (the README's)."""
+    """A Markdown table of each version's last run, a row per test file: passed / skipped (tests/README.md's)."""
     per_file = {}
     for version in versions:
         outcomes = outcomes_of(read_journal(journal_of(version)))[0]

@@ -20,6 +20,13 @@
         run), or "cold": each run in a new folder (no catalog cache, as a new user)
 
 Run from this folder with the tier's Node first on PATH, as run_interop.py does.  Prints one line per run.
+
+Method of the figures in tests/README.md ("The clients' clocks", December 2026, the tier's pinned CLI versions):
+one CLI at a time, on a shared 2-core machine (load 2.6-3.7).  deadline: a call longer than the CLI's default
+deadline.  startup: a server up only after 90 s; a start-up wait includes a few seconds of the CLI's own start, so
+two runs differ.  late: a server up after the CLI's wait, the scripted model taking 8-15 s a turn and calling a tool
+that does not exist while the server's tools are not offered, so that the session goes on.  codex-first: 20 runs in
+one folder and 20 "cold", at load 3.3-3.7 and again at load 1.0-1.4.
 """
 import json
 import os

@@ -52,7 +52,7 @@ SERVER = [sys.executable, clock_server.__file__]
 POOL = concurrent.futures.ThreadPoolExecutor(max_workers=3)
 FUTURES = {}
 FUTURES_LOCK = threading.Lock()
-# Measured (see the README's clocks table): direct, with the server's progress every second, these CLIs'
+# Measured (see tests/README.md, "The clients' clocks"): direct, with the server's progress every second, these CLIs'
 # 5-s deadline starts again.  It must agree with ocx_proxy's client facts (progress_resets).
 PROGRESS_RESETS = {client: bool((ocx_proxy.client_profile(client) or {}).get("progress_resets"))
                    for client in CLIENTS}
