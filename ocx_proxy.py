@@ -1510,8 +1510,8 @@ def served_version(requested):
 #   call_seconds          how long it waits for a tool call's answer by default: the relay's heartbeat and detach
 #                         defaults beat it (heartbeat_seconds, detach_seconds)
 #   progress_resets       whether notifications/progress starts that clock again
-#   start_seconds         how long its first turn waits for a starting server's tools (0: it does not wait); the
-#                         catalog cache answers within it (tests/interop/clients/test_clocks.py, slow start)
+#   start_seconds         how long its first turn waits for a starting server's tools (0: it does not wait): a
+#                         server slower than that is not in turn 1 unless the catalog cache answers for it
 Facts = collections.namedtuple("Facts", (
     "name_chars function_name_chars description_chars model_tools model_tools_old mcp_tools_count mcp_tools_bytes "
     "message_bytes result_chars result_bytes result_tokens declared_chars_max call_seconds progress_resets "
