@@ -662,6 +662,18 @@ def test_only_a_client_that_reads_the_declaration_gets_it(relay_factory, relay_a
     assert relay.close() == 0
 
 
+def test_a_declared_size_holds_for_a_catalog_answered_from_the_cache(relay_factory, tmp_path):
+    control = control_file(tmp_path)
+    server_args = ["--declare", "big=120000"]
+    session(relay_factory, control, ["--client", "claude-code"], server_args)   # the catalog, kept
+    control = control_file(tmp_path, delay=1.0)
+    relay = relay_factory(["--client", "claude-code"], ["--control", str(control)] + server_args)
+    assert from_the_cache(initialize(relay))
+    assert relay.request("tools/list")[0]["result"]["tools"][0]["_meta"] == {SIZE_META: 120000}
+    assert whole(relay, 100000)
+    assert relay.close() == 0
+
+
 @pytest.mark.parametrize("size", ["120000", 0, -5, True, 150000.5, [120000], {"chars": 120000}])
 def test_a_declaration_that_is_no_whole_number_from_1_is_ignored(relay_factory, size):
     relay, tools = declaring(relay_factory, size)
