@@ -1571,7 +1571,7 @@ SDK_CLOCK_SOURCE = ("https://github.com/modelcontextprotocol/typescript-sdk/blob
 # longer than the clock); progress_resets with the deadline shortened to 5 s by the CLI's own setting and the
 # server's progress every second on an 8-s call (test_clocks.py); start_seconds: when turn 1 came for a server up
 # after 90 s (measure_clocks.py startup; a few of those seconds are the CLI's own start).  December 2026.
-TIER = "tests/interop/clients/test_clients.py"
+REAL_CLIENT_TIER = "tests/interop/clients/test_clients.py"
 MORE_CASES = "tests/interop/clients/test_more_cases.py"
 MEASURE_CLOCKS = "tests/interop/clients/measure_clocks.py"
 TEST_CLOCKS = "tests/interop/clients/test_clocks.py"
@@ -1603,8 +1603,8 @@ CLIENTS = {
                         model_apis=("anthropic",)),
         description_chars=(2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         result_chars=(50000, CLAUDE_CODE_MCP_DOCS + " (a result over 50,000 characters is saved to a file, the model "
-                             "told its path); " + TIER + " (claude-code 2.1.332: 60,000 characters saved with a "
-                             "2,000-character preview)"),
+                             "told its path); " + REAL_CLIENT_TIER + " (claude-code 2.1.332: 60,000 characters saved "
+                             "with a 2,000-character preview)"),
         result_tokens=(25000, CLAUDE_CODE_MCP_DOCS + " (MAX_MCP_OUTPUT_TOKENS, 25,000 by default: past it a saved "
                               "file and no preview; Claude Code 2.1.332)"),
         declared_chars_max=(500000, CLAUDE_CODE_MCP_DOCS + " (since Claude Code 2.1.91: a tool's _meta "
@@ -1632,8 +1632,8 @@ CLIENTS = {
                         client_names=("codex-mcp-client",), model_apis=("openai",)),
         name_chars=(128, "https://github.com/openai/codex/blob/main/codex-rs/codex-mcp/src/tools.rs "
                          "(MAX_TOOL_NAME_LENGTH 128, past it cut with a sha1 suffix; Codex 0.171.0)"),
-        result_bytes=(12000, TIER + " (codex 0.171.0: a result's text cut near 12,000 bytes for a model it does not "
-                             "know, near 48,000 for its catalog's)"),
+        result_bytes=(12000, REAL_CLIENT_TIER + " (codex 0.171.0: a result's text cut near 12,000 bytes for a model "
+                             "it does not know, near 48,000 for its catalog's)"),
         call_seconds=(300, "https://github.com/openai/codex/pull/28234 (tool_timeout_sec, 300 s by default); "
                            + MEASURE_CLOCKS + " deadline (codex 0.171.0): a 330-s call timed out at 300 s"),
         progress_resets=(False, TEST_CLOCKS + " (codex 0.171.0, tool_timeout_sec = 5, " + MEASURED_PROGRESS
@@ -1650,7 +1650,7 @@ CLIENTS = {
                         "(generateValidName: past 63 the middle is cut out); tests/interop/clients/test_fitting.py "
                         "(gemini-cli 0.61.0: a 70-character name offered as 63)"),
         result_chars=(40000, "https://github.com/google-gemini/gemini-cli/pull/18446 (truncateToolOutputThreshold); "
-                             + TIER + " (gemini-cli 0.61.0)"),
+                             + REAL_CLIENT_TIER + " (gemini-cli 0.61.0)"),
         call_seconds=(600, MEASURE_CLOCKS + " deadline (gemini-cli 0.61.0): a server's timeout, 600,000 ms by "
                            "default: a 630-s call timed out at 600 s"),
         progress_resets=(False, TEST_CLOCKS + " (gemini-cli 0.61.0, the server's timeout 5000, " + MEASURED_PROGRESS
@@ -1661,7 +1661,7 @@ CLIENTS = {
     # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry(
         "Copilot CLI", profile=Profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer")),
-        result_bytes=(20480, TIER + " (copilot 1.0.102: large_output_threshold_bytes, then its own file)"),
+        result_bytes=(20480, REAL_CLIENT_TIER + " (copilot 1.0.102: large_output_threshold_bytes, then its own file)"),
         call_seconds=(180, "https://github.com/github/copilot-cli/issues/1378 (a server's timeout, 180 s by default); "
                            + MEASURE_CLOCKS + " deadline (copilot 1.0.102): a 200-s call timed out at 180 s"),
         progress_resets=(True, TEST_CLOCKS + " (copilot 1.0.102, the server's timeout 5000, " + MEASURED_PROGRESS
@@ -1673,8 +1673,8 @@ CLIENTS = {
     "opencode": client_entry(
         "OpenCode", profile=Profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
                                     client_names=("opencode",)),
-        result_bytes=(51200, TIER + " (opencode 1.18.33: past 51,200 bytes or 2,000 lines the head is kept and the "
-                             "whole saved to its own file)"),
+        result_bytes=(51200, REAL_CLIENT_TIER + " (opencode 1.18.33: past 51,200 bytes or 2,000 lines the head is "
+                             "kept and the whole saved to its own file)"),
         call_seconds=(60, MEASURE_CLOCKS + " deadline (opencode 1.18.33): an 80-s call timed out at 60 s (a server's "
                           "timeout sets it)"),
         progress_resets=(True, TEST_CLOCKS + " (opencode 1.18.33, the server's timeout 5000, " + MEASURED_PROGRESS
@@ -1686,8 +1686,8 @@ CLIENTS = {
     "qwen-code": client_entry(
         "Qwen Code", aliases={"qwen": ("relay", "capture")},
         profile=Profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",)),
-        result_chars=(28000, TIER + " (qwen-code 0.24.4: its threshold 25,000 + 3,000 headroom, in JS string "
-                             "length)"),
+        result_chars=(28000, REAL_CLIENT_TIER + " (qwen-code 0.24.4: its threshold 25,000 + 3,000 headroom, in JS "
+                             "string length)"),
         call_seconds=(300, MEASURE_CLOCKS + " deadline (qwen-code 0.24.4): a 330-s call ended at 300 s (\"did not "
                            "respond within 300000ms idle timeout\"); a server's timeout replaces that clock"),
         progress_resets=(False, MEASURE_CLOCKS + " deadline (qwen-code 0.24.4): the server's progress every 30 s kept "
@@ -8096,10 +8096,10 @@ RelayOptions = collections.namedtuple(
 
 class Pending:
     """A client request not answered yet (``params`` only where a preview or a rewrite needs them, ``budget`` only
-    where its answer has one of its own); its timers
-    (``timer``: --request-timeout; ``clock``: CallClock's, for the next heartbeat or ``detach_at``) and, when it
-    carries a progressToken that CallClock watches, the token and its ``key``, the last progress the client saw
-    (``shown``) and when the server or a heartbeat last spoke of it (``heard``)."""
+    where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
+    next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
+    ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
+    (``heard``)."""
 
     __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
                  "shown", "heard", "budget")
@@ -9429,8 +9429,9 @@ class Relay:
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
         fixes = (
-            Rewrite("note the result size each tool declares", lambda line, params: self.profile.reader_declares()
-                    and (b"maxResultSizeChars" in line or self.profile.declared), self.profile.note_sizes),
+            Rewrite("note the result size each tool declares", lambda line, params: self.profile.client.facts
+                    .declared_chars_max and (b"maxResultSizeChars" in line or self.profile.declared),
+                    self.profile.note_sizes),
             Rewrite("filter tools/list", lambda line, params: self.tool_filter.active, self.tool_filter.rewrite),
             Rewrite("remove outputSchema from tools/list", lambda line, params: not self.profile.keep_output_schema
                     and b'"outputSchema"' in line, strip_output_schemas),
@@ -13175,8 +13176,6 @@ def resolve_env_defaults(args):
     for dest, value in list(vars(args).items()):
         if isinstance(value, EnvDefault):
             setattr(args, dest, value.resolve())
-
-
 
 
 def client_choice(command, names):
