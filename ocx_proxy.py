@@ -1699,8 +1699,8 @@ CLIENTS = {
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry(
         "VS Code Copilot",
-        name_chars=(64, "https://github.com/microsoft/vscode/issues/243602 (VS Code, 2025-03: MCP tool names cut to "
-                        "64)"),
+        name_chars=(64, "https://github.com/microsoft/vscode/issues/243602 (VS Code, 2025-03: names past the models' "
+                        "64 characters broke requests; closed as fixed, names kept to 64)"),
         model_tools=(128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")),
     "windsurf": client_entry(
         "Windsurf", config="json",
