@@ -28,7 +28,7 @@ Layout of this file (each section only uses the ones above it):
     private files     a checked 0700 directory, files written 0600 (spill files, tokens)
     JSON-RPC framing  newline-delimited JSON lines, error objects, indented JSON output
     protocol versions what each MCP revision has (handshake, resource_link...)
-    client facts      limits, name rules and budget profiles of the clients we know
+    clients           every fact about each client and model API with its source, its relay profile, catalog rules
     spill files       limits, names, the files of one spill, the readable text of a message
     spill reading     the index of a spilled text, pattern searches, pages
     spill             the budget, saving oversized responses, previews
@@ -40,14 +40,14 @@ Layout of this file (each section only uses the ones above it):
     remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
-    catalog fitting   the client rules of a catalog (each with its source) and the relay's fixes for them
-    relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profiles
+    schema fixes      how the relay makes each tool of a catalog survive its client's rules (--fit-tools)
+    relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profile
     catalog cache     the last catalog each server listed, answered while the server starts
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
     capture           capture-only MCP bridge
-    catalog rules     what in a catalog breaks which client, each rule with its source
+    catalog checker   check's findings on a catalog, each client rule's from CATALOG_RULES
     check             connecting like a client, listing every page, the report
     client configs    check --config: every server in a client's configuration
     demo              embedded sample server and the demo driver
@@ -1486,206 +1486,244 @@ def served_version(requested):
 
 
 # ---------------------------------------------------------------------------
-# Client facts: the limits and name rules of the clients we know
+# Clients: what each client and model API does, every fact with its source, and the relay's profile for it
 # ---------------------------------------------------------------------------
 
-# The one table of clients and model APIs, under the names every --client takes (relays, check, capture).
+# Everything ocx-proxy knows of a client is here, under the name every --client takes (relays, check, capture):
+# CLIENTS, one Client each, then the catalog rules (what in a tool catalog breaks which client).  The code below
+# reads them; tests/test_client_facts.py ties each fact to its reader or to the limit a budget stays under, and
+# checks that every source is a public URL (with the version it was seen in) or a file of this repository that
+# measured it (tests/interop/clients drives the real CLIs against a scripted model on loopback).
+
+# What a client does; None: not known (or not a thing it does).  Each fact is given with its source (Client.sources).
+#   name_chars            the longest tool name it passes on, as it spells it (NAME_LENGTH_RULES)
+#   function_name_chars   a model API: a longer function name is refused
+#   description_chars     tool descriptions are cut here
+#   model_tools           tools sent to the model per request, all servers together (model_tools_old: older versions)
+#   mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages: past about these the
+#                         service says resource_exhausted
+#   result_chars, result_bytes   a result's text longer than this is cut or saved by the client, in the unit it
+#                         counts: the budget of its profile stays under it (BUDGET_MARGIN)
+#   result_tokens         ... in tokens (Claude Code's MAX_MCP_OUTPUT_TOKENS): a CJK character is about a token
+#   declared_chars_max    a tool may raise result_chars for itself, up to this, with _meta[MAX_RESULT_SIZE_META] in
+#                         its tools/list entry; the relay gives such a tool that budget (Budget.for_client)
+#   call_seconds          how long it waits for a tool call's answer by default: the relay's heartbeat and detach
+#                         defaults beat it (heartbeat_seconds, detach_seconds)
+#   progress_resets       whether notifications/progress starts that clock again
+#   start_seconds         how long its first turn waits for a starting server's tools (0: it does not wait): a
+#                         server slower than that is not in turn 1 unless the catalog cache answers for it
+Facts = collections.namedtuple("Facts", (
+    "name_chars function_name_chars description_chars model_tools model_tools_old mcp_tools_count mcp_tools_bytes "
+    "message_bytes result_chars result_bytes result_tokens declared_chars_max call_seconds progress_resets "
+    "start_seconds"), defaults=(None,) * 15)
+
+# The relay's profile of a client: how it spills and what it keeps for it (--client, or picked by clientInfo.name).
+#   budget_chars / budget_bytes  a response over either spills (0: no limit in that unit): under the client's
+#                                result_chars / result_bytes by BUDGET_MARGIN at least, as our budget counts the
+#                                whole JSON-RPC message and the client only the text its model sees
+#   preview_chars                text kept in a preview
+#   strip_output_schema          remove outputSchema from tools/list (--keep-output-schema keeps it)
+#   shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
+#   model_skips                  the tool result member the client never shows its model when the result has both:
+#                                it does not count (None: both reach the model)
+#   client_names                 clientInfo.name it sends (initialize, or _meta); a trailing "*" matches any end
+#   model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules reach it too,
+#                                and the relay fixes them (--fit-tools, fit_rules)
+# The defaults are the generic profile, for any other client.  shows_images, model_skips and client_names were
+# measured with the real CLIs (tests/interop/clients/test_clients.py, the versions in their facts' sources).
+Profile = collections.namedtuple("Profile", "budget_chars budget_bytes preview_chars strip_output_schema shows_images "
+                                            "model_skips client_names model_apis",
+                                 defaults=(10000, 0, 4000, True, False, None, (), ()))
+# A profile's budget is at most this share of the client's own cut (test_client_facts.py holds each to it).
+BUDGET_MARGIN = 0.85
+
+# One entry of CLIENTS.
+#   display   its name for people
 #   kind      "agent" (an MCP client) or "api" (a model API: its rules reach every client passing it schemas)
-#   config    the format of the file it loads all its servers from (check --config)
+#   config    the format of the file it loads all its servers from (CONFIG_FORMATS; check --config)
 #   aliases   an older spelling -> the commands ("relay", "check", "capture") where it still means this entry
 #             ("gemini": Gemini CLI to the relay and capture, the API to check)
-#   facts     what it does to a catalog or a result, each with its source: a public report, our client notes
-#             (clients.md §N), vendor_proto_notes.md; "measured": driving the client with a scripted model on loopback
-#     name_chars         the longest tool name it passes on, as it spells it (Cursor: server + tool name, dropped
-#                        past it; Gemini CLI mcp_<server>_<tool>, Codex mcp__<server>__<tool>, VS Code: cut past it)
-#     model_tools        tools sent to the model per request, all servers together (_old: in older versions)
-#     mcp_tools_count, mcp_tools_bytes, message_bytes   Cursor's McpTools and agent.v1 messages: past about these
-#                        the service says resource_exhausted
-#     description_chars  tool descriptions are cut here
-#     result_chars, result_bytes   a tool result longer than this is cut, in the unit it counts
-#     function_name_chars          a longer function name is refused
-#     call_seconds       how long it waits for a tool call's answer by default (the clock the relay plans for)
-#     progress_resets    whether notifications/progress starts that clock again (True/False; absent: not known)
-#     start_seconds      how long its first turn waits for a starting server's initialize and tools/list (0: it does
-#                        not wait; a server up later is not in that turn)
-#     late_tools         whether a server up only after that wait has its tools offered in a later turn
-#   profile   the relay's budget (budget_profile; None: generic), under result_chars or result_bytes with a margin:
-#             the client cuts the text the model sees, our budget counts the whole JSON-RPC message.  Its
-#             call_seconds and progress_resets are the facts' (else the TypeScript SDK's, which most clients
-#             inherit): the defaults of --heartbeat and --detach-after come from them (heartbeat_seconds,
-#             detach_seconds).
+#   facts     a Facts; sources: a Facts of the same fields, each one's source
+#   profile   the relay's Profile (None: the relay has none; --client auto gives such a client the generic one)
+Client = collections.namedtuple("Client", "display kind config aliases facts sources profile")
+
+# The formats of CONFIG_FORMATS: "json" (an "mcpServers" object; Claude Code's ~/.claude.json also has one per
+# project), "gemini" (Gemini CLI settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
+# (config.toml, [mcp_servers.NAME]).
+CONFIG_FORMATS = ("json", "gemini", "codex")
+
+
+def client_entry(display, kind="agent", config=None, aliases=None, profile=None, **facts):
+    """A CLIENTS entry; each of ``facts`` (a Facts field: a misspelt one is a TypeError) is ``(value, source)``."""
+    return Client(display, kind, config, aliases or {}, Facts(**{fact: value for fact, (value, _) in facts.items()}),
+                  Facts(**{fact: source for fact, (_, source) in facts.items()}), profile)
+
 
 # The TypeScript SDK client's clock: what a client built on it has unless it passes its own timeout.
 SDK_CALL_SECONDS = 60
 NOT_REMEASURED = "public source, not re-measured"
-SDK_CLOCK_SOURCE = ("clients.md §8: TypeScript SDK DEFAULT_REQUEST_TIMEOUT_MSEC 60000, resetTimeoutOnProgress off by "
-                    "default and a progressToken only with onprogress (typescript-sdk #245); " + NOT_REMEASURED)
-# The clocks measured with the real CLIs, direct, against tests/interop/clients/clock_server.py (issue 29):
-# call_seconds with the CLI's own settings (measure_clocks.py deadline: a call longer than the clock);
-# progress_resets with the deadline shortened to 5 s by the CLI's own setting and the server's progress every
-# second on an 8-s call (test_clocks.py); start_seconds: when turn 1 came for a server up after 90 s
-# (measure_clocks.py startup, one CLI at a time on a shared 2-core machine at load ~3: a few seconds of it are the
-# CLI's own start).  December 2026.
+SDK_CLOCK_SOURCE = ("https://github.com/modelcontextprotocol/typescript-sdk/blob/main/src/shared/protocol.ts "
+                    "(TypeScript SDK 1.x: DEFAULT_REQUEST_TIMEOUT_MSEC 60000, resetTimeoutOnProgress off by default) "
+                    "and https://github.com/modelcontextprotocol/typescript-sdk/issues/245 (a progressToken only with "
+                    "onprogress); " + NOT_REMEASURED)
+# Where the real CLIs were measured (tests/interop/clients, direct, with the versions named in each source):
+# results in the real-client tier; call_seconds with the CLI's own settings (measure_clocks.py deadline: a call
+# longer than the clock); progress_resets with the deadline shortened to 5 s by the CLI's own setting and the
+# server's progress every second on an 8-s call (test_clocks.py); start_seconds: when turn 1 came for a server up
+# after 90 s (measure_clocks.py startup; a few of those seconds are the CLI's own start).  December 2026.
+REAL_CLIENT_TIER = "tests/interop/clients/test_clients.py"
+MORE_CASES = "tests/interop/clients/test_more_cases.py"
+MEASURE_CLOCKS = "tests/interop/clients/measure_clocks.py"
+TEST_CLOCKS = "tests/interop/clients/test_clocks.py"
 MEASURED_PROGRESS = "the server's progress every 1 s on an 8-s call"
+CURSOR_LIMITS = "vendor_proto_notes.md, Limits (measured by ocx-proxy, Cursor agent.v1)"
+CLAUDE_CODE_MCP_DOCS = "https://code.claude.com/docs/en/mcp"
 
-
-def client_entry(display, kind="agent", config=None, aliases=None, profile=None, facts=None):
-    """A CLIENTS entry; ``facts`` maps each fact to (value, source)."""
-    facts = facts or {}
-    if profile is not None:
-        profile = dict(profile, call_seconds=facts.get("call_seconds", (SDK_CALL_SECONDS,))[0],
-                       progress_resets=facts.get("progress_resets", (False,))[0])
-    return {"display": display, "kind": kind, "config": config, "aliases": aliases or {}, "profile": profile,
-            "facts": {fact: value for fact, (value, _) in facts.items()},
-            "sources": {fact: source for fact, (_, source) in facts.items()}}
-
-
-def heartbeat_seconds(profile):
-    """Default --heartbeat for a client ``profile``: a few beats before its clock runs out, at most every 30 s."""
-    return min(30.0, profile["call_seconds"] / 4.0)
-
-
-def detach_seconds(profile):
-    """Default --detach-after for a client ``profile``: safely before its clock runs out (10 s or a tenth before)."""
-    return profile["call_seconds"] - max(10.0, profile["call_seconds"] / 10.0)
-
-
-def budget_profile(budget_chars=10000, budget_bytes=0, preview_chars=4000, strip_output_schema=True,
-                   shows_images=False, model_skips=None, client_names=(), model_apis=()):
-    """A relay budget profile; the defaults are the generic one.
-      budget_chars / budget_bytes  a response over either spills (0: no limit in that unit)
-      preview_chars                text kept in a preview
-      strip_output_schema          remove outputSchema from tools/list (--keep-output-schema)
-      shows_images                 image blocks reach the model: up to --max-image-bytes they do not count
-      model_skips                  the tool result member the client never shows its model when the result has
-                                   both: it does not count (None: both reach the model)
-      client_names                 clientInfo.name it sends (initialize, or _meta); a trailing "*" matches any end
-      model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules reach it
-                                   too, and the relay fixes them (--fit-tools, fit_rules)"""
-    return {"budget_chars": budget_chars, "budget_bytes": budget_bytes, "preview_chars": preview_chars,
-            "strip_output_schema": strip_output_schema, "shows_images": shows_images, "model_skips": model_skips,
-            "client_names": client_names, "model_apis": model_apis}
-
-
-CURSOR_LIMITS_SOURCE = "vendor_proto_notes.md, Limits (measured, Cursor agent.v1)"
 CLIENTS = {
     # Cursor does not publish its clientInfo.name: "cursor-vscode" is what public servers record (and call
     # unverified).  A wrong name costs the generic profile, never more.
-    "cursor": client_entry("Cursor", config="json", facts={
-        "name_chars": (60, "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)"),
-        "model_tools": (100, "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)"),
-        "model_tools_old": (40, "https://github.com/anyproto/anytype-mcp/issues/5 (Cursor 0.47: 40), "
-                                "https://github.com/Snowflake-Labs/mcp/issues/77 (2025-09: 80)"),
-        "mcp_tools_count": (330, CURSOR_LIMITS_SOURCE),
-        "mcp_tools_bytes": (120000, CURSOR_LIMITS_SOURCE),
-        "message_bytes": (1 << 20, CURSOR_LIMITS_SOURCE),
-        "result_chars": (12000, "clients.md §1 (one public measurement: a longer result may be dropped whole)")},
-        profile=budget_profile(client_names=("cursor-vscode",))),
-    # Past MAX_MCP_OUTPUT_TOKENS (25,000) Claude Code saves a file with no preview: the byte budget keeps CJK
-    # text (about a token a character) under it.  With structuredContent its model gets that alone (2.1.332).
-    "claude-code": client_entry("Claude Code", config="json", aliases={"claude": ("capture",)}, facts={
-        "description_chars": (2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
-        "result_chars": (50000, "clients.md §1 (measured, Claude Code 2.1.332: inline up to about this)"),
-        "call_seconds": (120, "measured, claude-code 2.1.332 in its terminal UI: a call still running at 120 s "
-                              "(CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS) is answered 'moved to the background', and a "
-                              "later turn's task notification carries the result (a 135-s call: whole), which "
-                              "agents then often ignore (anthropics/claude-code #78566); -p: no deadline (a 200-s "
-                              "call returned whole, in the foreground even with that variable at 3000); "
-                              "MCP_TOOL_TIMEOUT sets one"),
-        "progress_resets": (False, "measured, claude-code 2.1.332 -p: MCP_TOOL_TIMEOUT=5000 and " + MEASURED_PROGRESS
-                                   + ": timed out at 5 s"),
-        "start_seconds": (28, "measured, claude-code 2.1.332 -p: turn 1 without the server 28 s after start"),
-        "late_tools": (False, "measured, claude-code 2.1.332 -p: a server up after 45 s was not offered in 5 more "
-                              "turns, to 103 s")},
-        profile=budget_profile(40000, 60000, 8000, shows_images=True, model_skips="content",
-                               client_names=("claude-code",), model_apis=("anthropic",))),
+    "cursor": client_entry(
+        "Cursor", config="json", profile=Profile(client_names=("cursor-vscode",)),
+        name_chars=(60, "https://github.com/awslabs/mcp/issues/1283 (Cursor 1.6.14)"),
+        model_tools=(100, "https://github.com/DaxianLee/cocos-mcp-server/issues/11 (Cursor, 2026-02)"),
+        model_tools_old=(40, "https://github.com/anyproto/anytype-mcp/issues/5 (Cursor 0.47: 40), "
+                             "https://github.com/Snowflake-Labs/mcp/issues/77 (2025-09: 80)"),
+        mcp_tools_count=(330, CURSOR_LIMITS), mcp_tools_bytes=(120000, CURSOR_LIMITS),
+        message_bytes=(1 << 20, CURSOR_LIMITS),
+        result_chars=(12000, "https://github.com/MUKAPP/cursor-mcp-response-proxy (its README, v0.2.0, 2026-07: "
+                             "measured in Cursor, whole up to about 12,000 ASCII characters, a longer result may be "
+                             "dropped; Cursor publishes no threshold)"),
+        call_seconds=(SDK_CALL_SECONDS, "Cursor publishes none: " + SDK_CLOCK_SOURCE),
+        progress_resets=(False, "Cursor publishes none: " + SDK_CLOCK_SOURCE)),
+    # Past result_tokens Claude Code saves a file with no preview: the byte budget keeps CJK text (about a token a
+    # character, 3 UTF-8 bytes) under it.  With structuredContent its model gets that alone (2.1.332).
+    "claude-code": client_entry(
+        "Claude Code", config="json", aliases={"claude": ("capture",)},
+        profile=Profile(40000, 60000, 8000, shows_images=True, model_skips="content", client_names=("claude-code",),
+                        model_apis=("anthropic",)),
+        description_chars=(2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
+        result_chars=(50000, CLAUDE_CODE_MCP_DOCS + " (a result over 50,000 characters is saved to a file, the model "
+                             "told its path); " + REAL_CLIENT_TIER + " (claude-code 2.1.332: 60,000 characters saved "
+                             "with a 2,000-character preview)"),
+        result_tokens=(25000, CLAUDE_CODE_MCP_DOCS + " (MAX_MCP_OUTPUT_TOKENS, 25,000 by default: past it a saved "
+                              "file and no preview; Claude Code 2.1.332)"),
+        declared_chars_max=(500000, CLAUDE_CODE_MCP_DOCS + " (since Claude Code 2.1.91: a tool's _meta "
+                                    "\"anthropic/maxResultSizeChars\" in tools/list raises result_chars for it, up to "
+                                    "500,000, and its text is then exempt from MAX_MCP_OUTPUT_TOKENS); " + MORE_CASES
+                                    + " (claude-code 2.1.332)"),
+        call_seconds=(120, MEASURE_CLOCKS + " claude-interactive and deadline (claude-code 2.1.332): in its "
+                           "terminal UI a call still running at 120 s (CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS) is answered "
+                           "'moved to the background', and its result reaches the model only in a later turn's task "
+                           "notification, which agents often ignore (https://github.com/anthropics/claude-code/issues/"
+                           "78566); -p has no deadline (a 200-s call returned whole; MCP_TOOL_TIMEOUT sets one).  So "
+                           "the relay detaches at 108 s (detach_seconds): the result stays on disk and the model is "
+                           "told how to read it"),
+        progress_resets=(False, TEST_CLOCKS + " (claude-code 2.1.332 -p, MCP_TOOL_TIMEOUT=5000, " + MEASURED_PROGRESS
+                                + ": timed out at 5 s)"),
+        start_seconds=(28, MEASURE_CLOCKS + " startup (claude-code 2.1.332 -p): turn 1 without the server 28 s after "
+                           "start")),
     "claude-desktop": client_entry("Claude Desktop", config="json"),
     # Codex cuts 48,000 bytes for its catalog's models; the relay cannot see the model, so the smaller cut rules
     # (--max-response-bytes raises it).  It types results with outputSchema: keep it.  With structuredContent the
     # model gets only that (codex-rs protocol/src/models.rs).  Name: codex-rs Implementation (0.171.0, measured).
-    "codex": client_entry("Codex", config="codex", facts={
-        "name_chars": (128, "clients.md §4 (measured, Codex CLI 0.171.0: cut, with a sha1 suffix)"),
-        "result_bytes": (12000, "clients.md §1 (measured, Codex 0.171.0: models it does not know)"),
-        "call_seconds": (300, "measured, codex 0.171.0: tool_timeout_sec, 300 s by default (openai/codex PR "
-                              "#28234): a 330-s call timed out at 300 s"),
-        "progress_resets": (False, "measured, codex 0.171.0: tool_timeout_sec = 5 and " + MEASURED_PROGRESS
-                                   + ": timed out at 5 s"),
-        "start_seconds": (0, "measured, codex 0.171.0 exec: turn 1 about a second after start, never waiting for "
-                             "MCP servers (one up after 3 s is not in it)"),
-        "late_tools": (True, "measured, codex 0.171.0 exec: a server up after 20 s was offered from turn 4, 25 s "
-                             "after start")},
-        profile=budget_profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True,
-                               model_skips="content", client_names=("codex-mcp-client",), model_apis=("openai",))),
+    "codex": client_entry(
+        "Codex", config="codex",
+        profile=Profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True, model_skips="content",
+                        client_names=("codex-mcp-client",), model_apis=("openai",)),
+        name_chars=(128, "https://github.com/openai/codex/blob/main/codex-rs/codex-mcp/src/tools.rs "
+                         "(MAX_TOOL_NAME_LENGTH 128, past it cut with a sha1 suffix; Codex 0.171.0)"),
+        result_bytes=(12000, REAL_CLIENT_TIER + " (codex 0.171.0: a result's text cut near 12,000 bytes for a model "
+                             "it does not know, near 48,000 for its catalog's)"),
+        call_seconds=(300, "https://github.com/openai/codex/pull/28234 (tool_timeout_sec, 300 s by default); "
+                           + MEASURE_CLOCKS + " deadline (codex 0.171.0): a 330-s call timed out at 300 s"),
+        progress_resets=(False, TEST_CLOCKS + " (codex 0.171.0, tool_timeout_sec = 5, " + MEASURED_PROGRESS
+                                + ": timed out at 5 s)"),
+        start_seconds=(0, MEASURE_CLOCKS + " startup (codex 0.171.0 exec): turn 1 about a second after start, never "
+                          "waiting for MCP servers")),
     # Gemini CLI never passes structuredContent to the model (0.61.0, measured).  It sends parametersJsonSchema:
     # $ref, root anyOf and additionalProperties reach the model, the Gemini API's `parameters` rules do not apply.
-    "gemini-cli": client_entry("Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")}, facts={
-        "name_chars": (63, "clients.md §4 (Gemini CLI 0.61.0, packages/core/src/tools/mcp-tool.ts "
-                           "generateValidName: the middle is cut out)"),
-        "result_chars": (40000, "clients.md §1 (measured, Gemini CLI 0.61.0: truncateToolOutputThreshold)"),
-        "call_seconds": (600, "measured, gemini-cli 0.61.0: a server's timeout, 600,000 ms by default: a 630-s "
-                              "call timed out at 600 s"),
-        "progress_resets": (False, "measured, gemini-cli 0.61.0: the server's timeout 5000 and " + MEASURED_PROGRESS
-                                   + ": timed out at 5 s"),
-        "start_seconds": (90, "measured, gemini-cli 0.61.0 -p: waits for discovery (its timeout, 10 minutes): a "
-                              "server up after 90 s was in turn 1")},
-        profile=budget_profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
-                               client_names=("gemini-cli-mcp-client",))),
+    "gemini-cli": client_entry(
+        "Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")},
+        profile=Profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
+                        client_names=("gemini-cli-mcp-client",)),
+        name_chars=(63, "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/tools/mcp-tool.ts "
+                        "(generateValidName: past 63 the middle is cut out); tests/interop/clients/test_fitting.py "
+                        "(gemini-cli 0.61.0: a 70-character name offered as 63)"),
+        result_chars=(40000, "https://github.com/google-gemini/gemini-cli/pull/18446 (truncateToolOutputThreshold); "
+                             + REAL_CLIENT_TIER + " (gemini-cli 0.61.0)"),
+        call_seconds=(600, MEASURE_CLOCKS + " deadline (gemini-cli 0.61.0): a server's timeout, 600,000 ms by "
+                           "default: a 630-s call timed out at 600 s"),
+        progress_resets=(False, TEST_CLOCKS + " (gemini-cli 0.61.0, the server's timeout 5000, " + MEASURED_PROGRESS
+                                + ": timed out at 5 s)"),
+        start_seconds=(90, MEASURE_CLOCKS + " startup (gemini-cli 0.61.0 -p): it waits for discovery (its timeout, "
+                           "10 minutes): a server up after 90 s was in turn 1")),
     # Copilot CLI: past 20,480 bytes of text (content's, "\n\n", structuredContent: both count) its model gets a
     # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
-    "copilot": client_entry("Copilot CLI", facts={
-        "result_bytes": (20480, "measured, copilot 1.0.102 (large_output_threshold_bytes; its own file)"),
-        "call_seconds": (180, "measured, copilot 1.0.102: a server's timeout, 180 s by default (github/copilot-cli "
-                              "#1378): a 200-s call timed out at 180 s"),
-        "progress_resets": (True, "measured, copilot 1.0.102: the server's timeout 5000 and " + MEASURED_PROGRESS
-                                  + ": the call returned whole"),
-        "start_seconds": (68, "measured, copilot 1.0.102 -p: turn 1 without the server 68 s after start "
-                              "(initialize has a fixed 60 s limit, github/copilot-cli #4421)"),
-        "late_tools": (False, "measured, copilot 1.0.102 -p: a server up after 85 s was not offered to 145 s")},
-        profile=budget_profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer"))),
+    "copilot": client_entry(
+        "Copilot CLI", profile=Profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer")),
+        result_bytes=(20480, REAL_CLIENT_TIER + " (copilot 1.0.102: large_output_threshold_bytes, then its own file)"),
+        call_seconds=(180, "https://github.com/github/copilot-cli/issues/1378 (a server's timeout, 180 s by default); "
+                           + MEASURE_CLOCKS + " deadline (copilot 1.0.102): a 200-s call timed out at 180 s"),
+        progress_resets=(True, TEST_CLOCKS + " (copilot 1.0.102, the server's timeout 5000, " + MEASURED_PROGRESS
+                               + ": the call returned whole)"),
+        start_seconds=(68, MEASURE_CLOCKS + " startup (copilot 1.0.102 -p): turn 1 without the server 68 s after start "
+                           "(initialize has a fixed 60 s limit, https://github.com/github/copilot-cli/issues/4421)")),
     # OpenCode keeps the head of a text over 51,200 bytes (or 2,000 lines) and saves the whole to its own file;
     # the model gets the text blocks alone, images in a user message after the result.
-    "opencode": client_entry("OpenCode", facts={
-        "result_bytes": (51200, "measured, opencode 1.18.33 (real-client tier: head kept, rest saved)"),
-        "result_lines": (2000, "clients.md §7 (opencode 1.18.33)"),
-        "call_seconds": (60, "measured, opencode 1.18.33: an 80-s call timed out at 60 s (a server's timeout "
-                             "sets it)"),
-        "progress_resets": (True, "measured, opencode 1.18.33: the server's timeout 5000 and " + MEASURED_PROGRESS
-                                  + ": the call returned whole (anomalyco/opencode PR #32477)"),
-        "start_seconds": (38, "measured, opencode 1.18.33 run: turn 1 without the server 38 s after start"),
-        "late_tools": (False, "measured, opencode 1.18.33 run: a server up after 55 s was not offered to 114 s")},
-        profile=budget_profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
-                               client_names=("opencode",))),
+    "opencode": client_entry(
+        "OpenCode", profile=Profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
+                                    client_names=("opencode",)),
+        result_bytes=(51200, REAL_CLIENT_TIER + " (opencode 1.18.33: past 51,200 bytes or 2,000 lines the head is "
+                             "kept and the whole saved to its own file)"),
+        call_seconds=(60, MEASURE_CLOCKS + " deadline (opencode 1.18.33): an 80-s call timed out at 60 s (a server's "
+                          "timeout sets it)"),
+        progress_resets=(True, TEST_CLOCKS + " (opencode 1.18.33, the server's timeout 5000, " + MEASURED_PROGRESS
+                               + ": the call returned whole; https://github.com/anomalyco/opencode/pull/32477)"),
+        start_seconds=(38, MEASURE_CLOCKS + " startup (opencode 1.18.33 run): turn 1 without the server 38 s after "
+                           "start")),
     # Qwen Code turns a text over 28,000 characters into a <persisted-output> stub (its file, 2,000 characters);
     # the model gets structuredContent and the text.  Its clientInfo.name ends with the user's name for the server.
-    "qwen-code": client_entry("Qwen Code", aliases={"qwen": ("relay", "capture")}, facts={
-        "result_chars": (28000, "measured, qwen-code 0.24.4 (its threshold 25,000 + 3,000 headroom, in JS string "
-                                "length)"),
-        "call_seconds": (300, "measured, qwen-code 0.24.4: a 330-s call ended at 300 s (\"did not respond within "
-                              "300000ms idle timeout\"); a server's timeout replaces that clock"),
-        "progress_resets": (False, "measured, qwen-code 0.24.4: the server's progress every 30 s kept a 330-s call "
-                                   "alive past the idle clock, but a 630-s one ended at 600 s (its overall limit); "
-                                   "with the server's timeout 5000 and " + MEASURED_PROGRESS + " it timed out at 5 s: "
-                                   "so the relay detaches before 300 s"),
-        "start_seconds": (36, "measured, qwen-code 0.24.4 -p: turn 1 without the server 36 s after start"),
-        "late_tools": (False, "measured, qwen-code 0.24.4 -p: a server up after 55 s was not offered to 98 s")},
-        profile=budget_profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",))),
+    "qwen-code": client_entry(
+        "Qwen Code", aliases={"qwen": ("relay", "capture")},
+        profile=Profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",)),
+        result_chars=(28000, REAL_CLIENT_TIER + " (qwen-code 0.24.4: its threshold 25,000 + 3,000 headroom, in JS "
+                             "string length)"),
+        call_seconds=(300, MEASURE_CLOCKS + " deadline (qwen-code 0.24.4): a 330-s call ended at 300 s (\"did not "
+                           "respond within 300000ms idle timeout\"); a server's timeout replaces that clock"),
+        progress_resets=(False, MEASURE_CLOCKS + " deadline (qwen-code 0.24.4): the server's progress every 30 s kept "
+                                "a 330-s call alive past the idle clock, but a 630-s one ended at 600 s (its overall "
+                                "limit); " + TEST_CLOCKS + ": with the server's timeout 5000 and " + MEASURED_PROGRESS
+                                + " it timed out at 5 s: so the relay detaches before 300 s"),
+        start_seconds=(36, MEASURE_CLOCKS + " startup (qwen-code 0.24.4 -p): turn 1 without the server 36 s after "
+                           "start")),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
-    "vscode": client_entry("VS Code Copilot", facts={
-        "name_chars": (64, "clients.md §4 (VS Code Copilot, 2026)"),
-        "model_tools": (128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")}),
-    "windsurf": client_entry("Windsurf", config="json", facts={
-        "model_tools": (50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04); clients.md §4")}),
+    "vscode": client_entry(
+        "VS Code Copilot",
+        name_chars=(64, "https://github.com/microsoft/vscode/issues/243602 (VS Code, 2025-03: names past the models' "
+                        "64 characters broke requests; closed as fixed, names kept to 64)"),
+        model_tools=(128, "https://github.com/microsoft/vscode/issues/258890 (VS Code 1.102.1)")),
+    "windsurf": client_entry(
+        "Windsurf", config="json",
+        model_tools=(50, "https://github.com/Zhwt/go-mcp-mysql/issues/3 (Windsurf, 2025-04)")),
     # Any other client: under every character cut above (not Codex's bytes: CJK text needs the codex profile or
     # --max-response-bytes).  To check, the findings that affect every client.
-    "generic": client_entry("any other client", profile=budget_profile(), facts={
-        "call_seconds": (SDK_CALL_SECONDS, SDK_CLOCK_SOURCE), "progress_resets": (False, SDK_CLOCK_SOURCE)}),
+    "generic": client_entry("any other client", profile=Profile(), call_seconds=(SDK_CALL_SECONDS, SDK_CLOCK_SOURCE),
+                            progress_resets=(False, SDK_CLOCK_SOURCE)),
     "anthropic": client_entry("Anthropic API", "api"),
-    "openai": client_entry("OpenAI API", "api", facts={
-        "function_name_chars": (64, "clients.md §4 (function names ^[a-zA-Z0-9_-]{1,64}$)")}),
+    "openai": client_entry(
+        "OpenAI API", "api",
+        function_name_chars=(64, "https://platform.openai.com/docs/api-reference/chat/create (a function's name: a-z, "
+                                 "A-Z, 0-9, underscores and dashes, at most 64; 2026)")),
     # For the clients that hand a catalog to the Gemini API's legacy `parameters` (Zed, API gateways).
     "gemini-api": client_entry("Gemini API", "api", aliases={"gemini": ("check",)},
-                               profile=budget_profile(model_apis=("gemini-api",))),
+                               profile=Profile(model_apis=("gemini-api",)),
+                               call_seconds=(SDK_CALL_SECONDS, "the clients passing it schemas: " + SDK_CLOCK_SOURCE),
+                               progress_resets=(False, "the clients passing it schemas: " + SDK_CLOCK_SOURCE)),
 }
+# What the relay's --client takes: auto (by clientInfo.name), or a client with a profile.
+CLIENT_CHOICES = ("auto",) + tuple(name for name, client in CLIENTS.items() if client.profile)
+# The key of the result size a tool declares for itself in its tools/list entry's _meta (declared_chars_max).
+MAX_RESULT_SIZE_META = "anthropic/maxResultSizeChars"
 
 
 def client_named(text, command):
@@ -1694,23 +1732,175 @@ def client_named(text, command):
     if text in CLIENTS:
         return text
     for name, client in CLIENTS.items():
-        if command in client["aliases"].get(text, ()):
+        if command in client.aliases.get(text, ()):
             return name
     return text
 
 
 def client_profile(name):
-    """The budget profile of the client ``name`` (a CLIENTS name with one, or an alias the relay takes)."""
-    return CLIENTS[client_named(name, "relay")]["profile"]
+    """The Profile of the client ``name`` (a CLIENTS name with one, or an alias the relay takes)."""
+    return CLIENTS[client_named(name, "relay")].profile
 
 
-def client_profile_for(name):
+def client_for_info_name(name):
     """The CLIENTS name with a profile of the client calling itself ``name`` (clientInfo.name), else "generic"."""
     for client, entry in CLIENTS.items():
-        for known in entry["profile"]["client_names"] if entry["profile"] else ():
+        for known in entry.profile.client_names if entry.profile else ():
             if name == known or known.endswith("*") and isinstance(name, str) and name.startswith(known[:-1]):
                 return client
     return "generic"
+
+
+def heartbeat_seconds(call_seconds):
+    """Default --heartbeat for a client waiting ``call_seconds`` for a call: a few beats before then, every 30 s
+    at most."""
+    return min(30.0, call_seconds / 4.0)
+
+
+def detach_seconds(call_seconds):
+    """Default --detach-after for a client waiting ``call_seconds`` for a call: safely before then (10 s or a
+    tenth before)."""
+    return call_seconds - max(10.0, call_seconds / 10.0)
+
+
+# -- the client rules of a tool catalog ------------------------------------------
+
+# One row per client rule: what breaks where (CLIENTS names; "all": MCP and JSON Schema conformance), and why we say
+# so: ``ref`` a public report (URL) or the file of this repository that measured it, ``observed`` the client and
+# version it was seen with, ``fix`` the relay's fix (a key of TOOL_FIXES; None: none).  check reports them (Finding,
+# CatalogChecker); the relay fixes them (fit_tools).
+CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text fix", defaults=(None,))
+CATALOG_RULES = collections.OrderedDict([
+    ("root-combinator", CatalogRule(
+        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
+        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
+        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06", "oneOf/anyOf/allOf at the root of inputSchema: the "
+        "Anthropic API rejects the whole request, Claude Code drops the tool, OpenAI rejects the function",
+        "one-object")),
+    ("nested-allof", CatalogRule(
+        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
+        "OpenAI API, gpt-4.1-nano, 2025-08",
+        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
+    ("cursor-type-array", CatalogRule(
+        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
+        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument", "one-type")),
+    ("gemini-type-array", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
+        "Gemini 2.5 Pro via Zed 0.189.5",
+        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")", "one-type")),
+    ("gemini-additional-properties", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
+        "Gemini 2.5 Flash via Zed, 2025-04",
+        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)",
+        "drop-additional-properties")),
+    ("gemini-ref", CatalogRule(
+        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
+        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)", "inline-refs")),
+    ("gemini-enum-type", CatalogRule(
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
+        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
+    ("gemini-format", CatalogRule(
+        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
+        "Gemini CLI 0.1.7",
+        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it", "drop-format")),
+    ("name-chars", CatalogRule(
+        "error", ("openai", "anthropic", "claude-desktop", "cursor"), "https://github.com/openai/codex/issues/8174, "
+        "https://github.com/loomle/loomle/issues/168, https://github.com/webstudio-is/webstudio/issues/5960",
+        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07", "characters outside [A-Za-z0-9_-] (dots "
+        "too) in a tool name: rejected by the OpenAI and Anthropic APIs, Claude Desktop and Cursor", "short-name")),
+    ("name-length", CatalogRule(
+        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
+        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
+        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64",
+        "short-name")),
+    ("vscode-name-cut", CatalogRule(
+        "warning", ("vscode",), "https://github.com/microsoft/vscode/issues/243602", "VS Code, 2025-03",
+        "a tool name over 64 characters: VS Code cuts it to 64", "short-name")),
+    ("gemini-cli-name-cut", CatalogRule(
+        "warning", ("gemini-cli",), "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/tools/"
+        "mcp-tool.ts, tests/interop/clients/test_fitting.py", "Gemini CLI 0.61.0",
+        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name", "short-name")),
+    ("codex-name-hash", CatalogRule(
+        "info", ("codex",), "https://github.com/openai/codex/blob/main/codex-rs/codex-mcp/src/tools.rs",
+        "Codex CLI 0.171.0",
+        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix", "short-name")),
+    ("cursor-name-length", CatalogRule(
+        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
+        "server name + tool name over 60 characters: Cursor filters the tool out", "short-name")),
+    ("sanitized-collision", CatalogRule(
+        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
+        "two names that become one after replacing characters outside [A-Za-z0-9_-]", "short-name")),
+    ("codex-dropped-keywords", CatalogRule(
+        "info", ("codex",), "https://github.com/openai/codex/issues/13768, "
+        "https://github.com/openai/codex/blob/main/codex-rs/tools/src/json_schema.rs (sanitize_json_schema)",
+        "Codex CLI 0.111.0; the keyword list: Codex 0.171.0",
+        "constraint keywords Codex drops from the schema: the model never sees them")),
+    ("output-schema-type", CatalogRule(
+        "error", ("all",),
+        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
+        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
+        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list",
+        "drop-output-schema")),
+    ("claude-code-description", CatalogRule(
+        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
+        "a description over 2,048 characters: Claude Code cuts it")),
+    ("cursor-tool-count", CatalogRule(
+        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
+        "more tools than Cursor sends to the model (100)")),
+    ("cursor-tool-count-old", CatalogRule(
+        "warning", ("cursor",),
+        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
+        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
+    ("cursor-mcp-tools-size", CatalogRule(
+        "error", ("cursor",), "vendor_proto_notes.md, Limits (measured by ocx-proxy)", "Cursor agent.v1",
+        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
+    ("windsurf-tool-count", CatalogRule(
+        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools: Windsurf enables at most 50 across all servers")),
+    ("windsurf-config-tool-count", CatalogRule(
+        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
+        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
+    ("vscode-tool-count", CatalogRule(
+        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
+        "VS Code 1.102.1, Copilot Chat 0.114.1", "more than 128 tools: VS Code Copilot fails the request")),
+    ("big-integer", CatalogRule(
+        "warning", ("cursor", "claude-code"),
+        "https://protobuf.dev/reference/protobuf/google.protobuf/#value (number_value: a double), "
+        "https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Global_Objects/Number/MAX_SAFE_INTEGER",
+        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
+    ("schema-repetition", CatalogRule(
+        "info", ("all",), "https://platform.openai.com/docs/guides/function-calling (function definitions count as "
+        "input tokens in every request)", "every client",
+        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
+])
+# The formats the Gemini API's legacy parameters take (gemini-format; the fix drop-format keeps only these).
+GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
+# The length rules on a tool name: the client whose fact (a Facts field) limits it, how the client spells the name
+# (from "server" and "tool"), and the finding's text (those, ``full``, ``length`` and ``limit``).
+NameLengthRule = collections.namedtuple("NameLengthRule", "rule client fact spelled finding")
+NAME_LENGTH_RULES = (
+    NameLengthRule("name-length", "openai", "function_name_chars", "%(tool)s", "name has %(length)d characters: "
+                   "OpenAI and Gemini function names and Claude Desktop take at most %(limit)d "
+                   "(^[A-Za-z0-9_-]{1,%(limit)d}$)"),
+    NameLengthRule("vscode-name-cut", "vscode", "name_chars", "%(tool)s",
+                   "name has %(length)d characters: VS Code cuts it to %(limit)d"),
+    NameLengthRule("gemini-cli-name-cut", "gemini-cli", "name_chars", "mcp_%(server)s_%(tool)s",
+                   "%(full)r has %(length)d characters; the client cuts it to %(limit)d"),
+    NameLengthRule("codex-name-hash", "codex", "name_chars", "mcp__%(server)s__%(tool)s",
+                   "%(full)r has %(length)d characters; the client cuts it to %(limit)d"),
+    NameLengthRule("cursor-name-length", "cursor", "name_chars", "%(server)s%(tool)s",
+                   "Cursor drops tools whose server name + tool name exceed %(limit)d characters "
+                   "(%(server)r + %(tool)r = %(length)d)"))
+NAME_OUTSIDE_RE = re.compile(r"[^A-Za-z0-9_-]")     # characters of the name-chars rule
+# Named in findings, as the model APIs document it.
+OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENTS["openai"].facts.function_name_chars
+# Keywords Codex removes from a tool's schema that constrain a value ("title", "examples" go too, constraining
+# nothing): the codex-dropped-keywords rule.
+CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength", "maxItems",
+                          "not", "if", "then", "else", "patternProperties", "dependencies", "contentEncoding")
+# The rules of clients that take so many tools per request across all servers (their model_tools; Cursor's depend
+# on its version: CatalogChecker.check_cursor_tool_count).
+TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 
 
 # ---------------------------------------------------------------------------
@@ -1718,8 +1908,8 @@ def client_profile_for(name):
 # ---------------------------------------------------------------------------
 
 # Defaults of --max-response-chars, --preview-chars (CLIENTS' generic profile) and --retention-days.
-MAX_RESPONSE_CHARS = CLIENTS["generic"]["profile"]["budget_chars"]
-PREVIEW_CHARS = CLIENTS["generic"]["profile"]["preview_chars"]
+MAX_RESPONSE_CHARS = CLIENTS["generic"].profile.budget_chars
+PREVIEW_CHARS = CLIENTS["generic"].profile.preview_chars
 RETENTION_DAYS = 7
 # --max-image-bytes default, for clients showing images: base64 characters per response (768 KiB: a screenshot).
 MAX_IMAGE_BYTES = 1 << 20
@@ -2535,25 +2725,27 @@ class Budget:
         self.preview_chars = preview_chars
         self.max_bytes = max_bytes
         self.images_free = images_free  # base64 image characters a message may carry beyond the budget
-        self.model_skips = model_skips  # the tool result member the client never shows (see CLIENTS)
+        self.model_skips = model_skips  # the tool result member the client never shows (see Profile)
         # A line has as many bytes as characters or more: one compare tells whether a limit may be crossed.
         self.check_above = min(max_bytes, max_chars) if max_bytes else max_chars
 
     @classmethod
-    def for_client(cls, facts, options):
-        """The budget of a client with the profile ``facts`` (``client_profile(name)``), where each of
-        ``options.max_response_chars``, ``max_response_bytes``, ``preview_chars`` and ``max_image_bytes`` that
-        is not None wins.  ``--max-response-chars 0`` never spills, unless --max-response-bytes is given."""
+    def for_client(cls, profile, options, declared_chars=None):
+        """The budget of a client with the Profile ``profile``, where each of ``options.max_response_chars``,
+        ``max_response_bytes``, ``preview_chars`` and ``max_image_bytes`` that is not None wins.  ``--max-response-chars
+        0`` never spills, unless --max-response-bytes is given.  ``declared_chars``: the result size a tool declared
+        for itself (its client's declared_chars_max at most), its budget in place of the profile's: no byte budget,
+        the client no longer counting its text in tokens."""
         chars, size = options.max_response_chars, options.max_response_bytes
         if size is None:
-            size = 0 if chars == 0 else facts["budget_bytes"]
+            size = 0 if chars == 0 or declared_chars else profile.budget_bytes
         if chars is None:
-            chars = facts["budget_chars"]
-        preview = facts["preview_chars"] if options.preview_chars is None else options.preview_chars
+            chars = declared_chars or profile.budget_chars
+        preview = profile.preview_chars if options.preview_chars is None else options.preview_chars
         images = options.max_image_bytes
-        images = (MAX_IMAGE_BYTES if facts["shows_images"] else 0) if images is None else images
+        images = (MAX_IMAGE_BYTES if profile.shows_images else 0) if images is None else images
         # A byte budget alone still gives previews a character bound, which never spills by itself.
-        return cls(chars or size, preview, size, images, facts["model_skips"])
+        return cls(chars or size, preview, size, images, profile.model_skips)
 
     def fits(self, chars, size):
         """True when ``chars`` characters and ``size`` UTF-8 bytes are within the budget."""
@@ -2869,10 +3061,10 @@ class Spill:
         return fd, index
 
     def rewrite(self, line, msg, method, request_params=None, protocol_version=None, original_chars=None,
-                saved=None):
-        """Replace an oversized message (see the class docstring).  ``saved`` is ``save_line``'s answer when
-        the line was written before it was parsed (``Relay._spill_later``): ``line`` is then None, and the
-        ``.json`` is left for the caller to remove on failure."""
+                saved=None, budget=None):
+        """Replace an oversized message (see the class docstring), within ``budget`` (None: ``self.budget``).
+        ``saved`` is ``save_line``'s answer when the line was written before it was parsed (``Relay._spill_later``):
+        ``line`` is then None, and the ``.json`` is left for the caller to remove on failure."""
         kind = message_kind(msg)
         if kind in ("request", None) or (kind == "notification" and msg.get("method") != "notifications/message"):
             return None
@@ -2894,7 +3086,7 @@ class Spill:
         original_bytes = len(line) if line is not None else os.path.getsize(files.json_path)
         builder = PreviewBuilder(msg, method, request_params, protocol_version, files, original_chars,
                                  original_bytes, self.reader_name)
-        return builder.fit(full_text, self.budget), files
+        return builder.fit(full_text, budget or self.budget), files
 
 
 def _decode_within(text, i, stop):
@@ -7444,7 +7636,7 @@ def remote_upstream_factory(transport, config, made=None):
 
 
 # ---------------------------------------------------------------------------
-# Catalog fitting: the client rules of a tool catalog, and how the relay makes each tool survive its client
+# Schema fixes: how the relay makes each tool of a catalog survive its client's rules (--fit-tools)
 # ---------------------------------------------------------------------------
 
 SCHEMA_DEPTH_LIMIT = 32
@@ -7455,108 +7647,6 @@ SCHEMA_KEYWORDS_MAP = ("properties", "patternProperties", "$defs", "definitions"
 SCHEMA_KEYWORDS_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 SUBSCHEMA_KEYS = frozenset(SCHEMA_KEYWORDS_ONE + SCHEMA_KEYWORDS_MAP + SCHEMA_KEYWORDS_LIST + ("items",))
 
-# One row per client rule: what breaks where (CLIENTS names; "all": MCP and JSON Schema conformance), and
-# why we say so: ``ref`` a public report (URL) or our client notes (clients.md §4, measured), ``observed``
-# the client and version it was seen with, ``fix`` the relay's fix (a key of TOOL_FIXES; None: none).
-CatalogRule = collections.namedtuple("CatalogRule", "severity clients ref observed text fix", defaults=(None,))
-CATALOG_RULES = collections.OrderedDict([
-    ("root-combinator", CatalogRule(
-        "error", ("anthropic", "claude-code", "claude-desktop", "openai"),
-        "https://github.com/anthropics/claude-code/issues/710, https://github.com/nspady/google-calendar-mcp/issues/39",
-        "Claude Code 0.2.62 to 2.0.29; OpenAI API 2025-06", "oneOf/anyOf/allOf at the root of inputSchema: the "
-        "Anthropic API rejects the whole request, Claude Code drops the tool, OpenAI rejects the function",
-        "one-object")),
-    ("nested-allof", CatalogRule(
-        "error", ("openai",), "https://github.com/makenotion/notion-mcp-server/issues/102",
-        "OpenAI API, gpt-4.1-nano, 2025-08",
-        "allOf below the root: OpenAI rejects the function ('allOf' is not permitted)")),
-    ("cursor-type-array", CatalogRule(
-        "error", ("cursor",), "https://github.com/cursor/cursor/issues/3778", "Cursor, 2025-11",
-        "a type array such as [\"string\", \"null\"]: Cursor fails every call that passes the argument", "one-type")),
-    ("gemini-type-array", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/32429",
-        "Gemini 2.5 Pro via Zed 0.189.5",
-        "a type array: the Gemini API's legacy parameters reject it (\"Proto field is not repeating\")", "one-type")),
-    ("gemini-additional-properties", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/zed-industries/zed/issues/29394",
-        "Gemini 2.5 Flash via Zed, 2025-04",
-        "additionalProperties: the Gemini API's legacy parameters reject it (Unknown name)",
-        "drop-additional-properties")),
-    ("gemini-ref", CatalogRule(
-        "warning", ("gemini-api",), "https://github.com/decolua/9router/issues/1036", "Gemini 3.1 Flash Lite, 2026-05",
-        "$ref/$defs/definitions: the Gemini API's legacy parameters reject them (Unknown name)", "inline-refs")),
-    ("gemini-enum-type", CatalogRule(
-        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/4127",
-        "Gemini CLI, 2025-07", "enum with values that are not strings: the Gemini API takes string enums only")),
-    ("gemini-format", CatalogRule(
-        "warning", ("gemini-api", "gemini-cli"), "https://github.com/google-gemini/gemini-cli/issues/3178",
-        "Gemini CLI 0.1.7",
-        "a format other than float, double, int32, int64, enum, date-time: the Gemini API rejects it", "drop-format")),
-    ("name-chars", CatalogRule(
-        "error", ("openai", "anthropic", "claude-desktop", "cursor"), "https://github.com/openai/codex/issues/8174, "
-        "https://github.com/loomle/loomle/issues/168, https://github.com/webstudio-is/webstudio/issues/5960",
-        "Codex 0.73.0 (OpenAI API); Claude Desktop 1.9659.2; Cursor, 2026-07", "characters outside [A-Za-z0-9_-] (dots "
-        "too) in a tool name: rejected by the OpenAI and Anthropic APIs, Claude Desktop and Cursor", "short-name")),
-    ("name-length", CatalogRule(
-        "error", ("openai", "gemini-api", "claude-desktop"), "https://github.com/loomle/loomle/issues/168",
-        "Claude Desktop 1.9659.2; OpenAI and Gemini API name rules",
-        "a tool name over 64 characters: OpenAI and Gemini function names and Claude Desktop take at most 64",
-        "short-name")),
-    ("vscode-name-cut", CatalogRule(
-        "warning", ("vscode",), "clients.md §4 (ocx-proxy client notes)", "VS Code Copilot, 2026",
-        "a tool name over 64 characters: VS Code cuts it to 64", "short-name")),
-    ("gemini-cli-name-cut", CatalogRule(
-        "warning", ("gemini-cli",), "clients.md §4 (ocx-proxy client notes)", "Gemini CLI 0.61.0",
-        "mcp_<server>_<tool> over 63 characters: Gemini CLI cuts the middle out of the name", "short-name")),
-    ("codex-name-hash", CatalogRule(
-        "info", ("codex",), "clients.md §4 (ocx-proxy client notes)", "Codex CLI 0.171.0 (measured)",
-        "mcp__<server>__<tool> over 128 characters: Codex cuts it and appends a sha1 suffix", "short-name")),
-    ("cursor-name-length", CatalogRule(
-        "error", ("cursor",), "https://github.com/awslabs/mcp/issues/1283", "Cursor 1.6.14",
-        "server name + tool name over 60 characters: Cursor filters the tool out", "short-name")),
-    ("sanitized-collision", CatalogRule(
-        "error", ("codex", "openai"), "https://github.com/openai/codex/issues/8174", "Codex 0.73.0",
-        "two names that become one after replacing characters outside [A-Za-z0-9_-]", "short-name")),
-    ("codex-dropped-keywords", CatalogRule(
-        "info", ("codex",), "https://github.com/openai/codex/issues/13768, clients.md §4 (ocx-proxy client notes)",
-        "Codex CLI 0.111.0; the keyword list measured with 0.171.0",
-        "constraint keywords Codex drops from the schema: the model never sees them")),
-    ("output-schema-type", CatalogRule(
-        "error", ("all",),
-        "https://github.com/githubnext/chopin/issues/154, https://github.com/glslang/windbg-mcp/issues/223",
-        "Claude Code, 2026-09; TypeScript SDK 1.29.0",
-        "an outputSchema without \"type\": \"object\": TypeScript-SDK clients reject the whole tools/list",
-        "drop-output-schema")),
-    ("claude-code-description", CatalogRule(
-        "warning", ("claude-code",), "https://github.com/anthropics/claude-code/issues/41593", "Claude Code 2.1.84",
-        "a description over 2,048 characters: Claude Code cuts it")),
-    ("cursor-tool-count", CatalogRule(
-        "error", ("cursor",), "https://github.com/DaxianLee/cocos-mcp-server/issues/11", "Cursor, 2026-02",
-        "more tools than Cursor sends to the model (100)")),
-    ("cursor-tool-count-old", CatalogRule(
-        "warning", ("cursor",),
-        "https://github.com/anyproto/anytype-mcp/issues/5, https://github.com/Snowflake-Labs/mcp/issues/77",
-        "Cursor 0.47 (40), 2025-09 (80)", "more tools than older Cursor versions send to the model (40, then 80)")),
-    ("cursor-mcp-tools-size", CatalogRule(
-        "error", ("cursor",), "ocx-proxy measurement (vendor_proto_notes.md, Limits)", "Cursor agent.v1, measured",
-        "a catalog whose McpTools message passes ~120 kB or 330 tools: Cursor answers resource_exhausted")),
-    ("windsurf-tool-count", CatalogRule(
-        "warning", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
-        "more than 50 tools: Windsurf enables at most 50 across all servers")),
-    ("windsurf-config-tool-count", CatalogRule(
-        "error", ("windsurf",), "https://github.com/Zhwt/go-mcp-mysql/issues/3", "Windsurf, 2025-04",
-        "more than 50 tools in the servers of one configuration (check --config): Windsurf enables at most 50")),
-    ("vscode-tool-count", CatalogRule(
-        "error", ("vscode",), "https://github.com/microsoft/vscode/issues/258890",
-        "VS Code 1.102.1, Copilot Chat 0.114.1", "more than 128 tools: VS Code Copilot fails the request")),
-    ("big-integer", CatalogRule(
-        "warning", ("cursor", "claude-code"), "ocx-proxy protobuf Value encoding (doubles) and JavaScript numbers",
-        "Cursor agent.v1; Node.js clients", "an integer beyond 2^53 loses precision")),
-    ("schema-repetition", CatalogRule(
-        "info", ("all",), "issue 14 item 5 (measured on a public server: 60 of 76 kB)", "every client",
-        "the same schema block of 500 bytes or more in several places: its bytes go out in every request")),
-])
-GEMINI_FORMATS = frozenset(["float", "double", "int32", "int64", "enum", "date-time"])
 
 
 def json_pointer(*parts):
@@ -7583,31 +7673,14 @@ def resolve_pointer(document, pointer):
 # The server name the length rules count (Cursor's 60 characters, mcp_<server>_<tool>...) is taken to be
 # this long: the relay never learns the name the client's configuration gives the server.
 FIT_SERVER_NAME_CHARS = 24
-# The length rules on a tool name: the client whose fact (a key of its CLIENTS facts) limits it, how the client
-# spells the name (from "server" and "tool"), and the finding's text (those, ``full``, ``length`` and ``limit``).
-NameLengthRule = collections.namedtuple("NameLengthRule", "rule client fact spelled finding")
-NAME_LENGTH_RULES = (
-    NameLengthRule("name-length", "openai", "function_name_chars", "%(tool)s", "name has %(length)d characters: "
-                   "OpenAI and Gemini function names and Claude Desktop take at most %(limit)d "
-                   "(^[A-Za-z0-9_-]{1,%(limit)d}$)"),
-    NameLengthRule("vscode-name-cut", "vscode", "name_chars", "%(tool)s",
-                   "name has %(length)d characters: VS Code cuts it to %(limit)d"),
-    NameLengthRule("gemini-cli-name-cut", "gemini-cli", "name_chars", "mcp_%(server)s_%(tool)s",
-                   "%(full)r has %(length)d characters; the client cuts it to %(limit)d"),
-    NameLengthRule("codex-name-hash", "codex", "name_chars", "mcp__%(server)s__%(tool)s",
-                   "%(full)r has %(length)d characters; the client cuts it to %(limit)d"),
-    NameLengthRule("cursor-name-length", "cursor", "name_chars", "%(server)s%(tool)s",
-                   "Cursor drops tools whose server name + tool name exceed %(limit)d characters "
-                   "(%(server)r + %(tool)r = %(length)d)"))
-NAME_OUTSIDE_RE = re.compile(r"[^A-Za-z0-9_-]")     # characters of the name-chars rule
 NAME_HASH_CHARS = 6         # hex digits of sha1(original name) a short name ends with
 FIT_REF_DEPTH = 8           # $refs expanded inside one another before inline-refs cuts
 FIT_REF_EXPANSIONS = 500    # $refs expanded in one schema before inline-refs cuts the rest
 
 
 def fit_rules(client):
-    """The CATALOG_RULES rows with a fix for "all", ``client`` (a relay profile) or a model API it uses."""
-    reached = {"all", client} | set(client_profile(client)["model_apis"])
+    """The CATALOG_RULES rows with a fix for "all", ``client`` (a client with a profile) or a model API it uses."""
+    reached = {"all", client} | set(client_profile(client).model_apis)
     return [rule for rule, row in CATALOG_RULES.items() if row.fix and reached & set(row.clients)]
 
 
@@ -7615,7 +7688,7 @@ def name_limit(rules, server_chars=FIT_SERVER_NAME_CHARS):
     """The longest tool name the length rules among ``rules`` let through (None: no such rule)."""
     # Every rule keeps room for a server name, also where the client's spelling shows none.
     server = {"server": "x" * server_chars, "tool": ""}
-    limits = [CLIENTS[row.client]["facts"][row.fact] - max(server_chars, len(row.spelled % server))
+    limits = [getattr(CLIENTS[row.client].facts, row.fact) - max(server_chars, len(row.spelled % server))
               for row in NAME_LENGTH_RULES if row.rule in rules]
     return min(limits) if limits else None
 
@@ -7987,7 +8060,7 @@ class ToolFitting:
 
 
 # ---------------------------------------------------------------------------
-# Relay parts: options, requests and their clocks (timeouts, heartbeats, detaching), the reader tool, profiles
+# Relay parts: options, requests and their clocks (timeouts, heartbeats, detaching), the reader tool, the profile
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
@@ -8007,7 +8080,7 @@ OPEN_ENDED = frozenset(["subscriptions/listen"])
 PROGRESS_STEP = 0.001
 # Progress values past this are passed as they are: no arithmetic on them.
 PROGRESS_LIMIT = 1e300
-# What the reader tool waits for a detached call's answer when the model says nothing (capped: ClientProfile).
+# What the reader tool waits for a detached call's answer when the model says nothing (capped: ProfileInUse).
 DETACH_WAIT_SECONDS = 10
 # DetachedCalls.reading: the reader call waits, and is answered later.
 WAITING = "waiting"
@@ -8022,13 +8095,14 @@ RelayOptions = collections.namedtuple(
 
 
 class Pending:
-    """A client request not answered yet (``params`` only where a preview or a rewrite needs them); its timers
-    (``timer``: --request-timeout; ``clock``: CallClock's, for the next heartbeat or ``detach_at``) and, when it
-    carries a progressToken that CallClock watches, the token and its ``key``, the last progress the client saw
-    (``shown``) and when the server or a heartbeat last spoke of it (``heard``)."""
+    """A client request not answered yet (``params`` only where a preview or a rewrite needs them, ``budget`` only
+    where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
+    next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
+    ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
+    (``heard``)."""
 
     __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
-                 "shown", "heard")
+                 "shown", "heard", "budget")
 
     def __init__(self, msg_id, method, params, version, started):
         self.msg_id = msg_id
@@ -8037,6 +8111,7 @@ class Pending:
         self.version = version
         self.started = started
         self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
+        self.budget = None   # its answer's Budget when not the session's (ProfileInUse.budget_for)
 
 
 class Trace:
@@ -8082,14 +8157,15 @@ SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more
 READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
 
 
-def reader_tool(taken=()):
+def reader_tool(taken=(), declared_chars=None):
     """The tools/list entry of the reader tool, named READER_TOOL_NAME or, while ``taken`` (the server's tool
-    names) has that, READER_TOOL_NAME_2, _3..."""
+    names) has that, READER_TOOL_NAME_2, _3...; with ``declared_chars``, the result size it declares for itself (its
+    longest page) in its ``_meta``."""
     name, n = READER_TOOL_NAME, 1
     while name in taken:
         n += 1
         name = "%s_%d" % (READER_TOOL_NAME, n)
-    return {
+    entry = {
         "name": name,
         "description": (
             "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
@@ -8126,6 +8202,9 @@ def reader_tool(taken=()):
                      % DETACH_WAIT_SECONDS},
         }, "required": ["id"]},
     }
+    if declared_chars:
+        entry["_meta"] = {MAX_RESULT_SIZE_META: declared_chars}
+    return entry
 
 
 def reader_wait(args):
@@ -8164,8 +8243,9 @@ class Reader:
     ends the searches at shutdown.
     """
 
-    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False):
+    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False, declares=lambda: None):
         self.spill = spill
+        self.declares = declares         # the result size it declares in tools/list (None: none)
         self.loop = loop
         self.send = send
         self.detached = detached
@@ -8186,7 +8266,7 @@ class Reader:
                                  and isinstance(tool.get("name"), str))
         if result.get("nextCursor"):  # not the last page
             return False
-        tools.append(reader_tool(self.server_tools))
+        tools.append(reader_tool(self.server_tools, self.declares()))
         self.spill.reader_name = tools[-1]["name"]
         return True
 
@@ -8424,6 +8504,7 @@ class Requests:
             pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
         self.pending[id_key(msg["id"])] = pending
         self.clock.watch(pending, msg.get("params"))
+        return pending
 
     def is_open(self, pending):
         return self.pending.get(id_key(pending.msg_id)) is pending
@@ -8463,29 +8544,31 @@ class Requests:
             self.on_timeout(pending)
 
 
-class ClientProfile:
-    """The client profile in use: ``spill.budget`` (set here only), whether outputSchema is kept and the client's
-    clock (``heartbeat`` and ``detach_after`` seconds, 0: off; ``progress_resets``; ``wait_cap``: the longest a
-    reader call waits for a detached call); with --client auto, the generic one until the client's first request
-    (``choose``)."""
+class ProfileInUse:
+    """The profile in use for this session's client, with the options given: ``spill.budget`` (set here only),
+    whether outputSchema is kept and the client's clock (``heartbeat`` and ``detach_after`` seconds, 0: off;
+    ``progress_resets``; ``wait_cap``: the longest a reader call waits for a detached call); with --client auto, the
+    generic one until the client's first request (``choose``).  For a client that reads a tool's own result size
+    (declared_chars_max), ``note_sizes`` keeps what each tool declared and ``budget_for`` gives its calls that budget;
+    the reader tool declares its pages' (``reader_declares``)."""
 
     def __init__(self, spill, options):
         self.spill = spill
         self.options = options
         self.known = options.client != "auto"
+        self.declared = {}           # the server's tool name -> the result size it declared (MAX_RESULT_SIZE_META)
         self.use("generic" if options.client == "auto" else options.client)
 
     def use(self, name):
-        facts = client_profile(name)
-        self.spill.budget = Budget.for_client(facts, self.options)
-        self.keep_output_schema = self.options.keep_output_schema or not facts["strip_output_schema"]
+        self.client, self.name = CLIENTS[client_named(name, "relay")], name
+        profile, facts = self.client.profile, self.client.facts
+        self.spill.budget = Budget.for_client(profile, self.options)
+        self.keep_output_schema = self.options.keep_output_schema or not profile.strip_output_schema
+        self.call_seconds, self.progress_resets = facts.call_seconds, facts.progress_resets
         given = self.options.heartbeat, self.options.detach_after
-        self.heartbeat = heartbeat_seconds(facts) if given[0] is None else given[0]
-        self.detach_after = detach_seconds(facts) if given[1] is None else given[1]
-        self.progress_resets = facts["progress_resets"]
-        self.wait_cap = self.detach_after or detach_seconds(facts)
-        self.call_seconds = facts["call_seconds"]
-        self.name = name
+        self.heartbeat = heartbeat_seconds(self.call_seconds) if given[0] is None else given[0]
+        self.detach_after = detach_seconds(self.call_seconds) if given[1] is None else given[1]
+        self.wait_cap = self.detach_after or detach_seconds(self.call_seconds)
 
     def choose(self, msg):
         """--client auto: the profile named by ``msg``, the client's first request (initialize's clientInfo or,
@@ -8495,8 +8578,35 @@ class ClientProfile:
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         info = params.get("clientInfo") if msg.get("method") == "initialize" else meta.get(META_CLIENT_INFO)
         name = info.get("name") if isinstance(info, dict) else None
-        self.use(client_profile_for(name))
+        self.use(client_for_info_name(name))
         self.log("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
+
+    def note_sizes(self, msg, params=None):
+        """A ``Rewrite`` that changes nothing: the result size each tool of a tools/list page declares for itself
+        (a whole number from 1), by the server's name."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        for tool in result.get("tools") if isinstance(result, dict) and isinstance(result.get("tools"), list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                meta = tool.get("_meta")
+                size = meta.get(MAX_RESULT_SIZE_META) if isinstance(meta, dict) else None
+                if type(size) is int and size > 0:
+                    self.declared[tool["name"]] = size
+                else:
+                    self.declared.pop(tool["name"], None)
+        return False
+
+    def budget_for(self, msg):
+        """The Budget of the client request ``msg``: a call of a tool that declared its result size, for a client
+        that reads it, gets that size (declared_chars_max at most); None: the session's (``spill.budget``)."""
+        most = self.client.facts.declared_chars_max
+        size = self.declared.get(called_tool(msg)) if most and msg.get("method") == "tools/call" else None
+        return None if size is None else Budget.for_client(self.client.profile, self.options, min(size, most))
+
+    def reader_declares(self):
+        """The result size the reader tool declares, for a client that reads it: its longest page (what fits the
+        session's budget); None for any other client."""
+        most = self.client.facts.declared_chars_max
+        return min(self.spill.budget.max_chars or MAX_RESPONSE_CHARS, most) if most else None
 
     def log(self, why):
         clock = "%s, %s (its clock: %g s%s)" % (
@@ -8531,7 +8641,7 @@ def next_progress(last, value=None):
 
 
 class CallClock:
-    """The client's clock on each pending request, kept by the relay (``profile``, a ClientProfile: heartbeat,
+    """The client's clock on each pending request, kept by the relay (``profile``, a ProfileInUse: heartbeat,
     detach_after, progress_resets).  ``watch`` arms one timer per request, for the first of: while the server says
     nothing of a request with a progressToken for ``heartbeat`` seconds, the client gets progress from us
     (``send``); a tools/call still unanswered after ``detach_after`` goes to ``on_detach(pending)``, unless our
@@ -9306,18 +9416,22 @@ class Relay:
         self.loop = loop
         self.options = options
         self.spill = Spill(options.output_dir, retention_days=options.retention_days)
-        self.profile = ClientProfile(self.spill, options)
+        self.profile = ProfileInUse(self.spill, options)
         self.clock = CallClock(loop, self.profile, self._answer, self._detach)
         self.requests = Requests(loop, options.request_timeout, self._timed_out, self.clock)
         self.detached = DetachedCalls(self.spill, loop, self.profile, self.requests, self._cancel_upstream,
                                       options.request_timeout)
         # The reader tool returns what spilled and what detached calls answered: with neither, it is not offered.
         self.reader = Reader(self.spill, loop, self._answer, lambda: self.closing, options.reader_tool and (
-            self.spill.budget.check_above > 0 or options.detach_after != 0), self.detached, options.use_threads)
+            self.spill.budget.check_above > 0 or options.detach_after != 0), self.detached, options.use_threads,
+                             self.profile.reader_declares)
         # What we change in answers, by their request's method (after Upstream.rewrites; see _may_change).
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
         fixes = (
+            Rewrite("note the result size each tool declares", lambda line, params: self.profile.client.facts
+                    .declared_chars_max and (b"maxResultSizeChars" in line or self.profile.declared),
+                    self.profile.note_sizes),
             Rewrite("filter tools/list", lambda line, params: self.tool_filter.active, self.tool_filter.rewrite),
             Rewrite("remove outputSchema from tools/list", lambda line, params: not self.profile.keep_output_schema
                     and b'"outputSchema"' in line, strip_output_schemas),
@@ -9509,7 +9623,7 @@ class Relay:
                 self.profile.choose(msg)
             if method == "initialize":
                 self.supervisor.initialize_ok = False
-            self.requests.add(msg)
+            self.requests.add(msg).budget = self.profile.budget_for(msg)
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
@@ -9671,7 +9785,7 @@ class Relay:
             return False
         chars = char_count(line)
         # A line that may fit once compacted, or once its images are left out, takes the usual path.
-        if self.spill.budget.may_fit(line, chars):
+        if self._budget(pending).may_fit(line, chars):
             return False
         try:
             saved = self.spill.save_line(line, pending.method, envelope.id)
@@ -9724,7 +9838,7 @@ class Relay:
         params = pending.params if pending else None
         if any(rewrite.applies(line, params) for rewrite in self._rewrites_of(pending)):
             return True
-        limit = self.spill.budget.check_above
+        limit = self._budget(pending).check_above
         return limit > 0 and len(line) > limit and (kind == "response" or method == "notifications/message")
 
     def _drop_upstream_line(self, line, defect):
@@ -9765,7 +9879,7 @@ class Relay:
         if pending is not None:
             line = apply_rewrites(self._rewrites_of(pending), line, msg, pending.params)
         spilled = None
-        limit = self.spill.budget.check_above
+        limit = self._budget(pending).check_above
         if limit > 0 and len(line) > limit and isinstance(msg, dict):
             out, spilled = self._check_size(line, msg, pending, char_count(line), len(line))
             line = line if out is None else out
@@ -9804,18 +9918,23 @@ class Relay:
         else:
             log.warning("%s; dropped it (no pending request id found at either end)" % message)
 
+    def _budget(self, pending):
+        """The Budget of the answer to ``pending`` (None: a message that answers nothing)."""
+        return pending.budget if pending is not None and pending.budget is not None else self.spill.budget
+
     def _check_size(self, line, msg, pending, chars, size, saved=None):
         """(bytes to send instead of ``line`` or None, SpillFiles or None) for a message over the check: compacted
-        when that fits ``spill.budget``, else spilled (``saved``: saved already, ``line`` None), else unchanged."""
-        method = pending.method if pending else None
+        when that fits its budget (``_budget``), else spilled (``saved``: saved already, ``line`` None), else
+        unchanged."""
+        method, budget = pending.method if pending else None, self._budget(pending)
         try:
-            fits, compact = (False, None) if saved else self.spill.budget.fit(line, msg, chars)
+            fits, compact = (False, None) if saved else budget.fit(line, msg, chars)
             if fits:
                 return None if compact is None else compact.encode("utf-8", "surrogatepass"), None
             # a request names its version (one relay may carry both eras), a log line gets the session's
             version = (pending.version if pending is not None else None) or self.supervisor.protocol_version
             rewritten = self.spill.rewrite(line, msg, method, pending.params if pending else None,
-                                           version, chars, saved=saved)
+                                           version, chars, saved=saved, budget=budget)
         except (ValueError, TypeError) as exc:
             log.warning("could not rewrite an oversized message (%s); forwarding it unchanged" % exc)
             return None, None
@@ -10097,15 +10216,15 @@ def encode_agent_run_request(mcp_tools=b"", empty_wrapper=False):
 
 def cursor_limit_warnings(tool_count, mcp_tools_size, message_size=None):
     """Human-readable warnings for a catalog past Cursor's observed limits."""
-    cursor = CLIENTS["cursor"]["facts"]
+    cursor = CLIENTS["cursor"].facts
     warnings = []
-    if tool_count > cursor["mcp_tools_count"]:
+    if tool_count > cursor.mcp_tools_count:
         warnings.append("%d tool definitions exceed Cursor's limit of about %d; "
-                        "expect resource_exhausted" % (tool_count, cursor["mcp_tools_count"]))
-    if mcp_tools_size > cursor["mcp_tools_bytes"]:
+                        "expect resource_exhausted" % (tool_count, cursor.mcp_tools_count))
+    if mcp_tools_size > cursor.mcp_tools_bytes:
         warnings.append("McpTools is %d bytes, over Cursor's limit of about %d bytes"
-                        % (mcp_tools_size, cursor["mcp_tools_bytes"]))
-    if message_size is not None and message_size > cursor["message_bytes"]:
+                        % (mcp_tools_size, cursor.mcp_tools_bytes))
+    if message_size is not None and message_size > cursor.message_bytes:
         warnings.append("message is %d bytes; Cursor refuses messages over about 1 MiB" % message_size)
     return warnings
 
@@ -11092,23 +11211,15 @@ def serve_capture(session, stdin, stdout, line_limit):
 
 
 # ---------------------------------------------------------------------------
-# Catalog rules: what in a tool catalog breaks which client, and who says so
+# Catalog checker: check's findings on a catalog, each client rule's from CATALOG_RULES
 # ---------------------------------------------------------------------------
 
 MCP_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
-# Named in findings, as the model APIs document it.
-OPENAI_TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,%d}$" % CLIENTS["openai"]["facts"]["function_name_chars"]
 JSON_SCHEMA_TYPES = frozenset(["string", "number", "integer", "boolean", "object", "array", "null"])
 SCHEMA_SIZE_LIMIT = 100000      # characters of one schema's compact JSON
 BOUND_PAIRS = (("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minLength", "maxLength"),
                ("minItems", "maxItems"), ("minProperties", "maxProperties"))
 
-# Keywords Codex removes from a tool's schema that constrain a value ("title", "examples" go too, constraining nothing).
-CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength", "maxItems",
-                          "not", "if", "then", "else", "patternProperties", "dependencies", "contentEncoding")
-# The rules of clients that take so many tools per request across all servers (their model_tools in CLIENTS;
-# Cursor's depend on its version: check_cursor_tool_count).
-TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
 REPEATED_BLOCK_BYTES = 500      # compact JSON size from which a repeated schema block is a cost note
 
 
@@ -11136,7 +11247,7 @@ class Finding:
         if self.rule is not None:
             data["rule"] = self.rule
             data["source"] = self.source
-            data["fixedFor"] = [name for name in CLIENTS if CLIENTS[name]["profile"] and self.rule in fit_rules(name)]
+            data["fixedFor"] = [name for name in CLIENTS if CLIENTS[name].profile and self.rule in fit_rules(name)]
         return data
 
 
@@ -11217,7 +11328,7 @@ class CatalogChecker:
             if name in seen:
                 self.add("error", base + "/name", "duplicate tool name %r (also %s)" % (name, seen[name]), tool=name)
             seen.setdefault(name, base)
-            clean = NAME_OUTSIDE_RE.sub("_", name)[:CLIENTS["openai"]["facts"]["function_name_chars"]]
+            clean = NAME_OUTSIDE_RE.sub("_", name)[:CLIENTS["openai"].facts.function_name_chars]
             sanitized.setdefault(clean, set()).add(name)
             self.check_tool_name(name, base, tool=name)
             self.check_description(tool, base, name)
@@ -11245,13 +11356,13 @@ class CatalogChecker:
                           "take only %s" % (name, " ".join(map(repr, odd)), OPENAI_TOOL_NAME_PATTERN), tool=tool)
         names = {"server": self.server_name or "", "tool": name}
         for row in NAME_LENGTH_RULES:
-            full, limit = row.spelled % names, CLIENTS[row.client]["facts"][row.fact]
+            full, limit = row.spelled % names, getattr(CLIENTS[row.client].facts, row.fact)
             if len(full) > limit:
                 self.add_rule(row.rule, pointer, row.finding % dict(names, full=full, length=len(full), limit=limit),
                               tool=tool)
 
     def check_description(self, tool, base, name):
-        description, limit = tool.get("description"), CLIENTS["claude-code"]["facts"]["description_chars"]
+        description, limit = tool.get("description"), CLIENTS["claude-code"].facts.description_chars
         if description is None:
             return
         if not isinstance(description, str):
@@ -11264,10 +11375,10 @@ class CatalogChecker:
         count = len(tools)
         self.check_cursor_tool_count(count, "/tools")
         for rule, client in TOOL_COUNT_CAPS:
-            cap = CLIENTS[client]["facts"]["model_tools"]
+            cap = CLIENTS[client].facts.model_tools
             if count > cap:
                 self.add_rule(rule, "/tools", "%d tools: %s takes at most %d across all servers" % (
-                    count, CLIENTS[client]["display"], cap))
+                    count, CLIENTS[client].display, cap))
         valid = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("name")]
         try:
             # Integers past 2^53 are reported above; as doubles they take the same 8 bytes.
@@ -11281,22 +11392,22 @@ class CatalogChecker:
     def check_cursor_tool_count(self, count, pointer, together=""):
         """Cursor's tool count rules for ``count`` tools: of one catalog, or ``together`` (" in all") those of every
         server a configuration loads (combined_findings)."""
-        cursor = CLIENTS["cursor"]["facts"]
-        if count > cursor["model_tools"]:
+        cursor = CLIENTS["cursor"].facts
+        if count > cursor.model_tools:
             self.add_rule("cursor-tool-count", pointer, "%d tools%s: Cursor sends at most %d to the model (older "
-                          "versions only %d)" % (count, together, cursor["model_tools"], cursor["model_tools_old"]))
-        elif count > cursor["model_tools_old"]:
+                          "versions only %d)" % (count, together, cursor.model_tools, cursor.model_tools_old))
+        elif count > cursor.model_tools_old:
             self.add_rule("cursor-tool-count-old", pointer, "%d tools%s: older Cursor versions send only the first "
                           "%d to the model (80, then %d in later versions)"
-                          % (count, together, cursor["model_tools_old"], cursor["model_tools"]))
+                          % (count, together, cursor.model_tools_old, cursor.model_tools))
 
     def check_mcp_tools_size(self, size, count, pointer, together=""):
         """Cursor's McpTools rule for ``count`` tools encoded in ``size`` bytes (``together``: as above)."""
-        cursor = CLIENTS["cursor"]["facts"]
-        if size > cursor["mcp_tools_bytes"] or count > cursor["mcp_tools_count"]:
+        cursor = CLIENTS["cursor"].facts
+        if size > cursor.mcp_tools_bytes or count > cursor.mcp_tools_count:
             self.add_rule("cursor-mcp-tools-size", pointer, "Cursor McpTools would be %d bytes for %d tools%s; about "
                           "%d bytes and %d tools are the most Cursor accepts"
-                          % (size, count, together, cursor["mcp_tools_bytes"], cursor["mcp_tools_count"]))
+                          % (size, count, together, cursor.mcp_tools_bytes, cursor.mcp_tools_count))
 
     def check_repetition(self, tools):
         """One note for inputSchema blocks that repeat across the catalog: their bytes go to the model with every
@@ -11901,17 +12012,20 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
     raise OcxError("%s holds no tool list (expected a tools/list result or an array of tools)" % path)
 
 
-def advertised_tools(tools, profile):
-    """``tools`` as the relay, with its default options, advertises them to the relay profile ``profile``:
-    outputSchema removed where the profile removes it, fitted (``fit_tools``), the reader tool last.
-    Returns ``(tools, names)``, ``names`` mapping each fitted name to the server's (``tools`` is left alone)."""
+def advertised_tools(tools, client):
+    """``tools`` as the relay, with its default options, advertises them to ``client`` (a client with a profile):
+    outputSchema removed where its profile removes it, fitted (``fit_tools``), the reader tool last (declaring the
+    size of its pages where the client reads that: ``ProfileInUse.reader_declares``).  Returns ``(tools, names)``,
+    ``names`` mapping each fitted name to the server's (``tools`` is left alone)."""
     msg = {"result": {"tools": [dict(tool) if isinstance(tool, dict) else tool for tool in tools]}}
-    if client_profile(profile)["strip_output_schema"]:
+    profile, most = CLIENTS[client].profile, CLIENTS[client].facts.declared_chars_max
+    if profile.strip_output_schema:
         strip_output_schemas(msg)
-    fitting = ToolFitting(lambda: profile)
+    fitting = ToolFitting(lambda: client)
     fitting.rewrite(msg)
     fitted = msg["result"]["tools"]
-    return fitted + [reader_tool(tool_names({"tools": fitted}))], fitting.originals
+    reader = reader_tool(tool_names({"tools": fitted}), min(profile.budget_chars, most) if most else None)
+    return fitted + [reader], fitting.originals
 
 
 def check_report_json(snapshot, findings, checker, timings, client, protocol=None):
@@ -12048,18 +12162,18 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
         info = server_info(snapshot.get("initialize", snapshot.get("discover"))) or {}
         server_name = info.get("name") if isinstance(info.get("name"), str) else None
     if fitted:
-        profile = client if CLIENTS[client]["profile"] else "generic"
+        relayed = client if CLIENTS[client].profile else "generic"   # the profile the relay gives it
         # No tools capability: no tools/list, nothing the relay adds.
-        tools, names = advertised_tools(snapshot["tools"], profile) if "tools" in snapshot else ([], {})
+        tools, names = advertised_tools(snapshot["tools"], relayed) if "tools" in snapshot else ([], {})
         snapshot = dict(snapshot, tools=tools)
-        fitted = {"client": client, "profile": profile, "names": names, "tools": tools}
+        fitted = {"client": client, "profile": relayed, "names": names, "tools": tools}
     checker = CatalogChecker(server_name)
     findings = list(problems) + checker.check(snapshot, protocol and protocol["requested"])
     findings += task_findings(snapshot.get("tools") or [])
     if server_name is None and snapshot.get("tools"):
         findings.append(Finding("info", "/tools", "Cursor's %d-character limit counts the server name from your "
                                 "mcp.json too: pass --server-name NAME to check it exactly"
-                                % CLIENTS["cursor"]["facts"]["name_chars"],
+                                % CLIENTS["cursor"].facts.name_chars,
                                 ("cursor",)))
     elif fitted and server_name and len(server_name) > FIT_SERVER_NAME_CHARS and any(
             CATALOG_RULES[f.rule].fix == "short-name" for f in findings if f.rule and f.affects(client)):
@@ -12077,11 +12191,9 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # Client configs: check --config, every server a client loads
 # ---------------------------------------------------------------------------
 #
-# A client loads every server of its configuration together, so some limits only show in combination.  Formats:
-# "json" (an "mcpServers" object; Claude Code's ~/.claude.json also has one per project), "gemini" (Gemini CLI
-# settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex" (config.toml, [mcp_servers.NAME]).
+# A client loads every server of its configuration together, so some limits only show in combination (the
+# formats: CONFIG_FORMATS).
 
-CONFIG_FORMATS = ("json", "gemini", "codex")   # the clients each feeds: their "config" in CLIENTS
 CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
@@ -12100,7 +12212,7 @@ def gemini_tool_name(server, tool):
     """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
     (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
     name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
-    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"]["facts"]["name_chars"] else name
+    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"].facts.name_chars else name
 
 
 class ConfigServer:
@@ -12571,7 +12683,7 @@ def check_config_server(server, timeout, client):
 
 def combined_findings(fmt, servers, results):
     """What only shows with every server of one scope loaded: (findings, tool count, Cursor bytes)."""
-    clients = [name for name, client in CLIENTS.items() if client["config"] == fmt]
+    clients = [name for name, client in CLIENTS.items() if client.config == fmt]
     checker = CatalogChecker()
     checked = [(server, result, names) for server, (result, names) in zip(servers, results) if "report" in result]
     count = sum(len(names) for _, _, names in checked)
@@ -12580,7 +12692,7 @@ def combined_findings(fmt, servers, results):
     if "cursor" in clients:
         checker.check_cursor_tool_count(count, where, " in all")
         checker.check_mcp_tools_size(size, count, where, " in all")
-    cap = CLIENTS["windsurf"]["facts"]["model_tools"]
+    cap = CLIENTS["windsurf"].facts.model_tools
     if "windsurf" in clients and count > cap:
         checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
                          % (count, cap))
@@ -13066,9 +13178,6 @@ def resolve_env_defaults(args):
             setattr(args, dest, value.resolve())
 
 
-CLIENT_CHOICES = ("auto",) + tuple(name for name, client in CLIENTS.items() if client["profile"])
-
-
 def client_choice(command, names):
     """Converter for the --client of ``command``: one of ``names``, or an older spelling of one."""
     choose = choice_of(names)
@@ -13078,7 +13187,7 @@ def client_choice(command, names):
 def aliases_note(command):
     """The --help words on the older spellings ``command`` still takes."""
     return "".join("; %s still means %s (deprecated)" % (alias, name) for name, client in CLIENTS.items()
-                   for alias, commands in client["aliases"].items() if command in commands)
+                   for alias, commands in client.aliases.items() if command in commands)
 
 
 def add_spill_options(parser):
@@ -13098,7 +13207,7 @@ def add_spill_options(parser):
                    metavar="BYTES",
                    help="base64 image data allowed on top of the budget, for clients that show images; 0 = images "
                         "count; profiles: %d for %s, else 0 (default %%(default)s)" % (MAX_IMAGE_BYTES, ", ".join(
-                            n for n in CLIENT_CHOICES if n != "auto" and client_profile(n)["shows_images"])))
+                            n for n in CLIENT_CHOICES if n != "auto" and client_profile(n).shows_images)))
     add_env_option(group, "--preview-chars", "PREVIEW_CHARS", int_at_least(0), "a character count", None,
                    metavar="CHARS", help="characters of text kept in a preview (default %(default)s)")
     group.add_argument("--output-dir", metavar="DIR", help="where spilled responses are written (default %(default)s)",
@@ -13138,7 +13247,7 @@ def add_relay_options(parser):
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
                    metavar="SECONDS", help="answer a request unanswered after this many seconds with an error and "
                                            "cancel it upstream; 0 = no timeout (default %(default)s)")
-    generic = client_profile("generic")
+    generic = CLIENTS["generic"].facts.call_seconds
     add_env_option(group, "--heartbeat", "HEARTBEAT", seconds_or_off(0.1), "a number of seconds", None,
                    metavar="SECONDS", help="while the server says nothing of a request that carries a progressToken "
                    "for this long, send the client progress ourselves (its clock may start again); 0 = off; the "
@@ -13513,7 +13622,7 @@ def cmd_encode_tools(args):
         output = mcp_tools
     for warning in cursor_limit_warnings(0, 0, len(output)):
         log.warning(warning)
-    fmt, cursor = args.format or ("hex" if sys.stdout.isatty() else "raw"), CLIENTS["cursor"]["facts"]
+    fmt, cursor = args.format or ("hex" if sys.stdout.isatty() else "raw"), CLIENTS["cursor"].facts
     if fmt == "raw":
         sys.stdout.buffer.write(output)
     else:   # text, with a newline
@@ -13522,7 +13631,7 @@ def cmd_encode_tools(args):
     log.info("encode-tools: %d tools in, %d out; McpTools %d bytes, %s %d bytes as %s "
              "(Cursor limits: %d tools, %d bytes McpTools, 1 MiB per message)"
              % (len(normalized) + len(notes), len(selected), len(mcp_tools), args.wrap,
-                len(output), fmt, cursor["mcp_tools_count"], cursor["mcp_tools_bytes"]))
+                len(output), fmt, cursor.mcp_tools_count, cursor.mcp_tools_bytes))
     return 0
 
 
@@ -13716,7 +13825,7 @@ def add_check_output_options(parser, suppress=False):
                             help=help % {"default": default}, **kwargs)
 
     add("--json", False, "print the report as JSON for CI (default: a readable report)", action="store_true")
-    kinds = [[name for name, client in CLIENTS.items() if client["kind"] == kind] for kind in ("agent", "api")]
+    kinds = [[name for name, client in CLIENTS.items() if client.kind == kind] for kind in ("agent", "api")]
     add("--client", "all", "only show findings that affect this client (%s) or model API (%s)%s (default "
         "%%(default)s)" % (", ".join(kinds[0]), ", ".join(kinds[1]), aliases_note("check")),
         type=lambda text: client_named(text, "check"), choices=("all",) + tuple(CLIENTS), metavar="CLIENT")
@@ -13724,7 +13833,7 @@ def add_check_output_options(parser, suppress=False):
                            "its profile's outputSchema and reader tool): the findings are what the relay leaves "
                            "(default: the server's catalog)", action="store_true")
     add("--server-name", None, "the server's name in your client config, for Cursor's %d-character rule "
-                               "(default: serverInfo.name)" % CLIENTS["cursor"]["facts"]["name_chars"])
+                               "(default: serverInfo.name)" % CLIENTS["cursor"].facts.name_chars)
     add("--timeout", 30.0, "longest wait for each answer (default %(default)g)",
         type=typed(non_negative_float, "a number of seconds"), metavar="SECONDS")
     add("--bare", False, "list as a client declaring no capabilities (default: roots, sampling and elicitation)",

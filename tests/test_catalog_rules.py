@@ -68,7 +68,7 @@ def test_json_pointer_escaping_and_resolution():
 
 
 # The client rules (CATALOG_RULES): one fixture each, the exact pointer, severity,
-# clients and the public source the finding carries.
+# clients and the source the finding carries (a public URL: tests/test_client_facts.py holds them all to it).
 @pytest.mark.parametrize("catalog,rule,pointer,severity,clients,ref", [
     ("root_combinator", "root-combinator", "/tools/0/inputSchema/anyOf", "error",
      ["anthropic", "claude-code", "claude-desktop", "openai"], "https://github.com/anthropics/claude-code/issues/710"),
@@ -91,10 +91,13 @@ def test_json_pointer_escaping_and_resolution():
      "https://github.com/openai/codex/issues/8174"),
     ("long_name", "name-length", "/tools/0/name", "error", ["openai", "gemini-api", "claude-desktop"],
      "https://github.com/loomle/loomle/issues/168"),
-    ("long_name", "vscode-name-cut", "/tools/0/name", "warning", ["vscode"], "clients.md"),
-    ("long_name", "gemini-cli-name-cut", "/tools/0/name", "warning", ["gemini-cli"], "clients.md"),
+    ("long_name", "vscode-name-cut", "/tools/0/name", "warning", ["vscode"],
+     "https://github.com/microsoft/vscode/issues/243602"),
+    ("long_name", "gemini-cli-name-cut", "/tools/0/name", "warning", ["gemini-cli"],
+     "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/tools/mcp-tool.ts"),
     ("long_name", "cursor-name-length", "/tools/0/name", "error", ["cursor"], "https://github.com/awslabs/mcp/issues/1283"),
-    ("codex_long_name", "codex-name-hash", "/tools/0/name", "info", ["codex"], "clients.md"),
+    ("codex_long_name", "codex-name-hash", "/tools/0/name", "info", ["codex"],
+     "https://github.com/openai/codex/blob/main/codex-rs/codex-mcp/src/tools.rs"),
     ("codex_dropped", "codex-dropped-keywords", "/tools/0/inputSchema/properties/n/minimum", "info", ["codex"],
      "https://github.com/openai/codex/issues/13768"),
     ("output_schema_not_object", "output-schema-type", "/tools/1/outputSchema/type", "error", ["all"],
@@ -102,7 +105,8 @@ def test_json_pointer_escaping_and_resolution():
     ("many_tools", "windsurf-tool-count", "/tools", "warning", ["windsurf"], "https://github.com/Zhwt/go-mcp-mysql/issues/3"),
     ("too_many_for_vscode", "vscode-tool-count", "/tools", "error", ["vscode"],
      "https://github.com/microsoft/vscode/issues/258890"),
-    ("repeated_block", "schema-repetition", "/tools/0/inputSchema/properties/options", "info", ["all"], "issue 14"),
+    ("repeated_block", "schema-repetition", "/tools/0/inputSchema/properties/options", "info", ["all"],
+     "https://platform.openai.com/docs/guides/function-calling"),
 ])
 def test_each_client_rule_names_pointer_severity_clients_and_source(catalog, rule, pointer, severity, clients, ref):
     status, report, err = run_check(catalog)

@@ -1005,8 +1005,9 @@ sys.exit(op.main())
 # For each method of Relay.rewrites: the rewrites it has, and an answer each of them changes
 # ("%s": where the padding goes).  A rewrite added to the table needs its answer here.
 REWRITTEN_ANSWERS = {
-    "tools/list": (["note tools/list for the catalog cache", "filter tools/list", "remove outputSchema from tools/list",
-                    "fit tools/list to the client", "add the reader tool to tools/list"],
+    "tools/list": (["note tools/list for the catalog cache", "note the result size each tool declares",
+                    "filter tools/list", "remove outputSchema from tools/list", "fit tools/list to the client",
+                    "add the reader tool to tools/list"],
                    '{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","description":"%s",'
                    '"inputSchema":{"type":"object"},"outputSchema":{"type":"object"}},{"name":"denied"}]}}'),
 }
@@ -1281,7 +1282,7 @@ class DescriptionModel:
             relay.send({"jsonrpc": "2.0", "id": len(answers), "method": "tools/call",
                         "params": {"name": self.name, "arguments": arguments}})
             raw = relay.recv_raw().decode("utf-8").rstrip("\n")
-            assert len(raw) <= budget["budget_chars"] and len(raw.encode()) <= (budget["budget_bytes"] or len(raw) * 4)
+            assert len(raw) <= budget.budget_chars and len(raw.encode()) <= (budget.budget_bytes or len(raw) * 4)
             answers.append(json.loads(raw)["result"])
             assert "isError" not in answers[-1], answers[-1]
             arguments = self.next_arguments(arguments, answers[-1])
@@ -1289,14 +1290,14 @@ class DescriptionModel:
 
 
 @pytest.mark.parametrize("client_name", sorted(
-    name for entry in op.CLIENTS.values() if entry["profile"] for name in entry["profile"]["client_names"]))
+    name for entry in op.CLIENTS.values() if entry.profile for name in entry.profile.client_names))
 def test_a_model_that_follows_only_the_reader_description_pages_to_the_end(relay_factory, client_name):
     """Issue 23: the paging contract is in the description (trusted by clients), the facts in the answers."""
     relay = relay_factory()
     relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                  "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
     relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    profile = op.client_profile(op.client_profile_for(client_name))
+    profile = op.client_profile(op.client_for_info_name(client_name))
     model = DescriptionModel(relay.request("tools/list")[0]["result"]["tools"][-1])
     spill_ids = []
     for arguments in ({"unit": "数", "n": 200000}, {"n": 4000, "pad": "数据 é\t\"q\" " * 4}):
@@ -1529,7 +1530,7 @@ def test_the_result_member_a_client_never_shows_does_not_count(relay_factory, cl
     assert is_spilled(relay.call("structured", {"n": n_spilled}))   # what it shows still counts
     relay.close()
     import ocx_proxy as op
-    budget = op.client_profile(op.client_profile_for(client_name))["budget_chars"]
+    budget = op.client_profile(op.client_for_info_name(client_name)).budget_chars
     relay = start_as(relay_factory, "some-other-client", ["--max-response-chars", str(budget)])
     assert is_spilled(relay.call("structured", {"n": n_whole}))   # a client that shows both counts both
     relay.close()

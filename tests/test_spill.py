@@ -1026,21 +1026,21 @@ def test_a_text_that_is_not_json_keeps_the_preview_it_had(relay_factory, text):
 
 
 @pytest.mark.parametrize("client_name", sorted(
-    name for entry in op.CLIENTS.values() if entry["profile"] for name in entry["profile"]["client_names"]))
+    name for entry in op.CLIENTS.values() if entry.profile for name in entry.profile.client_names))
 def test_an_outlined_preview_fits_every_client_budget(relay_factory, client_name):
     relay = relay_factory()
     relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                  "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
     relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     relay.request("tools/list")
-    profile = op.client_profile(op.client_profile_for(client_name))
+    profile = op.client_profile(op.client_for_info_name(client_name))
     keys = {"キー%d" % k: [{"名前": "値%d" % n} for n in range(400)] for k in range(60)}
     for text in (json.dumps(keys, ensure_ascii=False), json.dumps([keys] * 3, ensure_ascii=False)):
         _, outline, _ = outline_preview(relay, text)
         line = relay.raw_lines[-1].rstrip(b"\n")
         assert outline.startswith("$: ") and ("\n  .キー0: " in outline or "\n  [0]: " in outline), outline
-        assert len(line.decode()) <= profile["budget_chars"]
-        assert not profile["budget_bytes"] or len(line) <= profile["budget_bytes"]
+        assert len(line.decode()) <= profile.budget_chars
+        assert not profile.budget_bytes or len(line) <= profile.budget_bytes
     assert relay.close() == 0
 
 
@@ -1050,7 +1050,7 @@ json_documents = st.one_of(st.lists(json_values, max_size=8), st.dictionaries(st
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
-@given(json_documents, st.sampled_from(sorted(n for n, e in op.CLIENTS.items() if e["profile"])),
+@given(json_documents, st.sampled_from(sorted(n for n, e in op.CLIENTS.items() if e.profile)),
        st.integers(0, 30000), st.booleans())
 def test_any_json_value_previews_within_the_budget_as_valid_json_rpc(tmp_path, value, client, pad, indent):
     budget = op.Budget.for_client(op.client_profile(client), options())

@@ -215,21 +215,21 @@ def test_a_long_value_is_paged_by_column(relay_factory):
 
 
 @pytest.mark.parametrize("client_name", sorted(
-    name for entry in op.CLIENTS.values() if entry["profile"] for name in entry["profile"]["client_names"]))
+    name for entry in op.CLIENTS.values() if entry.profile for name in entry.profile.client_names))
 def test_a_path_answer_fits_every_client_budget(relay_factory, client_name):
     relay = relay_factory()
     relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                  "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
     relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    profile = op.client_profile(op.client_profile_for(client_name))
+    profile = op.client_profile(op.client_for_info_name(client_name))
     items = [{"name": "名前%d" % n, "price": "%d.10" % n} for n in range(20000)]
     spill_id = spill_json(relay, json.dumps({"items": items}, ensure_ascii=False))
     for arguments in ({"path": "$.items[*]"}, {"path": "$..name"}, {"outline": True, "path": "$.items"}):
         result, text, _ = query(relay, spill_id, **arguments)
         answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}, ensure_ascii=False, separators=(",", ":"))
         assert "isError" not in result and text
-        assert len(answer) <= profile["budget_chars"], (arguments, len(answer))
-        assert not profile["budget_bytes"] or len(answer.encode()) <= profile["budget_bytes"]
+        assert len(answer) <= profile.budget_chars, (arguments, len(answer))
+        assert not profile.budget_bytes or len(answer.encode()) <= profile.budget_bytes
         assert "ocx-proxy/spill" not in json.dumps(result)
     assert relay.close() == 0
 

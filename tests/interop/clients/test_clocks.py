@@ -1,7 +1,8 @@
 """Issue 29: the clients' two clocks, with the real CLIs, direct and via the relay (clock_server.py).
 
 - slow start: the server answers initialize 3 s after it started.  Direct: what the CLI offered its model in
-  turn 1 (recorded).  Via the relay, second start (its catalog cache warm from a first run in the same
+  turn 1 (recorded; the tools are there when the ``start_seconds`` fact of ocx_proxy's client table says the CLI
+  waits longer than that, checked here).  Via the relay, second start (its catalog cache warm from a first run in the same
   folder): the tools are in turn 1 and the call works.
 - long call: the tool answers after 8 s, the CLI's deadline is shortened to 5 s with its own setting
   (harness: Codex ``tool_timeout_sec``, Claude Code ``MCP_TOOL_TIMEOUT``, Gemini CLI, Copilot CLI, OpenCode
@@ -52,10 +53,10 @@ SERVER = [sys.executable, clock_server.__file__]
 POOL = concurrent.futures.ThreadPoolExecutor(max_workers=3)
 FUTURES = {}
 FUTURES_LOCK = threading.Lock()
-# Measured (see tests/README.md, "The clients' clocks"): direct, with the server's progress every second, these CLIs'
-# 5-s deadline starts again.  It must agree with ocx_proxy's client facts (progress_resets).
-PROGRESS_RESETS = {client: bool((ocx_proxy.client_profile(client) or {}).get("progress_resets"))
-                   for client in CLIENTS}
+# ocx_proxy's facts of each CLI (its CLIENTS entry; tests/README.md, "The clients' clocks"), which the runs here
+# must agree with: progress_resets (direct, with the server's progress every second, whether the CLI's 5-s deadline
+# starts again) and start_seconds (direct, whether turn 1 waited for a server up after START_DELAY seconds).
+FACTS = {client: ocx_proxy.CLIENTS[ocx_proxy.client_named(client, "relay")].facts for client in CLIENTS}
 
 
 def holds_report(text):
@@ -240,6 +241,10 @@ def test_slow_start_direct_is_recorded(client):
     result, script = outcome((client, "slow", False), case_slow_start, client, False)[0]
     CLOCKS[(client, "slow start %d s, direct" % START_DELAY)] = turn_one(result, script) + "; " + got(script)
     assert result.status == 0, result.output[-2000:]
+    waits = FACTS[client].start_seconds > START_DELAY
+    assert script.offered_first() == waits, "%s: turn 1 %s the tools of a server up after %d s; the client facts say " \
+        "it waits %d s (start_seconds)" % (client, "had" if script.offered_first() else "lacked", START_DELAY,
+                                           FACTS[client].start_seconds)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -275,7 +280,7 @@ def test_progress_resets_the_deadline_as_the_client_facts_say(client):
     CLOCKS[(client, "long call, server progress every %d s, direct" % PROGRESS_EVERY)] = "%s; %s" % (
         "progressToken sent" if any(t is not None for t in tokens) else "no progressToken", got(script))
     assert script.received is not None, result.output[-2000:]
-    assert kept == PROGRESS_RESETS[client], \
+    assert kept == FACTS[client].progress_resets, \
         "%s: progress %s its deadline, the client facts say otherwise" % (
             client, "resets" if kept else "does not reset")
 

@@ -8,6 +8,9 @@ config (a server ignoring EOF: test_lifecycle.py).
   pages the spilled big text to its end;
 - capture: the CLI starts ``ocx_proxy.py capture`` with the entry ``capture --print-config CLIENT``
   printed (its command line, name and tool), the model calls the catalog's tool, the call is recorded;
+- a tool's own result size (Claude Code): a result a tool declared room for (``_meta["anthropic/maxResultSizeChars"]``)
+  reaches the model whole and inline, via the relay and direct, and the reader's pages, which declare their size,
+  are not saved a second time by Claude Code;
 
 Each outcome goes to ``outcomes.MORE`` and is printed after the main table.
 """
@@ -163,3 +166,73 @@ def test_capture_with_its_printed_config_records_the_call(client):
     outcomes.MORE[(client, "capture --print-config")] = "recorded %s" % (names or "nothing")
     assert run.status == 0, run.output[-2000:]
     assert names == [CAPTURE_TOOL], run.output[-2000:]
+
+
+# ---- Claude Code reads a tool's own result size: _meta["anthropic/maxResultSizeChars"] in tools/list ----
+
+DECLARED = 120000          # what declared_text and declared_cjk declare (tools_server.py --declare)
+CLAUDE_CODE_INLINE = 50000  # what Claude Code inlines of a result that declares nothing
+READER_BUDGET = 60000      # --max-response-chars of the reader case: pages over CLAUDE_CODE_INLINE
+
+
+def sized_run(case, tool, via_relay, relay_args=()):
+    """Claude Code calls ``tool`` of tools_server.py --declare DECLARED: (run, script, what the model got)."""
+    where = workdir("claude-code", case, via_relay)
+    script = model_server.Script(tool, os.path.join(where, "spill"))
+    server = [sys.executable, tools_server.__file__, "--declare", str(DECLARED)]
+    run = harness.run_client("claude-code", tool, via_relay, where, server=server, script=script,
+                             relay_args=relay_args)
+    return run, script, plain_text(script.received) if script.received is not None else None
+
+
+def saved_by_claude_code(text):
+    """Whether Claude Code gave its model, instead of the result, the note of a file it saved the result to (past its
+    50,000 characters with a preview, past MAX_MCP_OUTPUT_TOKENS without one)."""
+    return "<persisted-output>" in text or "Output has been saved to" in text
+
+
+def said(text, whole):
+    """The outcome's words: how much the model got and how (Claude Code appends a <system-reminder> of its own)."""
+    if text is None:
+        return "no tool output"
+    how = "saved by Claude Code" if saved_by_claude_code(text) else "whole, inline" if whole in text else "partial"
+    return "%d characters, %s" % (len(text), how)
+
+
+@pytest.mark.parametrize("tool,via_relay", [("declared_text", True), ("declared_text", False),
+                                            ("plain_text", False), ("declared_cjk", True), ("declared_cjk", False)])
+def test_claude_code_keeps_a_result_whole_inline_up_to_what_its_tool_declares(tool, via_relay):
+    """A tool declaring 120,000: its 100,000-character result reaches the model whole and inline, via the relay
+    (whose budget for it is what it declares) and direct; the same text from a tool declaring nothing is saved to a
+    file by Claude Code (direct).  The CJK text (about 300 KB, some 100,000 tokens) shows the declared text is no
+    longer held to MAX_MCP_OUTPUT_TOKENS: the relay gives it no byte budget."""
+    need("claude-code")
+    run, script, text = sized_run("%s" % tool, tool, via_relay)
+    whole = tools_server.SIZED[tool]()
+    outcomes.MORE[("claude-code", "%s (%s), %s" % (tool, "declares %d" % DECLARED if tool != "plain_text" else
+                                                   "declares nothing", "relay" if via_relay else "direct"))] = \
+        said(text, whole)
+    assert run.status == 0, run.output[-2000:]
+    assert text is not None, run.output[-2000:]
+    if tool == "plain_text":
+        assert saved_by_claude_code(text) and whole not in text, said(text, whole)
+    else:
+        assert whole in text and not saved_by_claude_code(text), said(text, whole)
+
+
+def test_claude_code_does_not_save_the_readers_pages_again():
+    """The relay spills plain_text (100,000 characters) at READER_BUDGET; the reader declares the size of its pages,
+    so a page over Claude Code's own 50,000 reaches the model inline and whole, and the pages reach the end."""
+    need("claude-code")
+    run, script, text = sized_run("reader", "plain_text", True, ["--max-response-chars", str(READER_BUDGET)])
+    pages = [plain_text(page) for page in script.pages]
+    outcomes.MORE[("claude-code", "reader pages, relay --max-response-chars %d" % READER_BUDGET)] = \
+        "%d page(s) of %s characters%s%s" % (len(pages), "/".join(str(len(page)) for page in pages),
+                                             ", the end reached" if tools_server.END_MARK in "".join(pages) else "",
+                                             ", SAVED BY CLAUDE CODE" if any(saved_by_claude_code(p) for p in pages)
+                                             else "")
+    assert run.status == 0, run.output[-2000:]
+    assert text is not None and "ocx-proxy" in text, run.output[-2000:]
+    assert pages and not any(saved_by_claude_code(page) for page in pages), pages[0][:500] if pages else run.output
+    assert max(len(page) for page in pages) > CLAUDE_CODE_INLINE
+    assert tools_server.END_MARK in pages[-1]

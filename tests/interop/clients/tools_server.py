@@ -5,12 +5,16 @@ Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``cjk_text``
 structured result with its JSON text) and ``image`` (a ~50 KB base64 PNG).
 Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
 
-    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE]
+    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE] [--declare CHARS]
 
 With ``--record`` the ``initialize`` params (clientInfo, protocolVersion) are
 appended to FILE as one JSON line, which is how the tests learn each CLI's name.
 With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
 a minute after stdin ends, as a server that ignores EOF does (only a signal stops it).
+With ``--declare CHARS`` three more tools are listed, for Claude Code's per-tool result
+size (``_meta["anthropic/maxResultSizeChars"]``): ``declared_text`` (100,000 ASCII
+characters) and ``declared_cjk`` (100,000 CJK characters, about 300 KB) declare CHARS;
+``plain_text`` (100,000 ASCII characters, the same as declared_text) declares nothing.
 """
 import base64
 import json
@@ -33,6 +37,20 @@ def big_text():
 def cjk_text():
     body = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(8400 - len(END_MARK)))
     return body + END_MARK
+
+
+def ascii_text(chars):
+    """``chars`` characters of numbered ASCII lines, ending with END_MARK."""
+    lines = ["line %06d: the quick brown fox jumps over the lazy dog" % i for i in range(chars // 40 + 1)]
+    return "\n".join(lines)[:chars - len(END_MARK) - 1] + "\n" + END_MARK
+
+
+def cjk_chars(chars):
+    return "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(chars - len(END_MARK))) + END_MARK
+
+
+SIZED = {"declared_text": lambda: ascii_text(100000), "declared_cjk": lambda: cjk_chars(100000),
+         "plain_text": lambda: ascii_text(100000)}
 
 
 def structured_value():
@@ -66,6 +84,8 @@ def result(tool):
     if tool == "image":
         return {"content": [{"type": "text", "text": "a 128x96 noise picture; " + END_MARK},
                             {"type": "image", "data": png_base64(), "mimeType": "image/png"}]}
+    if tool in SIZED:
+        return {"content": [{"type": "text", "text": SIZED[tool]()}]}
     return None
 
 
@@ -74,8 +94,18 @@ TOOLS = [{"name": name, "description": "Returns the %s test result." % name,
          for name in ("big_text", "cjk_text", "structured", "image")]
 
 
+def sized_tools(chars):
+    """The tools of --declare: the two declared_* declare ``chars`` as their result size, plain_text nothing."""
+    return [dict({"name": name, "description": "Returns the %s test result." % name,
+                  "inputSchema": {"type": "object", "properties": {}}},
+                 **({"_meta": {"anthropic/maxResultSizeChars": chars}} if name != "plain_text" else {}))
+            for name in SIZED]
+
+
 def main():
     record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
+    if "--declare" in sys.argv:
+        TOOLS.extend(sized_tools(int(sys.argv[sys.argv.index("--declare") + 1])))
     stubborn = sys.argv[sys.argv.index("--ignore-eof") + 1] if "--ignore-eof" in sys.argv else None
     if stubborn:
         with open(stubborn, "w") as out:
