@@ -35,6 +35,7 @@ Layout of this file (each section only uses the ones above it):
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
     HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
+    JOSE              PEM/DER private keys, ES256 and RS256 signatures, JWT client assertions
     OAuth             discovery rules, callback ports, PKCE, the token store
     OAuth login       discovery, client registration, login and refresh for one server
     remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
@@ -836,6 +837,26 @@ def _private_child(parent_fd, parent, name, create, what):
         raise OSError("refusing %s %s: not a private directory of ours (expected owner uid %d, mode 0700)"
                       % (what, path, uid))
     return PrivateDir(path, fd)
+
+
+def read_user_file(path, limit, what):
+    """The bytes of the file the user named as ``what`` (a key file, an ID token file): a regular file, not a
+    symbolic link (give the file itself, as for --trace), at most ``limit`` bytes.  ValueError says why not, and
+    never quotes what the file holds."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):   # where open() has no O_NOFOLLOW (Windows), before it
+            raise ValueError("%s %s is a symbolic link; give the file itself" % (what, path))
+        fd = os.open(path, READ_FILE_FLAGS)
+    except OSError as exc:
+        raise ValueError("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError("%s %s is not a regular file" % (what, path))
+    with os.fdopen(fd, "rb") as f:
+        data = read_at_most(f, limit + 1)
+    if len(data) > limit:
+        raise ValueError("%s %s is larger than %d bytes, more than any %s holds" % (what, path, limit, what))
+    return data
 
 
 # ---------------------------------------------------------------------------
@@ -4778,6 +4799,365 @@ class WorkerThreads:
 
 
 WORKERS = WorkerThreads()
+
+
+# ---------------------------------------------------------------------------
+# JOSE: PEM/DER keys, ES256 and RS256 signatures, JWT assertions
+# ---------------------------------------------------------------------------
+# A client authenticating with private_key_jwt (RFC 7523 2.2) signs a JWT with its own key, and this file imports
+# nothing beyond the standard library: the key is read from PEM or DER here (RFC 7468 text; PKCS #8 = RFC 5958,
+# SEC 1 = RFC 5915, PKCS #1 = RFC 8017 A.1.2), and the two algorithms authorization servers take from such
+# clients are computed with Python integers: ES256 (ECDSA on P-256 with SHA-256, RFC 7518 3.4; the curve of
+# FIPS 186-4 D.1.2.3) and RS256 (RSASSA-PKCS1-v1_5 with SHA-256, RFC 8017 8.2).
+# Side channels: Python integers are not constant time; what can be done is done.  The ECDSA nonce is RFC 6979's
+# (HMAC-DRBG over the key and the message) with 32 bytes from ``secrets`` mixed in (RFC 6979 3.6): no weak random
+# source can give the key away, and no two signatures share a nonce.  The scalar ladder takes 257 steps whatever
+# the nonce (it runs on k + n or k + 2n), so a signature's time does not tell the nonce's length (the leak lattice
+# attacks need).  RSA is blinded with a random r, and each signature is checked before it leaves (a fault in one
+# CRT half would give the key away).  Keys stay in this process; nothing here is written anywhere.
+
+JOSE_MAX_FILE_BYTES = 64 * 1024   # a key file (an RSA key of 16384 bits is 12 KB in PEM) or an ID token file
+JWT_ASSERTION_LIFETIME = 120   # seconds a client assertion is good for; each has its own jti too (RFC 7523 3)
+JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+# P-256 (FIPS 186-4 D.1.2.3, SEC 2 2.4.2): y^2 = x^3 - 3x + b over GF(p), base point G of prime order n.
+P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
+P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
+P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
+P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
+          0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+# The DER contents of the object identifiers a key names: rsaEncryption (RFC 8017 A.1), id-ecPublicKey and
+# prime256v1 (RFC 5480 2.1.1), and two we name in a refusal: Ed25519 and Ed448 (RFC 8410 3).
+OID_RSA = bytes.fromhex("2a864886f70d010101")
+OID_EC = bytes.fromhex("2a8648ce3d0201")
+OID_P256 = bytes.fromhex("2a8648ce3d030107")
+OID_NAMES = {bytes.fromhex("2b6570"): "Ed25519", bytes.fromhex("2b6571"): "Ed448",
+             bytes.fromhex("2b81040022"): "P-384", bytes.fromhex("2b81040023"): "P-521"}
+# RFC 8017 9.2 note 1: the DER DigestInfo of a SHA-256 hash, up to the hash itself.
+SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
+PEM_BLOCK_RE = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
+PRIVATE_KEY_LABELS = ("PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY")
+
+
+class KeyRefused(ValueError):
+    """A private key recognised as one but refused: encrypted, of another kind or curve, too short, or damaged
+    (its parts disagree)."""
+
+
+def der_item(data, pos=0):
+    """``(tag, contents, end)`` of the DER item at ``pos`` of ``data``; ValueError for one running past the end or
+    not strict DER (X.690 10.1: definite lengths in their shortest form)."""
+    if pos + 2 > len(data):
+        raise ValueError("truncated DER")
+    tag, length = data[pos], data[pos + 1]
+    pos += 2
+    if length & 0x80:
+        count = length & 0x7f
+        if not 1 <= count <= 4 or pos + count > len(data) or data[pos] == 0:
+            raise ValueError("a DER length that is not definite and shortest")
+        length = int.from_bytes(data[pos:pos + count], "big")
+        if length < 0x80:
+            raise ValueError("a DER length that is not definite and shortest")
+        pos += count
+    if pos + length > len(data):
+        raise ValueError("truncated DER")
+    return tag, data[pos:pos + length], pos + length
+
+
+def der_items(contents):
+    """The items ``[(tag, contents)]`` one after another in ``contents`` (a SEQUENCE's)."""
+    items, pos = [], 0
+    while pos < len(contents):
+        tag, item, pos = der_item(contents, pos)
+        items.append((tag, item))
+    return items
+
+
+def der_sequence(data):
+    """The items of the SEQUENCE that ``data`` is, whole."""
+    tag, contents, end = der_item(data)
+    if tag != 0x30 or end != len(data):
+        raise ValueError("not one DER SEQUENCE")
+    return der_items(contents)
+
+
+def der_uint(item):
+    """The value of a DER INTEGER ``(tag, contents)`` that is not negative."""
+    tag, contents = item
+    if tag != 0x02 or not contents or contents[0] & 0x80 or (contents[:1] == b"\0" and len(contents) > 1
+                                                             and not contents[1] & 0x80):
+        raise ValueError("not a non-negative DER INTEGER")
+    return int.from_bytes(contents, "big")
+
+
+def private_key_der(data):
+    """``(label, DER)`` of the private key in ``data``: its first PEM private-key block (RFC 7468), or ``data``
+    itself, DER, when it holds no PEM at all (label None).  ValueError says why there is none."""
+    text = data.decode("latin-1")
+    blocks = PEM_BLOCK_RE.findall(text)
+    if not blocks:
+        if "-----BEGIN" in text:
+            raise ValueError("a PEM block without its END line")
+        return None, data
+    for label, body in blocks:
+        if label not in PRIVATE_KEY_LABELS:
+            continue
+        if label == "ENCRYPTED PRIVATE KEY" or ":" in body:   # RFC 1421 headers: "Proc-Type: 4,ENCRYPTED"
+            return "ENCRYPTED PRIVATE KEY", b""
+        try:
+            return label, base64.b64decode("".join(body.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("the base64 of its %s block is damaged" % label)
+    raise ValueError("no private key in it (it holds: %s)" % ", ".join(sorted({label for label, _ in blocks})))
+
+
+def load_private_key(data):
+    """The signing key (EcKey or RsaKey) in ``data``, a PEM or DER file's bytes: PKCS #8, SEC 1 or PKCS #1.
+    KeyRefused for another kind of key, ValueError for anything else; neither quotes what the file holds."""
+    label, der = private_key_der(data)
+    if label == "ENCRYPTED PRIVATE KEY":
+        raise KeyRefused("an encrypted private key: give it unencrypted, e.g. `openssl pkey -in KEY -out FILE`, "
+                             "in a file only you can read")
+    readers = {"PRIVATE KEY": [pkcs8_key], "EC PRIVATE KEY": [sec1_key], "RSA PRIVATE KEY": [pkcs1_key],
+               None: [pkcs8_key, sec1_key, pkcs1_key]}[label]
+    for reader in readers:
+        try:
+            return reader(der)
+        except KeyRefused:
+            raise
+        except (ValueError, IndexError):
+            continue
+    raise ValueError("not a private key in PEM or DER (PKCS #8, SEC 1 or PKCS #1), or a damaged one")
+
+
+def pkcs8_key(der):
+    """The key of a PKCS #8 PrivateKeyInfo (RFC 5958 2): RSA, or EC on P-256."""
+    items = der_sequence(der)
+    if len(items) < 3 or der_uint(items[0]) not in (0, 1) or items[1][0] != 0x30 or items[2][0] != 0x04:
+        raise ValueError("not PKCS #8")
+    algorithm = der_items(items[1][1])
+    oid = algorithm[0][1] if algorithm and algorithm[0][0] == 0x06 else b""
+    if oid == OID_RSA:
+        return pkcs1_key(items[2][1])
+    if oid == OID_EC:
+        curve = algorithm[1] if len(algorithm) > 1 else None
+        if curve != (0x06, OID_P256):
+            raise KeyRefused("an EC key on %s: ES256 signs with P-256 keys only"
+                                 % OID_NAMES.get(curve[1] if curve else b"", "a curve other than P-256"))
+        return sec1_key(items[2][1])
+    name = OID_NAMES.get(oid)
+    raise KeyRefused("%s: only RSA (RS256) and P-256 (ES256) keys sign assertions here"
+                         % ("an %s key" % name if name else "a key of another kind"))
+
+
+def sec1_key(der):
+    """The key of a SEC 1 ECPrivateKey (RFC 5915 3), its curve P-256 when named, its public key checked."""
+    items = der_sequence(der)
+    if len(items) < 2 or der_uint(items[0]) != 1 or items[1][0] != 0x04:
+        raise ValueError("not SEC 1")
+    public = None
+    for tag, contents in items[2:]:
+        inner_tag, inner, _ = der_item(contents)
+        if tag == 0xa0 and (inner_tag, inner) != (0x06, OID_P256):
+            raise KeyRefused("an EC key on %s: ES256 signs with P-256 keys only"
+                                 % OID_NAMES.get(inner, "a curve other than P-256"))
+        if tag == 0xa1 and inner_tag == 0x03 and inner[:1] == b"\0":
+            public = inner[1:]
+    return EcKey(int.from_bytes(items[1][1], "big"), public)
+
+
+def pkcs1_key(der):
+    """The key of a PKCS #1 RSAPrivateKey (RFC 8017 A.1.2), two primes."""
+    items = der_sequence(der)
+    if len(items) < 9 or der_uint(items[0]) != 0:
+        if items and items[0][0] == 0x02 and der_uint(items[0]) == 1:
+            raise KeyRefused("a multi-prime RSA key: only two-prime keys sign here")
+        raise ValueError("not PKCS #1")
+    return RsaKey(*[der_uint(item) for item in items[1:9]])
+
+
+def _p256_double(point):
+    """2P in Jacobian coordinates (the a = -3 doubling of Bernstein and Lange's "dbl-2001-b")."""
+    x, y, z = point
+    if not z:
+        return point
+    p = P256_P
+    delta, gamma = z * z % p, y * y % p
+    beta = x * gamma % p
+    alpha = 3 * (x - delta) * (x + delta) % p
+    x3 = (alpha * alpha - 8 * beta) % p
+    z3 = ((y + z) * (y + z) - gamma - delta) % p
+    return x3, (alpha * (4 * beta - x3) - 8 * gamma * gamma) % p, z3
+
+
+def _p256_add(a, b):
+    """A + B in Jacobian coordinates ("add-2007-bl"); z = 0 is the point at infinity."""
+    (x1, y1, z1), (x2, y2, z2) = a, b
+    if not z1:
+        return b
+    if not z2:
+        return a
+    p = P256_P
+    z1z1, z2z2 = z1 * z1 % p, z2 * z2 % p
+    u1, u2 = x1 * z2z2 % p, x2 * z1z1 % p
+    s1, s2 = y1 * z2 * z2z2 % p, y2 * z1 * z1z1 % p
+    h, r = (u2 - u1) % p, 2 * (s2 - s1) % p
+    if not h:
+        return _p256_double(a) if not r else (1, 1, 0)
+    i = 4 * h * h % p
+    j, v = h * i % p, u1 * i % p
+    x3 = (r * r - j - 2 * v) % p
+    return x3, (r * (v - x3) - 2 * s1 * j) % p, ((z1 + z2) * (z1 + z2) - z1z1 - z2z2) * h % p
+
+
+def p256_multiply(k, point=P256_G):
+    """``k`` times the affine ``point`` as affine ``(x, y)``, None for the point at infinity.  A Montgomery ladder of
+    257 steps for every k: it runs on k + n or k + 2n, which have bit 256 set and name the same point."""
+    k = k % P256_N + P256_N
+    if k.bit_length() <= 256:
+        k += P256_N
+    r0 = (point[0], point[1], 1)
+    r1 = _p256_double(r0)
+    for i in range(255, -1, -1):
+        if k >> i & 1:
+            r0, r1 = _p256_add(r0, r1), _p256_double(r1)
+        else:
+            r0, r1 = _p256_double(r0), _p256_add(r0, r1)
+    x, y, z = r0
+    if not z:
+        return None
+    zi = pow(z, P256_P - 2, P256_P)
+    zi2 = zi * zi % P256_P
+    return x * zi2 % P256_P, y * zi2 * zi % P256_P
+
+
+def rfc6979_nonces(d, digest, extra=b""):
+    """The nonces of RFC 6979 3.2 for key ``d`` and the message's SHA-256 ``digest`` (HMAC-SHA-256, qlen = hlen =
+    256, so bits2int is the plain integer), ``extra`` mixed into the seed (3.6), one after another (3.2 h.3)."""
+    import hmac
+    seed = d.to_bytes(32, "big") + (int.from_bytes(digest, "big") % P256_N).to_bytes(32, "big") + extra
+    v, key = b"\x01" * 32, b"\x00" * 32
+    key = hmac.digest(key, v + b"\x00" + seed, "sha256")
+    v = hmac.digest(key, v, "sha256")
+    key = hmac.digest(key, v + b"\x01" + seed, "sha256")
+    v = hmac.digest(key, v, "sha256")
+    while True:
+        v = hmac.digest(key, v, "sha256")
+        k = int.from_bytes(v, "big")
+        if 1 <= k < P256_N:
+            yield k
+        key = hmac.digest(key, v + b"\x00", "sha256")
+        v = hmac.digest(key, v, "sha256")
+
+
+class EcKey:
+    """A P-256 private key ``d``: ES256 signatures (JWS form: r and s, 32 bytes each, RFC 7518 3.4)."""
+
+    alg = "ES256"
+
+    def __init__(self, d, public=None):
+        if not 1 <= d < P256_N:
+            raise KeyRefused("an EC private key out of P-256's range (a damaged file?)")
+        self.d = d
+        if public is not None:
+            x, y = p256_multiply(d)
+            if public not in (b"\x04" + x.to_bytes(32, "big") + y.to_bytes(32, "big"),
+                              bytes([2 + (y & 1)]) + x.to_bytes(32, "big")):
+                raise KeyRefused("the public key in the file is not its private key's (a damaged file?)")
+
+    def sign(self, message, extra=None):
+        """The signature of ``message`` (bytes); ``extra``: what hedges the nonce (default 32 bytes of ``secrets``;
+        b"" gives RFC 6979's deterministic signature)."""
+        import hashlib
+        import secrets
+        digest = hashlib.sha256(message).digest()
+        e = int.from_bytes(digest, "big")
+        for k in rfc6979_nonces(self.d, digest, secrets.token_bytes(32) if extra is None else extra):
+            r = p256_multiply(k)[0] % P256_N
+            s = pow(k, P256_N - 2, P256_N) * (e + r * self.d) % P256_N
+            if r and s:
+                return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+class RsaKey:
+    """An RSA private key with its CRT parts: RS256 signatures (RSASSA-PKCS1-v1_5 with SHA-256, RFC 8017 8.2.1)."""
+
+    alg = "RS256"
+
+    def __init__(self, n, e, d, p, q, dp, dq, qi):
+        if n.bit_length() < 2048:
+            raise KeyRefused("a %d-bit RSA key: RS256 needs 2048 bits or more (RFC 7518 3.3)" % n.bit_length())
+        if (n != p * q or e < 3 or not e & 1 or dp != d % (p - 1) or dq != d % (q - 1) or qi * q % p != 1):
+            raise KeyRefused("an RSA key whose parts do not agree (a damaged file?)")
+        self.n, self.e, self.p, self.q, self.dp, self.dq, self.qi = n, e, p, q, dp, dq, qi
+        self.size = (n.bit_length() + 7) // 8
+
+    def sign(self, message):
+        """The signature of ``message`` (bytes), ``size`` bytes; the private operation is blinded and checked."""
+        import hashlib
+        import secrets
+        t = SHA256_DIGEST_INFO + hashlib.sha256(message).digest()
+        m = int.from_bytes(b"\x00\x01" + b"\xff" * (self.size - len(t) - 3) + b"\x00" + t, "big")
+        while True:
+            r = secrets.randbelow(self.n - 3) + 2
+            try:
+                unblind = pow(r, -1, self.n)
+                break
+            except ValueError:   # r shares a factor with n: as likely as guessing the key; draw again
+                continue
+        s = self._private(m * pow(r, self.e, self.n) % self.n) * unblind % self.n
+        if pow(s, self.e, self.n) != m:
+            raise ValueError("an RSA signature failed its check (a damaged key?); nothing was sent")
+        return s.to_bytes(self.size, "big")
+
+    def _private(self, c):
+        """c^d mod n by the Chinese remainder theorem (RFC 8017 5.1.2, 2.b)."""
+        m1, m2 = pow(c % self.p, self.dp, self.p), pow(c % self.q, self.dq, self.q)
+        return m2 + self.qi * (m1 - m2) % self.p * self.q
+
+
+def b64url(data):
+    """base64url without padding (RFC 7515 2)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def jwt_sign(key, claims, header=None):
+    """A compact JWS (RFC 7515 7.1) of the JSON object ``claims``, signed with ``key`` (EcKey or RsaKey)."""
+    head = dict({"typ": "JWT"}, **(header or {}), alg=key.alg)
+    signing_input = ".".join(b64url(json.dumps(part, separators=(",", ":")).encode("utf-8"))
+                             for part in (head, claims))
+    return signing_input + "." + b64url(key.sign(signing_input.encode("ascii")))
+
+
+def client_assertion(key, client_id, audience, now=None):
+    """A private_key_jwt client assertion (RFC 7523 2.2 and 3): issued by and about ``client_id``, for the
+    authorization server's issuer ``audience`` (as the SEP-1046 profile and the Python SDK send it), a new jti
+    and JWT_ASSERTION_LIFETIME seconds to live, so that one seen by others is soon worth nothing."""
+    import secrets
+    now = int(time.time() if now is None else now)
+    return jwt_sign(key, {"iss": client_id, "sub": client_id, "aud": audience, "iat": now,
+                          "exp": now + JWT_ASSERTION_LIFETIME, "jti": secrets.token_urlsafe(24)})
+
+
+def jwt_claims(token):
+    """The claims of the compact JWT ``token``, unverified (a client reads the ID token the IdP's token endpoint
+    gave it over TLS: OpenID Connect Core 3.1.3.7 item 6); None when it is not one."""
+    parts = token.split(".") if isinstance(token, str) else ()
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)).decode("utf-8"))
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    return claims if isinstance(claims, dict) else None
+
+
+def read_signing_key(path):
+    """The signing key in the file ``path`` (read_user_file); ValueError, naming the file, when it has none."""
+    data = read_user_file(path, JOSE_MAX_FILE_BYTES, "key file")
+    try:
+        return load_private_key(data)
+    except ValueError as exc:
+        raise type(exc)("key file %s: %s" % (path, exc))
 
 
 # ---------------------------------------------------------------------------
