@@ -5318,11 +5318,13 @@ def origin_text(url):
         return quoted(url)
 
 
-def error_said(doc):
-    """The quoted ``error`` and ``error_description`` of an OAuth error answer; "" when it has neither."""
+def error_said(doc, scrub=str):
+    """The quoted ``error`` and ``error_description`` of an OAuth error answer, each ``scrub``bed before it is cut
+    short (a server may echo what we sent it); "" when it has neither."""
     if not isinstance(doc, dict):
         return ""
-    return ": ".join(quoted(doc[name]) for name in ("error", "error_description") if doc.get(name))
+    return ": ".join(quoted(scrub(doc[name]) if isinstance(doc[name], str) else doc[name])
+                     for name in ("error", "error_description") if doc.get(name))
 
 
 def string_member(doc, name):
@@ -5750,7 +5752,8 @@ class OAuthRequests:
         """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
         status, doc = self.client_post(endpoint, fields, client)
         if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
-            said = error_said(doc)
+            said = error_said(doc, self.config.scrub) or (
+                "no JSON object with %s" % " and ".join(wanted) if status == 200 else "")
             failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
             failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
             raise failure
