@@ -273,14 +273,35 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
         op.read_signing_key(str(fifo))
 
 
-def test_the_relay_refuses_a_bad_key_file_at_start_with_one_line_and_status_2(tmp_path):
-    bad = tmp_path / "key.pem"
-    bad.write_bytes(b"-----BEGIN PRIVATE KEY-----\nnot base64 at all!\n-----END PRIVATE KEY-----\n")
-    result = run_proxy("streamable-http", "--url", "http://127.0.0.1:9/mcp", "--oauth-client-credentials",
-                       "--oauth-client-id", "ci", "--oauth-client-key", str(bad))
+def bad_key_file(tmp_path, kind):
+    """A key file the relay must refuse, and what the refusal says."""
+    path = tmp_path / "key.pem"
+    if kind == "damaged":
+        path.write_bytes(b"-----BEGIN PRIVATE KEY-----\nnot base64 at all!\n-----END PRIVATE KEY-----\n")
+        return path, "key file %s: the base64 of its PRIVATE KEY block is damaged" % path
+    if kind == "link":
+        os.symlink(key_file("ec_p256_pkcs8.pem"), str(path))
+        return path, "key file %s is a symbolic link; give the file itself" % path
+    if kind == "large":
+        with open(key_file("ec_p256_pkcs8.pem"), "rb") as f:
+            path.write_bytes(f.read() * 400)
+        return path, "key file %s is larger than 65536 bytes" % path
+    # POSIX opens a directory and finds it is no file; Windows refuses to open it
+    return tmp_path, "key file %s is not a regular file" % tmp_path if not op.IS_WINDOWS else "cannot read key file"
+
+
+@pytest.mark.parametrize("flag", ["--oauth-client-key", "--oauth-idp-client-key"])
+@pytest.mark.parametrize("kind", ["damaged", "large", "directory", pytest.param("link", marks=pytest.mark.skipif(
+    op.IS_WINDOWS or not hasattr(os, "symlink"), reason="symbolic links need privileges on Windows"))])
+def test_the_relay_refuses_a_bad_key_file_at_start_with_one_line_and_status_2(tmp_path, flag, kind):
+    path, why = bad_key_file(tmp_path, kind)
+    client = ["--oauth-client-credentials", "--oauth-client-id", "ci"]
+    if flag == "--oauth-idp-client-key":
+        client = ["--oauth-client-id", "ci", "--oauth-idp-issuer", "https://idp.example", "--oauth-idp-client-id", "x"]
+    result = run_proxy("streamable-http", "--url", "http://127.0.0.1:9/mcp", *client, flag, str(path))
     text = assert_one_line_error(result, 2)
-    assert "key file %s: the base64 of its PRIVATE KEY block is damaged" % bad in text
-    assert "not base64" not in text
+    assert "%s: %s" % (flag, why) in text, text
+    assert "not base64" not in text and "BEGIN" not in text
 
 
 # -- signatures and assertions ----------------------------------------------------------------------------------
