@@ -5594,13 +5594,14 @@ class OAuthSettings:
 
     def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=None,
                  timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None, device=False,
-                 client_metadata_url=None, client_key=None, client_credentials=False, idp=None):
+                 client_metadata_url=None, client_key=None, client_credentials=False, idp=None, issuer=None):
         self.client_id = client_id
         self.client_secret = client_secret
         self.client_key = client_key   # a KeyFile: private_key_jwt (RFC 7523 2.2) instead of a secret
         self.client_file = client_file
         self.client_credentials = client_credentials   # the client_credentials grant: no user, no browser
         self.idp = idp   # an IdpSettings: enterprise-managed authorization, through an ID-JAG from that IdP
+        self.issuer = issuer   # the only authorization server our credentials go to (None: the one a server names)
         self.callback_port = callback_port   # None: see _listen
         self.timeout = timeout
         self.browser = browser
@@ -6348,6 +6349,10 @@ class OAuthClient:
             raise OAuthError("the metadata at %s claims the issuer %s, not %s: refused (%s)" % (
                 redact_url(where), quoted(claimed), expected,
                 "OpenID Discovery 4.3" if "openid-configuration" in where else "RFC 8414 3.3"))
+        pinned = self.settings.issuer
+        if pinned and claimed.rstrip("/") != pinned.rstrip("/"):
+            raise OAuthError("%s names the authorization server %s, not --oauth-issuer %s: refused, no credential "
+                             "was sent to it" % (self.config.display_url, quoted(claimed), pinned))
         if not self.scope and isinstance(metadata.get("scopes_supported"), list) and not prm:
             self.scope = " ".join(str(s) for s in metadata["scopes_supported"])
         self.metadata = metadata
@@ -14018,6 +14023,9 @@ def add_oauth_options(parser):
                  "(RFC 8628) where offered; also when no browser can open here (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
+    group.add_argument("--oauth-issuer", metavar="URL",
+                       help="the authorization server your client's secret or key belongs to: a server that names "
+                            "another is refused before any credential is sent (default: the one the server names)")
     group = parser.add_argument_group(
         "enterprise-managed authorization (the company's identity provider vouches for the user with an ID-JAG; "
         "--oauth-client-id names ocx-proxy's client at the MCP server's authorization server)")
@@ -14059,7 +14067,7 @@ def oauth_settings_from_args(args):
                          args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope,
                          device=args.oauth_device, client_metadata_url=args.oauth_client_metadata_url,
                          client_key=key_file_option("--oauth-client-key", args.oauth_client_key, secret),
-                         client_credentials=args.oauth_client_credentials, idp=idp)
+                         client_credentials=args.oauth_client_credentials, idp=idp, issuer=args.oauth_issuer)
 
 
 def key_file_option(flag, path, secret):

@@ -1895,3 +1895,15 @@ def test_two_relays_spend_a_rotating_refresh_token_once(server):
             relay.close()
     stats = server.stats()
     assert (stats["refresh_attempts"], stats["refresh"], len(server.visits())) == (1, 1, 1), stats
+
+
+def test_oauth_issuer_keeps_the_client_secret_from_an_authorization_server_a_server_names(server):
+    """The server's metadata decides where the secret goes, unless --oauth-issuer says where it belongs."""
+    server.configure(clients={"ci": {"secret": CC_SECRET, "method": "client_secret_basic"}})
+    pinned = cc_args("--oauth-client-secret", CC_SECRET, "--oauth-issuer", "https://login.example.com/tenant")
+    result = server.auth("login", *pinned)
+    text = result.stderr.decode()
+    assert result.returncode == 1 and "names the authorization server %s/as, not --oauth-issuer" % server.base in text
+    assert token_requests(server) == [] and CC_SECRET not in text
+    result = server.auth("login", *cc_args("--oauth-client-secret", CC_SECRET, "--oauth-issuer", server.base + "/as"))
+    assert result.returncode == 0, result.stderr
