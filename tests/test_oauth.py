@@ -1844,6 +1844,17 @@ def test_enterprise_managed_with_our_own_login_at_the_idp_then_renewals_without_
     assert not [n for n in os.listdir(server.auth_dir) if n.startswith(("idp-", "tokens-")) and n.endswith(".json")]
 
 
+def test_our_own_login_at_the_idp_with_a_device_code(server):
+    args = idp_server(server) + ("--oauth-device",)
+    server.configure(idp_device=True)
+    result = server.auth("login", *args, environ={"MCP_SECRET": MCP_SECRET}, browser=False)
+    assert result.returncode == 0, result.stderr
+    assert "open %s/idp/activate and enter the code IDP-1234" % server.base in result.stderr.decode()
+    stats = server.stats()
+    assert (stats["idp_device"], stats["idp_login"], stats["exchange"], stats["jwt_bearer"]) == (1, 1, 1, 1)
+    assert server.visits() == []
+
+
 def test_the_idp_token_endpoint_option_stands_in_for_missing_metadata(server):
     path, _ = id_token_file(server)
     args = idp_server(server) + ("--oauth-idp-id-token-file", path)
