@@ -4821,14 +4821,14 @@ WORKERS = WorkerThreads()
 JOSE_MAX_FILE_BYTES = 64 * 1024   # a key file (an RSA key of 16384 bits is 12 KB in PEM) or an ID token file
 JWT_ASSERTION_LIFETIME = 120   # seconds a client assertion is good for; each has its own jti too (RFC 7523 3)
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-# P-256 (FIPS 186-4 D.1.2.3, SEC 2 2.4.2): y^2 = x^3 - 3x + b over GF(p), base point G of prime order n.
+# P-256 (FIPS 186-4 D.1.2.3, SEC 2 2.4.2): y^2 = x^3 - 3x + b over GF(p), base point G of prime order n (the
+# formulas below use a = -3 and never b).
 P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
 P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
-P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
 P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
           0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
 # The DER contents of the object identifiers a key names: rsaEncryption (RFC 8017 A.1), id-ecPublicKey and
-# prime256v1 (RFC 5480 2.1.1), and two we name in a refusal: Ed25519 and Ed448 (RFC 8410 3).
+# prime256v1 (RFC 5480 2.1.1), and those a refusal names: Ed25519, Ed448 (RFC 8410 3), P-384, P-521 (RFC 5480).
 OID_RSA = bytes.fromhex("2a864886f70d010101")
 OID_EC = bytes.fromhex("2a8648ce3d0201")
 OID_P256 = bytes.fromhex("2a8648ce3d030107")
@@ -4918,7 +4918,7 @@ def load_private_key(data):
     label, der = private_key_der(data)
     if label == "ENCRYPTED PRIVATE KEY":
         raise KeyRefused("an encrypted private key: give it unencrypted, e.g. `openssl pkey -in KEY -out FILE`, "
-                             "in a file only you can read")
+                         "in a file only you can read")
     readers = {"PRIVATE KEY": [pkcs8_key], "EC PRIVATE KEY": [sec1_key], "RSA PRIVATE KEY": [pkcs1_key],
                None: [pkcs8_key, sec1_key, pkcs1_key]}[label]
     for reader in readers:
@@ -4944,11 +4944,11 @@ def pkcs8_key(der):
         curve = algorithm[1] if len(algorithm) > 1 else None
         if curve != (0x06, OID_P256):
             raise KeyRefused("an EC key on %s: ES256 signs with P-256 keys only"
-                                 % OID_NAMES.get(curve[1] if curve else b"", "a curve other than P-256"))
+                             % OID_NAMES.get(curve[1] if curve else b"", "a curve other than P-256"))
         return sec1_key(items[2][1])
     name = OID_NAMES.get(oid)
     raise KeyRefused("%s: only RSA (RS256) and P-256 (ES256) keys sign assertions here"
-                         % ("an %s key" % name if name else "a key of another kind"))
+                     % ("an %s key" % name if name else "a key of another kind"))
 
 
 def sec1_key(der):
@@ -4961,7 +4961,7 @@ def sec1_key(der):
         inner_tag, inner, _ = der_item(contents)
         if tag == 0xa0 and (inner_tag, inner) != (0x06, OID_P256):
             raise KeyRefused("an EC key on %s: ES256 signs with P-256 keys only"
-                                 % OID_NAMES.get(inner, "a curve other than P-256"))
+                             % OID_NAMES.get(inner, "a curve other than P-256"))
         if tag == 0xa1 and inner_tag == 0x03 and inner[:1] == b"\0":
             public = inner[1:]
     return EcKey(int.from_bytes(items[1][1], "big"), public)
@@ -5108,7 +5108,7 @@ class RsaKey:
                 continue
         s = self._private(m * pow(r, self.e, self.n) % self.n) * unblind % self.n
         if pow(s, self.e, self.n) != m:
-            raise ValueError("an RSA signature failed its check (a damaged key?); nothing was sent")
+            raise OcxError("an RSA signature failed its check (a damaged key?); nothing was sent")
         return s.to_bytes(self.size, "big")
 
     def _private(self, c):
@@ -5887,6 +5887,7 @@ class OAuthClients:
         uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
         return self.register(metadata, uris, scope, DEVICE_GRANT)
 
+
 # ---------------------------------------------------------------------------
 # Enterprise IdP: the user's ID token (a file, or our own login at the IdP) and its exchange for an ID-JAG
 # ---------------------------------------------------------------------------
@@ -6217,9 +6218,13 @@ class OAuthClient:
     def _renewal_lock(self, issuer):
         """The lock that lets one relay at a time renew these tokens: a refresh token spent twice is refused the
         second time, and a server that rotates them then revokes them all (RFC 9700 4.14.2).  None when another
-        relay held it for OAUTH_RENEW_WAIT s (we renew all the same, and say so)."""
-        lock = wait_for_lock(os.path.join(self.settings.auth_dir, "renew-%s.lock" % _key(issuer, self.resource)),
-                             OAUTH_RENEW_WAIT)
+        relay held it for OAUTH_RENEW_WAIT s, or it cannot be made (we renew all the same, and say so)."""
+        try:
+            lock = wait_for_lock(os.path.join(self.settings.auth_dir, "renew-%s.lock" % _key(issuer, self.resource)),
+                                 OAUTH_RENEW_WAIT)
+        except OSError as exc:
+            log.warning("no renewal lock for %s (%s); renewing without it" % (self.config.display_url, exc))
+            return None
         if lock is None:
             log.warning("another ocx-proxy has been renewing the tokens for %s for %g s; renewing them here too"
                         % (self.config.display_url, OAUTH_RENEW_WAIT))
@@ -6266,11 +6271,7 @@ class OAuthClient:
         """Run the grant that needs no login again before the token expires (``doc``: the stored tokens), one relay
         at a time; True on success.  A failure is said, and the token kept until the server refuses it."""
         doc = self.tokens
-        try:
-            lock = self._renewal_lock(doc["issuer"])
-        except OSError as exc:
-            log.warning("could not renew the access token for %s: %s" % (self.config.display_url, exc))
-            return False
+        lock = self._renewal_lock(doc["issuer"])
         try:
             stored = self.store.read(self.tokens_path) or {}
             if stored.get("access_token") not in (None, doc.get("access_token")):
@@ -14048,7 +14049,8 @@ def add_oauth_options(parser):
 def oauth_settings_from_args(args):
     secret = None if args.oauth_client_secret is None else expand_env_refs(args.oauth_client_secret)
     if (args.oauth_client_secret or args.oauth_client_key) and not args.oauth_client_id:
-        raise UsageError("--oauth-client-%s needs --oauth-client-id" % ("secret" if secret else "key"))
+        raise UsageError("--oauth-client-%s needs --oauth-client-id" % (
+            "secret (or OCX_PROXY_OAUTH_CLIENT_SECRET)" if secret else "key"))
     if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
         raise UsageError("--oauth-client-file %s: no such file" % args.oauth_client_file)
     if args.oauth_callback_port is not None and not 1 <= args.oauth_callback_port <= 65535:
