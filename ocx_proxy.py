@@ -5700,12 +5700,20 @@ class OAuthRequests:
         pool = HttpPool(self.config)
         # none of the --header values: they are the MCP server's, and the authorization server may be another host
         sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
+        conn = resp = None
         try:
             conn, resp = pool.exchange(method, parts, sent, body)
             data = read_body(resp, OAUTH_MAX_BODY)
-            pool.discard(conn)
         except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
             raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
+        finally:   # closed here, a body left unread too: not by the garbage collector at exit (Windows complains)
+            if resp is not None:
+                try:
+                    resp.close()
+                except (OSError, ValueError):
+                    pass
+            if conn is not None:
+                pool.discard(conn)
         try:
             doc = json.loads(data.decode("utf-8")) if data.strip() else None
         except (ValueError, RecursionError):
