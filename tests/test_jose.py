@@ -40,7 +40,7 @@ sys.path.insert(0, FIXTURES)
 import jose_check  # noqa: E402  (tests/fixtures: the independent verifier)
 
 KEYS = os.path.join(FIXTURES, "keys")
-SLOW_OK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW_OK = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # RFC 6979 A.2.5
 RFC6979_X = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721
