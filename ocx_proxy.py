@@ -14040,7 +14040,7 @@ def add_oauth_options(parser):
         "--oauth-client-id names ocx-proxy's client at the MCP server's authorization server)")
     group.add_argument("--oauth-idp-issuer", metavar="URL", help="the identity provider's issuer URL (default: none)")
     group.add_argument("--oauth-idp-client-id", metavar="ID", help="ocx-proxy's client id at the identity provider "
-                                                                   "(required with --oauth-idp-issuer)")
+                                                                   "(no default: required with --oauth-idp-issuer)")
     add_env_option(group, "--oauth-idp-client-secret", "OAUTH_IDP_CLIENT_SECRET", str, "a secret", None,
                    metavar="SECRET", help="its secret, ${VAR} expanded; never logged (default: none; env "
                                           "OCX_PROXY_OAUTH_IDP_CLIENT_SECRET)")
