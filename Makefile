@@ -52,6 +52,8 @@ bench: $(BENCH_PY) $(BENCH_PEERS)/.deps
 	$(BENCH_PY) tests/bench/bench_inputs.py
 	@echo
 	$(BENCH_PY) tests/bench/bench_reader.py
+	@echo
+	$(BENCH_PY) tests/bench/bench_jose.py
 
 # Start-up before/after: this ocx_proxy.py beside the one in git revision OLD, interleaved
 # (`make bench BENCH_ARGS="--old FILE"` adds the same rows to the whole table).

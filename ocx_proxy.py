@@ -35,8 +35,11 @@ Layout of this file (each section only uses the ones above it):
     event loop        selectors loop, readers/writers (select or threads)
     upstreams         the transport contract; the stdio child process
     HTTP client       SSE parser, URLs, proxies, TLS, connection pool, worker threads
-    OAuth             discovery rules, callback ports, PKCE, the token store
-    OAuth login       discovery, client registration, login and refresh for one server
+    JOSE              PEM/DER private keys, ES256 and RS256 signatures, JWT client assertions
+    OAuth             discovery rules, callback ports, PKCE, the token store, locks
+    OAuth clients     settings, requests to authorization servers, client authentication, registration
+    enterprise IdP    the user's ID token (a file, or a login at the IdP), its exchange for an ID-JAG
+    OAuth login       discovery, logins and the grants needing none, refresh and renewal for one server
     remote transports what Streamable HTTP and legacy SSE share: sender, workers, exchanges
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
@@ -836,6 +839,26 @@ def _private_child(parent_fd, parent, name, create, what):
         raise OSError("refusing %s %s: not a private directory of ours (expected owner uid %d, mode 0700)"
                       % (what, path, uid))
     return PrivateDir(path, fd)
+
+
+def read_user_file(path, limit, what):
+    """The bytes of the file the user named as ``what`` (a key file, an ID token file): a regular file, not a
+    symbolic link (give the file itself, as for --trace), at most ``limit`` bytes.  ValueError says why not, and
+    never quotes what the file holds."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):   # where open() has no O_NOFOLLOW (Windows), before it
+            raise ValueError("%s %s is a symbolic link; give the file itself" % (what, path))
+        fd = os.open(path, READ_FILE_FLAGS)
+    except OSError as exc:
+        raise ValueError("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError("%s %s is not a regular file" % (what, path))
+    with os.fdopen(fd, "rb") as f:
+        data = read_at_most(f, limit + 1)
+    if len(data) > limit:
+        raise ValueError("%s %s is larger than %d bytes, more than any %s holds" % (what, path, limit, what))
+    return data
 
 
 # ---------------------------------------------------------------------------
@@ -4973,6 +4996,365 @@ WORKERS = WorkerThreads()
 
 
 # ---------------------------------------------------------------------------
+# JOSE: PEM/DER keys, ES256 and RS256 signatures, JWT assertions
+# ---------------------------------------------------------------------------
+# A client authenticating with private_key_jwt (RFC 7523 2.2) signs a JWT with its own key, and this file imports
+# nothing beyond the standard library: the key is read from PEM or DER here (RFC 7468 text; PKCS #8 = RFC 5958,
+# SEC 1 = RFC 5915, PKCS #1 = RFC 8017 A.1.2), and the two algorithms authorization servers take from such
+# clients are computed with Python integers: ES256 (ECDSA on P-256 with SHA-256, RFC 7518 3.4; the curve of
+# FIPS 186-4 D.1.2.3) and RS256 (RSASSA-PKCS1-v1_5 with SHA-256, RFC 8017 8.2).
+# Side channels: Python integers are not constant time; what can be done is done.  The ECDSA nonce is RFC 6979's
+# (HMAC-DRBG over the key and the message) with 32 bytes from ``secrets`` mixed in (RFC 6979 3.6): no weak random
+# source can give the key away, and no two signatures share a nonce.  The scalar ladder takes 257 steps whatever
+# the nonce (it runs on k + n or k + 2n), so a signature's time does not tell the nonce's length (the leak lattice
+# attacks need).  RSA is blinded with a random r, and each signature is checked before it leaves (a fault in one
+# CRT half would give the key away).  Keys stay in this process; nothing here is written anywhere.
+
+JOSE_MAX_FILE_BYTES = 64 * 1024   # a key file (an RSA key of 16384 bits is 12 KB in PEM) or an ID token file
+JWT_ASSERTION_LIFETIME = 120   # seconds a client assertion is good for; each has its own jti too (RFC 7523 3)
+JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+# P-256 (FIPS 186-4 D.1.2.3, SEC 2 2.4.2): y^2 = x^3 - 3x + b over GF(p), base point G of prime order n (the
+# formulas below use a = -3 and never b).
+P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
+P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
+P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
+          0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+# The DER contents of the object identifiers a key names: rsaEncryption (RFC 8017 A.1), id-ecPublicKey and
+# prime256v1 (RFC 5480 2.1.1), and those a refusal names: Ed25519, Ed448 (RFC 8410 3), P-384, P-521 (RFC 5480).
+OID_RSA = bytes.fromhex("2a864886f70d010101")
+OID_EC = bytes.fromhex("2a8648ce3d0201")
+OID_P256 = bytes.fromhex("2a8648ce3d030107")
+OID_NAMES = {bytes.fromhex("2b6570"): "Ed25519", bytes.fromhex("2b6571"): "Ed448",
+             bytes.fromhex("2b81040022"): "P-384", bytes.fromhex("2b81040023"): "P-521"}
+# RFC 8017 9.2 note 1: the DER DigestInfo of a SHA-256 hash, up to the hash itself.
+SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
+PEM_BLOCK_RE = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
+PRIVATE_KEY_LABELS = ("PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY")
+
+
+class KeyRefused(ValueError):
+    """A private key recognised as one but refused: encrypted, of another kind or curve, too short, or damaged
+    (its parts disagree)."""
+
+
+def der_item(data, pos=0):
+    """``(tag, contents, end)`` of the DER item at ``pos`` of ``data``; ValueError for one running past the end or
+    not strict DER (X.690 10.1: definite lengths in their shortest form)."""
+    if pos + 2 > len(data):
+        raise ValueError("truncated DER")
+    tag, length = data[pos], data[pos + 1]
+    pos += 2
+    if length & 0x80:
+        count = length & 0x7f
+        if not 1 <= count <= 4 or pos + count > len(data) or data[pos] == 0:
+            raise ValueError("a DER length that is not definite and shortest")
+        length = int.from_bytes(data[pos:pos + count], "big")
+        if length < 0x80:
+            raise ValueError("a DER length that is not definite and shortest")
+        pos += count
+    if pos + length > len(data):
+        raise ValueError("truncated DER")
+    return tag, data[pos:pos + length], pos + length
+
+
+def der_items(contents):
+    """The items ``[(tag, contents)]`` one after another in ``contents`` (a SEQUENCE's)."""
+    items, pos = [], 0
+    while pos < len(contents):
+        tag, item, pos = der_item(contents, pos)
+        items.append((tag, item))
+    return items
+
+
+def der_sequence(data):
+    """The items of the SEQUENCE that ``data`` is, whole."""
+    tag, contents, end = der_item(data)
+    if tag != 0x30 or end != len(data):
+        raise ValueError("not one DER SEQUENCE")
+    return der_items(contents)
+
+
+def der_uint(item):
+    """The value of a DER INTEGER ``(tag, contents)`` that is not negative."""
+    tag, contents = item
+    if tag != 0x02 or not contents or contents[0] & 0x80 or (contents[:1] == b"\0" and len(contents) > 1
+                                                             and not contents[1] & 0x80):
+        raise ValueError("not a non-negative DER INTEGER")
+    return int.from_bytes(contents, "big")
+
+
+def private_key_der(data):
+    """``(label, DER)`` of the private key in ``data``: its first PEM private-key block (RFC 7468), or ``data``
+    itself, DER, when it holds no PEM at all (label None).  ValueError says why there is none."""
+    text = data.decode("latin-1")
+    blocks = PEM_BLOCK_RE.findall(text)
+    if not blocks:
+        if "-----BEGIN" in text:
+            raise ValueError("a PEM block without its END line")
+        return None, data
+    for label, body in blocks:
+        if label not in PRIVATE_KEY_LABELS:
+            continue
+        if label == "ENCRYPTED PRIVATE KEY" or ":" in body:   # RFC 1421 headers: "Proc-Type: 4,ENCRYPTED"
+            return "ENCRYPTED PRIVATE KEY", b""
+        try:
+            return label, base64.b64decode("".join(body.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("the base64 of its %s block is damaged" % label)
+    raise ValueError("no private key in it (it holds: %s)" % ", ".join(sorted({label for label, _ in blocks})))
+
+
+def load_private_key(data):
+    """The signing key (EcKey or RsaKey) in ``data``, a PEM or DER file's bytes: PKCS #8, SEC 1 or PKCS #1.
+    KeyRefused for another kind of key, ValueError for anything else; neither quotes what the file holds."""
+    label, der = private_key_der(data)
+    if label == "ENCRYPTED PRIVATE KEY":
+        raise KeyRefused("an encrypted private key: give it unencrypted, e.g. `openssl pkey -in KEY -out FILE`, "
+                         "in a file only you can read")
+    readers = {"PRIVATE KEY": [pkcs8_key], "EC PRIVATE KEY": [sec1_key], "RSA PRIVATE KEY": [pkcs1_key],
+               None: [pkcs8_key, sec1_key, pkcs1_key]}[label]
+    for reader in readers:
+        try:
+            return reader(der)
+        except KeyRefused:
+            raise
+        except (ValueError, IndexError):
+            continue
+    raise ValueError("not a private key in PEM or DER (PKCS #8, SEC 1 or PKCS #1), or a damaged one")
+
+
+def pkcs8_key(der):
+    """The key of a PKCS #8 PrivateKeyInfo (RFC 5958 2): RSA, or EC on P-256."""
+    items = der_sequence(der)
+    if len(items) < 3 or der_uint(items[0]) not in (0, 1) or items[1][0] != 0x30 or items[2][0] != 0x04:
+        raise ValueError("not PKCS #8")
+    algorithm = der_items(items[1][1])
+    oid = algorithm[0][1] if algorithm and algorithm[0][0] == 0x06 else b""
+    if oid == OID_RSA:
+        return pkcs1_key(items[2][1])
+    if oid == OID_EC:
+        curve = algorithm[1] if len(algorithm) > 1 else None
+        if curve != (0x06, OID_P256):
+            raise KeyRefused("an EC key on %s: ES256 signs with P-256 keys only"
+                             % OID_NAMES.get(curve[1] if curve else b"", "a curve other than P-256"))
+        return sec1_key(items[2][1])
+    name = OID_NAMES.get(oid)
+    raise KeyRefused("%s: only RSA (RS256) and P-256 (ES256) keys sign assertions here"
+                     % ("an %s key" % name if name else "a key of another kind"))
+
+
+def sec1_key(der):
+    """The key of a SEC 1 ECPrivateKey (RFC 5915 3), its curve P-256 when named, its public key checked."""
+    items = der_sequence(der)
+    if len(items) < 2 or der_uint(items[0]) != 1 or items[1][0] != 0x04:
+        raise ValueError("not SEC 1")
+    public = None
+    for tag, contents in items[2:]:
+        inner_tag, inner, _ = der_item(contents)
+        if tag == 0xa0 and (inner_tag, inner) != (0x06, OID_P256):
+            raise KeyRefused("an EC key on %s: ES256 signs with P-256 keys only"
+                             % OID_NAMES.get(inner, "a curve other than P-256"))
+        if tag == 0xa1 and inner_tag == 0x03 and inner[:1] == b"\0":
+            public = inner[1:]
+    return EcKey(int.from_bytes(items[1][1], "big"), public)
+
+
+def pkcs1_key(der):
+    """The key of a PKCS #1 RSAPrivateKey (RFC 8017 A.1.2), two primes."""
+    items = der_sequence(der)
+    if len(items) < 9 or der_uint(items[0]) != 0:
+        if items and items[0][0] == 0x02 and der_uint(items[0]) == 1:
+            raise KeyRefused("a multi-prime RSA key: only two-prime keys sign here")
+        raise ValueError("not PKCS #1")
+    return RsaKey(*[der_uint(item) for item in items[1:9]])
+
+
+def _p256_double(point):
+    """2P in Jacobian coordinates (the a = -3 doubling of Bernstein and Lange's "dbl-2001-b")."""
+    x, y, z = point
+    if not z:
+        return point
+    p = P256_P
+    delta, gamma = z * z % p, y * y % p
+    beta = x * gamma % p
+    alpha = 3 * (x - delta) * (x + delta) % p
+    x3 = (alpha * alpha - 8 * beta) % p
+    z3 = ((y + z) * (y + z) - gamma - delta) % p
+    return x3, (alpha * (4 * beta - x3) - 8 * gamma * gamma) % p, z3
+
+
+def _p256_add(a, b):
+    """A + B in Jacobian coordinates ("add-2007-bl"); z = 0 is the point at infinity."""
+    (x1, y1, z1), (x2, y2, z2) = a, b
+    if not z1:
+        return b
+    if not z2:
+        return a
+    p = P256_P
+    z1z1, z2z2 = z1 * z1 % p, z2 * z2 % p
+    u1, u2 = x1 * z2z2 % p, x2 * z1z1 % p
+    s1, s2 = y1 * z2 * z2z2 % p, y2 * z1 * z1z1 % p
+    h, r = (u2 - u1) % p, 2 * (s2 - s1) % p
+    if not h:
+        return _p256_double(a) if not r else (1, 1, 0)
+    i = 4 * h * h % p
+    j, v = h * i % p, u1 * i % p
+    x3 = (r * r - j - 2 * v) % p
+    return x3, (r * (v - x3) - 2 * s1 * j) % p, ((z1 + z2) * (z1 + z2) - z1z1 - z2z2) * h % p
+
+
+def p256_multiply(k, point=P256_G):
+    """``k`` times the affine ``point`` as affine ``(x, y)``, None for the point at infinity.  A Montgomery ladder of
+    257 steps for every k: it runs on k + n or k + 2n, which have bit 256 set and name the same point."""
+    k = k % P256_N + P256_N
+    if k.bit_length() <= 256:
+        k += P256_N
+    r0 = (point[0], point[1], 1)
+    r1 = _p256_double(r0)
+    for i in range(255, -1, -1):
+        if k >> i & 1:
+            r0, r1 = _p256_add(r0, r1), _p256_double(r1)
+        else:
+            r0, r1 = _p256_double(r0), _p256_add(r0, r1)
+    x, y, z = r0
+    if not z:
+        return None
+    zi = pow(z, P256_P - 2, P256_P)
+    zi2 = zi * zi % P256_P
+    return x * zi2 % P256_P, y * zi2 * zi % P256_P
+
+
+def rfc6979_nonces(d, digest, extra=b""):
+    """The nonces of RFC 6979 3.2 for key ``d`` and the message's SHA-256 ``digest`` (HMAC-SHA-256, qlen = hlen =
+    256, so bits2int is the plain integer), ``extra`` mixed into the seed (3.6), one after another (3.2 h.3)."""
+    import hmac
+    seed = d.to_bytes(32, "big") + (int.from_bytes(digest, "big") % P256_N).to_bytes(32, "big") + extra
+    v, key = b"\x01" * 32, b"\x00" * 32
+    key = hmac.digest(key, v + b"\x00" + seed, "sha256")
+    v = hmac.digest(key, v, "sha256")
+    key = hmac.digest(key, v + b"\x01" + seed, "sha256")
+    v = hmac.digest(key, v, "sha256")
+    while True:
+        v = hmac.digest(key, v, "sha256")
+        k = int.from_bytes(v, "big")
+        if 1 <= k < P256_N:
+            yield k
+        key = hmac.digest(key, v + b"\x00", "sha256")
+        v = hmac.digest(key, v, "sha256")
+
+
+class EcKey:
+    """A P-256 private key ``d``: ES256 signatures (JWS form: r and s, 32 bytes each, RFC 7518 3.4)."""
+
+    alg = "ES256"
+
+    def __init__(self, d, public=None):
+        if not 1 <= d < P256_N:
+            raise KeyRefused("an EC private key out of P-256's range (a damaged file?)")
+        self.d = d
+        if public is not None:
+            x, y = p256_multiply(d)
+            if public not in (b"\x04" + x.to_bytes(32, "big") + y.to_bytes(32, "big"),
+                              bytes([2 + (y & 1)]) + x.to_bytes(32, "big")):
+                raise KeyRefused("the public key in the file is not its private key's (a damaged file?)")
+
+    def sign(self, message, extra=None):
+        """The signature of ``message`` (bytes); ``extra``: what hedges the nonce (default 32 bytes of ``secrets``;
+        b"" gives RFC 6979's deterministic signature)."""
+        import hashlib
+        import secrets
+        digest = hashlib.sha256(message).digest()
+        e = int.from_bytes(digest, "big")
+        for k in rfc6979_nonces(self.d, digest, secrets.token_bytes(32) if extra is None else extra):
+            r = p256_multiply(k)[0] % P256_N
+            s = pow(k, P256_N - 2, P256_N) * (e + r * self.d) % P256_N
+            if r and s:
+                return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+class RsaKey:
+    """An RSA private key with its CRT parts: RS256 signatures (RSASSA-PKCS1-v1_5 with SHA-256, RFC 8017 8.2.1)."""
+
+    alg = "RS256"
+
+    def __init__(self, n, e, d, p, q, dp, dq, qi):
+        if n.bit_length() < 2048:
+            raise KeyRefused("a %d-bit RSA key: RS256 needs 2048 bits or more (RFC 7518 3.3)" % n.bit_length())
+        if (n != p * q or e < 3 or not e & 1 or dp != d % (p - 1) or dq != d % (q - 1) or qi * q % p != 1):
+            raise KeyRefused("an RSA key whose parts do not agree (a damaged file?)")
+        self.n, self.e, self.p, self.q, self.dp, self.dq, self.qi = n, e, p, q, dp, dq, qi
+        self.size = (n.bit_length() + 7) // 8
+
+    def sign(self, message):
+        """The signature of ``message`` (bytes), ``size`` bytes; the private operation is blinded and checked."""
+        import hashlib
+        import secrets
+        t = SHA256_DIGEST_INFO + hashlib.sha256(message).digest()
+        m = int.from_bytes(b"\x00\x01" + b"\xff" * (self.size - len(t) - 3) + b"\x00" + t, "big")
+        while True:
+            r = secrets.randbelow(self.n - 3) + 2
+            try:
+                unblind = pow(r, -1, self.n)
+                break
+            except ValueError:   # r shares a factor with n: as likely as guessing the key; draw again
+                continue
+        s = self._private(m * pow(r, self.e, self.n) % self.n) * unblind % self.n
+        if pow(s, self.e, self.n) != m:
+            raise OcxError("an RSA signature failed its check (a damaged key?); nothing was sent")
+        return s.to_bytes(self.size, "big")
+
+    def _private(self, c):
+        """c^d mod n by the Chinese remainder theorem (RFC 8017 5.1.2, 2.b)."""
+        m1, m2 = pow(c % self.p, self.dp, self.p), pow(c % self.q, self.dq, self.q)
+        return m2 + self.qi * (m1 - m2) % self.p * self.q
+
+
+def b64url(data):
+    """base64url without padding (RFC 7515 2)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def jwt_sign(key, claims, header=None):
+    """A compact JWS (RFC 7515 7.1) of the JSON object ``claims``, signed with ``key`` (EcKey or RsaKey)."""
+    head = dict({"typ": "JWT"}, **(header or {}), alg=key.alg)
+    signing_input = ".".join(b64url(json.dumps(part, separators=(",", ":")).encode("utf-8"))
+                             for part in (head, claims))
+    return signing_input + "." + b64url(key.sign(signing_input.encode("ascii")))
+
+
+def client_assertion(key, client_id, audience, now=None):
+    """A private_key_jwt client assertion (RFC 7523 2.2 and 3): issued by and about ``client_id``, for the
+    authorization server's issuer ``audience`` (as the SEP-1046 profile and the Python SDK send it), a new jti
+    and JWT_ASSERTION_LIFETIME seconds to live, so that one seen by others is soon worth nothing."""
+    import secrets
+    now = int(time.time() if now is None else now)
+    return jwt_sign(key, {"iss": client_id, "sub": client_id, "aud": audience, "iat": now,
+                          "exp": now + JWT_ASSERTION_LIFETIME, "jti": secrets.token_urlsafe(24)})
+
+
+def jwt_claims(token):
+    """The claims of the compact JWT ``token``, unverified (a client reads the ID token the IdP's token endpoint
+    gave it over TLS: OpenID Connect Core 3.1.3.7 item 6); None when it is not one."""
+    parts = token.split(".") if isinstance(token, str) else ()
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)).decode("utf-8"))
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    return claims if isinstance(claims, dict) else None
+
+
+def read_signing_key(path):
+    """The signing key in the file ``path`` (read_user_file); ValueError, naming the file, when it has none."""
+    data = read_user_file(path, JOSE_MAX_FILE_BYTES, "key file")
+    try:
+        return load_private_key(data)
+    except ValueError as exc:
+        raise type(exc)("key file %s: %s" % (path, exc))
+
+
+# ---------------------------------------------------------------------------
 # OAuth: discovery rules, callback ports, PKCE, the token store
 # ---------------------------------------------------------------------------
 
@@ -5002,6 +5384,21 @@ OAUTH_LANDING_PAGE = (b"<!doctype html><meta charset=utf-8><title>ocx-proxy</tit
 # RFC 8628: poll the token endpoint every ``interval`` seconds (this when the server names none), this
 # much slower after each slow_down, and never more than once a second whatever a server says.
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+# Enterprise-managed authorization: the token exchange at the IdP (RFC 8693 2.1, 3) for an ID-JAG
+# (draft-ietf-oauth-identity-assertion-authz-grant 4.3), presented as a JWT bearer grant (RFC 7523 2.1).
+TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
+# The grants that need no one at the authorization server: renewed by the relay itself before the token expires.
+HEADLESS_GRANTS = ("client_credentials", JWT_BEARER_GRANT)
+# What `auth status` calls each grant.
+GRANT_NAMES = {"authorization_code": "authorization code (a login in the browser)",
+               DEVICE_GRANT: "device code (a login on another device)",
+               "client_credentials": "client credentials (no user: the client's own secret or key)",
+               JWT_BEARER_GRANT: "enterprise-managed (an ID-JAG from the identity provider, RFC 7523 JWT bearer)"}
+# How long a relay waits for another one renewing the same tokens before it renews them itself (said).
+OAUTH_RENEW_WAIT = 30.0
 OAUTH_DEVICE_INTERVAL = 5.0
 OAUTH_DEVICE_SLOW_DOWN = 5.0
 OAUTH_DEVICE_MIN_INTERVAL = 1.0
@@ -5113,11 +5510,13 @@ def origin_text(url):
         return quoted(url)
 
 
-def error_said(doc):
-    """The quoted ``error`` and ``error_description`` of an OAuth error answer; "" when it has neither."""
+def error_said(doc, scrub=str):
+    """The quoted ``error`` and ``error_description`` of an OAuth error answer, each ``scrub``bed before it is cut
+    short (a server may echo what we sent it); "" when it has neither."""
     if not isinstance(doc, dict):
         return ""
-    return ": ".join(quoted(doc[name]) for name in ("error", "error_description") if doc.get(name))
+    return ": ".join(quoted(scrub(doc[name]) if isinstance(doc[name], str) else doc[name])
+                     for name in ("error", "error_description") if doc.get(name))
 
 
 def string_member(doc, name):
@@ -5215,6 +5614,11 @@ def pkce_pair():
     verifier = secrets.token_urlsafe(48)
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def with_resource(fields, resource):
+    """Request ``fields`` with the resource indicator (RFC 8707) ``resource``, unless it is None."""
+    return dict(fields, resource=resource) if resource is not None else dict(fields)
 
 
 def default_auth_dir(environ=None):
@@ -5361,8 +5765,20 @@ class LoginLock:
             os.close(fd)   # closing drops the lock
 
 
+def wait_for_lock(path, seconds):
+    """A LoginLock on ``path``, held: at once, or as soon as another process lets go within ``seconds``; else None.
+    OSError when the lock file cannot be made."""
+    lock = LoginLock(path)
+    deadline = time.monotonic() + seconds
+    while not lock.acquire():
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+    return lock
+
+
 # ---------------------------------------------------------------------------
-# OAuth login: discovery, client registration, login and refresh for one server
+# OAuth clients: the settings, requests to authorization servers, how a client authenticates, which client we are
 # ---------------------------------------------------------------------------
 
 class OAuthSettings:
@@ -5370,10 +5786,14 @@ class OAuthSettings:
 
     def __init__(self, client_id=None, client_secret=None, client_file=None, callback_port=None,
                  timeout=OAUTH_TIMEOUT, browser=True, auth_dir=None, scope=None, device=False,
-                 client_metadata_url=None):
+                 client_metadata_url=None, client_key=None, client_credentials=False, idp=None, issuer=None):
         self.client_id = client_id
         self.client_secret = client_secret
+        self.client_key = client_key   # a KeyFile: private_key_jwt (RFC 7523 2.2) instead of a secret
         self.client_file = client_file
+        self.client_credentials = client_credentials   # the client_credentials grant: no user, no browser
+        self.idp = idp   # an IdpSettings: enterprise-managed authorization, through an ID-JAG from that IdP
+        self.issuer = issuer   # the only authorization server our credentials go to (None: the one a server names)
         self.callback_port = callback_port   # None: see _listen
         self.timeout = timeout
         self.browser = browser
@@ -5381,6 +5801,38 @@ class OAuthSettings:
         self.scope = scope
         self.device = device   # the device flow (RFC 8628) even where a browser could open
         self.client_metadata_url = client_metadata_url   # our Client ID Metadata Document, if we have one
+
+    def grant(self):
+        """The grant that gets this server's tokens without a login at its authorization server, or None."""
+        return "client_credentials" if self.client_credentials else JWT_BEARER_GRANT if self.idp else None
+
+
+class KeyFile:
+    """A signing key (EcKey or RsaKey) and the file it came from (what ``auth status`` names)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.key = read_signing_key(path)
+
+
+def client_entry(client_id, secret=None, key_file=None, audience=None, method=None):
+    """A client as OAuthRequests.client_post authenticates it: its id, and its secret or its key (``audience``:
+    the issuer its assertions are for).  It authenticates as ``method`` says when that fits what it has, else
+    with private_key_jwt (a key), client_secret_basic (a secret) or not at all (none)."""
+    default = "private_key_jwt" if key_file else "client_secret_basic" if secret else "none"
+    if method and (method == "private_key_jwt") != bool(key_file):
+        method = None   # stored by a run with other credentials
+    return {"client_id": client_id, "client_secret": secret, "key_file": key_file, "audience": audience,
+            "token_endpoint_auth_method": method or default}
+
+
+def fit_client(client, metadata):
+    """``client`` sending its secret in the form where ``metadata`` takes no HTTP Basic (RFC 8414 2)."""
+    methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    if (client["token_endpoint_auth_method"] == "client_secret_basic" and "client_secret_basic" not in methods
+            and "client_secret_post" in methods):
+        client["token_endpoint_auth_method"] = "client_secret_post"
+    return client
 
 
 def device_login_wanted(settings, metadata):
@@ -5440,12 +5892,20 @@ class OAuthRequests:
         pool = HttpPool(self.config)
         # none of the --header values: they are the MCP server's, and the authorization server may be another host
         sent = dict({"User-Agent": "ocx-proxy/" + __version__, "Accept": "application/json"}, **dict(headers))
+        conn = resp = None
         try:
             conn, resp = pool.exchange(method, parts, sent, body)
             data = read_body(resp, OAUTH_MAX_BODY)
-            pool.discard(conn)
         except (OSError, http.client.HTTPException, UpstreamDataError) as exc:
             raise OAuthError("%s %s: %s" % (method, redact_url(url), describe_http_exception(exc, self.config)))
+        finally:   # closed here, a body left unread too: not by the garbage collector at exit (Windows complains)
+            if resp is not None:
+                try:
+                    resp.close()
+                except (OSError, ValueError):
+                    pass
+            if conn is not None:
+                pool.discard(conn)
         try:
             doc = json.loads(data.decode("utf-8")) if data.strip() else None
         except (ValueError, RecursionError):
@@ -5478,7 +5938,11 @@ class OAuthRequests:
         headers = [("Content-Type", "application/x-www-form-urlencoded")]
         method = client.get("token_endpoint_auth_method") or "none"
         secret = client.get("client_secret")
-        if secret and method == "client_secret_basic":
+        if method == "private_key_jwt" and client.get("key_file"):
+            assertion = client_assertion(client["key_file"].key, client["client_id"], client["audience"])
+            self.config.keep_secret(assertion)
+            fields.update(client_assertion_type=JWT_BEARER_ASSERTION, client_assertion=assertion)
+        elif secret and method == "client_secret_basic":
             pair = "%s:%s" % (quote(client["client_id"], safe=""), quote(secret, safe=""))
             headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")))
         elif secret:
@@ -5489,7 +5953,8 @@ class OAuthRequests:
         """POST to the token (or ``what``) endpoint: the answer, with the strings ``wanted``, else OAuthError."""
         status, doc = self.client_post(endpoint, fields, client)
         if status != 200 or not isinstance(doc, dict) or not all(isinstance(doc.get(name), str) for name in wanted):
-            said = error_said(doc)
+            said = error_said(doc, self.config.scrub) or (
+                "no JSON object with %s" % " and ".join(wanted) if status == 200 else "")
             failure = OAuthError("the %s endpoint answered HTTP %d%s" % (what, status, " (%s)" % said if said else ""))
             failure.error = string_member(doc, "error") if isinstance(doc, dict) else None
             raise failure
@@ -5509,7 +5974,7 @@ class OAuthClients:
 
     def client_of(self, doc):
         """The client that holds the tokens ``doc``, sending its secret as it did then."""
-        configured = self.configured(doc.get("client_auth"))
+        configured = self.configured(doc.get("client_auth"), doc.get("issuer"))
         if configured is not None and configured["client_id"] == doc.get("client_id"):
             return configured
         stored = self.stored(doc["issuer"])
@@ -5522,9 +5987,9 @@ class OAuthClients:
         doc = self.store.read(self.store.path("client", issuer))
         return doc if doc and doc.get("issuer") == issuer else None
 
-    def configured(self, method=None):
-        """The client --oauth-client-id/-file gives, or None; it sends its secret as ``method`` says (default:
-        client_secret_basic, or none without one)."""
+    def configured(self, method=None, issuer=None):
+        """The client --oauth-client-id/-file gives, or None; it authenticates as ``method`` says (client_entry),
+        its assertions for ``issuer``."""
         settings = self.settings
         if settings.client_file:
             try:
@@ -5536,19 +6001,18 @@ class OAuthClients:
                     or not isinstance(doc.get("client_secret", ""), str)):
                 raise UsageError("--oauth-client-file %s: a JSON object with a string client_id (and client_secret, "
                                  "if any) expected" % settings.client_file)
-            client = {"client_id": doc["client_id"], "client_secret": doc.get("client_secret")}
+            client_id, secret = doc["client_id"], doc.get("client_secret")
         elif settings.client_id:
-            client = {"client_id": settings.client_id, "client_secret": settings.client_secret}
+            client_id, secret = settings.client_id, settings.client_secret
         else:
             return None
-        self.config.keep_secret(client["client_secret"])
-        client["token_endpoint_auth_method"] = method or ("client_secret_basic" if client["client_secret"] else "none")
-        return client
+        self.config.keep_secret(secret)
+        return client_entry(client_id, secret, settings.client_key, issuer, method)
 
     def for_metadata(self, metadata):
         """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
         accepts one, the public client our Client ID Metadata Document names; else None (we register)."""
-        client = self.configured()
+        client = self.configured(issuer=metadata["issuer"])
         url = self.settings.client_metadata_url
         if client is None:
             if url and metadata.get("client_id_metadata_document_supported") is True:
@@ -5558,10 +6022,7 @@ class OAuthClients:
                          "registering ocx-proxy instead of using --oauth-client-metadata-url"
                          % quoted(metadata["issuer"]))
             return None
-        methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        if client["client_secret"] and "client_secret_basic" not in methods and "client_secret_post" in methods:
-            client["token_endpoint_auth_method"] = "client_secret_post"
-        return client
+        return fit_client(client, metadata)
 
     def registered(self, issuer, fixed):
         """Our registration with ``issuer`` and the ports of its redirect URIs we may use, or (None, [])."""
@@ -5626,9 +6087,206 @@ class OAuthClients:
         uris = client.get("redirect_uris") or [callback_uri(port) for port in ports]
         return self.register(metadata, uris, scope, DEVICE_GRANT)
 
+
+# ---------------------------------------------------------------------------
+# Enterprise IdP: the user's ID token (a file, or our own login at the IdP) and its exchange for an ID-JAG
+# ---------------------------------------------------------------------------
+# Enterprise-managed authorization (the MCP extension io.modelcontextprotocol/enterprise-managed-authorization,
+# https://modelcontextprotocol.io/extensions/auth/enterprise-managed-authorization; the IETF draft
+# draft-ietf-oauth-identity-assertion-authz-grant): the company's identity provider, which the MCP server's
+# authorization server trusts, turns the user's ID token into an ID-JAG for that one server (a token exchange,
+# RFC 8693), and the server's authorization server takes the ID-JAG as a JWT bearer grant (RFC 7523 2.1).  No
+# consent screen per server: the IdP's policy decides.  OAuthClient runs the grant; this section gets the ID-JAG.
+
+IDP_SCOPE = "openid"   # what our own login at the IdP asks for (and offline_access where the IdP lists it)
+
+
+class IdpSettings:
+    """--oauth-idp-*: the identity provider's issuer, ocx-proxy's client there (its secret or key, if it has one),
+    where the user's ID token is (a file an SSO agent keeps; None: our own login), the token endpoint when the
+    IdP's metadata cannot be found."""
+
+    def __init__(self, issuer, client_id, client_secret=None, client_key=None, id_token_file=None,
+                 token_endpoint=None):
+        self.issuer = issuer
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.client_key = client_key   # a KeyFile
+        self.id_token_file = id_token_file
+        self.token_endpoint = token_endpoint
+
+
+class IdentityProvider:
+    """The company's IdP for one relay: the user's ID token and ID-JAGs.  The ID token comes from
+    --oauth-idp-id-token-file, read anew at each exchange (an SSO agent renews it), else from our own login at the
+    IdP (``login(metadata, client, scope, deadline)``, OAuthClient's browser or device login, returning the token
+    endpoint's answer), kept in the token store as ``idp-<issuer+client>.json`` and refreshed there.  ID tokens
+    and ID-JAGs are secrets: ``config`` masks them in every message."""
+
+    def __init__(self, settings, config, store, requests, login):
+        self.settings = settings
+        self.config = config
+        self.store = store
+        self.requests = requests
+        self.login = login
+        self.metadata = None
+        self.path = store.path("idp", settings.issuer, settings.client_id)
+
+    def discover(self):
+        """The IdP's metadata (RFC 8414, then OpenID Connect Discovery), its issuer checked; the token endpoint
+        --oauth-idp-token-endpoint names wins (the only one there is where the IdP publishes no metadata)."""
+        if self.metadata is not None:
+            return self.metadata
+        issuer, endpoint = self.settings.issuer, self.settings.token_endpoint
+        where, metadata = self.requests.get_json(auth_metadata_urls(issuer))
+        if metadata is None:
+            metadata = {"issuer": issuer}
+        elif not isinstance(metadata.get("issuer"), str) or metadata["issuer"].rstrip("/") != issuer.rstrip("/"):
+            raise OAuthError("the metadata at %s claims the issuer %s, not %s: refused (RFC 8414 3.3)"
+                             % (redact_url(where), quoted(metadata.get("issuer")), issuer))
+        metadata = dict(metadata, **({"token_endpoint": endpoint} if endpoint else {}))
+        if not isinstance(metadata.get("token_endpoint"), str):
+            raise OAuthError("the identity provider %s publishes no token endpoint%s; give --oauth-idp-token-endpoint"
+                             % (issuer, "" if where else " (no metadata at all)"))
+        for name in ("token_endpoint", "authorization_endpoint", "device_authorization_endpoint"):
+            if metadata.get(name) is not None:
+                self.requests.check_endpoint(name, metadata[name], metadata)
+        self.metadata = metadata
+        return metadata
+
+    def client(self, metadata):
+        """ocx-proxy's client at the IdP (--oauth-idp-client-id and its secret or key)."""
+        s = self.settings
+        self.config.keep_secret(s.client_secret)
+        return fit_client(client_entry(s.client_id, s.client_secret, s.client_key, metadata["issuer"]), metadata)
+
+    def id_jag(self, audience, resource, scope, deadline, interactive):
+        """An ID-JAG for the authorization server whose issuer is ``audience``, for ``resource`` (the MCP server)
+        and ``scope`` (the extension's section 4: RFC 8693 2.1 with requested_token_type id-jag).  ``interactive``:
+        our own login at the IdP may run (a relay renewing a token does not start one)."""
+        subject = self.id_token(deadline, interactive)
+        metadata = self.discover()
+        fields = {"grant_type": TOKEN_EXCHANGE_GRANT, "requested_token_type": ID_JAG_TYPE, "audience": audience,
+                  "resource": resource, "subject_token": subject, "subject_token_type": ID_TOKEN_TYPE}
+        if scope:
+            fields["scope"] = scope
+        answer = self.requests.token_request(metadata["token_endpoint"], fields, self.client(metadata),
+                                             "identity provider's token")
+        self.config.keep_secret(answer["access_token"])
+        if answer.get("issued_token_type") != ID_JAG_TYPE:
+            raise OAuthError("the identity provider %s answered the token exchange with issued_token_type %s, not an "
+                             "ID-JAG (%s)" % (self.settings.issuer, quoted(answer.get("issued_token_type")),
+                                              ID_JAG_TYPE))
+        return answer["access_token"]
+
+    def id_token(self, deadline, interactive):
+        """The user's ID token: the file's; else our login's (refreshed when it is about to expire, or a new login
+        when ``interactive``).  OAuthError says what to do when there is none."""
+        if self.settings.id_token_file:
+            return self._file_token()
+        # one refresh or login at a time: relays for other servers wait for it (a login, up to its deadline)
+        wait = deadline - time.monotonic() if interactive else OAUTH_RENEW_WAIT
+        lock = wait_for_lock(self.path[:-len(".json")] + ".lock", max(wait, 0.0))
+        try:
+            return self._stored_token(deadline, interactive)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _file_token(self):
+        path = self.settings.id_token_file
+        try:
+            token = read_user_file(path, JOSE_MAX_FILE_BYTES, "ID token file").decode("ascii").strip()
+        except UnicodeDecodeError:
+            token = None
+        except ValueError as exc:
+            raise OAuthError(str(exc))
+        claims = jwt_claims(token)
+        if claims is None:
+            raise OAuthError("ID token file %s holds no JWT (an ID token is three base64url parts joined by dots)"
+                             % path)
+        self.config.keep_secret(token)
+        if id_token_expired(claims, 0):
+            raise OAuthError("the ID token in %s expired at %s; sign in to your company's SSO again (the file is "
+                             "read anew at each exchange)" % (path, utc_time(claims["exp"])))
+        return token
+
+    def _stored_token(self, deadline, interactive):
+        doc = self.store.read(self.path) or {}
+        token = doc.get("id_token") if doc.get("issuer") == self.settings.issuer else None
+        self.config.keep_secret(token, doc.get("refresh_token"))
+        if isinstance(token, str) and not id_token_expired(jwt_claims(token) or {}, OAUTH_EXPIRY_MARGIN):
+            return token
+        metadata = self.discover()
+        if isinstance(doc.get("refresh_token"), str):
+            try:
+                answer = self.requests.token_request(metadata["token_endpoint"], {
+                    "grant_type": "refresh_token", "refresh_token": doc["refresh_token"]}, self.client(metadata),
+                    "identity provider's token", ("id_token",))
+                return self._save(answer, metadata, doc)
+            except OAuthError as exc:
+                log.info("the identity provider %s refused to refresh the ID token (%s)" % (self.settings.issuer, exc))
+        if not interactive:
+            raise OAuthError("no valid ID token from the identity provider %s; log in there: python ocx_proxy.py "
+                             "auth login --url %s" % (self.settings.issuer, self.config.display_url))
+        scopes = metadata.get("scopes_supported")
+        scope = IDP_SCOPE + (" offline_access" if isinstance(scopes, list) and "offline_access" in scopes else "")
+        return self._save(self.login(metadata, self.client(metadata), scope, deadline), metadata, doc)
+
+    def _save(self, answer, metadata, old):
+        """Keep the ID token (and refresh token) of the IdP's answer; returns the ID token."""
+        token = string_member(answer, "id_token")
+        if jwt_claims(token) is None:
+            raise OAuthError("the identity provider %s answered without an ID token (id_token); is openid among "
+                             "the scopes its client may ask for?" % self.settings.issuer)
+        refresh = string_member(answer, "refresh_token") or old.get("refresh_token")
+        self.config.keep_secret(token, refresh)
+        self.store.write(self.path, {"issuer": self.settings.issuer, "client_id": self.settings.client_id,
+                                     "id_token": token, "refresh_token": refresh, "saved_at": time.time()})
+        return token
+
+    def describe(self):
+        """Where the ID token comes from, for ``auth status``."""
+        if self.settings.id_token_file:
+            return "ID token from the file %s" % self.settings.id_token_file
+        doc = self.store.read(self.path) or {}
+        claims = jwt_claims(doc.get("id_token")) or {}
+        if not claims:
+            return "ID token from a login at the identity provider (none stored: `auth login` runs one)"
+        return "ID token from a login at the identity provider, stored in %s (ID token expires %s%s)" % (
+            self.path, utc_time(claims["exp"]) if number_claim(claims, "exp") else "never",
+            ", refresh token: yes" if doc.get("refresh_token") else "")
+
+    def forget(self):
+        """Remove the stored login at the IdP: True when there was one."""
+        return not self.settings.id_token_file and self.store.remove(self.path)
+
+
+def number_claim(claims, name):
+    """Whether ``claims[name]`` is a JSON number a time can be (seconds since the epoch)."""
+    value = claims.get(name)
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value < 1e11
+
+
+def id_token_expired(claims, margin):
+    """Whether the ID token whose ``claims`` these are expires within ``margin`` seconds (one without exp does not)."""
+    return number_claim(claims, "exp") and claims["exp"] - margin <= time.time()
+
+
+def utc_time(seconds):
+    """``seconds`` since the epoch as an ISO 8601 UTC time."""
+    import datetime
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(" ", "seconds")
+
+
+# ---------------------------------------------------------------------------
+# OAuth login: discovery, the login and the grants that need none, refresh and renewal for one server
+# ---------------------------------------------------------------------------
+
 class OAuthClient:
     """The OAuth flow for one MCP server (``config``: its RemoteConfig): the tokens we hold, discovery,
-    registration, the login and refreshes.  Thread-safe; one login at a time.  ``on_login_prompt``: None, or
+    registration, the login (or the grant that needs none: client credentials, an ID-JAG) and refreshes.
+    Thread-safe; one login at a time, and one renewal at a time across relays.  ``on_login_prompt``: None, or
     a function (set by the relay, must not raise) a device login calls from its thread once the code is known,
     as ``f(verification_uri, user_code, verification_uri_complete or None)``, printable strings."""
 
@@ -5653,10 +6311,12 @@ class OAuthClient:
         self.step_ups = 0
         self.refusal = None   # why the token directory cannot be used, if it cannot
         self.refusal_said = None
+        self.idp = settings.idp and IdentityProvider(settings.idp, config, self.store, self.requests,
+                                                     self._idp_login)
         self._reload()
 
     def access_token(self):
-        """The access token to send (refreshed first when it is about to expire), or None."""
+        """The access token to send (refreshed or renewed first when it is about to expire), or None."""
         with self.lock:
             self._reload()
             if self.tokens is None:
@@ -5664,8 +6324,11 @@ class OAuthClient:
             expires = stored_expiry(self.tokens)
             # a short-lived token is refreshed in its last tenth, not on every request
             margin = min(OAUTH_EXPIRY_MARGIN, (token_lifetime(self.tokens.get("lifetime")) or 0) / 10)
-            if expires and time.time() > expires - margin and self.tokens.get("refresh_token"):
-                self._refresh()
+            if expires and time.time() > expires - margin:
+                if self.tokens.get("refresh_token"):
+                    self._refresh()
+                elif self.tokens.get("grant") in HEADLESS_GRANTS and self.tokens["grant"] == self.settings.grant():
+                    self._renew()
             return self.tokens.get("access_token") if self.tokens else None
 
     def authorize(self, status, challenge, used, wait=OAUTH_REQUEST_WAIT):
@@ -5729,11 +6392,12 @@ class OAuthClient:
         self.tokens, self.tokens_path = doc, path
         self.store.point(sorted({self.url, self.resource}), doc.get("issuer"), doc.get("resource"))
 
-    def _save_tokens(self, answer, issuer, metadata, client):
-        """Store a token endpoint answer; a refresh that brings no new refresh token keeps the old one."""
+    def _save_tokens(self, answer, issuer, metadata, client, grant=None):
+        """Store a token endpoint answer to ``grant`` (None: a refresh, which keeps the grant, and the refresh token
+        when it brings no new one)."""
         old = self.tokens if self.tokens and self.tokens.get("issuer") == issuer else {}
         doc = {"issuer": issuer, "resource": self.resource, "url": self.url, "client_id": client["client_id"],
-               "client_auth": client.get("token_endpoint_auth_method") or "none",
+               "client_auth": client.get("token_endpoint_auth_method") or "none", "grant": grant or old.get("grant"),
                "token_endpoint": metadata["token_endpoint"],
                "revocation_endpoint": metadata.get("revocation_endpoint") or old.get("revocation_endpoint"),
                "saved_at": time.time(), "access_token": answer["access_token"],
@@ -5751,9 +6415,37 @@ class OAuthClient:
         self.store.write(path, doc)
         self._hold(path, doc)
 
+    def _renewal_lock(self, issuer):
+        """The lock that lets one relay at a time renew these tokens: a refresh token spent twice is refused the
+        second time, and a server that rotates them then revokes them all (RFC 9700 4.14.2).  None when another
+        relay held it for OAUTH_RENEW_WAIT s, or it cannot be made (we renew all the same, and say so)."""
+        try:
+            lock = wait_for_lock(os.path.join(self.settings.auth_dir, "renew-%s.lock" % _key(issuer, self.resource)),
+                                 OAUTH_RENEW_WAIT)
+        except OSError as exc:
+            log.warning("no renewal lock for %s (%s); renewing without it" % (self.config.display_url, exc))
+            return None
+        if lock is None:
+            log.warning("another ocx-proxy has been renewing the tokens for %s for %g s; renewing them here too"
+                        % (self.config.display_url, OAUTH_RENEW_WAIT))
+        return lock
+
     def _refresh(self):
-        """Use the refresh token; True on success.  A refused one is forgotten (a login follows)."""
+        """Use the refresh token, one relay at a time; True on success (ours, or another relay's meanwhile)."""
         doc = self.tokens
+        lock = self._renewal_lock(doc["issuer"])
+        try:
+            stored = self.store.read(self.tokens_path) or {}
+            if stored.get("refresh_token") not in (None, doc["refresh_token"]) and stored.get("access_token"):
+                self.tokens = stored   # another relay refreshed while we waited for the lock
+                return True
+            return self._refresh_locked(doc)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _refresh_locked(self, doc):
+        """The refresh itself; a refused refresh token is forgotten (a login follows)."""
         client = self.clients.client_of(doc)
         fields = {"grant_type": "refresh_token", "refresh_token": doc["refresh_token"], "resource": self.resource}
         try:
@@ -5774,6 +6466,41 @@ class OAuthClient:
         self._save_tokens(answer, doc["issuer"], doc, client)
         log.info("refreshed the access token for %s" % self.config.display_url)
         return True
+
+    def _renew(self):
+        """Run the grant that needs no login again before the token expires (``doc``: the stored tokens), one relay
+        at a time; True on success.  A failure is said, and the token kept until the server refuses it."""
+        doc = self.tokens
+        lock = self._renewal_lock(doc["issuer"])
+        try:
+            stored = self.store.read(self.tokens_path) or {}
+            if stored.get("access_token") not in (None, doc.get("access_token")):
+                self.tokens = stored   # another relay renewed them while we waited
+                return True
+            client = self.clients.client_of(doc)
+            fields = self._grant_fields(doc["issuer"], time.monotonic() + self.settings.timeout, False)
+            answer = self.requests.token_request(doc["token_endpoint"], dict(fields, resource=self.resource), client)
+            self._save_tokens(answer, doc["issuer"], doc, client, fields["grant_type"])
+        except (OcxError, OSError) as exc:
+            log.warning("could not renew the access token for %s: %s" % (self.config.display_url,
+                                                                         printable(self.config.scrub(str(exc)))))
+            return False
+        finally:
+            if lock is not None:
+                lock.release()
+        log.info("renewed the access token for %s (%s)" % (self.config.display_url, GRANT_NAMES[fields["grant_type"]]))
+        return True
+
+    def _grant_fields(self, issuer, deadline, interactive):
+        """The token request of the grant that needs no login at the authorization server ``issuer``: client
+        credentials (RFC 6749 4.4), or a JWT bearer grant (RFC 7523 2.1) with a new ID-JAG from the IdP."""
+        grant = self.settings.grant()
+        fields = {"grant_type": grant}
+        if grant == JWT_BEARER_GRANT:
+            fields["assertion"] = self.idp.id_jag(issuer, self.resource, self.scope, deadline, interactive)
+        if self.scope:
+            fields["scope"] = self.scope
+        return fields
 
     def discover(self, params=None):
         """The authorization server's metadata, found through the protected-resource metadata (without it, as in
@@ -5823,6 +6550,10 @@ class OAuthClient:
             raise OAuthError("the metadata at %s claims the issuer %s, not %s: refused (%s)" % (
                 redact_url(where), quoted(claimed), expected,
                 "OpenID Discovery 4.3" if "openid-configuration" in where else "RFC 8414 3.3"))
+        pinned = self.settings.issuer
+        if pinned and claimed.rstrip("/") != pinned.rstrip("/"):
+            raise OAuthError("%s names the authorization server %s, not --oauth-issuer %s: refused, no credential "
+                             "was sent to it" % (self.config.display_url, quoted(claimed), pinned))
         if not self.scope and isinstance(metadata.get("scopes_supported"), list) and not prm:
             self.scope = " ".join(str(s) for s in metadata["scopes_supported"])
         self.metadata = metadata
@@ -5883,23 +6614,44 @@ class OAuthClient:
         return True
 
     def _login_locked(self, metadata, deadline):
-        """The login itself: choose the client, get a grant through the browser or a device code, redeem it."""
+        """The login itself: the grant that needs none (client credentials, an ID-JAG from the IdP), or the user's
+        through the browser or a device code; the tokens stored."""
+        configured = self.clients.for_metadata(metadata)
+        grant = self.settings.grant()
+        if grant and configured is None:
+            raise OAuthError("the authorization server %s takes no Client ID Metadata Document: give --oauth-client-id "
+                             "(and its secret or key) for the %s grant" % (metadata["issuer"], grant))
+        if grant:
+            client, fields = configured, self._grant_fields(metadata["issuer"], deadline, True)
+            answer = self.requests.token_request(metadata["token_endpoint"], dict(fields, resource=self.resource),
+                                                 client)
+        else:
+            client, answer, grant = self._user_login(metadata, configured, self.scope, self.resource, deadline)
+        with self.lock:
+            self._save_tokens(answer, metadata["issuer"], metadata, client, grant)
+        log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
+
+    def _idp_login(self, metadata, client, scope, deadline):
+        """Our own login at the identity provider (IdentityProvider's ``login``): the token endpoint's answer."""
+        return self._user_login(metadata, client, scope, None, deadline)[1]
+
+    def _user_login(self, metadata, configured, scope, resource, deadline):
+        """The user's login at the server of ``metadata``, through the browser or a device code, for ``scope`` and
+        ``resource`` (None: none named): ``(client, token endpoint answer, grant)``."""
         import secrets
         from urllib.parse import urlencode
-        device = device_login_wanted(self.settings, metadata)
-        configured = self.clients.for_metadata(metadata)
-        if device:
-            client = configured or self.clients.device_client(metadata, self.scope)
-            return self._device_login(metadata, client, deadline)
-        listener, client = self._listen(metadata, configured, deadline)
+        if device_login_wanted(self.settings, metadata):
+            client = configured or self.clients.device_client(metadata, scope)
+            return client, self._device_login(metadata, client, scope, resource, deadline), DEVICE_GRANT
+        listener, client = self._listen(metadata, configured, scope, deadline)
         try:
             verifier, challenge = pkce_pair()
             state = secrets.token_urlsafe(24)
-            query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": listener.redirect_uri,
-                     "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
-                     "resource": self.resource}
-            if self.scope:
-                query["scope"] = self.scope
+            query = with_resource({"response_type": "code", "client_id": client["client_id"],
+                                   "redirect_uri": listener.redirect_uri, "code_challenge": challenge,
+                                   "code_challenge_method": "S256", "state": state}, resource)
+            if scope:
+                query["scope"] = scope
             endpoint = metadata["authorization_endpoint"]
             url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(query)
             with self.lock:
@@ -5919,20 +6671,15 @@ class OAuthClient:
         if not answer.get("code"):
             raise OAuthError("the authorization response to this login (its state) carries neither a code nor an "
                              "error: a broken authorization server, or an edited URL; log in again")
-        self._redeem(metadata, client, {"grant_type": "authorization_code", "code": answer["code"],
-                                        "code_verifier": verifier, "redirect_uri": listener.redirect_uri})
+        fields = {"grant_type": "authorization_code", "code": answer["code"], "code_verifier": verifier,
+                  "redirect_uri": listener.redirect_uri}
+        return client, self.requests.token_request(metadata["token_endpoint"], with_resource(fields, resource),
+                                                   client), "authorization_code"
 
-    def _redeem(self, metadata, client, grant):
-        """Exchange ``grant`` (token request fields) at the token endpoint, store the tokens; OAuthError if refused."""
-        tokens = self.requests.token_request(metadata["token_endpoint"], dict(grant, resource=self.resource), client)
-        with self.lock:
-            self._save_tokens(tokens, metadata["issuer"], metadata, client)
-        log.info("logged in to %s (tokens stored in %s)" % (metadata["issuer"], self.settings.auth_dir))
-
-    def _device_login(self, metadata, client, deadline):
+    def _device_login(self, metadata, client, scope, resource, deadline):
         """Get a device code, tell the user where to enter it, and poll the token endpoint until they approve,
-        deny, or the code or --oauth-timeout runs out."""
-        fields = dict({"resource": self.resource}, **({"scope": self.scope} if self.scope else {}))
+        deny, or the code or --oauth-timeout runs out: the token endpoint's answer."""
+        fields = with_resource({"scope": scope} if scope else {}, resource)
         code = self.requests.token_request(metadata["device_authorization_endpoint"], fields, client,
                                            "device authorization", ("device_code", "user_code", "verification_uri"))
         self.config.keep_secret(code["device_code"])
@@ -5943,10 +6690,11 @@ class OAuthClient:
         expires = time.monotonic() + lifetime if lifetime else float("inf")
         self._prompt(code["verification_uri"], quoted(code["user_code"]), complete)
         interval = device_interval(code.get("interval"))
+        poll = with_resource({"grant_type": DEVICE_GRANT, "device_code": code["device_code"]}, resource)
         while True:
             time.sleep(max(0.0, min(interval, min(deadline, expires) - time.monotonic())))
             try:
-                return self._redeem(metadata, client, {"grant_type": DEVICE_GRANT, "device_code": code["device_code"]})
+                return self.requests.token_request(metadata["token_endpoint"], poll, client)
             except OAuthError as exc:
                 if exc.error not in ("authorization_pending", "slow_down", "expired_token", "access_denied"):
                     raise
@@ -5969,7 +6717,7 @@ class OAuthClient:
         if self.on_login_prompt is not None:
             self.on_login_prompt(uri, user_code, complete)
 
-    def _listen(self, metadata, configured, deadline):
+    def _listen(self, metadata, configured, scope, deadline):
         """The loopback listener and the client whose redirect URI it serves: the ``configured`` client's one port,
         waited for while busy; else our registration's first free one; else (all busy, or none) a new registration
         (``callback_ports``)."""
@@ -5989,7 +6737,7 @@ class OAuthClient:
                 " %d is" % busy[0] if len(busy) == 1 else "s %s are" % ", ".join(map(str, busy)), listener.port))
         uris = [listener.redirect_uri] + [callback_uri(port) for port in wanted if port != listener.port]
         try:
-            return listener, self.clients.register(metadata, uris, self.scope)
+            return listener, self.clients.register(metadata, uris, scope)
         except BaseException:
             listener.close()
             raise
@@ -13361,8 +14109,16 @@ def add_oauth_options(parser):
                  "flow (default %(default)s; also when --header sets Authorization)")
     group.add_argument("--oauth-client-id", metavar="ID",
                        help="a pre-registered OAuth client id (default: dynamic client registration)")
-    group.add_argument("--oauth-client-secret", metavar="SECRET",
-                       help="its secret; write ${VAR} to keep it out of `ps` (default: none, a public client)")
+    add_env_option(group, "--oauth-client-secret", "OAUTH_CLIENT_SECRET", str, "a secret", None, metavar="SECRET",
+                   help="its secret; write ${VAR} (or set the env twin) to keep it out of `ps`; never logged "
+                        "(default: none, a public client; env OCX_PROXY_OAUTH_CLIENT_SECRET)")
+    group.add_argument("--oauth-client-key", metavar="FILE",
+                       help="its private key (PEM or DER: PKCS #8, SEC 1 or PKCS #1; P-256 signs ES256, RSA >= 2048 "
+                            "bits RS256): the client authenticates with private_key_jwt instead of a secret "
+                            "(default: none)")
+    add_env_flag(group, "--oauth-client-credentials", "OAUTH_CLIENT_CREDENTIALS", False,
+                 "machine to machine: the client_credentials grant with --oauth-client-id and its secret or key; no "
+                 "user, no browser (default %(default)s)")
     group.add_argument("--oauth-client-file", metavar="FILE",
                        help="a JSON file with client_id and client_secret (default: none)")
     add_env_option(group, "--oauth-client-metadata-url", "OAUTH_CLIENT_METADATA_URL", client_id_url,
@@ -13385,26 +14141,91 @@ def add_oauth_options(parser):
                  "(RFC 8628) where offered; also when no browser can open here (default %(default)s)")
     group.add_argument("--oauth-scope", metavar="SCOPES",
                        help="scopes to ask for (default: the 401 challenge's, else the server's scopes_supported)")
+    group.add_argument("--oauth-issuer", metavar="URL",
+                       help="the authorization server your client's secret or key belongs to: a server that names "
+                            "another is refused before any credential is sent (default: the one the server names)")
+    group = parser.add_argument_group(
+        "enterprise-managed authorization (the company's identity provider vouches for the user with an ID-JAG; "
+        "--oauth-client-id names ocx-proxy's client at the MCP server's authorization server)")
+    group.add_argument("--oauth-idp-issuer", metavar="URL", help="the identity provider's issuer URL (default: none)")
+    group.add_argument("--oauth-idp-client-id", metavar="ID", help="ocx-proxy's client id at the identity provider "
+                                                                   "(no default: required with --oauth-idp-issuer)")
+    add_env_option(group, "--oauth-idp-client-secret", "OAUTH_IDP_CLIENT_SECRET", str, "a secret", None,
+                   metavar="SECRET", help="its secret, ${VAR} expanded; never logged (default: none; env "
+                                          "OCX_PROXY_OAUTH_IDP_CLIENT_SECRET)")
+    group.add_argument("--oauth-idp-client-key", metavar="FILE",
+                       help="its private key, as --oauth-client-key (default: none)")
+    group.add_argument("--oauth-idp-id-token-file", metavar="FILE",
+                       help="a file holding the user's ID token from the identity provider, read at each exchange "
+                            "(default: none: ocx-proxy logs in to the identity provider itself, browser or device)")
+    group.add_argument("--oauth-idp-token-endpoint", metavar="URL",
+                       help="the identity provider's token endpoint, where its metadata does not say (default: "
+                            "from its metadata)")
 
 
 def oauth_settings_from_args(args):
     secret = None if args.oauth_client_secret is None else expand_env_refs(args.oauth_client_secret)
-    if args.oauth_client_secret and not args.oauth_client_id:
-        raise UsageError("--oauth-client-secret needs --oauth-client-id")
+    if (args.oauth_client_secret or args.oauth_client_key) and not args.oauth_client_id:
+        raise UsageError("--oauth-client-%s needs --oauth-client-id" % (
+            "secret (or OCX_PROXY_OAUTH_CLIENT_SECRET)" if secret else "key"))
     if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
         raise UsageError("--oauth-client-file %s: no such file" % args.oauth_client_file)
     if args.oauth_callback_port is not None and not 1 <= args.oauth_callback_port <= 65535:
         raise UsageError("--oauth-callback-port %d is not a port number" % args.oauth_callback_port)
+    if args.oauth_client_credentials and not (args.oauth_client_file or (args.oauth_client_id and (
+            secret or args.oauth_client_key))):
+        raise UsageError("--oauth-client-credentials needs --oauth-client-id with --oauth-client-secret or "
+                         "--oauth-client-key (or --oauth-client-file)")
+    idp = idp_settings_from_args(args)
+    if idp and args.oauth_client_credentials:
+        raise UsageError("--oauth-client-credentials and --oauth-idp-issuer are two grants: give one")
+    if idp and not (args.oauth_client_id or args.oauth_client_file or args.oauth_client_metadata_url):
+        raise UsageError("--oauth-idp-issuer needs ocx-proxy's client at the MCP server's authorization server: "
+                         "--oauth-client-id (with its secret or key) or --oauth-client-metadata-url")
     return OAuthSettings(args.oauth_client_id, secret, args.oauth_client_file, args.oauth_callback_port,
                          args.oauth_timeout or OAUTH_TIMEOUT, not args.oauth_no_browser, scope=args.oauth_scope,
-                         device=args.oauth_device, client_metadata_url=args.oauth_client_metadata_url)
+                         device=args.oauth_device, client_metadata_url=args.oauth_client_metadata_url,
+                         client_key=key_file_option("--oauth-client-key", args.oauth_client_key, secret),
+                         client_credentials=args.oauth_client_credentials, idp=idp, issuer=args.oauth_issuer)
+
+
+def key_file_option(flag, path, secret):
+    """The KeyFile of ``flag`` (None without one); UsageError for a file that holds no usable key."""
+    if path is None:
+        return None
+    if secret:
+        raise UsageError("%s and a client secret: the client authenticates with one of them" % flag)
+    try:
+        return KeyFile(path)
+    except ValueError as exc:
+        raise UsageError("%s: %s" % (flag, exc))
+
+
+def idp_settings_from_args(args):
+    """The IdpSettings of --oauth-idp-*, or None without --oauth-idp-issuer."""
+    given = [name for name in ("client_id", "client_secret", "client_key", "id_token_file", "token_endpoint")
+             if getattr(args, "oauth_idp_" + name)]
+    if not args.oauth_idp_issuer:
+        if given:
+            raise UsageError("--oauth-idp-%s needs --oauth-idp-issuer" % given[0].replace("_", "-"))
+        return None
+    if not args.oauth_idp_client_id:
+        raise UsageError("--oauth-idp-issuer needs --oauth-idp-client-id (ocx-proxy's client at the identity provider)")
+    for flag, url in (("--oauth-idp-issuer", args.oauth_idp_issuer),
+                      ("--oauth-idp-token-endpoint", args.oauth_idp_token_endpoint)):
+        problem = url and endpoint_problem(url)
+        if problem:
+            raise UsageError("%s %s is %s: only https://, or http:// to this machine, is used" % (flag, url, problem))
+    secret = None if args.oauth_idp_client_secret is None else expand_env_refs(args.oauth_idp_client_secret)
+    return IdpSettings(args.oauth_idp_issuer, args.oauth_idp_client_id, secret,
+                       key_file_option("--oauth-idp-client-key", args.oauth_idp_client_key, secret),
+                       args.oauth_idp_id_token_file, args.oauth_idp_token_endpoint)
 
 
 def attach_oauth(config, args):
     """Give ``config`` an OAuthClient unless --no-oauth or the user sends their own Authorization."""
     settings = oauth_settings_from_args(args)
-    if settings.client_secret:
-        config.secrets.append(settings.client_secret)
+    config.keep_secret(settings.client_secret, settings.idp and settings.idp.client_secret)
     if not args.no_oauth and not any(name.lower() == "authorization" for name, _ in config.header_list):
         config.oauth = OAuthClient(config, settings)
     return config
@@ -13416,38 +14237,61 @@ def cmd_auth(args):
     oauth = OAuthClient(config, oauth_settings_from_args(args))
     try:
         stored = oauth.login() if args.action == "login" else oauth.stored()
-    except OSError as exc:   # a refused token directory
-        raise OAuthError(str(exc))
+    except UsageError:
+        raise
+    except (OcxError, OSError) as exc:   # a refused token directory, a failed login: no secret in the message
+        raise OAuthError(config.scrub(str(exc)))
     if args.action == "login":
         sys.stderr.write("ocx-proxy: logged in to %s\n" % config.display_url)
         return 0
     if args.action == "logout":
-        for path, doc in stored:
-            failed = oauth.revoke(doc)
-            if failed:
-                log.warning("could not revoke the tokens at %s (%s); removing them here all the same"
-                            % (doc.get("issuer"), failed))
-            elif failed == "":
-                log.info("revoked the tokens at %s" % doc.get("issuer"))
-            oauth.forget(path, doc)
-        sys.stderr.write("ocx-proxy: %s for %s\n" % ("removed the tokens" if stored else "no tokens stored",
-                                                     config.display_url))
-        return 0 if stored else 1
+        return auth_logout(oauth, stored)
     if not stored:
         print("not logged in to %s (tokens would be in %s)" % (config.display_url, oauth.settings.auth_dir))
         return 1
-    import datetime
     for path, doc in stored:
-        expires = stored_expiry(doc)
-        when = datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never"
-        # escaped: a client id or scope may hold anything
-        issuer, client_id, scope = (printable(str(doc.get(name) or "(none)"))
-                                    for name in ("issuer", "client_id", "scope"))
-        print("server: %s\nissuer: %s\nclient id: %s\nscopes: %s\naccess token expires: %s%s\nrefresh token: %s\n"
-              "file: %s" % (config.display_url, issuer, client_id, scope, when,
-                            " (expired)" if expires and expires < time.time() else "",
-                            "yes" if doc.get("refresh_token") else "no", path))
+        print(auth_status(oauth, path, doc))
     return 0
+
+
+def auth_logout(oauth, stored):
+    """``auth logout``: revoke and remove the tokens ``stored`` (and our login at the IdP); 0, or 1 for none."""
+    for path, doc in stored:
+        failed = oauth.revoke(doc)
+        if failed:
+            log.warning("could not revoke the tokens at %s (%s); removing them here all the same"
+                        % (doc.get("issuer"), failed))
+        elif failed == "":
+            log.info("revoked the tokens at %s" % doc.get("issuer"))
+        oauth.forget(path, doc)
+    if oauth.idp is not None and oauth.idp.forget():
+        log.info("removed the stored login at the identity provider %s" % oauth.settings.idp.issuer)
+    sys.stderr.write("ocx-proxy: %s for %s\n" % ("removed the tokens" if stored else "no tokens stored",
+                                                 oauth.config.display_url))
+    return 0 if stored else 1
+
+
+def auth_status(oauth, path, doc):
+    """What ``auth status`` shows of the tokens ``doc`` stored at ``path``: never a token or a secret."""
+    import datetime
+    expires = stored_expiry(doc)
+    when = datetime.datetime.fromtimestamp(expires).isoformat(" ", "seconds") if expires else "never"
+    # escaped: a client id or scope may hold anything
+    issuer, client_id, scope, client_auth = (printable(str(doc.get(name) or "(none)"))
+                                             for name in ("issuer", "client_id", "scope", "client_auth"))
+    grant = GRANT_NAMES.get(doc.get("grant"), "not recorded (tokens stored by an earlier version)")
+    key = oauth.settings.client_key
+    if client_auth == "private_key_jwt" and key is not None:
+        client_auth += " (%s, key file %s)" % (key.key.alg, key.path)
+    text = ("server: %s\nissuer: %s\ngrant: %s\nclient id: %s\nclient authentication: %s\nscopes: %s\n"
+            "access token expires: %s%s\nrefresh token: %s\nfile: %s"
+            % (oauth.config.display_url, issuer, grant, client_id, client_auth, scope, when,
+               " (expired)" if expires and expires < time.time() else "",
+               "yes" if doc.get("refresh_token") else "no", path))
+    if doc.get("grant") == JWT_BEARER_GRANT and oauth.idp is not None:
+        text += "\nidentity provider: %s, client id %s; %s" % (
+            oauth.settings.idp.issuer, printable(oauth.settings.idp.client_id), oauth.idp.describe())
+    return text
 
 
 def add_auth_command(sub):

@@ -3,7 +3,9 @@
 Three tiers, each installed on first use into its own folder and cached:
 
 1. ``.venv-interop``: the Python SDK pinned to MCP_SDK_VERSION (1.x) runs
-   ``tests/interop`` (its own client against its own FastMCP server).
+   ``tests/interop`` (its own client against its own FastMCP server), and
+   ``test_jose_interop.py`` checks our ES256/RS256 signatures with the
+   ``cryptography`` package and PyJWT, which that SDK requires.
 2. ``.venv-interop2`` (Python SDK 2.x, MCP_SDK2_VERSION) and ``.interop-node``
    (npm: the TypeScript SDK v2 client, server and Node adapter) run
    ``tests/interop/sdk2``: every client in modes legacy, auto and pinned

@@ -52,12 +52,14 @@ class AuthServer:
         except OSError:
             return []
 
-    def env(self, browser=True, **variant):
-        """The relay's environment; ``variant`` sets the scripted browser's OAUTH_BROWSER_<NAME>."""
+    def env(self, browser=True, environ=None, **variant):
+        """The relay's environment, plus ``environ``; ``variant`` sets the scripted browser's OAUTH_BROWSER_<NAME>."""
         env = {k: v for k, v in os.environ.items()
                if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "DISPLAY", "WAYLAND_DISPLAY",
                                     "BROWSER", "OCX_PROXY_OAUTH_CALLBACK_PORT", "SSH_CONNECTION", "SSH_TTY",
-                                    "OCX_PROXY_OAUTH_DEVICE", "OCX_PROXY_OAUTH_NO_BROWSER")}
+                                    "OCX_PROXY_OAUTH_DEVICE", "OCX_PROXY_OAUTH_NO_BROWSER",
+                                    "OCX_PROXY_OAUTH_CLIENT_SECRET", "OCX_PROXY_OAUTH_IDP_CLIENT_SECRET",
+                                    "OCX_PROXY_OAUTH_CLIENT_CREDENTIALS")}
         env.update(OCX_PROXY_AUTH_DIR=self.auth_dir, OAUTH_BROWSER_LOG=self.browser_log)
         if browser:
             # webbrowser splits BROWSER with shlex (POSIX rules): double quotes keep a Windows path's backslashes.
@@ -66,6 +68,7 @@ class AuthServer:
             # Windows always has a browser to open (no DISPLAY to take away): no browser here is said instead
             env["OCX_PROXY_OAUTH_NO_BROWSER"] = "1"
         env.update(("OAUTH_BROWSER_" + name.upper(), str(value)) for name, value in variant.items())
+        env.update(environ or {})
         return env
 
     def args(self, *extra):
@@ -1288,7 +1291,7 @@ def test_a_denied_expired_or_unfinished_device_login_fails_in_one_line(server, d
     assert time.monotonic() - started < 10
     text = result.stderr.decode()
     assert result.returncode == 1 and "Traceback" not in text
-    assert needle in text.splitlines()[-1], text
+    assert needle in text, text
     assert not token_files(server)
 
 
@@ -1628,3 +1631,290 @@ def test_the_login_tool_of_a_device_login_shows_the_code_at_once_then_waits_for_
         relay.close()
     (device_code,) = {f["device_code"][0] for f in device_requests(server, "/as/token") if "device_code" in f}
     assert device_code not in text and device_code not in relay.stderr and "dc-" not in relay.stderr + text
+
+
+# -- grants that need no login: client credentials, enterprise-managed authorization (ID-JAG) ------------------
+
+from test_jose import EC_PUBLIC, RSA_N  # noqa: E402  (OpenSSL's numbers for tests/fixtures/keys)
+
+KEYS = os.path.join(FIXTURES, "keys")
+CC_SECRET = "cc-secret-Zq81-never-logged"
+MCP_SECRET = "mcp-secret-Kx72-never-logged"
+
+
+def cc_args(*extra, client="ci"):
+    return ("--oauth-client-credentials", "--oauth-client-id", client) + extra
+
+
+def key_client(server, name):
+    """Register the client "ci" at the fixture with the public half of tests/fixtures/keys/NAME."""
+    public = list(EC_PUBLIC) if name.startswith("ec") else [RSA_N, 65537]
+    server.configure(clients={"ci": {"method": "private_key_jwt", "public": public}},
+                     auth_methods=["private_key_jwt"])
+    return os.path.join(KEYS, name)
+
+
+def token_requests(server):
+    return [dict(parse_qs(r["body"]), authorization=r["authorization"]) for r in server.stats()["requests"]
+            if r["method"] == "POST" and r["path"] == "/as/token"]
+
+
+def test_client_credentials_with_a_secret_from_the_environment_need_no_browser(server):
+    server.configure(clients={"ci": {"secret": CC_SECRET, "method": "client_secret_basic"}})
+    relay, reply = session(server, *cc_args(), environ={"OCX_PROXY_OAUTH_CLIENT_SECRET": CC_SECRET})
+    try:
+        assert "result" in reply, (reply, relay.stderr)
+        assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
+    finally:
+        relay.close()
+    stats = server.stats()
+    assert (stats["cc"], stats["authorize"], stats["register"], server.visits()) == (1, 0, 0, [])
+    [request] = token_requests(server)
+    assert request["grant_type"] == ["client_credentials"] and request["authorization"].startswith("Basic ")
+    assert request["resource"] == [server.url] and request["scope"] == ["mcp"] and "client_secret" not in request
+    status = server.auth("status").stdout.decode()
+    assert "grant: client credentials" in status and "client authentication: client_secret_basic" in status
+    assert CC_SECRET not in relay.stderr + status
+
+
+@pytest.mark.parametrize("name, alg", [("ec_p256_pkcs8.pem", "ES256"), ("rsa2048_pkcs1.pem", "RS256")])
+def test_client_credentials_with_a_key_send_a_fresh_short_lived_assertion(server, name, alg):
+    key = key_client(server, name)
+    server.configure(expires_in=1)
+    relay, reply = session(server, *cc_args("--oauth-client-key", key))
+    try:
+        assert "result" in reply, (reply, relay.stderr)
+        time.sleep(1.1)   # expired: the relay runs the grant again before it sends the call
+        assert "result" in relay.call("whoami"), relay.stderr
+    finally:
+        relay.close()
+    stats = server.stats()
+    assert stats["cc"] == 2 and stats["replays"] == 0 and stats["mcp_401"] == 1
+    first, second = stats["assertions"]
+    for claims in (first, second):
+        assert (claims["iss"], claims["sub"], claims["aud"]) == ("ci", "ci", server.base + "/as")
+        assert claims["exp"] - claims["iat"] == op.JWT_ASSERTION_LIFETIME
+    assert first["jti"] != second["jti"]
+    assert all(r["client_assertion_type"] == [op.JWT_BEARER_ASSERTION] and r["authorization"] is None
+               and r["client_assertion"][0] not in relay.stderr for r in token_requests(server))
+    assert "renewed the access token" in relay.stderr
+    status = server.auth("status", *cc_args("--oauth-client-key", key)).stdout.decode()
+    assert "client authentication: private_key_jwt (%s, key file %s)" % (alg, key) in status
+
+
+def test_an_assertion_sent_again_is_refused_and_the_relay_never_sends_one_twice(server):
+    key = key_client(server, "ec_p256_sec1.pem")
+    result = server.auth("login", *cc_args("--oauth-client-key", key))
+    assert result.returncode == 0, result.stderr
+    [request] = token_requests(server)
+    replay = urllib.request.Request(server.base + "/as/token", urlencode(
+        {name: values[0] for name, values in request.items() if name != "authorization"}).encode())
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        OPENER.open(replay)
+    assert refused.value.code == 401 and server.stats()["replays"] == 1
+
+
+def test_auth_login_with_client_credentials_then_the_relay_uses_the_stored_token(server):
+    server.configure(clients={"ci": {"secret": CC_SECRET, "method": "client_secret_basic"}})
+    result = server.auth("login", *cc_args("--oauth-client-secret", "${CI_SECRET}"), environ={"CI_SECRET": CC_SECRET})
+    assert result.returncode == 0 and CC_SECRET.encode() not in result.stderr
+    relay, reply = session(server, *cc_args("--oauth-client-secret", "${CI_SECRET}"), environ={"CI_SECRET": CC_SECRET})
+    try:
+        assert "result" in reply
+    finally:
+        relay.close()
+    assert server.stats()["cc"] == 1 and server.stats()["mcp_401"] == 0
+
+
+def test_a_refused_client_secret_fails_the_request_with_the_reason(server):
+    server.configure(clients={"ci": {"secret": "the-right-one", "method": "client_secret_basic"}})
+    relay, reply = session(server, *cc_args("--oauth-client-secret", CC_SECRET))
+    try:
+        assert "invalid_client" in reply["error"]["message"], reply
+    finally:
+        relay.close()
+    assert CC_SECRET not in relay.stderr and server.visits() == []
+
+
+@pytest.mark.parametrize("args, why", [
+    (("--oauth-client-credentials",), "--oauth-client-credentials needs --oauth-client-id"),
+    (cc_args(), "--oauth-client-credentials needs --oauth-client-id with --oauth-client-secret or"),
+    (("--oauth-client-key", os.path.join(KEYS, "ec_p256_sec1.pem")), "--oauth-client-key needs --oauth-client-id"),
+    (cc_args("--oauth-client-secret", "s", "--oauth-client-key", os.path.join(KEYS, "ec_p256_sec1.pem")),
+     "--oauth-client-key and a client secret"),
+    (cc_args("--oauth-client-key", os.path.join(KEYS, "ec_p384.pem")), "an EC key on P-384"),
+    (("--oauth-idp-client-id", "x"), "--oauth-idp-client-id needs --oauth-idp-issuer"),
+    (("--oauth-idp-issuer", "https://idp.example"), "--oauth-idp-issuer needs --oauth-idp-client-id"),
+    (("--oauth-idp-issuer", "http://idp.example", "--oauth-idp-client-id", "x", "--oauth-client-id", "c"),
+     "plain http to another machine"),
+    (("--oauth-idp-issuer", "https://idp.example", "--oauth-idp-client-id", "x"),
+     "--oauth-idp-issuer needs ocx-proxy's client"),
+    (cc_args("--oauth-client-secret", "s", "--oauth-idp-issuer", "https://idp.example", "--oauth-idp-client-id",
+             "x"), "two grants: give one"),
+])
+def test_option_mistakes_are_usage_errors(server, args, why):
+    text = assert_one_line_error(server.auth("status", *args), 2)
+    assert why in text, text
+
+
+# The identity provider of the fixture: ocx-proxy's client there is "laptop" (a public client), and its client at
+# the MCP server's authorization server is "mcp-client" with a secret; the IdP's ID-JAGs name "mcp-client".
+
+def idp_server(server, **idp_client):
+    server.configure(clients={"mcp-client": {"secret": MCP_SECRET, "method": "client_secret_basic"}},
+                     idp_clients={"laptop": dict({"method": "none", "redirect_uris": [
+                         "http://127.0.0.1:%d/callback" % server.callback_port]}, **idp_client)},
+                     jag_client_id="mcp-client")
+    return ("--oauth-client-id", "mcp-client", "--oauth-client-secret", "${MCP_SECRET}",
+            "--oauth-idp-issuer", server.base + "/idp", "--oauth-idp-client-id", "laptop")
+
+
+def id_token_file(server, aud="laptop", exp=3600):
+    token = json.loads(OPENER.open("%s/_id_token?aud=%s&exp=%s" % (server.base, aud, exp)).read())["id_token"]
+    path = server.tmp / "id-token"
+    path.write_text(token + "\n")
+    return str(path), token
+
+
+def test_enterprise_managed_with_an_sso_agents_id_token_file(server):
+    path, id_token = id_token_file(server)
+    args = idp_server(server) + ("--oauth-idp-id-token-file", path)
+    trace = server.tmp / "trace.jsonl"
+    relay, reply = session(server, *args, "--log-level", "debug", "--trace", str(trace), environ={"MCP_SECRET": MCP_SECRET})
+    try:
+        assert "result" in reply, (reply, relay.stderr)
+        assert "result" in relay.call("whoami")
+    finally:
+        relay.close()
+    stats = server.stats()
+    assert (stats["exchange"], stats["jwt_bearer"], stats["authorize"], stats["register"]) == (1, 1, 0, 0)
+    assert server.visits() == []
+    exchange = [dict(parse_qs(r["body"])) for r in stats["requests"] if r["path"] == "/idp/token"][0]
+    assert exchange["audience"] == [server.base + "/as"] and exchange["resource"] == [server.url]
+    assert exchange["client_id"] == ["laptop"] and exchange["subject_token"] == [id_token]
+    [grant] = token_requests(server)
+    assert grant["grant_type"] == [op.JWT_BEARER_GRANT] and grant["authorization"].startswith("Basic ")
+    status = server.auth("status", *args, environ={"MCP_SECRET": MCP_SECRET}).stdout.decode()
+    assert "grant: enterprise-managed" in status and "ID token from the file %s" % path in status
+    # nothing secret in the log or the trace: the ID token, the ID-JAG, the secret, the access token
+    secrets_sent = [id_token, MCP_SECRET, grant["assertion"][0]] + [
+        line.split("Bearer ")[1] for line in [r["authorization"] or "" for r in stats["requests"]] if "Bearer " in line]
+    logged = relay.stderr + trace.read_text() + status
+    assert "debug" in relay.stderr and not [s for s in secrets_sent if s in logged]
+
+
+def test_an_expired_id_token_file_is_said_before_anything_is_sent(server):
+    path, _ = id_token_file(server, exp=-10)
+    relay, reply = session(server, *idp_server(server), "--oauth-idp-id-token-file", path, environ={"MCP_SECRET": MCP_SECRET})
+    try:
+        message = reply["error"]["message"]
+        assert "the ID token in %s expired at" % path in message and "sign in to your company's SSO" in message
+    finally:
+        relay.close()
+    assert server.stats()["exchange"] == 0
+
+
+def test_an_id_token_the_idp_refuses_and_echoes_is_masked_in_the_log(server):
+    path, id_token = id_token_file(server, aud="someone-else")
+    result = server.auth("login", *idp_server(server), "--oauth-idp-id-token-file", path, environ={"MCP_SECRET": MCP_SECRET})
+    text = result.stderr.decode()
+    assert result.returncode == 1 and "Traceback" not in text
+    assert "invalid_grant: bad ID token [redacted]" in text and id_token not in text
+
+
+def test_enterprise_managed_with_our_own_login_at_the_idp_then_renewals_without_a_browser(server):
+    args = idp_server(server)
+    server.configure(expires_in=1, id_token_lifetime=1)
+    relay, reply = session(server, *args, environ={"MCP_SECRET": MCP_SECRET})
+    try:
+        assert "result" in reply, (reply, relay.stderr)
+        time.sleep(1.1)   # the access token and the ID token have expired: refresh at the IdP, a new ID-JAG
+        assert "result" in relay.call("whoami"), relay.stderr
+    finally:
+        relay.close()
+    [visit] = server.visits()
+    query = parse_qs(urlsplit(visit).query)
+    assert urlsplit(visit).path == "/idp/authorize" and query["client_id"] == ["laptop"]
+    assert query["scope"] == ["openid offline_access"] and "resource" not in query
+    stats = server.stats()
+    assert (stats["idp_login"], stats["idp_refresh"], stats["exchange"], stats["jwt_bearer"]) == (1, 1, 2, 2)
+    status = server.auth("status", *args, environ={"MCP_SECRET": MCP_SECRET}).stdout.decode()
+    assert "ID token from a login at the identity provider, stored in" in status
+    assert server.auth("logout", *args, environ={"MCP_SECRET": MCP_SECRET}).returncode == 0
+    assert not [n for n in os.listdir(server.auth_dir) if n.startswith(("idp-", "tokens-")) and n.endswith(".json")]
+
+
+def test_our_own_login_at_the_idp_with_a_device_code(server):
+    args = idp_server(server) + ("--oauth-device",)
+    server.configure(idp_device=True)
+    result = server.auth("login", *args, environ={"MCP_SECRET": MCP_SECRET}, browser=False)
+    assert result.returncode == 0, result.stderr
+    assert "open %s/idp/activate and enter the code IDP-1234" % server.base in result.stderr.decode()
+    stats = server.stats()
+    assert (stats["idp_device"], stats["idp_login"], stats["exchange"], stats["jwt_bearer"]) == (1, 1, 1, 1)
+    assert server.visits() == []
+
+
+def test_the_idp_token_endpoint_option_stands_in_for_missing_metadata(server):
+    path, _ = id_token_file(server)
+    args = idp_server(server) + ("--oauth-idp-id-token-file", path)
+    server.configure(idp_meta="none")
+    result = server.auth("login", *args, environ={"MCP_SECRET": MCP_SECRET})
+    assert result.returncode == 1 and b"(no metadata at all); give --oauth-idp-token-endpoint" in result.stderr
+    result = server.auth("login", *args, "--oauth-idp-token-endpoint", server.base + "/idp/token",
+                         environ={"MCP_SECRET": MCP_SECRET})
+    assert result.returncode == 0, result.stderr
+    assert server.stats()["jwt_bearer"] == 1
+
+
+@pytest.mark.parametrize("hostile, needle", [
+    ({"exchange_answer": "<html>not json</html>"}, "answered HTTP 200 (no JSON object with access_token)"),
+    ({"exchange_answer": json.dumps({"access_token": "x", "issued_token_type": "urn:x"})},
+     "issued_token_type urn:x, not an ID-JAG"),
+    ({"exchange_answer": json.dumps({"access_token": "a" * (2 * 1024 * 1024)})}, "more than 1048576"),
+    ({"redirects": {"/idp/token": [307, "http://203.0.113.9/token"]}}, "refused, OAuth requests stay on their origin"),
+    ({"idp_meta_extra": {"issuer": "https://evil.example/idp"}}, "claims the issuer https://evil.example/idp"),
+    ({"idp_meta_extra": {"token_endpoint": "http://203.0.113.9/token"}}, "plain http to another machine"),
+])
+def test_a_hostile_idp_ends_the_login_with_one_clear_line(server, hostile, needle):
+    path, id_token = id_token_file(server)
+    server.configure(**hostile)
+    result = server.auth("login", *idp_server(server), "--oauth-idp-id-token-file", path, environ={"MCP_SECRET": MCP_SECRET})
+    text = result.stderr.decode()
+    assert result.returncode == 1 and "Traceback" not in text and id_token not in text
+    assert needle in text, text
+    assert server.stats()["jwt_bearer"] == 0
+
+
+def test_two_relays_spend_a_rotating_refresh_token_once(server):
+    """A refresh token used twice is refused the second time, and a server that rotates them may revoke them all
+    (RFC 9700 4.14.2): relays sharing tokens refresh one at a time, the second takes the first one's tokens."""
+    server.configure(expires_in=2, refresh_delay=1.0)
+    assert server.auth("login").returncode == 0
+    relays = [server.relay() for _ in range(2)]
+    try:
+        for relay in relays:
+            assert "result" in relay.initialize(), relay.stderr
+        time.sleep(2.1)   # both hold an expired access token and the one refresh token
+        for i, relay in enumerate(relays):
+            relay.send({"jsonrpc": "2.0", "id": 50 + i, "method": "tools/call",
+                        "params": {"name": "whoami", "arguments": {}}})
+        for i, relay in enumerate(relays):
+            assert "result" in relay.wait_for(50 + i, timeout=20)[0], relay.stderr
+    finally:
+        for relay in relays:
+            relay.close()
+    stats = server.stats()
+    assert (stats["refresh_attempts"], stats["refresh"], len(server.visits())) == (1, 1, 1), stats
+
+
+def test_oauth_issuer_keeps_the_client_secret_from_an_authorization_server_a_server_names(server):
+    """The server's metadata decides where the secret goes, unless --oauth-issuer says where it belongs."""
+    server.configure(clients={"ci": {"secret": CC_SECRET, "method": "client_secret_basic"}})
+    pinned = cc_args("--oauth-client-secret", CC_SECRET, "--oauth-issuer", "https://login.example.com/tenant")
+    result = server.auth("login", *pinned)
+    text = result.stderr.decode()
+    assert result.returncode == 1 and "names the authorization server %s/as, not --oauth-issuer" % server.base in text
+    assert token_requests(server) == [] and CC_SECRET not in text
+    result = server.auth("login", *cc_args("--oauth-client-secret", CC_SECRET, "--oauth-issuer", server.base + "/as"))
+    assert result.returncode == 0, result.stderr

@@ -37,7 +37,16 @@ def log(message):
     sys.stderr.flush()
 
 
-def relay_argv(url, scenario, context, workdir):
+def private_file(workdir, name, text):
+    """TEXT written to WORKDIR/NAME, readable by us only (a key, an ID token); returns its path."""
+    path = os.path.join(workdir, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(text)
+    return path
+
+
+def relay_argv(url, scenario, context, workdir, env):
+    """The relay's command line for SCENARIO, the suite's CONTEXT mapped to our options (secrets through ENV)."""
     argv = [sys.executable, PROXY, "streamable-http", "--output-dir", os.path.join(workdir, "spill"),
             "--url", url]
     if not scenario.startswith("auth/"):
@@ -46,8 +55,17 @@ def relay_argv(url, scenario, context, workdir):
     argv += ["--oauth-timeout", "10", "--oauth-client-metadata-url", CIMD_URL]
     if context.get("client_id"):
         argv += ["--oauth-client-id", context["client_id"]]
-        if context.get("client_secret"):
-            argv += ["--oauth-client-secret", context["client_secret"]]
+    if context.get("client_secret"):   # as a CI job would pass it: in the environment, never on the command line
+        env["OCX_PROXY_OAUTH_CLIENT_SECRET"] = context["client_secret"]
+    if context.get("private_key_pem"):   # client-credentials-jwt: private_key_jwt (the key says ES256 or RS256)
+        argv += ["--oauth-client-key", private_file(workdir, "client-key.pem", context["private_key_pem"])]
+    if scenario.startswith("auth/client-credentials"):
+        argv.append("--oauth-client-credentials")
+    if context.get("idp_issuer"):   # cross-app-access: enterprise-managed authorization with an SSO agent's ID token
+        argv += ["--oauth-idp-issuer", context["idp_issuer"], "--oauth-idp-client-id", context["idp_client_id"],
+                 "--oauth-idp-id-token-file", private_file(workdir, "id-token", context["idp_id_token"])]
+        if context.get("idp_token_endpoint"):
+            argv += ["--oauth-idp-token-endpoint", context["idp_token_endpoint"]]
     return argv
 
 
@@ -155,7 +173,7 @@ def main(argv):
     workdir = tempfile.mkdtemp(prefix="ocx-conformance-")
     env = dict(os.environ, OCX_PROXY_AUTH_DIR=os.path.join(workdir, "auth"), BROWSER=browser_wrapper(workdir),
                OCX_CONFORMANCE_BROWSER_LOG=os.path.join(workdir, "browser.log"))
-    argv = relay_argv(url, scenario, context, workdir)
+    argv = relay_argv(url, scenario, context, workdir, env)
     log("scenario %s: relay %s, pre-registered client: %s"
         % (scenario, PROXY, "yes" if context.get("client_id") else "no"))
     relay = Relay(argv, env)

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+from importlib.metadata import version
 
 from mcp import ClientSession, types
 from mcp.client.auth import OAuthClientProvider
@@ -37,6 +38,10 @@ async def accept_defaults(context, params):
 
 def auth_for(scenario, url, context):
     storage = MemoryStorage()
+    if scenario == "auth/cross-app-access-complete-flow":
+        # mcp 1.x has no ID-JAG client (2.x has the JWT bearer half only); the table shows this as a direct failure
+        raise NotImplementedError("the Python SDK %s has no enterprise-managed authorization (ID-JAG) client"
+                                  % version("mcp"))
     if scenario == "auth/client-credentials-basic":
         return ClientCredentialsOAuthProvider(url, storage, context["client_id"], context["client_secret"])
     if scenario == "auth/client-credentials-jwt":

@@ -3,8 +3,11 @@
 The relay (client.py: a stdlib MCP client over ``ocx_proxy.py streamable-http``)
 must pass every scenario the Python SDK's own client passes direct
 (direct_client.py); a scenario that also fails direct is an xfail naming the
-direct failure.  The client-credentials extensions are machine-to-machine
-grants that issue 15 does not add to the relay: xfail, shown in the table.
+direct failure.  The three extension scenarios (client credentials with a
+secret and with private_key_jwt, enterprise-managed authorization's whole
+ID-JAG flow) pass through the relay like the others; the SDK's own client
+(1.x) has no ID-JAG client, so cross-app-access fails direct, which the
+table shows.
 
 The auth/* scenarios run four at a time (suite.AUTH_WORKERS), as a client
 starts its relays: several first logins at once, each against its own server,
@@ -15,13 +18,6 @@ import time
 import pytest
 
 from suite import AUTH_WORKERS, BATCHES, DIRECT_CLIENT, OUTCOMES, RELAY_CLIENT, client_scenarios, run, run_side_by_side
-
-NOT_IN_SCOPE = {
-    "auth/client-credentials-jwt": "client_credentials grant (extension), not part of the relay's OAuth",
-    "auth/client-credentials-basic": "client_credentials grant (extension), not part of the relay's OAuth",
-    "auth/cross-app-access-complete-flow": "enterprise token exchange (extension), not part of the relay's OAuth",
-}
-
 
 @pytest.fixture(scope="session")
 def auth_runs():
@@ -45,8 +41,6 @@ def test_scenario_via_relay(scenario, request):
     OUTCOMES[scenario] = {"relay": relay, "direct": direct}
     if relay.ok:
         return
-    if scenario in NOT_IN_SCOPE:
-        pytest.xfail("%s; via relay: %s" % (NOT_IN_SCOPE[scenario], relay.why()))
     if not direct.ok:
         pytest.xfail("fails direct too (Python SDK client): %s" % direct.why())
     pytest.fail("passes direct but not via the relay: %s" % relay.why())
