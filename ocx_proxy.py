@@ -5815,7 +5815,7 @@ class KeyFile:
         self.key = read_signing_key(path)
 
 
-def client_entry(client_id, secret=None, key_file=None, audience=None, method=None):
+def oauth_client(client_id, secret=None, key_file=None, audience=None, method=None):
     """A client as OAuthRequests.client_post authenticates it: its id, and its secret or its key (``audience``:
     the issuer its assertions are for).  It authenticates as ``method`` says when that fits what it has, else
     with private_key_jwt (a key), client_secret_basic (a secret) or not at all (none)."""
@@ -6007,7 +6007,7 @@ class OAuthClients:
         else:
             return None
         self.config.keep_secret(secret)
-        return client_entry(client_id, secret, settings.client_key, issuer, method)
+        return oauth_client(client_id, secret, settings.client_key, issuer, method)
 
     def for_metadata(self, metadata):
         """The configured client, sending its secret as ``metadata`` allows; else, where ``metadata``
@@ -6158,7 +6158,7 @@ class IdentityProvider:
         """ocx-proxy's client at the IdP (--oauth-idp-client-id and its secret or key)."""
         s = self.settings
         self.config.keep_secret(s.client_secret)
-        return fit_client(client_entry(s.client_id, s.client_secret, s.client_key, metadata["issuer"]), metadata)
+        return fit_client(oauth_client(s.client_id, s.client_secret, s.client_key, metadata["issuer"]), metadata)
 
     def id_jag(self, audience, resource, scope, deadline, interactive):
         """An ID-JAG for the authorization server whose issuer is ``audience``, for ``resource`` (the MCP server)
