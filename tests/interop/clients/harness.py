@@ -24,6 +24,8 @@ PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py"
 TOOLS_SERVER = os.path.join(HERE, "tools_server.py")
 PREFIX = os.environ.get("OCX_INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".interop-clients")
 BIN = os.path.join(PREFIX, "node_modules", ".bin")
+# npm @tencent-ai/agent-sdk links no binary: its CLI is a file inside the package
+CODEBUDDY = os.path.join(PREFIX, "node_modules", "@tencent-ai", "agent-sdk", "cli", "bin", "codebuddy")
 CLIENT_TIMEOUT = 120
 PROMPT = "Call the tool, then stop."
 CLOSED_PROXY = "http://127.0.0.1:9"
@@ -195,8 +197,25 @@ def qwen(port, command, home, env, deadline=None):
             "--allowed-mcp-server-names", SERVER, "-p", PROMPT]
 
 
+def codebuddy(port, command, home, env, deadline=None):
+    """CodeBuddy Code (npm @tencent-ai/agent-sdk ships it): its model endpoint from the environment (OpenAI Chat
+    Completions at ``CODEBUDDY_BASE_URL``), the server in ~/.codebuddy/mcp.json.  Deadline: ``MCP_TOOL_TIMEOUT``
+    (milliseconds) in its environment."""
+    settings_dir = os.path.join(home, ".codebuddy")
+    os.makedirs(settings_dir, exist_ok=True)
+    with open(os.path.join(settings_dir, "mcp.json"), "w") as out:
+        json.dump({"mcpServers": {SERVER: server_entry(command, None, type="stdio")}}, out)
+    # its vendor's hosts through a proxy that refuses tunnels: a closed port costs each start ~30 s of retries
+    model = "http://127.0.0.1:%d" % port
+    env.update(CODEBUDDY_BASE_URL=model, CODEBUDDY_API_KEY="dummy", HTTPS_PROXY=model, HTTP_PROXY=model,
+               https_proxy=model, http_proxy=model)
+    if deadline_ms(deadline) is not None:
+        env["MCP_TOOL_TIMEOUT"] = str(deadline_ms(deadline))
+    return [CODEBUDDY, "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--allowedTools", "DeferExecuteTool"] + (["-d"] if os.environ.get("DBG") else [])
+
+
 CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot, "opencode": opencode,
-           "qwen-code": qwen}
+           "qwen-code": qwen, "codebuddy": codebuddy}
 # the executable of a client in CLIENTS, where it is not the client's name
 BINARIES = {"claude-code": "claude", "qwen-code": "qwen"}
 

@@ -27,7 +27,13 @@ import time
 READER = "read_spilled_output"
 SERVER = "fx"  # the MCP server's name in every CLI config: its tools are named mcp__fx__*, mcp_fx_*, ...
 MAX_PAGES = 12
-BRIDGE_SEARCH, BRIDGE_CALL = "tool_search", "tool_call"   # Qwen Code's way to deferred (MCP) tools
+# How a CLI offers deferred (MCP) tools: a search tool that shows a tool's schema and a call tool that runs it,
+# (search, call, the search's arguments for one name, the call's arguments, the call's fields: name, arguments)
+BRIDGES = [("tool_search", "tool_call", lambda name: {"query": "select:" + name},   # Qwen Code
+            lambda name, arguments: {"name": name, "arguments": arguments}, ("name", "arguments")),
+           ("ToolSearch", "DeferExecuteTool", lambda name: {"tool_names": [name]},   # CodeBuddy
+            lambda name, arguments: {"toolName": name, "params": arguments}, ("toolName", "params"))]
+BRIDGE_SEARCHES = set(bridge[0] for bridge in BRIDGES)
 NEXT_LINE = re.compile(r"line\s*[=:]\s*(\d+)(?:\s*,\s*column\s*[=:]\s*(\d+))?")
 
 
@@ -297,23 +303,30 @@ def chat_outputs(messages):
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 name = function.get("name", "")
-                if name == BRIDGE_CALL:
-                    name = json.loads(function.get("arguments") or "{}").get("name", "")
+                for bridge in BRIDGES:
+                    if name == bridge[1]:
+                        name = json.loads(function.get("arguments") or "{}").get(bridge[4][0], "")
                 calls[call.get("id")] = name
         elif role == "tool":
             name = calls.get(message.get("tool_call_id"), "")
-            if name != BRIDGE_SEARCH:
+            if name not in BRIDGE_SEARCHES:
                 outputs.append((name, {"content": message.get("content"), "parts": []}))
         elif role == "user" and outputs and isinstance(message.get("content"), list):
             outputs[-1][1]["parts"].extend(message["content"])
     return outputs
 
 
+def bridge_of(tools):
+    """The BRIDGES entry whose two tools a request offers, or None."""
+    return next((bridge for bridge in BRIDGES if bridge[0] in tools and bridge[1] in tools), None)
+
+
 def deferred_tools(body, tools):
-    """The MCP tools a request only names (Qwen Code defers them behind ``tool_search``/``tool_call``)."""
-    if BRIDGE_CALL not in tools or BRIDGE_SEARCH not in tools:
+    """The MCP tools a request only names (Qwen Code defers them behind ``tool_search``/``tool_call``, naming them
+    in a message; CodeBuddy behind ``ToolSearch``/``DeferExecuteTool``, naming them in ToolSearch's description)."""
+    if bridge_of(tools) is None:
         return []
-    named = re.findall(r"mcp__%s__[A-Za-z0-9_-]+" % SERVER, json.dumps(body.get("messages")))
+    named = re.findall(r"mcp__%s__[A-Za-z0-9_-]+" % SERVER, json.dumps([body.get("messages"), body.get("tools")]))
     return sorted(set(named) - set(tools))
 
 
@@ -341,11 +354,12 @@ def chat_answer(handler, script, body, turn):
         step = script.decide(tools + deferred, chat_outputs(body.get("messages")), body)
     if step[0] == "call" and step[1] in deferred:
         # the model reviews a deferred tool's schema once, then calls it through the bridge
+        bridge = bridge_of(tools)
         if step[1] in script.revealed:
-            step = ("call", BRIDGE_CALL, {"name": step[1], "arguments": step[2]})
+            step = ("call", bridge[1], bridge[3](step[1], step[2]))
         else:
             script.revealed.add(step[1])
-            step = ("call", BRIDGE_SEARCH, {"query": "select:" + step[1]})
+            step = ("call", bridge[0], bridge[2](step[1]))
     if step[0] == "call":
         delta = {"role": "assistant", "content": None, "tool_calls": [
             {"index": 0, "id": "call_%d" % turn, "type": "function",
@@ -499,6 +513,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.server.script.requests.append(("GET", self.path, None))
         self.server.script.times.append(time.monotonic())
         send_json(self, {"data": [], "models": []})
+
+    def do_CONNECT(self):
+        """A client told to use this server as its proxy (CodeBuddy) is refused at once, not left to time out."""
+        with self.server.script.lock:
+            self.server.script.requests.append(("CONNECT", self.path, None))
+            self.server.script.times.append(time.monotonic())
+        self.send_error(403, "no tunnels from the scripted model")
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
