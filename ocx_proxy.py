@@ -12726,6 +12726,8 @@ TURN_MAX_LINE_BYTES = 8 << 20   # one stream-json line
 TURN_MAX_STREAM_BYTES = 64 << 20
 TURN_STDERR_BYTES = 64 << 10    # of the CLI's stderr kept for the error line
 TURN_STOP_GRACE = 2.0           # seconds from SIGTERM to SIGKILL for the CLI's process tree
+# What codebuddy 2.117.0 says, as an assistant message, when the model calls a name it does not offer (measured).
+UNKNOWN_TOOL_RE = re.compile(r"Tool (\S+) not found in agent cli\.\Z")
 TURN_INPUT_TYPES = ("message", "function_call", "function_call_output", "custom_tool_call",
                     "custom_tool_call_output", "reasoning")
 
@@ -12887,6 +12889,10 @@ class TurnStream:
         for block in message["content"]:
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
+                unknown = UNKNOWN_TOOL_RE.match(block["text"])
+                if unknown:   # the CLI's answer to a call of a name it does not offer, before asking again
+                    raise TurnRefused("the model called %s, which the catalog does not declare"
+                                      % shorten(unknown.group(1), 120))
                 self.texts.append((key, block["text"]))
             elif kind == "tool_use":
                 self._call(block)
@@ -13016,7 +13022,7 @@ class CodeBuddyTurn:
             try:
                 self._follow(stream, calls)
             finally:
-                self._stop()
+                self._stop(stream.result is not None)
             calls.poll()
             return self._output(stream, calls.records)
         finally:
@@ -13089,12 +13095,13 @@ class CodeBuddyTurn:
         lines = [line for line in bytes(self.stderr).decode("utf-8", "replace").splitlines() if line.strip()]
         return ": " + shorten(lines[-1].strip(), 300) if lines else ""
 
-    def _stop(self):
-        """End the CLI's process tree: politely, then for good; its pipes closed, its threads let go."""
+    def _stop(self, finished):
+        """End the CLI's process tree (``finished``: it printed its result and may exit first): politely, then for
+        good; its pipes closed, its threads let go."""
         if self.process is None:
             return
         try:
-            self.process.wait(timeout=0.5 if self.process.poll() is None else 0)
+            self.process.wait(timeout=TURN_STOP_GRACE if finished else 0)
         except subprocess.TimeoutExpired:
             pass
         self.tree.terminate()
