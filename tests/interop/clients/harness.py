@@ -1,5 +1,5 @@
-"""Real-client tier: run Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode or Qwen Code once against the
-scripted model server.
+"""Real-client tier: run Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code or CodeBuddy once against
+the scripted model server.
 
 ``run_client(client, case, via_relay, workdir)`` writes the CLI's config into a
 temporary HOME, starts ``model_server.ModelServer`` on 127.0.0.1, runs the CLI
@@ -26,6 +26,7 @@ PREFIX = os.environ.get("OCX_INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".in
 BIN = os.path.join(PREFIX, "node_modules", ".bin")
 # npm @tencent-ai/agent-sdk links no binary: its CLI is a file inside the package
 CODEBUDDY = os.path.join(PREFIX, "node_modules", "@tencent-ai", "agent-sdk", "cli", "bin", "codebuddy")
+CODEBUDDY_START_MS = 5000
 CLIENT_TIMEOUT = 120
 PROMPT = "Call the tool, then stop."
 CLOSED_PROXY = "http://127.0.0.1:9"
@@ -197,27 +198,35 @@ def qwen(port, command, home, env, deadline=None):
             "--allowed-mcp-server-names", SERVER, "-p", PROMPT]
 
 
-def codebuddy(port, command, home, env, deadline=None):
+def codebuddy(port, command, home, env, deadline=None, project=False):
     """CodeBuddy Code (npm @tencent-ai/agent-sdk ships it): its model endpoint from the environment (OpenAI Chat
-    Completions at ``CODEBUDDY_BASE_URL``), the server in ~/.codebuddy/mcp.json.  Deadline: ``MCP_TOOL_TIMEOUT``
-    (milliseconds) in its environment."""
+    Completions at ``CODEBUDDY_BASE_URL``), the server in ~/.codebuddy/mcp.json (PROJECT: .mcp.json in the folder it
+    runs in).  Deadline: ``MCP_TOOL_TIMEOUT`` (milliseconds) in its environment.  Its start-up wait for MCP servers,
+    ``MCP_TIMEOUT``, is 5 s here (30 s by default, each run: test_codebuddy.py measures it), except for "default"."""
     settings_dir = os.path.join(home, ".codebuddy")
     os.makedirs(settings_dir, exist_ok=True)
-    with open(os.path.join(settings_dir, "mcp.json"), "w") as out:
+    with open(os.path.join(home if project else settings_dir, ".mcp.json" if project else "mcp.json"), "w") as out:
         json.dump({"mcpServers": {SERVER: server_entry(command, None, type="stdio")}}, out)
     # its vendor's hosts through a proxy that refuses tunnels: a closed port costs each start ~30 s of retries
     model = "http://127.0.0.1:%d" % port
     env.update(CODEBUDDY_BASE_URL=model, CODEBUDDY_API_KEY="dummy", HTTPS_PROXY=model, HTTP_PROXY=model,
                https_proxy=model, http_proxy=model)
+    if deadline != "default":
+        env["MCP_TIMEOUT"] = str(CODEBUDDY_START_MS)
     if deadline_ms(deadline) is not None:
         env["MCP_TOOL_TIMEOUT"] = str(deadline_ms(deadline))
-    return [CODEBUDDY, "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--allowedTools", "DeferExecuteTool"] + (["-d"] if os.environ.get("DBG") else [])
-
+    # In -p mode a deferred MCP tool is reached through DeferExecuteTool, which asks a permission -p cannot ask for
+    return [CODEBUDDY, "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--allowedTools", "DeferExecuteTool"]
 
 CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot, "opencode": opencode,
            "qwen-code": qwen, "codebuddy": codebuddy}
 # the executable of a client in CLIENTS, where it is not the client's name
 BINARIES = {"claude-code": "claude", "qwen-code": "qwen"}
+
+
+def binary(client):
+    """The path of a client's executable in the tier's prefix."""
+    return CODEBUDDY if client == "codebuddy" else os.path.join(BIN, BINARIES.get(client, client))
 
 
 def run_client(client, tool, via_relay, workdir, server=None, script=None, relay_args=(), deadline=None,

@@ -1,6 +1,6 @@
 """A stdlib MCP stdio server with the four results of the real-client tier.
 
-Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``cjk_text``
+Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``huge_text`` (120,000), ``cjk_text``
 (8,400 CJK characters, about 25 KB of UTF-8), ``structured`` (a ~16 kB
 structured result with its JSON text) and ``image`` (a ~50 KB base64 PNG).
 Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
@@ -24,10 +24,10 @@ import zlib
 END_MARK = "END-OF-RESULT-7f3a"
 
 
-def big_text():
-    lines = ["line %05d: the quick brown fox jumps over the lazy dog %s" % (i, "x" * 10) for i in range(2000)]
+def big_text(size=60000):
+    lines = ["line %05d: the quick brown fox jumps over the lazy dog %s" % (i, "x" * 10) for i in range(size // 30)]
     text = "\n".join(lines)
-    return text[:60000 - len(END_MARK) - 1] + "\n" + END_MARK
+    return text[:size - len(END_MARK) - 1] + "\n" + END_MARK
 
 
 def cjk_text():
@@ -58,6 +58,8 @@ def png_base64():
 def result(tool):
     if tool == "big_text":
         return {"content": [{"type": "text", "text": big_text()}]}
+    if tool == "huge_text":
+        return {"content": [{"type": "text", "text": big_text(120000)}]}
     if tool == "cjk_text":
         return {"content": [{"type": "text", "text": cjk_text()}]}
     if tool == "structured":
@@ -71,7 +73,7 @@ def result(tool):
 
 TOOLS = [{"name": name, "description": "Returns the %s test result." % name,
           "inputSchema": {"type": "object", "properties": {}}}
-         for name in ("big_text", "cjk_text", "structured", "image")]
+         for name in ("big_text", "huge_text", "cjk_text", "structured", "image")]
 
 
 def main():
