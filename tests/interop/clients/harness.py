@@ -207,6 +207,9 @@ def codebuddy(port, command, home, env, deadline=None, project=False):
     os.makedirs(settings_dir, exist_ok=True)
     with open(os.path.join(home if project else settings_dir, ".mcp.json" if project else "mcp.json"), "w") as out:
         json.dump({"mcpServers": {SERVER: server_entry(command, None, type="stdio")}}, out)
+    if project:   # a project's server waits for the user's approval, which -p cannot ask for: given as it is saved
+        with open(os.path.join(home, ".codebuddy", "settings.local.json"), "w") as out:   # the project's own
+            json.dump({"enabledMcpjsonServers": [SERVER]}, out)
     # its vendor's hosts through a proxy that refuses tunnels: a closed port costs each start ~30 s of retries
     model = "http://127.0.0.1:%d" % port
     env.update(CODEBUDDY_BASE_URL=model, CODEBUDDY_API_KEY="dummy", HTTPS_PROXY=model, HTTP_PROXY=model,

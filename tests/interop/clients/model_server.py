@@ -360,7 +360,13 @@ def chat_answer(handler, script, body, turn):
         else:
             script.revealed.add(step[1])
             step = ("call", bridge[0], bridge[2](step[1]))
-    if step[0] == "call":
+    if step[0] == "calls":   # ("calls", text, [(name, arguments)...]): some text and several calls in one message
+        delta = {"role": "assistant", "content": step[1], "tool_calls": [
+            {"index": index, "id": "call_%d_%d" % (turn, index), "type": "function",
+             "function": {"name": name, "arguments": json.dumps(arguments)}}
+            for index, (name, arguments) in enumerate(step[2])]}
+        finish = "tool_calls"
+    elif step[0] == "call":
         delta = {"role": "assistant", "content": None, "tool_calls": [
             {"index": 0, "id": "call_%d" % turn, "type": "function",
              "function": {"name": step[1], "arguments": json.dumps(step[2])}}]}
@@ -372,7 +378,7 @@ def chat_answer(handler, script, body, turn):
     head = {"id": "chatcmpl-%d" % turn, "created": 1767225600, "model": body.get("model", "m")}
     if not body.get("stream"):
         message = dict(delta)
-        if step[0] == "call":
+        if step[0] in ("call", "calls"):
             message["tool_calls"] = [dict(call) for call in delta["tool_calls"]]
             for call in message["tool_calls"]:
                 call.pop("index")

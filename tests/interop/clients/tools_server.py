@@ -5,11 +5,12 @@ Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``huge_text`` (120
 structured result with its JSON text) and ``image`` (a ~50 KB base64 PNG).
 Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
 
-    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE]
+    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE] [--texts N,N...] [--env FILE]
 
 With ``--record`` the ``initialize`` params (clientInfo, protocolVersion) are
 appended to FILE as one JSON line, which is how the tests learn each CLI's name.
-With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
+``--texts`` adds a tool ``text_N`` per N: a text of exactly N characters.  ``--env`` writes the environment it
+got and its parent's command line to FILE (JSON).  With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
 a minute after stdin ends, as a server that ignores EOF does (only a signal stops it).
 """
 import base64
@@ -60,6 +61,8 @@ def result(tool):
         return {"content": [{"type": "text", "text": big_text()}]}
     if tool == "huge_text":
         return {"content": [{"type": "text", "text": big_text(120000)}]}
+    if isinstance(tool, str) and tool.startswith("text_") and tool[5:].isdigit():
+        return {"content": [{"type": "text", "text": big_text(int(tool[5:]))}]}
     if tool == "cjk_text":
         return {"content": [{"type": "text", "text": cjk_text()}]}
     if tool == "structured":
@@ -76,8 +79,29 @@ TOOLS = [{"name": name, "description": "Returns the %s test result." % name,
          for name in ("big_text", "huge_text", "cjk_text", "structured", "image")]
 
 
+def option(name):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
+def write_environment(path):
+    info = {"env": dict(os.environ), "parent": None}
+    try:
+        with open("/proc/%d/cmdline" % os.getppid(), "rb") as cmdline:
+            info["parent"] = [part.decode("utf-8", "replace") for part in cmdline.read().split(b"\0") if part]
+    except OSError:
+        pass
+    with open(path, "w") as out:
+        json.dump(info, out)
+
+
 def main():
-    record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
+    for size in (option("--texts") or "").split(","):
+        if size:
+            TOOLS.append({"name": "text_" + size, "description": "A text of %s characters." % size,
+                          "inputSchema": {"type": "object", "properties": {}}})
+    if option("--env"):
+        write_environment(option("--env"))
+    record = option("--record")
     stubborn = sys.argv[sys.argv.index("--ignore-eof") + 1] if "--ignore-eof" in sys.argv else None
     if stubborn:
         with open(stubborn, "w") as out:
