@@ -1681,8 +1681,9 @@ CLIENTS = {
                                 "tests/interop/clients/test_codebuddy.py): 79,990 characters reached the model "
                                 "whole, 80,010 became a ~1,100-character 'exceeds maximum allowed tokens' stub "
                                 "naming its own file, no preview (4 x MAX_MCP_OUTPUT_TOKENS 20,000)"),
-        "call_seconds": (100000, "codebuddy 2.117.0: MCP_TOOL_TIMEOUT, 1e8 ms by default (cli/dist/codebuddy-"
-                                 "headless.js of npm @tencent-ai/agent-sdk 0.3.201), not waited out"),
+        "call_seconds": (100000, "measured, codebuddy 2.117.0 -p: MCP_TOOL_TIMEOUT sets it (5000: a call timed out at "
+                                 "5 s); unset, 1e8 ms (cli/dist/codebuddy-headless.js of npm @tencent-ai/agent-sdk "
+                                 "0.3.201), not waited out"),
         "progress_resets": (False, "measured, codebuddy 2.117.0 -p: MCP_TOOL_TIMEOUT=5000 and " + MEASURED_PROGRESS
                                    + ": timed out at 5 s"),
         "start_seconds": (30, "measured, codebuddy 2.117.0 -p: turn 1 about 32 s after start with a server up at "

@@ -45,6 +45,7 @@ CLIENT_CUTS = {
     "copilot": ("budget_bytes", 20480),  # measured, copilot 1.0.102
     "opencode": ("budget_bytes", 51200),   # measured, opencode 1.18.33
     "qwen-code": ("budget_chars", 28000),  # measured, qwen-code 0.24.4
+    "codebuddy": ("budget_chars", 80000),  # measured, codebuddy 2.117.0
 }
 
 
@@ -54,7 +55,7 @@ def profiles():
 
 def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     keys = {"budget_chars", "budget_bytes", "preview_chars", "strip_output_schema", "shows_images", "model_skips",
-            "client_names", "model_apis", "call_seconds", "progress_resets"}
+            "client_names", "model_apis", "client_env", "call_seconds", "progress_resets"}
     # gemini-api: for the clients that hand a catalog to the Gemini API's legacy parameters (no cut known)
     assert set(profiles()) == set(CLIENT_CUTS) | {"generic", "gemini-api"}
     for name, profile in profiles().items():
@@ -67,12 +68,13 @@ def test_every_profile_has_every_setting_and_a_budget_under_its_clients_cut():
     assert (generic["budget_chars"], generic["budget_bytes"]) == (op.MAX_RESPONSE_CHARS, 0) == (10000, 0)
     assert [n for n, p in profiles().items() if not p["strip_output_schema"]] == ["codex"]
     assert [n for n, p in profiles().items() if p["shows_images"]] == ["claude-code", "codex", "gemini-cli",
-                                                                       "opencode", "qwen-code"]
+                                                                       "opencode", "qwen-code", "codebuddy"]
     # clients.md section 2: Codex shows structuredContent alone, Gemini CLI content alone; Claude Code
     # 2.1.332 as Codex (measured in the real-client tier)
     assert {n: p["model_skips"] for n, p in profiles().items() if p["model_skips"]} == {
         "claude-code": "content", "codex": "content", "gemini-cli": "structuredContent",
-        "opencode": "structuredContent"}   # OpenCode 1.18.33 and Qwen Code 0.24.4: measured
+        "opencode": "structuredContent", "codebuddy": "structuredContent"}   # OpenCode 1.18.33, Qwen Code 0.24.4,
+    # CodeBuddy 2.117.0: measured
     # clients.md section 4: the model API each agent CLI hands the schemas to
     assert {n: p["model_apis"] for n, p in profiles().items() if p["model_apis"]} == {
         "claude-code": ("anthropic",), "codex": ("openai",), "gemini-api": ("gemini-api",)}
@@ -89,6 +91,15 @@ def test_client_names_pick_their_profile_and_anything_else_is_generic():
     for other in ("Visual Studio Code", "CLAUDE-CODE", "", None, 7, "generic", "qwen-cli-mcp-client",
                   "x-qwen-cli-mcp-client-fx"):
         assert op.client_profile_for(other) == "generic"
+
+
+def test_a_client_named_by_the_environment_it_gives_its_servers_unless_its_client_info_names_one():
+    codebuddy = {"CODEBUDDY_SERVICE_PROXY_URL": "http://127.0.0.1:1/internal/hooks/services/invoke"}
+    assert op.client_profile_for("fx", codebuddy) == "codebuddy"   # clientInfo.name: the user's name for the server
+    assert op.client_profile_for(None, codebuddy) == "codebuddy"
+    assert op.client_profile_for("claude-code", codebuddy) == "claude-code"
+    assert op.client_profile_for("fx", {"CODEBUDDY_API_KEY": "k"}) == "generic"
+    assert op.client_profile_for("fx", {}) == "generic"
 
 
 def test_every_profile_is_a_client_choice_of_the_relay():
@@ -108,7 +119,7 @@ def test_every_client_has_a_source_for_every_fact():
         for fact, source in client["sources"].items():
             assert isinstance(source, str) and len(source) > 10, (name, fact)
             value = client["facts"][fact]
-            assert value in (True, False) if fact in ("progress_resets", "late_tools") else type(value) is int and (
+            assert value in (True, False) if fact in ("progress_resets", "late_tools", "deferred_tools") else type(value) is int and (
                 value > 0 or fact == "start_seconds" and value == 0), \
                 (name, fact)
         assert client["kind"] in ("agent", "api") and client["config"] in op.CONFIG_FORMATS + (None,), name
@@ -200,12 +211,15 @@ CLIENT_CLOCKS = {
     "copilot": (180, True),
     "opencode": (60, True),
     "qwen-code": (300, False),   # its idle clock: progress restarts it, but not past its overall limit
+    "codebuddy": (100000, False),   # MCP_TOOL_TIMEOUT, 1e8 ms by default
     "gemini-api": (60, False),
 }
 MEASURED = {"claude-code": "claude-code 2.1.332", "codex": "codex 0.171.0", "gemini-cli": "gemini-cli 0.61.0",
-            "copilot": "copilot 1.0.102", "opencode": "opencode 1.18.33", "qwen-code": "qwen-code 0.24.4"}
+            "copilot": "copilot 1.0.102", "opencode": "opencode 1.18.33", "qwen-code": "qwen-code 0.24.4",
+            "codebuddy": "codebuddy 2.117.0"}
 # when turn 1 came for a server up after 90 s (0: it does not wait; Gemini CLI waited for all of the 90 s)
-START_SECONDS = {"codex": 0, "claude-code": 28, "gemini-cli": 90, "copilot": 68, "opencode": 38, "qwen-code": 36}
+START_SECONDS = {"codex": 0, "claude-code": 28, "gemini-cli": 90, "copilot": 68, "opencode": 38, "qwen-code": 36,
+                 "codebuddy": 30}   # CodeBuddy: its MCP_TIMEOUT, with a server up at once (test_codebuddy.py)
 
 
 def test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_beat_it():
@@ -226,7 +240,7 @@ def test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_
                 assert "clients.md §8" in source or "#" in source, name
                 assert source.endswith("public source, not re-measured"), (name, fact)
     assert {n for n, c in op.CLIENTS.items() if "call_seconds" in c["facts"]} == {
-        "generic", "claude-code", "codex", "gemini-cli", "copilot", "opencode", "qwen-code"}
+        "generic", "claude-code", "codex", "gemini-cli", "copilot", "opencode", "qwen-code", "codebuddy"}
     assert {n for n, c in op.CLIENTS.items() if "progress_resets" in c["facts"]} == set(MEASURED) | {"generic"}
     assert {n: c["facts"]["start_seconds"] for n, c in op.CLIENTS.items() if "start_seconds" in c["facts"]} == \
         START_SECONDS

@@ -331,17 +331,23 @@ def deferred_tools(body, tools):
 
 
 def searched_descriptions(body):
-    """{name: description} of the deferred tools whose schema ``tool_search`` returned (Qwen Code answers
-    ``<function>{"name": ..., "description": ...}</function>``)."""
+    """{name: description} of the deferred tools whose schema the search tool returned: Qwen Code answers
+    ``<function>{"name": ..., "description": ...}</function>``, CodeBuddy ``## NAME`` then the description and
+    ``Parameters:``."""
     found = {}
     for message in body.get("messages") or []:
-        if message.get("role") == "tool":
-            for text in re.findall(r"<function>(.*?)</function>", json.dumps(message.get("content"))):
-                try:
-                    tool = json.loads(json.loads('"%s"' % text))
-                except ValueError:
-                    continue
-                found[tool.get("name", "")] = tool.get("description") or ""
+        if message.get("role") != "tool":
+            continue
+        for text in re.findall(r"<function>(.*?)</function>", json.dumps(message.get("content"))):
+            try:
+                tool = json.loads(json.loads('"%s"' % text))
+            except ValueError:
+                continue
+            found[tool.get("name", "")] = tool.get("description") or ""
+        content = message.get("content")
+        for name, description in re.findall(r"^## (\S+)\n(.*?)\n\nParameters:", content if isinstance(content, str)
+                                            else "", re.S | re.M):
+            found[name] = description
     return found
 
 
