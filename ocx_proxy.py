@@ -12851,6 +12851,7 @@ class TurnStream:
         self.texts = []        # (message id, text)
         self.usage = collections.OrderedDict()   # message id -> its last usage (the final chunk carries it)
         self.result = None
+        self.initialized = False
 
     def feed(self, line):
         self.lines += 1
@@ -12862,8 +12863,9 @@ class TurnStream:
             raise TurnRefused(str(exc))
         if not isinstance(frame, dict):
             raise TurnRefused("line %d of the CLI's stream-json is not a JSON object" % self.lines)
-        if self.lines == 1:
+        if not self.initialized:
             self._init(frame)
+            self.initialized = True
         elif frame.get("type") == "assistant" and frame.get("parent_tool_use_id") is None:
             self._assistant(frame.get("message"))
         elif frame.get("type") == "result":

@@ -222,6 +222,16 @@ def test_the_init_frame_passes_only_with_exactly_the_bridge_connected(servers):
             stream.feed(frame.encode())
 
 
+def test_the_first_object_must_be_the_init_frame_whatever_blank_lines_come_before():
+    stream = op.TurnStream(Bridge(), 16, 65536)
+    stream.feed(b"\n")
+    stream.feed(INIT.encode())
+    stream = op.TurnStream(Bridge(), 16, 65536)
+    stream.feed(b"  \r\n")
+    with pytest.raises(op.TurnRefused, match="not its init frame"):
+        stream.feed(json.dumps({"type": "result", "subtype": "success"}).encode())
+
+
 def test_usage_is_folded_by_hand_from_the_last_usage_of_each_message():
     stream = op.TurnStream(Bridge(), 16, 65536)
     stream.feed(INIT)
