@@ -13037,7 +13037,7 @@ class CodeBuddyTurn:
         argv = resolve_command(self.argv(bridge), self.environ)
         try:
             self.process, self.tree = ProcessTree.start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                        stderr=subprocess.PIPE, env=self.environ, bufsize=0)
+                                                        stderr=subprocess.PIPE, env=self.environ)
         except (OSError, ValueError) as exc:
             raise TurnRefused("could not start %s: %s" % (self.cli, exc))
         self.events = queue.Queue()
