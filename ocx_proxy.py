@@ -13624,6 +13624,13 @@ def non_negative_float(text):
     return value
 
 
+def positive_float(text):
+    value = non_negative_float(text)
+    if value == 0:
+        raise ValueError("must be a number > 0")
+    return value
+
+
 def seconds_or_off(minimum):
     """Converter: a number of seconds of at least ``minimum``, or 0 (off)."""
     def convert(text):
@@ -14509,9 +14516,9 @@ def add_codebuddy_commands(sub):
     p.add_argument("agent", choices=("codebuddy",), help="the agent CLI (codebuddy)")
     p.add_argument("--request", metavar="FILE", required=True,
                    help="a Responses request body: input, tools, tool_choice, optional instructions and model "
-                        "('-': stdin) (required)")
+                        "('-': stdin) (required, no default)")
     p.add_argument("--cli", metavar="PATH", default=CODEBUDDY_CLI, help="the CLI to run (default: %(default)s on PATH)")
-    p.add_argument("--timeout", metavar="SECONDS", type=typed(non_negative_float, "a number of seconds"),
+    p.add_argument("--timeout", metavar="SECONDS", type=typed(positive_float, "a number of seconds"),
                    default=TURN_TIMEOUT, help="longest the turn may take, the CLI's start included (default %(default)g)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="the bridge's MCP server name (default: %(default)s)")
@@ -14533,7 +14540,7 @@ def add_codebuddy_commands(sub):
                    help='print {"models": [...], "source": "live"|"cache"|"builtin"} (default: one id a line)')
     p.add_argument("--cache-dir", metavar="DIR", default=default_cache_dir(),
                    help="where the rosters are kept, in codebuddy/ (default: %(default)s)")
-    p.add_argument("--timeout", metavar="SECONDS", type=typed(non_negative_float, "a number of seconds"),
+    p.add_argument("--timeout", metavar="SECONDS", type=typed(positive_float, "a number of seconds"),
                    default=ROSTER_TIMEOUT, help="longest wait for the CLI's --help (default %(default)g)")
     p.set_defaults(handler=cmd_models)
 
