@@ -13096,6 +13096,8 @@ class CodeBuddyTurn:
                 "flood": "more than %d bytes of stream-json" % TURN_MAX_STREAM_BYTES}[kind])
 
     def _stderr_tail(self):
+        """The CLI's last stderr line after ": " (or nothing), once its stderr is read to the end (a second at most)."""
+        self.threads[1].join(1.0)
         lines = [line for line in bytes(self.stderr).decode("utf-8", "replace").splitlines() if line.strip()]
         return ": " + shorten(lines[-1].strip(), 300) if lines else ""
 
