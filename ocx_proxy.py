@@ -1688,7 +1688,7 @@ CLIENTS = {
         "progress_resets": (False, "measured, codebuddy 2.117.0 -p: MCP_TOOL_TIMEOUT=5000 and " + MEASURED_PROGRESS
                                    + ": timed out at 5 s"),
         "start_seconds": (30, "measured, codebuddy 2.117.0 -p: turn 1 about 33 s after start with a server up at "
-                              "once: it waits MCP_TIMEOUT (30,000 ms by default) for its servers; MCP_TIMEOUT=2000: "
+                              "once: it waits MCP_TIMEOUT (30,000 ms by default) for its servers; MCP_TIMEOUT=5000: "
                               "within 15 s"),
         "deferred_tools": (True, "measured, codebuddy 2.117.0: the model reaches MCP tools through ToolSearch and "
                                  "DeferExecuteTool (in -p mode only with --allowedTools DeferExecuteTool or -y) "

@@ -26,7 +26,7 @@ PREFIX = os.environ.get("OCX_INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".in
 BIN = os.path.join(PREFIX, "node_modules", ".bin")
 # npm @tencent-ai/agent-sdk links no binary: its CLI is a file inside the package
 CODEBUDDY = os.path.join(PREFIX, "node_modules", "@tencent-ai", "agent-sdk", "cli", "bin", "codebuddy")
-CODEBUDDY_START_MS = 2000
+CODEBUDDY_START_MS = 5000   # 2000: a server up 3 s after start, or the relay, was not in turn 1
 CLIENT_TIMEOUT = 120
 PROMPT = "Call the tool, then stop."
 CLOSED_PROXY = "http://127.0.0.1:9"
@@ -202,7 +202,7 @@ def codebuddy(port, command, home, env, deadline=None, project=False):
     """CodeBuddy Code (npm @tencent-ai/agent-sdk ships it): its model endpoint from the environment (OpenAI Chat
     Completions at ``CODEBUDDY_BASE_URL``), the server in ~/.codebuddy/mcp.json (PROJECT: .mcp.json in the folder it
     runs in).  Deadline: ``MCP_TOOL_TIMEOUT`` (milliseconds) in its environment.  Its start-up wait for MCP servers,
-    ``MCP_TIMEOUT``, is 2 s here (30 s by default, each run: test_codebuddy.py measures it), except for "default"."""
+    ``MCP_TIMEOUT``, is 5 s here (30 s by default, each run: test_codebuddy.py measures it), except for "default"."""
     settings_dir = os.path.join(home, ".codebuddy")
     os.makedirs(settings_dir, exist_ok=True)
     with open(os.path.join(home if project else settings_dir, ".mcp.json" if project else "mcp.json"), "w") as out:
@@ -210,10 +210,8 @@ def codebuddy(port, command, home, env, deadline=None, project=False):
     if project:   # a project's server waits for the user's approval, which -p cannot ask for: given as it is saved
         with open(os.path.join(home, ".codebuddy", "settings.local.json"), "w") as out:   # the project's own
             json.dump({"enabledMcpjsonServers": [SERVER]}, out)
-    # its vendor's hosts through a proxy that refuses tunnels: a closed port costs each start ~30 s of retries
-    model = "http://127.0.0.1:%d" % port
-    env.update(CODEBUDDY_BASE_URL=model, CODEBUDDY_API_KEY="dummy", HTTPS_PROXY=model, HTTP_PROXY=model,
-               https_proxy=model, http_proxy=model)
+    # Its start-up wait is MCP_TIMEOUT's, with a server configured: the closed proxy costs nothing more (measured)
+    env.update(CODEBUDDY_BASE_URL="http://127.0.0.1:%d" % port, CODEBUDDY_API_KEY="dummy")
     if deadline != "default":
         env["MCP_TIMEOUT"] = str(CODEBUDDY_START_MS)
     if deadline_ms(deadline) is not None:

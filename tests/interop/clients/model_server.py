@@ -27,12 +27,11 @@ import time
 READER = "read_spilled_output"
 SERVER = "fx"  # the MCP server's name in every CLI config: its tools are named mcp__fx__*, mcp_fx_*, ...
 MAX_PAGES = 12
-# How a CLI offers deferred (MCP) tools: a search tool that shows a tool's schema and a call tool that runs it,
-# (search, call, the search's arguments for one name, the call's arguments, the call's fields: name, arguments)
-BRIDGES = [("tool_search", "tool_call", lambda name: {"query": "select:" + name},   # Qwen Code
-            lambda name, arguments: {"name": name, "arguments": arguments}, ("name", "arguments")),
-           ("ToolSearch", "DeferExecuteTool", lambda name: {"tool_names": [name]},   # CodeBuddy
-            lambda name, arguments: {"toolName": name, "params": arguments}, ("toolName", "params"))]
+# How a CLI offers deferred (MCP) tools: a search tool that shows a tool's schema and a call tool that runs one:
+# (search tool, call tool, the search's arguments for one name, the call's argument naming the tool, the call's
+# argument holding the tool's arguments)
+BRIDGES = [("tool_search", "tool_call", lambda name: {"query": "select:" + name}, "name", "arguments"),  # Qwen Code
+           ("ToolSearch", "DeferExecuteTool", lambda name: {"tool_names": [name]}, "toolName", "params")]  # CodeBuddy
 BRIDGE_SEARCHES = set(bridge[0] for bridge in BRIDGES)
 NEXT_LINE = re.compile(r"line\s*[=:]\s*(\d+)(?:\s*,\s*column\s*[=:]\s*(\d+))?")
 
@@ -305,7 +304,7 @@ def chat_outputs(messages):
                 name = function.get("name", "")
                 for bridge in BRIDGES:
                     if name == bridge[1]:
-                        name = json.loads(function.get("arguments") or "{}").get(bridge[4][0], "")
+                        name = json.loads(function.get("arguments") or "{}").get(bridge[3], "")
                 calls[call.get("id")] = name
         elif role == "tool":
             name = calls.get(message.get("tool_call_id"), "")
@@ -362,7 +361,7 @@ def chat_answer(handler, script, body, turn):
         # the model reviews a deferred tool's schema once, then calls it through the bridge
         bridge = bridge_of(tools)
         if step[1] in script.revealed:
-            step = ("call", bridge[1], bridge[3](step[1], step[2]))
+            step = ("call", bridge[1], {bridge[3]: step[1], bridge[4]: step[2]})
         else:
             script.revealed.add(step[1])
             step = ("call", bridge[0], bridge[2](step[1]))
@@ -525,13 +524,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.server.script.requests.append(("GET", self.path, None))
         self.server.script.times.append(time.monotonic())
         send_json(self, {"data": [], "models": []})
-
-    def do_CONNECT(self):
-        """A client told to use this server as its proxy (CodeBuddy) is refused at once, not left to time out."""
-        with self.server.script.lock:
-            self.server.script.requests.append(("CONNECT", self.path, None))
-            self.server.script.times.append(time.monotonic())
-        self.send_error(403, "no tunnels from the scripted model")
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
