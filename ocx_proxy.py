@@ -14521,7 +14521,8 @@ def add_codebuddy_commands(sub):
                         "('-': stdin) (required, no default)")
     p.add_argument("--cli", metavar="PATH", default=CODEBUDDY_CLI, help="the CLI to run (default: %(default)s on PATH)")
     p.add_argument("--timeout", metavar="SECONDS", type=typed(positive_float, "a number of seconds"),
-                   default=TURN_TIMEOUT, help="longest the turn may take, the CLI's start included (default %(default)g)")
+                   default=TURN_TIMEOUT,
+                   help="longest the turn may take, the CLI's start included (default %(default)g)")
     p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
                    help="the bridge's MCP server name (default: %(default)s)")
     add_count_option(p, "--max-calls", "a count", CAPTURE_MAX_CALLS,

@@ -119,7 +119,8 @@ def test_every_client_has_a_source_for_every_fact():
         for fact, source in client["sources"].items():
             assert isinstance(source, str) and len(source) > 10, (name, fact)
             value = client["facts"][fact]
-            assert value in (True, False) if fact in ("progress_resets", "late_tools", "deferred_tools") else type(value) is int and (
+            flags = ("progress_resets", "late_tools", "deferred_tools")
+            assert value in (True, False) if fact in flags else type(value) is int and (
                 value > 0 or fact == "start_seconds" and value == 0), \
                 (name, fact)
         assert client["kind"] in ("agent", "api") and client["config"] in op.CONFIG_FORMATS + (None,), name

@@ -148,7 +148,8 @@ def test_the_turn_fails_closed_with_one_line_no_items_and_no_second_attempt(tmp_
 
 
 def test_oversize_arguments_fail_the_turn(tmp_path, cli):
-    result = turn(tmp_path, cli, "call", REQUEST, "--max-argument-bytes", "100", FAKE_ARGS=json.dumps({"city": "x" * 200}))
+    result = turn(tmp_path, cli, "call", REQUEST, "--max-argument-bytes", "100",
+                  FAKE_ARGS=json.dumps({"city": "x" * 200}))
     line = assert_one_line_error(result, 1)   # seen in the stream, or refused by the bridge first
     assert re.search(r"over (--max-argument-bytes )?100\b", line) and result.stdout == b"", line
 

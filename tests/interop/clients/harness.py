@@ -217,7 +217,9 @@ def codebuddy(port, command, home, env, deadline=None, project=False):
     if deadline_ms(deadline) is not None:
         env["MCP_TOOL_TIMEOUT"] = str(deadline_ms(deadline))
     # In -p mode a deferred MCP tool is reached through DeferExecuteTool, which asks a permission -p cannot ask for
-    return [CODEBUDDY, "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--allowedTools", "DeferExecuteTool"]
+    return [CODEBUDDY, "-p", PROMPT, "--output-format", "stream-json", "--verbose",
+            "--allowedTools", "DeferExecuteTool"]
+
 
 CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot, "opencode": opencode,
            "qwen-code": qwen, "codebuddy": codebuddy}

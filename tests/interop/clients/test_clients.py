@@ -1,5 +1,5 @@
-"""Real CLIs (Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code, CodeBuddy) call an MCP tool via the relay
-and direct.
+"""Real CLIs (Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code, CodeBuddy) call an MCP tool via
+the relay and direct.
 
 Each run records what the scripted model received back as the tool output
 (``outcomes.Outcome``).  Two kinds of tests:

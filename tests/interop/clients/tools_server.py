@@ -1,7 +1,7 @@
 """A stdlib MCP stdio server with the four results of the real-client tier.
 
-Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``huge_text`` (120,000), ``cjk_text``
-(8,400 CJK characters, about 25 KB of UTF-8), ``structured`` (a ~16 kB
+Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``huge_text``
+(120,000), ``cjk_text`` (8,400 CJK characters, about 25 KB of UTF-8), ``structured`` (a ~16 kB
 structured result with its JSON text) and ``image`` (a ~50 KB base64 PNG).
 Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
 
@@ -9,8 +9,9 @@ Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
 
 With ``--record`` the ``initialize`` params (clientInfo, protocolVersion) are
 appended to FILE as one JSON line, which is how the tests learn each CLI's name.
-``--texts`` adds a tool ``text_N`` per N: a text of exactly N characters.  ``--env`` writes the environment it
-got and its parent's command line to FILE (JSON).  With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
+``--texts`` adds a tool ``text_N`` per N: a text of exactly N characters.
+``--env`` writes the environment it got and its parent's command line to FILE (JSON).
+With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
 a minute after stdin ends, as a server that ignores EOF does (only a signal stops it).
 """
 import base64
