@@ -13,8 +13,8 @@ Three tiers, each installed on first use into its own folder and cached:
 3. ``.interop-clients``: the real Codex, Claude Code, Gemini CLI, Copilot CLI,
    OpenCode, Qwen Code and CodeBuddy CLIs (tests/interop/clients, their clocks
    included: test_clocks.py, about 90 s), with Node.js >= 22.  The whole tier
-   took 454 s on a shared 2-core machine (December 2026), within TIER_TIMEOUT,
-   before CodeBuddy's runs were added.
+   (236 tests) took 793 s on a shared 2-core machine (December 2026), CodeBuddy's
+   44 about 340 s of it, within TIER_TIMEOUT.
 4. ``.interop-conformance`` (npm: the official conformance suite,
    CONFORMANCE_PACKAGE, and Node.js 22): its client scenarios, OAuth included,
    via the relay and with the Python SDK's client direct
