@@ -7,7 +7,7 @@ One server speaks the four wire formats the CLIs use:
   (and ``count_tokens``);
 - Gemini API (Gemini CLI): ``:streamGenerateContent`` (SSE), ``:generateContent``
   and ``:countTokens``;
-- OpenAI Chat Completions (OpenCode, Qwen Code): ``POST /v1/chat/completions``,
+- OpenAI Chat Completions (OpenCode, Qwen Code, CodeBuddy): ``POST [/v1]/chat/completions``,
   streamed (SSE chunks ending ``data: [DONE]``) or not.
 
 The script, the same for every client: turn 1 calls the MCP tool whose name
@@ -284,7 +284,7 @@ def gemini_answer(handler, script, body, turn, stream):
         send_json(handler, chunk)
 
 
-# ---- OpenAI Chat Completions (OpenCode, Qwen Code) ----
+# ---- OpenAI Chat Completions (OpenCode, Qwen Code, CodeBuddy) ----
 
 def chat_tools(tools):
     return [(t.get("function") or {}).get("name", "") for t in tools or [] if t.get("type") == "function"]
