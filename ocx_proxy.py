@@ -11,8 +11,9 @@ Codex...) starts it over stdio, and it relays JSON-RPC to the real server::
     python ocx_proxy.py demo-server     # that built-in sample server, on stdio
 
 It also encodes a tool catalog as Cursor's ``McpTools`` protobuf and explains a bad blob (``encode-tools``,
-``decode``), records an agent CLI's tool calls without running anything (``capture``), and tells which field
-of a server's catalog breaks which client (``check``).
+``decode``), records an agent CLI's tool calls without running anything (``capture``; ``turn codebuddy`` runs one
+CodeBuddy turn with it, ``models codebuddy`` lists the account's models), and tells which field of a server's
+catalog breaks which client (``check``).
 
 A response over the client's budget (``--client auto``: a profile by the client's name, else 10000
 characters of compact JSON) is saved byte-exact under ``--output-dir`` (``<stem>.json``, its readable text
@@ -53,6 +54,7 @@ Layout of this file (each section only uses the ones above it):
     catalog checker   check's findings on a catalog, each client rule's from CATALOG_RULES
     check             connecting like a client, listing every page, the report
     client configs    check --config: every server in a client's configuration
+    CodeBuddy         one CodeBuddy turn with the capture bridge armed, the account's model roster
     demo              embedded sample server and the demo driver
     CLI options       argument types, environment defaults, the option groups commands share
     CLI / main        the commands, their parsers and the entry point
@@ -1535,10 +1537,12 @@ def served_version(requested):
 #   progress_resets       whether notifications/progress starts that clock again
 #   start_seconds         how long its first turn waits for a starting server's tools (0: it does not wait): a
 #                         server slower than that is not in turn 1 unless the catalog cache answers for it
+#   deferred_tools        its model reaches MCP tools only through a search tool (the reader too: its description
+#                         is what the search finds)
 Facts = collections.namedtuple("Facts", (
     "name_chars function_name_chars description_chars model_tools model_tools_old mcp_tools_count mcp_tools_bytes "
     "message_bytes result_chars result_bytes result_tokens declared_chars_max call_seconds progress_resets "
-    "start_seconds"), defaults=(None,) * 15)
+    "start_seconds deferred_tools"), defaults=(None,) * 16)
 
 # The relay's profile of a client: how it spills and what it keeps for it (--client, or picked by clientInfo.name).
 #   budget_chars / budget_bytes  a response over either spills (0: no limit in that unit): under the client's
@@ -1550,13 +1554,15 @@ Facts = collections.namedtuple("Facts", (
 #   model_skips                  the tool result member the client never shows its model when the result has both:
 #                                it does not count (None: both reach the model)
 #   client_names                 clientInfo.name it sends (initialize, or _meta); a trailing "*" matches any end
+#   client_env                   environment variables it gives its MCP servers: they name it when clientInfo.name
+#                                does not (the relay reads its own environment)
 #   model_apis                   the model APIs it hands a catalog's schemas to unchanged: their rules reach it too,
 #                                and the relay fixes them (--fit-tools, fit_rules)
 # The defaults are the generic profile, for any other client.  shows_images, model_skips and client_names were
 # measured with the real CLIs (tests/interop/clients/test_clients.py, the versions in their facts' sources).
 Profile = collections.namedtuple("Profile", "budget_chars budget_bytes preview_chars strip_output_schema shows_images "
-                                            "model_skips client_names model_apis",
-                                 defaults=(10000, 0, 4000, True, False, None, (), ()))
+                                            "model_skips client_names model_apis client_env",
+                                 defaults=(10000, 0, 4000, True, False, None, (), (), ()))
 # A profile's budget is at most this share of the client's own cut (test_client_facts.py holds each to it).
 BUDGET_MARGIN = 0.85
 
@@ -1598,6 +1604,7 @@ REAL_CLIENT_TIER = "tests/interop/clients/test_clients.py"
 MORE_CASES = "tests/interop/clients/test_more_cases.py"
 MEASURE_CLOCKS = "tests/interop/clients/measure_clocks.py"
 TEST_CLOCKS = "tests/interop/clients/test_clocks.py"
+CODEBUDDY_TIER = "tests/interop/clients/test_codebuddy.py"
 MEASURED_PROGRESS = "the server's progress every 1 s on an 8-s call"
 CURSOR_LIMITS = "vendor_proto_notes.md, Limits (measured by ocx-proxy, Cursor agent.v1)"
 CLAUDE_CODE_MCP_DOCS = "https://code.claude.com/docs/en/mcp"
@@ -1719,6 +1726,27 @@ CLIENTS = {
                                 + " it timed out at 5 s: so the relay detaches before 300 s"),
         start_seconds=(36, MEASURE_CLOCKS + " startup (qwen-code 0.24.4 -p): turn 1 without the server 36 s after "
                            "start")),
+    # CodeBuddy Code: its clientInfo.name is the user's name for the server, but the environment it gives its MCP
+    # servers names it.  Its model gets the text blocks of a result, images too, past 80,000 characters a stub
+    # naming its own file; MCP tools are deferred: offered through ToolSearch and DeferExecuteTool, the reader too.
+    "codebuddy": client_entry(
+        "CodeBuddy", config="json",
+        profile=Profile(64000, 0, 8000, shows_images=True, model_skips="structuredContent",
+                        client_env=("CODEBUDDY_SERVICE_PROXY_URL",)),
+        result_chars=(80000, CODEBUDDY_TIER + " (codebuddy 2.117.0, npm @tencent-ai/agent-sdk 0.3.201): 79,990 "
+                             "characters reached the model whole, 80,010 became a ~1,100-character 'exceeds maximum "
+                             "allowed tokens' stub naming its own file, no preview (4 x MAX_MCP_OUTPUT_TOKENS 20,000)"),
+        call_seconds=(100000, TEST_CLOCKS + " (codebuddy 2.117.0 -p: MCP_TOOL_TIMEOUT=5000, a call timed out at 5 s); "
+                              "unset, 1e8 ms (cli/dist/codebuddy-headless.js of npm @tencent-ai/agent-sdk 0.3.201), "
+                              "not waited out"),
+        progress_resets=(False, TEST_CLOCKS + " (codebuddy 2.117.0 -p, MCP_TOOL_TIMEOUT=5000, " + MEASURED_PROGRESS
+                                + ": timed out at 5 s)"),
+        start_seconds=(30, CODEBUDDY_TIER + " (codebuddy 2.117.0 -p): turn 1 about 33 s after start with a server up "
+                           "at once: it waits MCP_TIMEOUT (30,000 ms by default) for its servers; MCP_TIMEOUT=5000: "
+                           "within 15 s"),
+        deferred_tools=(True, CODEBUDDY_TIER + " (codebuddy 2.117.0): the model reaches MCP tools through ToolSearch "
+                              "and DeferExecuteTool (in -p mode only with --allowedTools DeferExecuteTool or -y) "
+                              "unless the server entry says \"defer_loading\": false")),
     # VS Code ("Visual Studio Code") has no measured result limit: the relay gives it generic.
     "vscode": client_entry(
         "VS Code Copilot",
@@ -1765,12 +1793,17 @@ def client_profile(name):
     return CLIENTS[client_named(name, "relay")].profile
 
 
-def client_for_info_name(name):
-    """The CLIENTS name with a profile of the client calling itself ``name`` (clientInfo.name), else "generic"."""
+def client_for_info_name(name, environ=None):
+    """The CLIENTS name with a profile of the client calling itself ``name`` (clientInfo.name), else of the client
+    whose variables are in ``environ`` (default: ours, as our client started us), else "generic"."""
     for client, entry in CLIENTS.items():
         for known in entry.profile.client_names if entry.profile else ():
             if name == known or known.endswith("*") and isinstance(name, str) and name.startswith(known[:-1]):
                 return client
+    environ = os.environ if environ is None else environ
+    for client, entry in CLIENTS.items():
+        if entry.profile and any(variable in environ for variable in entry.profile.client_env):
+            return client
     return "generic"
 
 
@@ -9326,8 +9359,12 @@ class ProfileInUse:
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         info = params.get("clientInfo") if msg.get("method") == "initialize" else meta.get(META_CLIENT_INFO)
         name = info.get("name") if isinstance(info, dict) else None
-        self.use(client_for_info_name(name))
-        self.log("clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name")
+        chosen = client_for_info_name(name)
+        self.use(chosen)
+        why = "clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name"
+        if chosen != client_for_info_name(name, {}):
+            why += ", the environment %s gives its servers" % CLIENTS[chosen].display
+        self.log(why)
 
     def note_sizes(self, msg, params=None):
         """A ``Rewrite`` that changes nothing: the result size each tool of a tools/list page declares for itself
@@ -13242,6 +13279,8 @@ def client_config_entry(client, name, command, argv):
         server = {"command": command, "args": argv, "trust": True}
     elif client == "copilot":
         server = {"type": "local", "command": command, "args": argv, "tools": ["*"]}
+    elif client == "codebuddy":   # its tools offered to the model, not deferred behind ToolSearch
+        server = {"type": "stdio", "command": command, "args": argv, "defer_loading": False}
     else:
         server = {"type": "stdio", "command": command, "args": argv}
     return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
@@ -13526,6 +13565,616 @@ def config_report_text(report):
     summary = report["summary"]
     lines += ["", "%d errors, %d warnings, %d notes in all" % (summary["error"], summary["warning"], summary["info"])]
     return "\n".join(printable(line) for line in lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# CodeBuddy: one turn with the bridge armed, the account's model roster
+# ---------------------------------------------------------------------------
+
+# CodeBuddy Code (npm @tencent-ai/agent-sdk 0.3.201 ships its CLI 2.117.0) as the model behind an outer client:
+# ``turn`` runs one ``codebuddy -p`` turn whose only tools are the capture bridge's, and hands back the model's calls
+# as Responses items without running them; ``models`` reads which models the account may use.  What CodeBuddy does
+# with a relay in front of a server is in its CLIENTS entry.
+#
+# Measured with 2.117.0 (tests/interop/clients/test_codebuddy.py): under ``--tools ""`` the init frame's ``tools``
+# still names built-in tools the model is not offered, so the bridge is judged by ``mcp_servers``; an MCP tool is
+# deferred (reached through ToolSearch and DeferExecuteTool, which ``--tools ""`` removes) unless its server entry says
+# ``"defer_loading": false``; a call the bridge leaves pending is never timed out (MCP_TOOL_TIMEOUT: 1e8 ms), so the
+# turn ends the CLI itself once the calls are in; the calls of one model message reach the bridge together; every
+# call is checked here whatever the CLI's own permission rules let through.
+
+CODEBUDDY_CLI = "codebuddy"
+TURN_TIMEOUT = 300.0            # seconds for one turn, the CLI's start (MCP_TIMEOUT, 30 s by default) included
+TURN_SETTLE_SECONDS = 1.0       # quiet after the last call was captured: the model's message is over
+TURN_MAX_LINE_BYTES = 8 << 20   # one stream-json line
+TURN_MAX_STREAM_BYTES = 64 << 20
+TURN_STDERR_BYTES = 64 << 10    # of the CLI's stderr kept for the error line
+TURN_STOP_GRACE = 2.0           # seconds from SIGTERM to SIGKILL for the CLI's process tree
+# What codebuddy 2.117.0 says, as an assistant message, when the model calls a name it does not offer (measured).
+UNKNOWN_TOOL_RE = re.compile(r"Tool (\S+) not found in agent cli\.\Z")
+TURN_INPUT_TYPES = ("message", "function_call", "function_call_output", "custom_tool_call",
+                    "custom_tool_call_output", "reasoning")
+
+
+class TurnRefused(OcxError):
+    """The turn failed closed: no output item is given, and the turn is never tried again (it may be billed)."""
+
+
+def turn_prompt(request):
+    """The text ``codebuddy -p`` reads on stdin for a Responses request: its ``instructions`` and its ``input``
+    (a string, or items written out one block each; reasoning items are left out)."""
+    parts = []
+    if isinstance(request.get("instructions"), str) and request["instructions"]:
+        parts.append("[instructions]\n" + request["instructions"])
+    items = request.get("input")
+    if isinstance(items, str):
+        parts.append(items)
+    elif isinstance(items, list):
+        parts.extend(block for block in (_input_block(item, "input[%d]" % index) for index, item in enumerate(items))
+                     if block)
+    else:
+        raise UsageError("the request's \"input\" must be a string or an array of items")
+    if not parts:
+        raise UsageError("the request has no input for the model")
+    return "\n\n".join(parts)
+
+
+def _input_block(item, where):
+    if not isinstance(item, dict):
+        raise UsageError("%s: expected an item object, got %s" % (where, _json_kind(item)))
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind not in TURN_INPUT_TYPES:
+        raise UsageError("%s: item type %s cannot be given to codebuddy -p" % (where, dumps(kind)))
+    if kind == "reasoning":
+        return None
+    if kind == "message":
+        return "[%s]\n%s" % (item.get("role", "user"), _message_text(item.get("content"), where))
+    call_id = item.get("call_id", "")
+    if kind in ("function_call", "custom_tool_call"):
+        return "[assistant called %s (call %s)]\n%s" % (item.get("name"), call_id,
+                                                        item.get("arguments", item.get("input", "")))
+    output = item.get("output", "")
+    return "[output of call %s]\n%s" % (call_id, output if isinstance(output, str) else
+                                        _message_text(output, where + ".output"))
+
+
+def _message_text(content, where):
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise UsageError("%s: \"content\" must be a string or an array of parts" % where)
+    texts = []
+    for index, part in enumerate(content):
+        if not isinstance(part, dict) or not isinstance(part.get("text"), str):
+            raise UsageError("%s.content[%d]: only text parts can be given to codebuddy -p" % (where, index))
+        texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def codebuddy_turn_flags(server_name, allowed, config):
+    """The flags that arm the bridge for one ``-p`` turn: no built-in tool, no other server, its tools listed."""
+    flags = ["--tools", "", "--strict-mcp-config", "--mcp-config", config]
+    return flags + (["--allowedTools", allowed] if allowed else [])
+
+
+class TurnBridge:
+    """The files of one armed turn in a private temporary directory: the catalog, the MCP configuration naming only
+    the bridge, the file the bridge appends calls to.  ``aliases`` maps each alias the model sees to its tool."""
+
+    def __init__(self, request, server_name, max_calls, max_argument_bytes):
+        import tempfile
+        if not isinstance(request.get("tools", []), list):
+            raise UsageError("the request's \"tools\" must be an array")
+        self.directory = tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX + "turn-")   # 0700
+        self.server_name = server_name
+        try:
+            folder = PrivateDir(self.directory)
+            catalog = folder.write("catalog.json", encode_message(
+                {"tools": request.get("tools", []), "tool_choice": request.get("tool_choice")}))
+            tools, _ = load_capture_catalog(catalog)
+            names = [tool["wire_name"] for tool in tools]
+            by_name = capture_aliases(names)
+            self.aliases = {by_name[tool["wire_name"]]: tool for tool in tools}
+            self.calls = os.path.join(self.directory, "calls.ndjson")
+            argv = [os.path.abspath(__file__), "capture", "--catalog", catalog, "--out", self.calls,
+                    "--server-name", server_name, "--max-calls", str(max_calls),
+                    "--max-argument-bytes", str(max_argument_bytes)]
+            self.config = folder.write("mcp.json", client_config_entry(
+                "codebuddy", server_name, sys.executable or "python3", argv).encode("utf-8"))
+        except BaseException:
+            self.close()
+            raise
+
+    def tool_names(self):
+        """The names the model calls the bridge's tools by (mcp__<server>__<alias>)."""
+        return ["mcp__%s__%s" % (self.server_name, alias) for alias in self.aliases]
+
+    def flags(self):
+        return codebuddy_turn_flags(self.server_name, capture_allowed_tools(self.server_name, self.aliases),
+                                    self.config)
+
+    def close(self):
+        import shutil
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class TurnStream:
+    """Judges a turn's stream-json objects as they come, raising TurnRefused at the first one that breaks the
+    contract: the init frame first, showing exactly the bridge connected and its tools; each tool call one the
+    bridge declares, within the argument and call limits.  Keeps the assistant's text and the usage reported."""
+
+    def __init__(self, bridge, max_calls, max_argument_bytes):
+        self.bridge = bridge
+        self.names = set(bridge.tool_names())
+        self.max_calls = max_calls
+        self.max_argument_bytes = max_argument_bytes
+        self.lines = 0
+        self.calls = 0
+        self.texts = []        # (message id, text)
+        self.usage = collections.OrderedDict()   # message id -> its last usage (the final chunk carries it)
+        self.result = None
+        self.initialized = False
+
+    def feed(self, line):
+        self.lines += 1
+        if not line.strip():
+            return
+        try:
+            frame = load_json_strict(line, "line %d of the CLI's stream-json" % self.lines)
+        except OcxError as exc:
+            raise TurnRefused(str(exc))
+        if not isinstance(frame, dict):
+            raise TurnRefused("line %d of the CLI's stream-json is not a JSON object" % self.lines)
+        if not self.initialized:
+            self._init(frame)
+            self.initialized = True
+        elif frame.get("type") == "assistant" and frame.get("parent_tool_use_id") is None:
+            self._assistant(frame.get("message"))
+        elif frame.get("type") == "result":
+            self.result = frame
+
+    def _init(self, frame):
+        if (frame.get("type"), frame.get("subtype")) != ("system", "init"):
+            raise TurnRefused("the CLI's first stream-json line is not its init frame")
+        servers = frame.get("mcp_servers")
+        shown = [(s.get("name"), s.get("status")) for s in servers if isinstance(s, dict)] \
+            if isinstance(servers, list) else servers
+        if shown != [(self.bridge.server_name, "connected")]:
+            raise TurnRefused("the init frame does not show the bridge %s alone connected: mcp_servers %s"
+                              % (self.bridge.server_name, shorten(dumps(servers), 300)))
+        missing = sorted(self.names - set(frame.get("tools") or []))
+        if missing:
+            raise TurnRefused("the init frame does not list the bridge's tools %s" % shorten(", ".join(missing), 300))
+
+    def _assistant(self, message):
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            raise TurnRefused("line %d: an assistant message without content" % self.lines)
+        key = message.get("id")
+        if isinstance(message.get("usage"), dict):
+            self.usage[key] = message["usage"]
+        for block in message["content"]:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text" and isinstance(block.get("text"), str):
+                unknown = UNKNOWN_TOOL_RE.match(block["text"])
+                if unknown:   # the CLI's answer to a call of a name it does not offer, before asking again
+                    raise TurnRefused("the model called %s, which the catalog does not declare"
+                                      % shorten(unknown.group(1), 120))
+                self.texts.append((key, block["text"]))
+            elif kind == "tool_use":
+                self._call(block)
+
+    def _call(self, block):
+        name = block.get("name")
+        if name not in self.names:
+            raise TurnRefused("the model called %s, which the catalog does not declare"
+                              % shorten(name if isinstance(name, str) else dumps(name), 120))
+        size = len(dumps(block.get("input")).encode("utf-8", "surrogatepass"))
+        if size > self.max_argument_bytes:
+            raise TurnRefused("the model's call of %s has %d bytes of arguments, over %d"
+                              % (name, size, self.max_argument_bytes))
+        self.calls += 1
+        if self.calls > self.max_calls:
+            raise TurnRefused("the model made more than %d calls" % self.max_calls)
+
+    def text(self):
+        """The assistant's text: the blocks of one message joined as they are, messages by a blank line."""
+        joined = []
+        for index, (key, text) in enumerate(self.texts):
+            joined.append(text if index == 0 or self.texts[index - 1][0] == key else "\n\n" + text)
+        return "".join(joined)
+
+    def responses_usage(self):
+        """The usage as Responses reports it: the result line's, else the messages' folded (a turn ended early
+        has no result line)."""
+        usages = [self.result["usage"]] if self.result and isinstance(self.result.get("usage"), dict) \
+            else list(self.usage.values())
+        count = lambda key: sum(u.get(key) for u in usages if type(u.get(key)) is int and u.get(key) >= 0)
+        cached = count("cache_read_input_tokens")
+        prompt = count("input_tokens") + cached + count("cache_creation_input_tokens")
+        return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
+                "output_tokens": count("output_tokens"), "total_tokens": prompt + count("output_tokens")}
+
+
+class CallsFile:
+    """What the bridge appended to its calls file so far: ``poll()`` returns the new records; a refusal it wrote
+    (capture_error) raises TurnRefused."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+        self.records = []
+
+    def poll(self):
+        try:
+            with open(self.path, "rb") as stream:
+                stream.seek(self.offset)
+                data = read_at_most(stream, TURN_MAX_STREAM_BYTES)
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        new = [load_json_strict(line, "the bridge's calls file") for line in lines if line.strip()]
+        for record in new:
+            if record.get("type") == "capture_error":
+                raise TurnRefused("the bridge refused a call: %s" % record.get("message"))
+        self.records.extend(new)
+        return new
+
+
+def _pump_lines(stream, events, limit, total):
+    """A thread's work: put each line of the CLI's stdout on ``events`` as ("line", bytes); ("oversize",) for a line
+    past ``limit``, ("flood",) past ``total`` bytes, ("truncated",) for an unended last line, then ("eof",)."""
+    seen = 0
+    try:
+        while True:
+            line = stream.readline(limit + 1)
+            seen += len(line)
+            if not line:
+                break
+            if seen > total:
+                events.put(("flood",))
+                return
+            if not line.endswith(b"\n"):
+                events.put(("oversize",) if len(line) > limit else ("truncated",))
+                return
+            events.put(("line", line))
+    except (OSError, ValueError):
+        pass   # closed under us: the turn is being stopped
+    events.put(("eof",))
+
+
+def _keep_tail(stream, kept, limit):
+    """A thread's work: read ``stream`` to its end, keeping its last ``limit`` bytes in the bytearray ``kept``."""
+    try:
+        for chunk in iter(lambda: stream.read(1 << 14), b""):
+            kept.extend(chunk)
+            del kept[:max(0, len(kept) - limit)]
+    except (OSError, ValueError):
+        pass
+
+
+class CodeBuddyTurn:
+    """One ``codebuddy -p`` turn with the bridge armed.  ``run()`` returns ``{"output": items, "usage": usage}`` or
+    raises TurnRefused (UsageError for a bad request); the CLI's process tree is gone either way."""
+
+    def __init__(self, request, cli=CODEBUDDY_CLI, timeout=TURN_TIMEOUT, server_name=CAPTURE_SERVER_NAME,
+                 max_calls=CAPTURE_MAX_CALLS, max_argument_bytes=CAPTURE_MAX_ARGUMENT_BYTES, environ=None):
+        if not isinstance(request, dict):
+            raise UsageError("the request must be a JSON object (a Responses request body)")
+        self.request = request
+        self.prompt = turn_prompt(request)
+        self.cli, self.timeout = cli, timeout
+        self.server_name = server_name
+        if request.get("parallel_tool_calls") is False:
+            max_calls = 1
+        self.max_calls, self.max_argument_bytes = max_calls, max_argument_bytes
+        self.environ = dict(os.environ if environ is None else environ)   # as the user set it, nothing of ours
+        self.process = self.tree = None
+        self.stderr = bytearray()
+
+    def argv(self, bridge):
+        model = self.request.get("model")
+        return ([self.cli, "-p", "--output-format", "stream-json", "--verbose"] + bridge.flags()
+                + (["--model", model] if isinstance(model, str) and model else []))
+
+    def run(self):
+        bridge = TurnBridge(self.request, self.server_name, self.max_calls, self.max_argument_bytes)
+        try:
+            stream = TurnStream(bridge, self.max_calls, self.max_argument_bytes)
+            calls = CallsFile(bridge.calls)
+            self._start(bridge)
+            try:
+                self._follow(stream, calls)
+            finally:
+                self._stop(stream.result is not None)
+            calls.poll()
+            return self._output(stream, calls.records)
+        finally:
+            bridge.close()
+
+    def _start(self, bridge):
+        import queue
+        argv = resolve_command(self.argv(bridge), self.environ)
+        try:
+            self.process, self.tree = ProcessTree.start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                        stderr=subprocess.PIPE, env=self.environ)
+        except (OSError, ValueError) as exc:
+            raise TurnRefused("could not start %s: %s" % (self.cli, exc))
+        self.events = queue.Queue()
+        self.threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in (
+            (_pump_lines, (self.process.stdout, self.events, TURN_MAX_LINE_BYTES, TURN_MAX_STREAM_BYTES)),
+            (_keep_tail, (self.process.stderr, self.stderr, TURN_STDERR_BYTES)), (self._feed_prompt, ()))]
+        for thread in self.threads:
+            thread.start()
+
+    def _feed_prompt(self):
+        try:
+            self.process.stdin.write(self.prompt.encode("utf-8", "surrogatepass"))
+            self.process.stdin.close()
+        except (OSError, ValueError):
+            pass   # it ended first: its stream says why
+
+    def _follow(self, stream, calls):
+        """Read until the result line, or until every call the model made is captured and the CLI has been quiet
+        TURN_SETTLE_SECONDS (its own clock would wait a day), within ``timeout``."""
+        import queue
+        deadline = time.monotonic() + self.timeout
+        quiet_since = time.monotonic()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TurnRefused("%s gave no complete turn within %g s" % (self.cli, self.timeout))
+            try:
+                event = self.events.get(timeout=min(0.1, left))
+            except queue.Empty:
+                event = None
+            if event is not None:
+                quiet_since = time.monotonic()
+                self._judge(event, stream)
+            if calls.poll():
+                quiet_since = time.monotonic()
+            if stream.result is not None:
+                return
+            if stream.calls and len(calls.records) >= stream.calls \
+                    and time.monotonic() - quiet_since >= TURN_SETTLE_SECONDS:
+                return
+            if event == ("eof",):
+                try:   # its stdout closed: it is ending, and its exit status says how
+                    status = "exit status %d" % self.process.wait(timeout=TURN_STOP_GRACE)
+                except subprocess.TimeoutExpired:
+                    status = "its stdout closed"
+                raise TurnRefused("%s ended without a result (%s)%s" % (self.cli, status, self._stderr_tail()))
+
+    def _judge(self, event, stream):
+        kind = event[0]
+        if kind == "line":
+            stream.feed(event[1])
+        elif kind in ("oversize", "truncated", "flood"):
+            raise TurnRefused({
+                "oversize": "a stream-json line longer than %d bytes" % TURN_MAX_LINE_BYTES,
+                "truncated": "the stream-json ended in the middle of a line",
+                "flood": "more than %d bytes of stream-json" % TURN_MAX_STREAM_BYTES}[kind])
+
+    def _stderr_tail(self):
+        """The CLI's last stderr line after ": " (or nothing), once its stderr is read to the end (a second at most)."""
+        self.threads[1].join(1.0)
+        lines = [line for line in bytes(self.stderr).decode("utf-8", "replace").splitlines() if line.strip()]
+        return ": " + shorten(lines[-1].strip(), 300) if lines else ""
+
+    def _stop(self, finished):
+        """End the CLI's process tree (``finished``: it printed its result and may exit first): politely, then for
+        good; its pipes closed, its threads let go."""
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=TURN_STOP_GRACE if finished else 0)
+        except subprocess.TimeoutExpired:
+            pass
+        self.tree.terminate()
+        try:
+            self.process.wait(timeout=TURN_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        self.tree.kill()
+        self.process.wait()
+        self.tree.close()
+        close_when_read(self.threads, (self.process.stdin, self.process.stdout, self.process.stderr))
+
+    def _output(self, stream, records):
+        result = stream.result
+        if result is not None and (result.get("is_error") or result.get("subtype") != "success"):
+            text = result.get("result") if isinstance(result.get("result"), str) else result.get("subtype")
+            raise TurnRefused("%s reported an error: %s" % (self.cli, shorten(str(text), 300)))
+        if len(records) < stream.calls:
+            raise TurnRefused("the model made %d calls but the bridge captured %d" % (stream.calls, len(records)))
+        items = []
+        text = stream.text()
+        if text:
+            items.append({"type": "message", "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        items.extend(dict(record, status="completed") for record in records)
+        return {"output": items, "usage": stream.responses_usage()}
+
+
+# The roster: ``codebuddy --help`` ends its --model line with "Currently supported: (id, id, ...)", computed within
+# 10 s from the account, else from the CLI's product manifest; ~/.codebuddy/models.json adds custom models
+# (custom-local:NAME), which belong to that file, not the account.  Measured, codebuddy 2.117.0.
+ROSTER_LINE_RE = re.compile(r"^\s*--model <model>\s.*\bCurrently supported: \(([^()]*)\)\s*$")
+MODEL_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}\Z")
+ROSTER_SKIPPED_PREFIXES = ("custom:", "custom-local:")
+ROSTER_TIMEOUT = 20.0           # the CLI computes its roster within 10 s
+ROSTER_MAX_BYTES = 1 << 20      # of --help output
+ROSTER_MAX_MODELS = 256
+ROSTER_CACHE_DIR = "codebuddy"  # in the cache directory: the rosters and the fingerprint key
+ROSTER_CACHE_FILE = "models.json"
+ROSTER_CACHE_KEYS = 16          # accounts remembered
+# What codebuddy 2.117.0 (npm @tencent-ai/agent-sdk 0.3.201) lists offline, from its product manifest (the
+# real-client tier checks it against the CLI): the answer when neither the CLI nor the cache can give one.
+CODEBUDDY_BUILTIN_MODELS = (
+    "default-model", "gemini-3.1-pro", "gemini-3.0-flash", "gemini-3.5-flash", "gemini-2.5-pro", "gemini-2.5-flash",
+    "gemini-3.1-flash-lite", "gpt-5.5", "gpt-5.4", "gpt-5.3-codex", "gpt-5.1-codex", "gpt-5.1-codex-mini",
+    "deepseek-v3-2-volc", "glm-5.0", "kimi-k2.5")
+
+
+def parse_roster(text):
+    """The model ids of the one "--model ... Currently supported: (...)" line in ``text`` (custom selectors left
+    out, repeats dropped); None unless exactly one line matches and every id is a plain model id."""
+    found = [match for match in map(ROSTER_LINE_RE.match, text.splitlines()) if match]
+    if len(found) != 1:
+        return None
+    ids = [part.strip() for part in found[0].group(1).split(",")]
+    if len(ids) > ROSTER_MAX_MODELS or not all(MODEL_ID_RE.match(model) for model in ids):
+        return None
+    models = []
+    for model in ids:
+        if not model.startswith(ROSTER_SKIPPED_PREFIXES) and model not in models:
+            models.append(model)
+    return models
+
+
+def close_when_read(threads, pipes):
+    """Close ``pipes`` once the ``threads`` reading them have finished (a second at most): closing a pipe under a
+    reader blocks on its lock.  A pipe a stray grandchild still holds open is left to the garbage collector."""
+    for thread in threads:
+        thread.join(1.0)
+    if not any(thread.is_alive() for thread in threads):
+        for pipe in pipes:
+            try:
+                pipe.close()
+            except (OSError, ValueError):
+                pass
+
+
+def run_bounded(argv, timeout, limit, environ):
+    """(exit status, the first bytes of stdout and stderr together) of ``argv``; OcxError when it cannot start,
+    runs past ``timeout`` seconds or prints more than ``limit`` bytes.  Its process tree is gone on return."""
+    try:
+        process, tree = ProcessTree.start(resolve_command(argv, environ), stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environ)
+    except (OSError, ValueError) as exc:
+        raise OcxError("could not start %s: %s" % (argv[0], exc))
+    kept = bytearray()
+    reader = threading.Thread(target=lambda: kept.extend(read_at_most(process.stdout, limit + 1)), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    try:
+        if reader.is_alive():
+            raise OcxError("%s printed no complete answer within %g s" % (argv[0], timeout))
+        if len(kept) > limit:
+            raise OcxError("%s printed more than %d bytes" % (argv[0], limit))
+        try:
+            return process.wait(timeout=max(0.1, timeout / 4)), bytes(kept)
+        except subprocess.TimeoutExpired:
+            raise OcxError("%s did not exit after printing its answer" % argv[0])
+    finally:
+        tree.kill()
+        process.wait()
+        tree.close()
+        close_when_read([reader], [process.stdout])
+
+
+class RosterCache:
+    """The last roster of each account, in ``<cache dir>/codebuddy/models.json`` (0600 in a 0700 directory), under
+    a fingerprint of the account: an HMAC-SHA256 of its API key (else of the HOME its login lives in) with a random
+    key kept beside it, so that the file never holds, nor lets anyone test guesses of, the key without that file."""
+
+    def __init__(self, cache_dir):
+        self.cache_dir = cache_dir
+
+    def _folder(self, create):
+        top = open_spill_dir(self.cache_dir, create)
+        if top is None:
+            return None
+        with top:
+            return top.subdir(ROSTER_CACHE_DIR, "roster cache", create)
+
+    def _read(self, folder, name, limit):
+        try:
+            fd, info = folder.open_read(name)
+        except FileNotFoundError:
+            return None
+        with open(fd, "rb") as stream:
+            return read_at_most(stream, limit + 1) if stat.S_ISREG(info.st_mode) else None
+
+    def fingerprint(self, environ, create=False):
+        """The account's fingerprint, or None when there is no key file yet and ``create`` is false."""
+        import hashlib
+        import hmac
+        folder = self._folder(create)
+        if folder is None:
+            return None
+        with folder:
+            secret = self._read(folder, "fingerprint.key", 64)
+            if secret is None or len(secret) != 32:
+                if not create:
+                    return None
+                secret = os.urandom(32)
+                folder.write("fingerprint.key", secret)
+        key = environ.get("CODEBUDDY_API_KEY") or ""
+        account = ("key\x00" + key) if key else ("home\x00" + os.path.expanduser("~"))
+        return hmac.new(secret, account.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+    def _rosters(self, folder):
+        data = self._read(folder, ROSTER_CACHE_FILE, ROSTER_MAX_BYTES) if folder else None
+        try:
+            document = load_json_strict(data, "the roster cache") if data else {}
+        except OcxError:
+            document = {}   # damaged: rewritten at the next live answer
+        rosters = document.get("rosters") if isinstance(document, dict) else None
+        return rosters if isinstance(rosters, dict) else {}
+
+    def load(self, fingerprint):
+        """The roster last saved for ``fingerprint``, or None."""
+        folder = self._folder(False)
+        if folder is None:
+            return None
+        with folder:
+            entry = self._rosters(folder).get(fingerprint)
+        models = entry.get("models") if isinstance(entry, dict) else None
+        if isinstance(models, list) and all(isinstance(m, str) and MODEL_ID_RE.match(m) for m in models):
+            return models
+        return None
+
+    def save(self, fingerprint, models):
+        with self._folder(True) as folder:
+            rosters = self._rosters(folder)
+            rosters.pop(fingerprint, None)
+            rosters[fingerprint] = {"models": models, "saved": int(time.time())}
+            while len(rosters) > ROSTER_CACHE_KEYS:
+                rosters.pop(next(iter(rosters)))
+            folder.write(ROSTER_CACHE_FILE, encode_message({"format": 1, "rosters": rosters}))
+
+
+def codebuddy_models(cli=CODEBUDDY_CLI, cache_dir=None, environ=None, timeout=ROSTER_TIMEOUT):
+    """``(models, source, warning)``: the roster ``cli --help`` shows ("live", then saved for this account), else
+    the last one saved for this account ("cache"), else CODEBUDDY_BUILTIN_MODELS ("builtin"); ``warning`` says
+    why discovery failed (None when it did not)."""
+    environ = dict(os.environ if environ is None else environ)
+    cache = RosterCache(default_cache_dir() if cache_dir is None else cache_dir)
+    try:
+        status, output = run_bounded([cli, "--help"], timeout, ROSTER_MAX_BYTES, environ)
+        models = parse_roster(output.decode("utf-8", "replace")) if status == 0 else None
+        if models is None:
+            raise OcxError("%s --help %s" % (cli, "exited with status %d" % status if status else
+                                             "shows no single \"Currently supported: (...)\" line"))
+    except OcxError as exc:
+        warning = "could not read the model roster: %s" % exc
+    else:
+        try:
+            cache.save(cache.fingerprint(environ, create=True), models)
+        except OSError as exc:
+            log.warning("could not save the model roster: %s" % (exc.strerror or exc))
+        return models, "live", None
+    try:
+        fingerprint = cache.fingerprint(environ)
+        saved = cache.load(fingerprint) if fingerprint else None
+    except OSError as exc:
+        saved, warning = None, warning + "; the cache cannot be read (%s)" % (exc.strerror or exc)
+    if saved is not None:
+        return saved, "cache", warning + "; the last roster seen for this account is given"
+    return list(CODEBUDDY_BUILTIN_MODELS), "builtin", warning + "; the built-in list is given"
 
 
 # ---------------------------------------------------------------------------
@@ -13836,6 +14485,13 @@ def non_negative_float(text):
     value = float(text)
     if not value >= 0 or value == float("inf"):
         raise ValueError("must be a number >= 0")
+    return value
+
+
+def positive_float(text):
+    value = non_negative_float(text)
+    if value == 0:
+        raise ValueError("must be a number > 0")
     return value
 
 
@@ -14587,6 +15243,9 @@ CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
     "qwen-code": "merge that mcpServers entry into ~/.qwen/settings.json or .qwen/settings.json; "
                  "--allowed-mcp-server-names %(name)s keeps it to this server; the model reaches "
                  "mcp__%(name)s__<tool> through tool_search and tool_call",
+    "codebuddy": "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config FILE "
+                 "--allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the model directly); "
+                 "`turn codebuddy` arms it for one turn itself",
 }
 
 
@@ -14774,6 +15433,76 @@ def add_check_command(sub):
     return transports
 
 
+def read_request(path, limit):
+    """The JSON object in ``path`` ('-': stdin), read up to ``limit`` bytes."""
+    return load_json_strict(read_input_bytes(path, limit), "the request %s" % path)
+
+
+def cmd_turn(args):
+    """``turn codebuddy``: one CodeBuddy turn with the capture bridge armed; prints its output items and usage."""
+    if not SERVER_NAME_RE.match(args.server_name):
+        raise UsageError("--server-name must match [A-Za-z0-9_-]{1,17}")
+    turn = CodeBuddyTurn(read_request(args.request, args.max_input_bytes), args.cli, args.timeout,
+                         args.server_name, args.max_calls, args.max_argument_bytes)
+    write_json_output(turn.run())
+    return 0
+
+
+def cmd_models(args):
+    """``models codebuddy``: the models the account may use, one a line (or --json); never fails for discovery."""
+    models, source, warning = codebuddy_models(args.cli, args.cache_dir, timeout=args.timeout)
+    if warning:
+        log.warning(warning)
+    if args.json:
+        write_json_output({"models": models, "source": source})
+    else:
+        sys.stdout.buffer.write("".join(model + "\n" for model in models).encode("utf-8"))
+        sys.stdout.buffer.flush()
+    return 0
+
+
+def add_codebuddy_commands(sub):
+    p = sub.add_parser("turn", help="run one CodeBuddy turn with the capture bridge armed: the model's calls as "
+                                    "Responses items, nothing executed",
+                       description="Start `codebuddy -p` with only the capture bridge's tools (--tools \"\" "
+                                   "--strict-mcp-config --mcp-config ... --allowedTools ...), end it once the model's "
+                                   "calls are captured, and print {\"output\": Responses items, \"usage\": ...}.  "
+                                   "It fails closed (exit 1, one stderr line, no items) when the bridge is not alone "
+                                   "connected, on a malformed or truncated line, an undeclared tool, oversize "
+                                   "arguments or too many calls, and never tries a turn twice.")
+    p.add_argument("agent", choices=("codebuddy",), help="the agent CLI (codebuddy)")
+    p.add_argument("--request", metavar="FILE", required=True,
+                   help="a Responses request body: input, tools, tool_choice, optional instructions and model "
+                        "('-': stdin) (required, no default)")
+    p.add_argument("--cli", metavar="PATH", default=CODEBUDDY_CLI, help="the CLI to run (default: %(default)s on PATH)")
+    p.add_argument("--timeout", metavar="SECONDS", type=typed(positive_float, "a number of seconds"),
+                   default=TURN_TIMEOUT,
+                   help="longest the turn may take, the CLI's start included (default %(default)g)")
+    p.add_argument("--server-name", metavar="NAME", default=CAPTURE_SERVER_NAME,
+                   help="the bridge's MCP server name (default: %(default)s)")
+    add_count_option(p, "--max-calls", "a count", CAPTURE_MAX_CALLS,
+                     "calls the model may make in the turn; one more fails it (default: %(default)s; 1 when the "
+                     "request says parallel_tool_calls false)")
+    add_count_option(p, "--max-argument-bytes", "a byte count", CAPTURE_MAX_ARGUMENT_BYTES,
+                     "largest arguments object of a call, as compact JSON (default: %(default)s)")
+    add_max_input_bytes_option(p)
+    p.set_defaults(handler=cmd_turn)
+    p = sub.add_parser("models", help="list the models the CodeBuddy account may use",
+                       description="Read the roster `codebuddy --help` shows (custom:* and custom-local:* left out) "
+                                   "and save it for this account (a fingerprint of CODEBUDDY_API_KEY, never the key); "
+                                   "when the CLI cannot tell, give the last roster saved for this account, else the "
+                                   "built-in list, with one warning on stderr.")
+    p.add_argument("agent", choices=("codebuddy",), help="the agent CLI (codebuddy)")
+    p.add_argument("--cli", metavar="PATH", default=CODEBUDDY_CLI, help="the CLI to ask (default: %(default)s on PATH)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"models": [...], "source": "live"|"cache"|"builtin"} (default: one id a line)')
+    p.add_argument("--cache-dir", metavar="DIR", default=default_cache_dir(),
+                   help="where the rosters are kept, in codebuddy/ (default: %(default)s)")
+    p.add_argument("--timeout", metavar="SECONDS", type=typed(positive_float, "a number of seconds"),
+                   default=ROSTER_TIMEOUT, help="longest wait for the CLI's --help (default %(default)g)")
+    p.set_defaults(handler=cmd_models)
+
+
 # (command names, function that adds them), in the order ``--help`` lists them.
 COMMAND_GROUPS = (
     (("stdio",), add_stdio_command),
@@ -14781,6 +15510,7 @@ COMMAND_GROUPS = (
     (("demo", "demo-server"), add_demo_commands),
     (("encode-tools", "decode"), add_protobuf_commands),
     (("capture",), add_capture_command),
+    (("turn", "models"), add_codebuddy_commands),
     (("check",), add_check_command),
     (("auth",), add_auth_command),
 )

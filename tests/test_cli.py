@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, PROXY, PROXY_SCRIPT, ROOT, STDIO_SERVER, RelayProcess
 import ocx_proxy as ox
 
-SUBCOMMANDS = ["stdio", "demo", "demo-server"]
+SUBCOMMANDS = ["stdio", "demo", "demo-server", "turn", "models"]
 
 
 def run(args, env=None, timeout=30, stdin=b"", script=PROXY):

@@ -100,12 +100,12 @@ def test_what_each_profile_keeps_and_shows_as_measured():
     assert [n for n, p in profiles().items() if not p.strip_output_schema] == ["codex"]
     # the image case of the real-client tier (tests/interop/clients/test_clients.py)
     assert [n for n, p in profiles().items() if p.shows_images] == ["claude-code", "codex", "gemini-cli",
-                                                                    "opencode", "qwen-code"]
+                                                                    "opencode", "qwen-code", "codebuddy"]
     # the structured case of the tier: Codex and Claude Code 2.1.332 show structuredContent alone, Gemini CLI 0.61.0
-    # and OpenCode 1.18.33 content alone (Qwen Code 0.24.4 and Copilot CLI 1.0.102 both)
+    # OpenCode 1.18.33 and CodeBuddy 2.117.0 content alone (Qwen Code 0.24.4 and Copilot CLI 1.0.102 both)
     assert {n: p.model_skips for n, p in profiles().items() if p.model_skips} == {
         "claude-code": "content", "codex": "content", "gemini-cli": "structuredContent",
-        "opencode": "structuredContent"}
+        "opencode": "structuredContent", "codebuddy": "structuredContent"}
     # the model API each agent CLI hands the schemas to
     assert {n: p.model_apis for n, p in profiles().items() if p.model_apis} == {
         "claude-code": ("anthropic",), "codex": ("openai",), "gemini-api": ("gemini-api",)}
@@ -124,6 +124,15 @@ def test_client_names_pick_their_profile_and_anything_else_is_generic():
         assert op.client_for_info_name(other) == "generic"
 
 
+def test_a_client_named_by_the_environment_it_gives_its_servers_unless_its_client_info_names_one():
+    codebuddy = {"CODEBUDDY_SERVICE_PROXY_URL": "http://127.0.0.1:1/internal/hooks/services/invoke"}
+    assert op.client_for_info_name("fx", codebuddy) == "codebuddy"   # clientInfo.name: the user's name for the server
+    assert op.client_for_info_name(None, codebuddy) == "codebuddy"
+    assert op.client_for_info_name("claude-code", codebuddy) == "claude-code"
+    assert op.client_for_info_name("fx", {"CODEBUDDY_API_KEY": "k"}) == "generic"
+    assert op.client_for_info_name("fx", {}) == "generic"
+
+
 def test_every_profile_is_a_client_choice_of_the_relay():
     assert op.CLIENT_CHOICES == ("auto",) + tuple(profiles())
 
@@ -137,6 +146,8 @@ TIED_BY_TESTS = {
     "result_tokens": "test_every_budget_stays_under_its_clients_cut_by_the_margin",
     "start_seconds": "tests/interop/clients/test_clocks.py test_slow_start_direct_is_recorded, and "
                      "test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_beat_it",
+    "deferred_tools": "tests/interop/clients/test_codebuddy.py (the reader found through ToolSearch by its "
+                      "description), and test_deferred_tools_are_codebuddys",
 }
 
 
@@ -311,13 +322,17 @@ CLIENT_CLOCKS = {
     "copilot": (180, True),
     "opencode": (60, True),
     "qwen-code": (300, False),   # its idle clock: progress restarts it, but not past its overall limit
+    "codebuddy": (100000, False),   # MCP_TOOL_TIMEOUT, 1e8 ms by default
     "gemini-api": (60, False),
 }
 MEASURED = {"claude-code": "claude-code 2.1.332", "codex": "codex 0.171.0", "gemini-cli": "gemini-cli 0.61.0",
-            "copilot": "copilot 1.0.102", "opencode": "opencode 1.18.33", "qwen-code": "qwen-code 0.24.4"}
+            "copilot": "copilot 1.0.102", "opencode": "opencode 1.18.33", "qwen-code": "qwen-code 0.24.4",
+            "codebuddy": "codebuddy 2.117.0"}
 # when turn 1 came for a server up after 90 s (0: it does not wait; Gemini CLI waited for all of the 90 s); the tier's
-# slow start (a server up after 3 s) checks which of them wait (test_clocks.py)
-START_SECONDS = {"codex": 0, "claude-code": 28, "gemini-cli": 90, "copilot": 68, "opencode": 38, "qwen-code": 36}
+# slow start (a server up after 3 s) checks which of them wait (test_clocks.py).  CodeBuddy: its MCP_TIMEOUT, with a
+# server up at once (test_codebuddy.py)
+START_SECONDS = {"codex": 0, "claude-code": 28, "gemini-cli": 90, "copilot": 68, "opencode": 38, "qwen-code": 36,
+                 "codebuddy": 30}
 
 
 def test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_beat_it():
@@ -348,6 +363,11 @@ def test_each_clients_clock_is_a_fact_with_its_source_and_its_profiles_defaults_
     assert "the relay detaches at 108 s" in op.CLIENTS["claude-code"].sources.call_seconds
     # Copilot CLI and OpenCode: progress resets their clock, so heartbeats keep a long call alive there
     assert [n for n, c in op.CLIENTS.items() if c.facts.progress_resets] == ["copilot", "opencode"]
+
+
+def test_deferred_tools_are_codebuddys():
+    # Qwen Code hides MCP tools behind its own tool_search too, but that was not measured as a fact of the table
+    assert [n for n, c in op.CLIENTS.items() if c.facts.deferred_tools] == ["codebuddy"]
 
 
 # -- the README's client table ---------------------------------------------------------------

@@ -1479,6 +1479,16 @@ def test_codex_by_its_initialize_gets_a_byte_budget_that_spills_cjk_text(relay_f
     assert relay.stderr.count("client profile generic (clientInfo.name 'some-other-client')") == 1
 
 
+def test_codebuddy_is_known_by_the_environment_it_gives_its_servers(relay_factory):
+    env = dict(os.environ, CODEBUDDY_SERVICE_PROXY_URL="http://127.0.0.1:1/internal/hooks/services/invoke")
+    relay = start_as(relay_factory, "fx", env=env)   # CodeBuddy's clientInfo.name: the server's key in its config
+    assert relay.call("big", {"n": 60000})["result"]["content"][0]["text"] == "x" * 60000   # generic: spilled
+    assert is_spilled(relay.call("big", {"n": 70000}))
+    relay.close()
+    assert "client profile codebuddy (clientInfo.name 'fx', the environment CodeBuddy gives its servers)" \
+        in relay.stderr
+
+
 def test_a_modern_client_is_known_by_the_client_info_in_meta(relay_factory):
     relay = relay_factory()
     params = modern({"name": "big", "arguments": CJK_3500})

@@ -1,5 +1,5 @@
-"""Real-client tier: run Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode or Qwen Code once against the
-scripted model server.
+"""Real-client tier: run Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code or CodeBuddy once against
+the scripted model server.
 
 ``run_client(client, case, via_relay, workdir)`` writes the CLI's config into a
 temporary HOME, starts ``model_server.ModelServer`` on 127.0.0.1, runs the CLI
@@ -24,6 +24,9 @@ PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py"
 TOOLS_SERVER = os.path.join(HERE, "tools_server.py")
 PREFIX = os.environ.get("OCX_INTEROP_CLIENTS_PREFIX") or os.path.join(ROOT, ".interop-clients")
 BIN = os.path.join(PREFIX, "node_modules", ".bin")
+# npm @tencent-ai/agent-sdk links no binary: its CLI is a file inside the package
+CODEBUDDY = os.path.join(PREFIX, "node_modules", "@tencent-ai", "agent-sdk", "cli", "bin", "codebuddy")
+CODEBUDDY_START_MS = 5000   # 2000: a server up 3 s after start, or the relay, was not in turn 1
 CLIENT_TIMEOUT = 120
 PROMPT = "Call the tool, then stop."
 CLOSED_PROXY = "http://127.0.0.1:9"
@@ -195,10 +198,38 @@ def qwen(port, command, home, env, deadline=None):
             "--allowed-mcp-server-names", SERVER, "-p", PROMPT]
 
 
+def codebuddy(port, command, home, env, deadline=None, project=False):
+    """CodeBuddy Code (npm @tencent-ai/agent-sdk ships it): its model endpoint from the environment (OpenAI Chat
+    Completions at ``CODEBUDDY_BASE_URL``), the server in ~/.codebuddy/mcp.json (PROJECT: .mcp.json in the folder it
+    runs in).  Deadline: ``MCP_TOOL_TIMEOUT`` (milliseconds) in its environment.  Its start-up wait for MCP servers,
+    ``MCP_TIMEOUT``, is 5 s here (30 s by default, each run: test_codebuddy.py measures it), except for "default"."""
+    settings_dir = os.path.join(home, ".codebuddy")
+    os.makedirs(settings_dir, exist_ok=True)
+    with open(os.path.join(home if project else settings_dir, ".mcp.json" if project else "mcp.json"), "w") as out:
+        json.dump({"mcpServers": {SERVER: server_entry(command, None, type="stdio")}}, out)
+    if project:   # a project's server waits for the user's approval, which -p cannot ask for: given as it is saved
+        with open(os.path.join(home, ".codebuddy", "settings.local.json"), "w") as out:   # the project's own
+            json.dump({"enabledMcpjsonServers": [SERVER]}, out)
+    # Its start-up wait is MCP_TIMEOUT's, with a server configured: the closed proxy costs nothing more (measured)
+    env.update(CODEBUDDY_BASE_URL="http://127.0.0.1:%d" % port, CODEBUDDY_API_KEY="dummy")
+    if deadline != "default":
+        env["MCP_TIMEOUT"] = str(CODEBUDDY_START_MS)
+    if deadline_ms(deadline) is not None:
+        env["MCP_TOOL_TIMEOUT"] = str(deadline_ms(deadline))
+    # In -p mode a deferred MCP tool is reached through DeferExecuteTool, which asks a permission -p cannot ask for
+    return [CODEBUDDY, "-p", PROMPT, "--output-format", "stream-json", "--verbose",
+            "--allowedTools", "DeferExecuteTool"]
+
+
 CLIENTS = {"codex": codex, "claude-code": claude, "gemini": gemini, "copilot": copilot, "opencode": opencode,
-           "qwen-code": qwen}
+           "qwen-code": qwen, "codebuddy": codebuddy}
 # the executable of a client in CLIENTS, where it is not the client's name
 BINARIES = {"claude-code": "claude", "qwen-code": "qwen"}
+
+
+def binary(client):
+    """The path of a client's executable in the tier's prefix."""
+    return CODEBUDDY if client == "codebuddy" else os.path.join(BIN, BINARIES.get(client, client))
 
 
 def run_client(client, tool, via_relay, workdir, server=None, script=None, relay_args=(), deadline=None,

@@ -7,7 +7,7 @@ One server speaks the four wire formats the CLIs use:
   (and ``count_tokens``);
 - Gemini API (Gemini CLI): ``:streamGenerateContent`` (SSE), ``:generateContent``
   and ``:countTokens``;
-- OpenAI Chat Completions (OpenCode, Qwen Code): ``POST /v1/chat/completions``,
+- OpenAI Chat Completions (OpenCode, Qwen Code, CodeBuddy): ``POST [/v1]/chat/completions``,
   streamed (SSE chunks ending ``data: [DONE]``) or not.
 
 The script, the same for every client: turn 1 calls the MCP tool whose name
@@ -27,7 +27,12 @@ import time
 READER = "read_spilled_output"
 SERVER = "fx"  # the MCP server's name in every CLI config: its tools are named mcp__fx__*, mcp_fx_*, ...
 MAX_PAGES = 12
-BRIDGE_SEARCH, BRIDGE_CALL = "tool_search", "tool_call"   # Qwen Code's way to deferred (MCP) tools
+# How a CLI offers deferred (MCP) tools: a search tool that shows a tool's schema and a call tool that runs one:
+# (search tool, call tool, the search's arguments for one name, the call's argument naming the tool, the call's
+# argument holding the tool's arguments)
+BRIDGES = [("tool_search", "tool_call", lambda name: {"query": "select:" + name}, "name", "arguments"),  # Qwen Code
+           ("ToolSearch", "DeferExecuteTool", lambda name: {"tool_names": [name]}, "toolName", "params")]  # CodeBuddy
+BRIDGE_SEARCHES = set(bridge[0] for bridge in BRIDGES)
 NEXT_LINE = re.compile(r"line\s*[=:]\s*(\d+)(?:\s*,\s*column\s*[=:]\s*(\d+))?")
 
 
@@ -279,7 +284,7 @@ def gemini_answer(handler, script, body, turn, stream):
         send_json(handler, chunk)
 
 
-# ---- OpenAI Chat Completions (OpenCode, Qwen Code) ----
+# ---- OpenAI Chat Completions (OpenCode, Qwen Code, CodeBuddy) ----
 
 def chat_tools(tools):
     return [(t.get("function") or {}).get("name", "") for t in tools or [] if t.get("type") == "function"]
@@ -297,38 +302,51 @@ def chat_outputs(messages):
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 name = function.get("name", "")
-                if name == BRIDGE_CALL:
-                    name = json.loads(function.get("arguments") or "{}").get("name", "")
+                for bridge in BRIDGES:
+                    if name == bridge[1]:
+                        name = json.loads(function.get("arguments") or "{}").get(bridge[3], "")
                 calls[call.get("id")] = name
         elif role == "tool":
             name = calls.get(message.get("tool_call_id"), "")
-            if name != BRIDGE_SEARCH:
+            if name not in BRIDGE_SEARCHES:
                 outputs.append((name, {"content": message.get("content"), "parts": []}))
         elif role == "user" and outputs and isinstance(message.get("content"), list):
             outputs[-1][1]["parts"].extend(message["content"])
     return outputs
 
 
+def bridge_of(tools):
+    """The BRIDGES entry whose two tools a request offers, or None."""
+    return next((bridge for bridge in BRIDGES if bridge[0] in tools and bridge[1] in tools), None)
+
+
 def deferred_tools(body, tools):
-    """The MCP tools a request only names (Qwen Code defers them behind ``tool_search``/``tool_call``)."""
-    if BRIDGE_CALL not in tools or BRIDGE_SEARCH not in tools:
+    """The MCP tools a request only names (Qwen Code defers them behind ``tool_search``/``tool_call``, naming them
+    in a message; CodeBuddy behind ``ToolSearch``/``DeferExecuteTool``, naming them in ToolSearch's description)."""
+    if bridge_of(tools) is None:
         return []
-    named = re.findall(r"mcp__%s__[A-Za-z0-9_-]+" % SERVER, json.dumps(body.get("messages")))
+    named = re.findall(r"mcp__%s__[A-Za-z0-9_-]+" % SERVER, json.dumps([body.get("messages"), body.get("tools")]))
     return sorted(set(named) - set(tools))
 
 
 def searched_descriptions(body):
-    """{name: description} of the deferred tools whose schema ``tool_search`` returned (Qwen Code answers
-    ``<function>{"name": ..., "description": ...}</function>``)."""
+    """{name: description} of the deferred tools whose schema the search tool returned: Qwen Code answers
+    ``<function>{"name": ..., "description": ...}</function>``, CodeBuddy ``## NAME`` then the description and
+    ``Parameters:``."""
     found = {}
     for message in body.get("messages") or []:
-        if message.get("role") == "tool":
-            for text in re.findall(r"<function>(.*?)</function>", json.dumps(message.get("content"))):
-                try:
-                    tool = json.loads(json.loads('"%s"' % text))
-                except ValueError:
-                    continue
-                found[tool.get("name", "")] = tool.get("description") or ""
+        if message.get("role") != "tool":
+            continue
+        for text in re.findall(r"<function>(.*?)</function>", json.dumps(message.get("content"))):
+            try:
+                tool = json.loads(json.loads('"%s"' % text))
+            except ValueError:
+                continue
+            found[tool.get("name", "")] = tool.get("description") or ""
+        content = message.get("content")
+        for name, description in re.findall(r"^## (\S+)\n(.*?)\n\nParameters:", content if isinstance(content, str)
+                                            else "", re.S | re.M):
+            found[name] = description
     return found
 
 
@@ -341,12 +359,19 @@ def chat_answer(handler, script, body, turn):
         step = script.decide(tools + deferred, chat_outputs(body.get("messages")), body)
     if step[0] == "call" and step[1] in deferred:
         # the model reviews a deferred tool's schema once, then calls it through the bridge
+        bridge = bridge_of(tools)
         if step[1] in script.revealed:
-            step = ("call", BRIDGE_CALL, {"name": step[1], "arguments": step[2]})
+            step = ("call", bridge[1], {bridge[3]: step[1], bridge[4]: step[2]})
         else:
             script.revealed.add(step[1])
-            step = ("call", BRIDGE_SEARCH, {"query": "select:" + step[1]})
-    if step[0] == "call":
+            step = ("call", bridge[0], bridge[2](step[1]))
+    if step[0] == "calls":   # ("calls", text, [(name, arguments)...]): some text and several calls in one message
+        delta = {"role": "assistant", "content": step[1], "tool_calls": [
+            {"index": index, "id": "call_%d_%d" % (turn, index), "type": "function",
+             "function": {"name": name, "arguments": json.dumps(arguments)}}
+            for index, (name, arguments) in enumerate(step[2])]}
+        finish = "tool_calls"
+    elif step[0] == "call":
         delta = {"role": "assistant", "content": None, "tool_calls": [
             {"index": 0, "id": "call_%d" % turn, "type": "function",
              "function": {"name": step[1], "arguments": json.dumps(step[2])}}]}
@@ -358,7 +383,7 @@ def chat_answer(handler, script, body, turn):
     head = {"id": "chatcmpl-%d" % turn, "created": 1767225600, "model": body.get("model", "m")}
     if not body.get("stream"):
         message = dict(delta)
-        if step[0] == "call":
+        if step[0] in ("call", "calls"):
             message["tool_calls"] = [dict(call) for call in delta["tool_calls"]]
             for call in message["tool_calls"]:
                 call.pop("index")

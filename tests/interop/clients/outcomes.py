@@ -19,8 +19,14 @@ import harness
 import model_server
 import tools_server
 
-CLIENTS = ["codex", "claude-code", "gemini", "copilot", "opencode", "qwen-code"]
+sys.path.insert(0, harness.ROOT)
+import ocx_proxy  # noqa: E402  (the variables a client gives its MCP servers: its profile's client_env)
+
+CLIENTS = ["codex", "claude-code", "gemini", "copilot", "opencode", "qwen-code", "codebuddy"]
 CASES = ["big_text", "cjk_text", "structured", "image"]
+# A client whose limit big_text is under gets a text over it too: CodeBuddy takes 80,000 characters whole.
+MORE_CASES = {"codebuddy": ["huge_text"]}
+CLIENT_CASES = [(client, case) for client in CLIENTS for case in CASES + MORE_CASES.get(client, [])]
 READER = "read_spilled_output"
 RUNS = {}      # (client, case, via_relay) -> (Run, Outcome, seconds)
 WORKDIR = tempfile.mkdtemp(prefix="ocx-clients-")
@@ -94,7 +100,9 @@ def text_of(value):
 
 
 def normalise(text, spill_dir):
-    """Spill paths and ids differ between runs: replace them so two runs' previews compare."""
+    """Spill paths and ids differ between runs: replace them so two runs' previews compare (and the size the note
+    gives, which holds the request's id: CodeBuddy's reach two digits, the probe's is 2)."""
+    text = re.sub(r"\d+ chars \(\d+ bytes\)", "<SIZE>", text)
     text = re.sub(r"[^\s\"'()]*\d{8}T\d{6}\.\d+Z_[A-Za-z0-9._-]+", "<SPILL>", text)
     return re.sub(r"[0-9a-f]{8,}", "<ID>", text)
 
@@ -124,11 +132,12 @@ def whole_forms(case):
     return result_texts(tools_server.result(case))
 
 
-def sent_by_us(case, via_relay, spill_dir, client_info):
+def sent_by_us(case, via_relay, spill_dir, client_info, client=None):
     """The text of the result the CLI got from its MCP server: the fixture's, or the relay's preview.
 
-    The probe introduces itself as the CLI did, so the relay picks the same client profile, and lists
-    the tools as the CLI did, so the preview names the reader tool as it did for the CLI.
+    The probe introduces itself as the CLI did and has the variables the CLI gives its servers (CodeBuddy's),
+    so the relay picks the same client profile, and lists the tools as the CLI did, so the preview names the
+    reader tool as it did for the CLI.
     """
     request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": case, "arguments": {}}}
     if not via_relay:
@@ -139,7 +148,9 @@ def sent_by_us(case, via_relay, spill_dir, client_info):
              {"jsonrpc": "2.0", "method": "notifications/initialized"},
              {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, request]  # listed: the preview names the reader
     command = harness.mcp_command(True, os.devnull, spill_dir)
-    proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+    profile = (ocx_proxy.CLIENTS.get(client) or {}).get("profile") or {}
+    env = dict(os.environ, **{name: "set by the probe" for name in profile.get("client_env", ())})
+    proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
     for line in proc.stdout.decode("utf-8").splitlines():
         message = json.loads(line)
@@ -159,7 +170,8 @@ def outcome(client, case, via_relay):
         info = run.client_info[0] if run.client_info else None
         # "probe" is as long as the run's "spill": a byte-bound preview (CJK under Codex's byte
         # budget) keeps fewer characters when the path it names is longer
-        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe"), info) if run.received is not None else []
+        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe"), info, client) \
+            if run.received is not None else []
         RUNS[key] = (run, Outcome(run, sent, via_relay) if run.received is not None else None, seconds)
     return RUNS[key]
 
@@ -171,7 +183,7 @@ def write_table(write):
     write("real-client table (client, case: what the model received via relay | direct)")
     rows = [("client", "case", "via relay", "direct")]
     for client in CLIENTS:
-        for case in CASES:
+        for case in CASES + MORE_CASES.get(client, []):
             cells = []
             for via_relay in (True, False):
                 entry = RUNS.get((client, case, via_relay))

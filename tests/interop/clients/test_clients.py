@@ -1,5 +1,5 @@
-"""Real CLIs (Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code) call an MCP tool via the relay
-and direct.
+"""Real CLIs (Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code, CodeBuddy) call an MCP tool via
+the relay and direct.
 
 Each run records what the scripted model received back as the tool output
 (``outcomes.Outcome``).  Two kinds of tests:
@@ -16,20 +16,19 @@ import pytest
 
 import harness
 import tools_server
-from outcomes import CASES, CLIENTS, outcome
+from outcomes import CASES, CLIENT_CASES, CLIENTS, outcome
 
 PATHS = [True, False]
 
 
 def need(client):
-    binary = os.path.join(harness.BIN, harness.BINARIES.get(client, client))
+    binary = harness.binary(client)
     if not os.access(binary, os.X_OK):
         pytest.skip("%s is not installed in %s (run `make interop`)" % (client, harness.PREFIX))
 
 
 @pytest.mark.parametrize("via_relay", PATHS, ids=["relay", "direct"])
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client, case", CLIENT_CASES)
 def test_client_gets_a_tool_output(client, case, via_relay):
     need(client)
     run, result, _ = outcome(client, case, via_relay)
@@ -46,8 +45,7 @@ def test_client_info_forwarded(client):
     assert relayed.client_info == direct.client_info
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client, case", CLIENT_CASES)
 def test_relay_spill_holds_the_whole_result(client, case):
     need(client)
     run = outcome(client, case, True)[0]
@@ -62,8 +60,7 @@ def test_relay_spill_holds_the_whole_result(client, case):
             assert tools_server.png_base64() in text, name
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client, case", CLIENT_CASES)
 def test_done_means_model_gets_all_via_relay(client, case):
     """Issue 13: the whole result, or a preview whose file or reader call returns all of it."""
     need(client)

@@ -5,8 +5,8 @@
   waits longer than that, checked here).  Via the relay, second start (its catalog cache warm from a first run in the same
   folder): the tools are in turn 1 and the call works.
 - long call: the tool answers after 8 s, the CLI's deadline is shortened to 5 s with its own setting
-  (harness: Codex ``tool_timeout_sec``, Claude Code ``MCP_TOOL_TIMEOUT``, Gemini CLI, Copilot CLI, OpenCode
-  and Qwen Code the server entry's ``timeout``); the real deadlines (60 s to 10 min) do not fit CI.
+  (harness: Codex ``tool_timeout_sec``, Claude Code and CodeBuddy ``MCP_TOOL_TIMEOUT``, Gemini CLI, Copilot CLI,
+  OpenCode and Qwen Code the server entry's ``timeout``); the real deadlines (60 s to 10 min) do not fit CI.
   Direct: the model gets a timeout (recorded).  With progress from the server every second: whether the
   CLI's clock starts again (the ``progress_resets`` fact of ocx_proxy's client table, checked here).  Via
   the relay with ``--detach-after 3 --heartbeat 1``: the model gets the whole result, byte for byte, either
@@ -220,8 +220,7 @@ def submit(key, function, *args):
 def all_cases():
     """Start every run of this module at once (three at a time); each test then waits for its own."""
     for client in CLIENTS:
-        binary = os.path.join(harness.BIN, harness.BINARIES.get(client, client))
-        if client in CLOCK_CLIENTS and os.access(binary, os.X_OK):
+        if client in CLOCK_CLIENTS and os.access(harness.binary(client), os.X_OK):
             for kind in ("relay", "direct", "progress"):
                 submit((client, "long", kind), case_long, client, kind)
             for via_relay in (True, False):

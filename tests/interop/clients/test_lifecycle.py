@@ -3,8 +3,8 @@
 tools_server ``--ignore-eof`` keeps running a minute after its stdin ends, so only a signal stops it: the
 CLI's (direct), or the relay's (via the relay, whose own process must be gone too).
 
-Measured direct: Qwen Code 0.24.4 exits without stopping such a server (no signal reaches it), so it is
-left running; via the relay nothing is left, for every CLI.
+Measured direct: Qwen Code 0.24.4 and CodeBuddy 2.117.0 exit without stopping such a server (no signal reaches
+it), so it is left running; via the relay nothing is left, for every CLI.
 """
 import os
 import sys
@@ -19,7 +19,7 @@ from outcomes import CLIENTS
 from test_clients import PATHS, need
 
 GONE_WITHIN = 5.0   # seconds after the CLI's exit
-LEAVES_IT_DIRECT = {"qwen-code"}   # measured, qwen-code 0.24.4
+LEAVES_IT_DIRECT = {"qwen-code", "codebuddy"}   # measured, qwen-code 0.24.4, codebuddy 2.117.0
 
 
 def alive(pid):

@@ -1,14 +1,16 @@
 """A stdlib MCP stdio server with the four results of the real-client tier.
 
-Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``cjk_text``
-(8,400 CJK characters, about 25 KB of UTF-8), ``structured`` (a ~16 kB
+Tools (no arguments): ``big_text`` (60,000 ASCII characters), ``huge_text``
+(120,000), ``cjk_text`` (8,400 CJK characters, about 25 KB of UTF-8), ``structured`` (a ~16 kB
 structured result with its JSON text) and ``image`` (a ~50 KB base64 PNG).
 Every text ends with ``END_MARK`` so a reader can tell whether it got the tail.
 
-    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE] [--declare CHARS]
+    python3 tools_server.py [--record FILE] [--ignore-eof PIDFILE] [--declare CHARS] [--texts N,N...] [--env FILE]
 
 With ``--record`` the ``initialize`` params (clientInfo, protocolVersion) are
 appended to FILE as one JSON line, which is how the tests learn each CLI's name.
+``--texts`` adds a tool ``text_N`` per N: a text of exactly N characters.
+``--env`` writes the environment it got and its parent's command line to FILE (JSON).
 With ``--ignore-eof`` it writes "PID PARENT-PID" to PIDFILE and keeps running for
 a minute after stdin ends, as a server that ignores EOF does (only a signal stops it).
 With ``--declare CHARS`` three more tools are listed, for Claude Code's per-tool result
@@ -28,10 +30,10 @@ import zlib
 END_MARK = "END-OF-RESULT-7f3a"
 
 
-def big_text():
-    lines = ["line %05d: the quick brown fox jumps over the lazy dog %s" % (i, "x" * 10) for i in range(2000)]
+def big_text(size=60000):
+    lines = ["line %05d: the quick brown fox jumps over the lazy dog %s" % (i, "x" * 10) for i in range(size // 30)]
     text = "\n".join(lines)
-    return text[:60000 - len(END_MARK) - 1] + "\n" + END_MARK
+    return text[:size - len(END_MARK) - 1] + "\n" + END_MARK
 
 
 def cjk_text():
@@ -76,6 +78,10 @@ def png_base64():
 def result(tool):
     if tool == "big_text":
         return {"content": [{"type": "text", "text": big_text()}]}
+    if tool == "huge_text":
+        return {"content": [{"type": "text", "text": big_text(120000)}]}
+    if isinstance(tool, str) and tool.startswith("text_") and tool[5:].isdigit():
+        return {"content": [{"type": "text", "text": big_text(int(tool[5:]))}]}
     if tool == "cjk_text":
         return {"content": [{"type": "text", "text": cjk_text()}]}
     if tool == "structured":
@@ -91,7 +97,22 @@ def result(tool):
 
 TOOLS = [{"name": name, "description": "Returns the %s test result." % name,
           "inputSchema": {"type": "object", "properties": {}}}
-         for name in ("big_text", "cjk_text", "structured", "image")]
+         for name in ("big_text", "huge_text", "cjk_text", "structured", "image")]
+
+
+def option(name):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
+def write_environment(path):
+    info = {"env": dict(os.environ), "parent": None}
+    try:
+        with open("/proc/%d/cmdline" % os.getppid(), "rb") as cmdline:
+            info["parent"] = [part.decode("utf-8", "replace") for part in cmdline.read().split(b"\0") if part]
+    except OSError:
+        pass
+    with open(path, "w") as out:
+        json.dump(info, out)
 
 
 def sized_tools(chars):
@@ -103,9 +124,15 @@ def sized_tools(chars):
 
 
 def main():
-    record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
-    if "--declare" in sys.argv:
-        TOOLS.extend(sized_tools(int(sys.argv[sys.argv.index("--declare") + 1])))
+    for size in (option("--texts") or "").split(","):
+        if size:
+            TOOLS.append({"name": "text_" + size, "description": "A text of %s characters." % size,
+                          "inputSchema": {"type": "object", "properties": {}}})
+    if option("--env"):
+        write_environment(option("--env"))
+    record = option("--record")
+    if option("--declare"):
+        TOOLS.extend(sized_tools(int(option("--declare"))))
     stubborn = sys.argv[sys.argv.index("--ignore-eof") + 1] if "--ignore-eof" in sys.argv else None
     if stubborn:
         with open(stubborn, "w") as out:
