@@ -9385,6 +9385,8 @@ CHECK_ANNOTATIONS = ("$schema", "$id", "$anchor", "$comment", "$defs", "definiti
                     "examples", "example", "deprecated", "readOnly", "writeOnly", "format", "contentEncoding",
                     "contentMediaType", "contentSchema", "$vocabulary")
 CHECK_KNOWN = frozenset(CHECK_KEYWORDS + CHECK_ANNOTATIONS)
+# What some validators assert (format assertion, content vocabulary): under a negation, the check cannot tell.
+CHECK_PLAIN = CHECK_KNOWN - {"format", "contentEncoding", "contentMediaType", "contentSchema"}
 COMBINED_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if")
 RANGE_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 JSON_KINDS = {type(None): "null", bool: "boolean", int: "integer", str: "string", list: "array", dict: "object",
@@ -9630,7 +9632,10 @@ def wanted(schema):
               else "", count_text(schema, "minItems", "maxItems", "of item", "items"),
               "with unique items" if schema.get("uniqueItems") is True else "",
               count_text(schema, "minProperties", "maxProperties", "with property", "properties")]
-    return " ".join(word for word in words if word) or "any value"
+    text = " ".join(word for word in words if word)
+    if schema_properties(schema) or names_in(schema, "required"):   # an object's: what it requires and takes
+        return "%s (%s)" % (text, alternative(schema)) if text else alternative(schema)
+    return text or "any value"
 
 
 def nested_id(schema):
@@ -9736,7 +9741,7 @@ class SchemaCheck:
             return found.append((pointer, wanted(False), got(value)))
         if not isinstance(schema, dict):
             return self._skip()
-        if self.strict and not CHECK_KNOWN.issuperset(schema):
+        if self.strict and not CHECK_PLAIN.issuperset(schema):
             self._skip()
         if "$ref" in schema:
             target = self._target(schema["$ref"])
@@ -9993,7 +9998,7 @@ class SchemaCheck:
             if fits is None:
                 self._skip()
             elif fits:
-                found.append((pointer, "anything but " + wanted(schema["not"]), got(value)))
+                found.append((pointer, "anything but: " + wanted(schema["not"]), got(value)))
         if "if" in schema:
             fits = self._fits_strictly(schema["if"], value, depth + 1)
             if fits is None:
@@ -10015,28 +10020,39 @@ class SchemaCheck:
         if fitting == 0:
             self._none_fits("exactly one of", alternatives, value, pointer, found, depth)
         elif fitting > 1:
-            found.append((pointer, "exactly one of: " + self._choices(alternatives),
+            found.append((pointer, "exactly one of %d alternatives" % len(alternatives),
                           "got a value that fits %d of them" % fitting))
 
     def _none_fits(self, head, alternatives, value, pointer, found, depth):
-        """No alternative fits: the findings of the only one that takes a value of this type, else one finding."""
+        """No alternative fits: the findings of the one the value means (the only one taking its type, or the one
+        its discriminator names: ``"kind": "b"``), else one finding listing them all."""
         kind = json_kind(value)
-        takes = [sub for sub in alternatives if self._takes(sub, kind)]
-        if len(takes) == 1:
-            return self._node(takes[0], value, pointer, found, depth + 1)
-        found.append((pointer, "%s: %s" % (head, self._choices(alternatives)), got(value, True)))
+        targets = [local_target(self.root, sub) if isinstance(sub, dict) else sub for sub in alternatives]
+        meant = [target for target in targets if self._takes(target, kind)]
+        if len(meant) > 1 and kind == "object":
+            keys = discriminators([target for target in meant if isinstance(target, dict)])
+            meant = [target for target in meant if keys and self._named(target, keys, value)] or meant
+        if len(meant) == 1:
+            return self._node(meant[0], value, pointer, found, depth + 1)
+        keys = discriminators([target for target in targets if isinstance(target, dict)])
+        shown = [alternative(target, keys) if isinstance(target, dict) and (
+            schema_properties(target) or names_in(target, "required")) else wanted(target)
+            for target in targets[:NOTE_ALTERNATIVES]]
+        found.append((pointer, "%s: %s" % (head, " | ".join(shown) + (
+            " | \u2026" if len(targets) > NOTE_ALTERNATIVES else "")), got(value, True)))
 
-    def _takes(self, schema, kind):
-        """Whether ``schema``'s type (through a local $ref) admits values of type ``kind``."""
-        target = local_target(self.root, schema) if isinstance(schema, dict) else schema
+    @staticmethod
+    def _takes(target, kind):
+        """Whether the type of ``target`` (an alternative) admits values of type ``kind``."""
         types = target.get("type") if isinstance(target, dict) else None
         types = [types] if isinstance(types, str) else types if isinstance(types, list) else None
         return target is not False and (types is None or kind in types or kind == "integer" and "number" in types)
 
-    def _choices(self, alternatives):
-        shown = [wanted(local_target(self.root, sub) if isinstance(sub, dict) else sub)
-                 for sub in alternatives[:NOTE_ALTERNATIVES]]
-        return " | ".join(shown) + (" | \u2026" if len(alternatives) > NOTE_ALTERNATIVES else "")
+    @staticmethod
+    def _named(target, keys, value):
+        """Whether the object ``value`` has the values ``target`` names for the discriminators ``keys``."""
+        return all(name in value and json_key(value[name]) in {json_key(item) for item in choices}
+                   for name, choices in selector_values(target) if name in keys)
 
 
 # ---------------------------------------------------------------------------
