@@ -9387,6 +9387,8 @@ CHECK_ANNOTATIONS = ("$schema", "$id", "$anchor", "$comment", "$defs", "definiti
 CHECK_KNOWN = frozenset(CHECK_KEYWORDS + CHECK_ANNOTATIONS)
 # What some validators assert (format assertion, content vocabulary): under a negation, the check cannot tell.
 CHECK_PLAIN = CHECK_KNOWN - {"format", "contentEncoding", "contentMediaType", "contentSchema"}
+CHECK_NOTES = CHECK_PLAIN.intersection(CHECK_ANNOTATIONS)   # what a bare {"$ref": ...} may hold beside it
+STRING_TESTS = frozenset(["type", "minLength", "maxLength", "pattern"])   # what a bare string schema holds
 COMBINED_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if")
 RANGE_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 JSON_KINDS = {type(None): "null", bool: "boolean", int: "integer", str: "string", list: "array", dict: "object",
@@ -9402,13 +9404,6 @@ GROUP_STARTS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
 
 
 ABSENT = object()   # what a lookup gives for a name that is not there
-
-
-def pointer_step(name):
-    """``json_pointer(name)``, as fast as a plain name allows (it runs for every member of the arguments)."""
-    if "~" in name or "/" in name:
-        return json_pointer(name)
-    return "/" + name
 
 
 def json_kind(value):
@@ -9569,6 +9564,12 @@ def count_limit(value):
     return value if value.__class__ is int and value >= 0 else None
 
 
+def outside(limits, count):
+    """Whether ``count`` is outside ``(at least, at most)`` (None: no such limit)."""
+    low, high = limits
+    return low is not None and count < low or high is not None and count > high
+
+
 def multiple_of(value, step):
     """Whether the number ``value`` is a multiple of ``step``, in decimal (0.3 is one of 0.1); None when it cannot
     be told (a ``step`` that is no positive number, a quotient beyond decimal's precision)."""
@@ -9680,6 +9681,199 @@ class _FirstMiss:
 FIRST_MISS = _FirstMiss()
 
 
+SKIPPED = object()   # a $ref the check does not follow
+
+
+def pointer_text(where):
+    """The JSON pointer of ``where``, "" or ``(parent, name or index)``: made only for a finding."""
+    parts = []
+    while where:
+        where, part = where
+        parts.append(part)
+    return json_pointer(*reversed(parts))
+
+
+class SchemaNode:
+    """One schema object of a tool's inputSchema, read once (``SchemaCheck.node``) into what the check tests for each
+    call.  ``fast``: what a bare type (Python classes) or a bare enum of strings lets through with no more tests, or
+    None.  ``inexact``: it holds what the check skips (an unknown keyword, format, a malformed value, a pattern or a
+    $ref it does not read): under a negation the check cannot tell (``SchemaCheck.strict``)."""
+
+    __slots__ = ("schema", "inexact", "ref", "alias", "kinds", "nullable", "enum", "const", "low", "high", "step",
+                 "lengths", "pattern", "sizes", "unique", "counts", "properties", "patterns", "extra", "required",
+                 "dependent", "names", "prefix", "rest", "contains", "combined", "fast", "text", "values",
+                 "members", "items")
+
+    def __init__(self, check, schema):
+        self.schema = schema
+        self.inexact = not CHECK_PLAIN.issuperset(schema)
+        self.ref = check.target(schema["$ref"]) if "$ref" in schema else None
+        if self.ref is SKIPPED:
+            self.inexact = True
+        self.nullable = schema.get("nullable") is True
+        self.kinds = self._kinds(schema.get("type"))
+        self.enum = self._enum(schema.get("enum"))
+        self.const = json_key(schema["const"]) if "const" in schema else ABSENT
+        self._number(schema)
+        self.lengths = self._counts(schema, "minLength", "maxLength")
+        self.pattern = self._pattern(schema.get("pattern")) if "pattern" in schema else None
+        self.sizes = self._counts(schema, "minItems", "maxItems")
+        self.unique = schema.get("uniqueItems") is True
+        self.counts = self._counts(schema, "minProperties", "maxProperties")
+        self._members(check, schema)
+        self._items(check, schema)
+        self.combined = self._combined(schema)
+        self.fast = self._fast(schema)
+        self.text = not self.inexact and self.kinds == {"string"} and STRING_TESTS.union(CHECK_NOTES).issuperset(
+            schema)   # a bare string schema: passes() tests its lengths and pattern itself
+        # What is tested at all: the value itself, an object's members, an array's items.
+        self.values = any(test is not None for test in (self.enum, self.low, self.high, self.step, self.lengths,
+                                                         self.pattern, self.sizes, self.counts)) or self.unique \
+            or self.const is not ABSENT
+        self.members = bool(self.properties or self.patterns or self.extra is not True or self.required
+                            or self.dependent or self.names is not ABSENT)
+        self.items = bool(self.prefix or self.rest is not True or self.contains)
+        # A bare {"$ref": ...}: the check goes straight to its target.
+        self.alias = check.resolved(schema) if self.ref is not None else None
+        if self.alias is schema:
+            self.alias = None
+
+    def passes(self, value):
+        """True when ``value`` fits at once, with nothing more to test: a bare type or enum, a bare string schema."""
+        fast = self.fast
+        if fast is not None:
+            return value.__class__ in fast or value.__class__ is str and value in fast
+        if not self.text or value.__class__ is not str or self.lengths is not None and outside(self.lengths,
+                                                                                                len(value)):
+            return False
+        regex = self.pattern
+        return regex is None or len(value) ** max(1, regex[1]) <= CHECK_PATTERN_STEPS and regex[0].search(
+            value) is not None
+
+    def _kinds(self, types):
+        """The JSON types ``type`` lets through ("number": "integer" too), None for no type."""
+        if types is None:
+            return None
+        names = [types] if isinstance(types, str) else types
+        if not isinstance(names, list) or not all(name in JSON_TYPES for name in names if isinstance(name, str)) \
+                or not all(isinstance(name, str) for name in names):
+            self.inexact = True
+            return None
+        kinds = set(names) | ({"integer"} if "number" in names else set())
+        return frozenset(kinds | ({"null"} if self.nullable else set()))
+
+    def _enum(self, values):
+        if values is None:
+            return None
+        if not isinstance(values, list):
+            self.inexact = True
+            return None
+        return frozenset(json_key(value) for value in values) | (
+            {json_key(None)} if self.nullable else frozenset())
+
+    def _number(self, schema):
+        self.low = range_end(schema, "minimum", "exclusiveMinimum", True)
+        self.high = range_end(schema, "maximum", "exclusiveMaximum", False)
+        self.step = schema.get("multipleOf")
+        for key in RANGE_KEYWORDS:
+            if key in schema and number_limit(schema[key]) is None and not (
+                    key.startswith("exclusive") and schema[key].__class__ is bool):
+                self.inexact = True
+        if self.step is not None and not (number_limit(self.step) and self.step > 0):
+            self.step = None
+        if self.step is None and self.low is None and self.high is None:
+            self.low = self.high = None
+
+    def _counts(self, schema, low_key, high_key):
+        """``(at least, at most)`` of a count (None: not set), or None when neither is."""
+        if low_key not in schema and high_key not in schema:
+            return None
+        limits = (count_limit(schema.get(low_key)), count_limit(schema.get(high_key)))
+        if any(key in schema and limit is None for key, limit in zip((low_key, high_key), limits)):
+            self.inexact = True
+        return limits
+
+    def _pattern(self, pattern):
+        regex = ecma_regex(pattern)
+        if regex is None:
+            self.inexact = True
+        return regex
+
+    def _map(self, schema, key):
+        members = schema.get(key)
+        if members is None or isinstance(members, dict):
+            return members or {}
+        self.inexact = True
+        return {}
+
+    def _members(self, check, schema):
+        self.properties = {name: check.resolved(sub) for name, sub in self._map(schema, "properties").items()}
+        self.patterns = [(self._pattern(text), check.resolved(sub))
+                         for text, sub in self._map(schema, "patternProperties").items()]
+        self.extra = check.resolved(schema.get("additionalProperties", True))
+        required = schema.get("required", [])
+        self.required = [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
+        if not isinstance(required, list) or len(self.required) < len(required):
+            self.inexact = True
+        self.dependent = []   # (name given, names it requires or None, schema it applies or None)
+        for key in ("dependentRequired", "dependentSchemas", "dependencies"):
+            for name, rule in self._map(schema, key).items():
+                names = rule if isinstance(rule, list) and key != "dependentSchemas" else None
+                if names is not None and all(isinstance(item, str) for item in names):
+                    self.dependent.append((name, names, None))
+                elif names is None and key != "dependentRequired":
+                    self.dependent.append((name, None, rule))
+                else:
+                    self.inexact = True
+        self.names = schema.get("propertyNames", ABSENT)
+
+    def _items(self, check, schema):
+        prefix, rest = schema.get("prefixItems", []), schema.get("items", True)
+        if isinstance(rest, list):   # drafts 4 to 2019-09: items as a list, then additionalItems
+            prefix, rest = rest, schema.get("additionalItems", True)
+        if not isinstance(prefix, list):
+            self.inexact = True
+            prefix = []
+        self.prefix, self.rest = [check.resolved(sub) for sub in prefix], check.resolved(rest)
+        self.contains = None
+        if "contains" in schema:
+            low, high = count_limit(schema.get("minContains", 1)), schema.get("maxContains")
+            if low is None or high is not None and count_limit(high) is None:
+                self.inexact = True
+            self.contains = (schema["contains"], low or 0, count_limit(high) if high is not None else None)
+
+    def _combined(self, schema):
+        """{keyword: its subschemas} of allOf, anyOf, oneOf, not, if/then/else (None: none of them)."""
+        found = {}
+        for key in ("allOf", "anyOf", "oneOf"):
+            if key in schema:
+                if isinstance(schema[key], list) and schema[key]:
+                    found[key] = schema[key]
+                else:
+                    self.inexact = True
+        for key in ("not", "if", "then", "else"):
+            if key in schema:
+                found[key] = schema[key]
+        return found or None
+
+    def _fast(self, schema):
+        """What lets a value through at once: the Python classes of a bare type, the strings of a bare enum."""
+        if self.inexact or self.ref is not None or any(
+                key not in CHECK_ANNOTATIONS and key not in ("type", "enum", "nullable") for key in schema):
+            return None
+        if "enum" in schema:
+            values = schema["enum"]
+            if not all(value.__class__ is str for value in values) or self.kinds is not None and "string" not in \
+                    self.kinds or self.nullable:
+                return None
+            return frozenset(values)
+        if self.kinds is None:
+            return None
+        classes = {"null": type(None), "boolean": bool, "integer": int, "number": float, "string": str,
+                   "array": list, "object": dict}   # a float such as 3.0, an integer too, is tested the long way
+        return frozenset(classes[kind] for kind in self.kinds) | ({LongNumber} if "integer" in self.kinds else set())
+
+
 class SchemaCheck:
     """One tool's inputSchema as the server declared it, and the check of a call's arguments against it
     (``findings``): each finding a JSON pointer into the arguments, what the schema wants there and what came.
@@ -9688,14 +9882,15 @@ class SchemaCheck:
     schema, a pattern Python does not read as ECMA-262 does, a malformed keyword value, a number too long to compare
     are skipped, as if they allowed anything: a skip only ever lets more through.  Under a negation (``not``,
     ``oneOf``, ``if``, ``maxContains``: ``strict`` counts them) letting more through could refuse more, so a skip
-    there reaches up (``_Inexact``) and the negation is skipped instead (a ``oneOf`` is then read as ``anyOf``)."""
+    there reaches up (``_Inexact``) and the negation is skipped instead (a ``oneOf`` is then read as ``anyOf``).
+    Each schema object is read once (``SchemaNode``), at its first use."""
 
     def __init__(self, schema):
         self.root = schema
         dialect = schema.get("$schema")
         self.ref_alone = isinstance(dialect, str) and REF_ALONE_RE.search(dialect) is not None
         self.local_refs = None   # whether $refs are followed (no nested $id), known at the first one
-        self.enums = {}          # id of an enum list -> the json_keys of its values
+        self.nodes = {}          # id of a schema object -> its SchemaNode (the objects live as long as root)
         self.steps = 0
         self.strict = 0
 
@@ -9708,7 +9903,36 @@ class SchemaCheck:
             self._node(self.root, arguments, "", found, 0)
         except (Unsure, RecursionError):
             return None
-        return found
+        return [(pointer_text(where), wants, came) for where, wants, came in found]
+
+    def resolved(self, schema):
+        """``schema``, or the schema a bare ``{"$ref": ...}`` points at (a few steps at most)."""
+        for _ in range(8):
+            if not (isinstance(schema, dict) and "$ref" in schema and CHECK_NOTES.union(["$ref"]).issuperset(schema)):
+                break
+            target = self.target(schema["$ref"])
+            if target is SKIPPED:
+                break
+            schema = target
+        return schema
+
+    def target(self, ref):
+        """The schema a local ``$ref`` points at, or SKIPPED: another document, an anchor, a nested $id."""
+        if self.local_refs is None:
+            self.local_refs = not nested_id(self.root)
+        if not (self.local_refs and isinstance(ref, str) and ref.startswith("#")):
+            return SKIPPED
+        pointer = ref[1:]
+        if "%" in pointer:
+            from urllib.parse import unquote
+            pointer = unquote(pointer)
+        if pointer and not pointer.startswith("/"):
+            return SKIPPED
+        try:
+            target = resolve_pointer(self.root, pointer)
+        except KeyError:
+            return SKIPPED
+        return target if isinstance(target, (dict, bool)) else SKIPPED
 
     def _skip(self):
         if self.strict:
@@ -9731,299 +9955,216 @@ class SchemaCheck:
         finally:
             self.strict -= 1
 
-    def _node(self, schema, value, pointer, found, depth):
+    def _node(self, schema, value, where, found, depth):
         self.steps += 1
         if self.steps > CHECK_STEPS or depth > CHECK_DEPTH:
             raise Unsure()
-        if schema is True:
+        node = self.nodes.get(id(schema)) or self._read(schema, value, where, found)
+        while node is not None and node.alias is not None:
+            depth += 1
+            if depth > CHECK_DEPTH:
+                raise Unsure()
+            node = self.nodes.get(id(node.alias)) or self._read(node.alias, value, where, found)
+        if node is None:
             return
-        if schema is False:
-            return found.append((pointer, wanted(False), got(value)))
-        if not isinstance(schema, dict):
-            return self._skip()
-        if self.strict and not CHECK_PLAIN.issuperset(schema):
-            self._skip()
-        if "$ref" in schema:
-            target = self._target(schema["$ref"])
-            if target is None:
-                self._skip()
-            else:
-                self._node(target, value, pointer, found, depth + 1)
+        if self.strict and node.inexact:
+            raise _Inexact()
+        if node.ref is not None:
+            if node.ref is not SKIPPED:
+                self._node(node.ref, value, where, found, depth + 1)
             if self.ref_alone:
                 return
-        kind = json_kind(value)
-        failed = self._fails(schema, value, kind)
-        if failed:
-            found.append((pointer, wanted(schema), got(value, failed == "type")))
-        if kind == "object":
-            self._object(schema, value, pointer, found, depth)
-        elif kind == "array":
-            self._array(schema, value, pointer, found, depth)
-        for key in COMBINED_KEYWORDS:
-            if key in schema:
-                self._combined(schema, value, pointer, found, depth)
-                break
+        kind = JSON_KINDS.get(value.__class__) if value.__class__ is not float else json_kind(value)
+        if node.kinds is not None and kind not in node.kinds:
+            found.append((where, wanted(node.schema), got(value, True)))
+        elif node.values and self._fails(node, value, kind):
+            found.append((where, wanted(node.schema), got(value)))
+        if kind == "object" and node.members:
+            self._object(node, value, where, found, depth)
+        elif kind == "array" and node.items:
+            self._array(node, value, where, found, depth)
+        if node.combined:
+            self._combined(node.combined, value, where, found, depth)
 
-    def _target(self, ref):
-        """The schema a local ``$ref`` points at, or None: another document, an anchor, a nested $id."""
-        if self.local_refs is None:
-            self.local_refs = not nested_id(self.root)
-        if not (self.local_refs and isinstance(ref, str) and ref.startswith("#")):
-            return None
-        pointer = ref[1:]
-        if "%" in pointer:
-            from urllib.parse import unquote
-            pointer = unquote(pointer)
-        if pointer and not pointer.startswith("/"):
-            return None
-        try:
-            target = resolve_pointer(self.root, pointer)
-        except KeyError:
-            return None
-        return target if isinstance(target, (dict, bool)) else None
+    def _read(self, schema, value, where, found):
+        """The SchemaNode of ``schema``, read now; None for true, false (its finding made) or what is no schema."""
+        if isinstance(schema, dict):
+            node = self.nodes[id(schema)] = SchemaNode(self, schema)
+            return node
+        if schema is False:
+            found.append((where, wanted(False), got(value)))
+        elif schema is not True:
+            self._skip()
+        return None
 
     # -- what a value itself must be ------------------------------------------------------------------------------
 
-    def _fails(self, schema, value, kind):
-        """How ``value`` (of JSON type ``kind``) breaks what ``schema`` asks of it itself: "type", "value" (its
-        values, range, lengths, pattern, sizes) or None."""
-        nullable = kind == "null" and schema.get("nullable") is True
-        if "type" in schema and not nullable and not self._typed(schema["type"], kind):
-            return "type"
-        if "enum" in schema and not nullable and not self._listed(schema["enum"], value):
-            return "value"
-        if "const" in schema and json_key(value) != json_key(schema["const"]):
-            return "value"
-        check = self.KIND_CHECKS.get(kind)
-        return "value" if check is not None and check(self, schema, value) else None
-
-    def _typed(self, types, kind):
-        if types.__class__ is str and types in JSON_TYPES:
-            return kind == types or types == "number" and kind == "integer"
-        names = types if isinstance(types, list) else [types]
-        if not all(name.__class__ is str and name in JSON_TYPES for name in names):
-            self._skip()
+    def _fails(self, node, value, kind):
+        """Whether ``value`` (of a JSON type ``kind`` that ``node`` takes) breaks what it asks of the value itself:
+        its values, range, lengths, pattern, sizes."""
+        if node.enum is not None and json_key(value) not in node.enum:
             return True
-        return kind in names or kind == "integer" and "number" in names
-
-    def _listed(self, values, value):
-        if not isinstance(values, list):
-            self._skip()
+        if node.const is not ABSENT and json_key(value) != node.const:
             return True
-        keys = self.enums.get(id(values))
-        if keys is None:
-            keys = self.enums[id(values)] = frozenset(json_key(item) for item in values)
-        return json_key(value) in keys
+        if kind == "string":
+            return self._string_fails(node, value)
+        if kind == "integer" or kind == "number":
+            return (node.low or node.high or node.step is not None) and self._number_fails(node, value)
+        sizes = node.sizes if kind == "array" else node.counts if kind == "object" else None
+        if sizes is not None and outside(sizes, len(value)):
+            return True
+        return kind == "array" and node.unique and len(set(json_key(item) for item in value)) < len(value)
 
-    def _number_fails(self, schema, value):
-        present = [key for key in RANGE_KEYWORDS if key in schema]
-        if not present:
-            return False
+    def _number_fails(self, node, value):
         if value.__class__ is LongNumber or not math.isfinite(value):
             return self._skip()
-        for key in present:
-            if number_limit(schema[key]) is None and not (key.startswith("exclusive") and schema[key].__class__ is bool):
-                self._skip()
-        low = range_end(schema, "minimum", "exclusiveMinimum", True)
-        high = range_end(schema, "maximum", "exclusiveMaximum", False)
+        low, high = node.low, node.high
         if low and (value < low[0] or low[1] and value == low[0]) or high and (
                 value > high[0] or high[1] and value == high[0]):
             return True
-        if "multipleOf" in schema:
-            fits = multiple_of(value, schema["multipleOf"])
+        if node.step is not None:
+            fits = multiple_of(value, node.step)
             if fits is None:
                 self._skip()
             return fits is False
         return False
 
-    def _counts_fail(self, schema, count, low_key, high_key):
-        """Whether ``count`` (a length, a number of items or properties) is outside what ``schema`` allows."""
-        for key in (low_key, high_key):
-            if key in schema:
-                limit = count_limit(schema[key])
-                if limit is None:
-                    self._skip()
-                elif count < limit if key == low_key else count > limit:
-                    return True
-        return False
-
-    def _string_fails(self, schema, text):
-        if self._counts_fail(schema, len(text), "minLength", "maxLength"):
+    def _string_fails(self, node, text):
+        if node.lengths is not None and outside(node.lengths, len(text)):
             return True
-        return "pattern" in schema and self._match(schema["pattern"], text) is False
+        regex = node.pattern
+        if regex is None:
+            return False
+        if len(text) ** max(1, regex[1]) > CHECK_PATTERN_STEPS:
+            return self._skip()
+        return regex[0].search(text) is None
 
-    def _array_fails(self, schema, items):
-        if self._counts_fail(schema, len(items), "minItems", "maxItems"):
-            return True
-        if schema.get("uniqueItems") is True:
-            return len(set(json_key(item) for item in items)) < len(items)
-        return False
-
-    def _object_fails(self, schema, value):
-        return self._counts_fail(schema, len(value), "minProperties", "maxProperties")
-
-    KIND_CHECKS = {"integer": _number_fails, "number": _number_fails, "string": _string_fails,
-                   "array": _array_fails, "object": _object_fails}
-
-    def _match(self, pattern, text):
-        """Whether ``pattern`` finds a match in ``text``; None (skipped) when that cannot be told safely."""
-        regex = ecma_regex(pattern)
-        if regex is None or len(text) ** max(1, regex[1]) > CHECK_PATTERN_STEPS:
+    def _match(self, regex, name):
+        """Whether ``regex`` (a patternProperties key, read) finds a match in ``name``; None: it cannot tell."""
+        if regex is None or len(name) ** max(1, regex[1]) > CHECK_PATTERN_STEPS:
             self._skip()
             return None
-        return regex[0].search(text) is not None
+        return regex[0].search(name) is not None
 
     # -- what an object's members and an array's items must be ---------------------------------------------------
 
-    def _members(self, schema, key):
-        """The map of subschemas ``schema[key]`` ({} when absent or malformed)."""
-        members = schema.get(key)
-        if members is None or isinstance(members, dict):
-            return members or {}
-        self._skip()
-        return {}
-
-    def _object(self, schema, value, pointer, found, depth):
-        properties = self._members(schema, "properties")
-        patterns = self._members(schema, "patternProperties")
-        extra = schema.get("additionalProperties", True)
+    def _object(self, node, value, where, found, depth):
+        properties, extra, nodes = node.properties, node.extra, self.nodes
         for name, item in value.items():
-            where = pointer + pointer_step(name)
             sub = properties.get(name, ABSENT)
+            if sub is not ABSENT:
+                child = nodes.get(id(sub))
+                if child is None or not child.passes(item):
+                    self._node(sub, item, (where, name), found, depth + 1)
+            if not node.patterns and (sub is not ABSENT or extra is True):
+                continue
             matched = sub is not ABSENT
-            if matched:
-                self._node(sub, item, where, found, depth + 1)
-            for regex, sub in patterns.items():
+            for regex, pattern_sub in node.patterns:
                 hit = self._match(regex, name)
                 matched = matched or hit is not False   # one that cannot be told: not checked as additional
                 if hit:
-                    self._node(sub, item, where, found, depth + 1)
+                    self._node(pattern_sub, item, (where, name), found, depth + 1)
             if matched or extra is True:
                 continue
             if extra is False:
                 allowed = note_names(list(properties)) or "none"
-                found.append((where, "no such property (allowed: %s)" % allowed, got(item)))
+                found.append(((where, name), "no such property (allowed: %s)" % allowed, got(item)))
             else:
-                self._node(extra, item, where, found, depth + 1)
-        self._required(schema, value, properties, pointer, found, depth)
-        if "propertyNames" in schema:
+                self._node(extra, item, (where, name), found, depth + 1)
+        for name in node.required:
+            if name not in value:
+                found.append(((where, name), self._required("required", node, name), "missing"))
+        for given, names, rule in node.dependent:
+            if given in value:
+                if rule is not None:
+                    self._node(rule, value, where, found, depth + 1)
+                for name in names or ():
+                    if name not in value:
+                        found.append(((where, name), self._required(
+                            "required when %s is given" % value_text(given), node, name), "missing"))
+        if node.names is not ABSENT:
             for name in value:
-                if not self._fits(schema["propertyNames"], name, depth + 1):
-                    found.append((pointer + pointer_step(name), "a property name that is " + wanted(
-                        schema["propertyNames"]), got(name)))
+                if not self._fits(node.names, name, depth + 1):
+                    found.append(((where, name), "a property name that is " + wanted(node.names), got(name)))
 
-    def _required(self, schema, value, properties, pointer, found, depth):
-        """required, and what a member's presence asks for: dependentRequired, dependentSchemas, dependencies."""
-        needs = [(None, schema["required"])] if "required" in schema else []
-        for key in ("dependentRequired", "dependentSchemas", "dependencies"):
-            for name, rule in self._members(schema, key).items():
-                if name not in value:
-                    continue
-                if isinstance(rule, list) and key != "dependentSchemas":
-                    needs.append((name, rule))
-                elif key != "dependentRequired":
-                    self._node(rule, value, pointer, found, depth + 1)
-                else:
-                    self._skip()
-        for given, names in needs:
-            for name in names if isinstance(names, list) else [None]:
-                if name.__class__ is not str:
-                    self._skip()
-                elif name not in value:
-                    what = "required" if given is None else "required when %s is given" % value_text(given)
-                    shown = wanted(local_target(self.root, properties[name]) if isinstance(
-                        properties.get(name), dict) else None)
-                    found.append((pointer + pointer_step(name), what + (" " + shown if shown != "any value"
-                                                                        else ""), "missing"))
+    def _required(self, what, node, name):
+        sub = node.properties.get(name)
+        shown = wanted(local_target(self.root, sub) if isinstance(sub, dict) else None)
+        return what + (" " + shown if shown != "any value" else "")
 
-    def _array(self, schema, items, pointer, found, depth):
-        prefix, rest = schema.get("prefixItems", []), schema.get("items", True)
-        if isinstance(rest, list):   # drafts 4 to 2019-09: items as a list, then additionalItems
-            prefix, rest = rest, schema.get("additionalItems", True)
-        if not isinstance(prefix, list):
-            self._skip()
-            prefix = []
+    def _array(self, node, items, where, found, depth):
+        prefix, rest, nodes = node.prefix, node.rest, self.nodes
         for index, item in enumerate(items):
             sub = prefix[index] if index < len(prefix) else rest
-            if sub is True:
+            child = nodes.get(id(sub))
+            if sub is True or child is not None and child.passes(item):
                 continue
             if sub is False:
-                found.append((pointer + "/%d" % index, "no item here (at most %d)" % len(prefix), got(item)))
+                found.append(((where, index), "no item here (at most %d)" % len(prefix), got(item)))
             else:
-                self._node(sub, item, pointer + "/%d" % index, found, depth + 1)
-        if "contains" in schema:
-            self._contains(schema, items, pointer, found, depth)
+                self._node(sub, item, (where, index), found, depth + 1)
+        if node.contains is not None:
+            self._contains(node.contains, items, where, found, depth)
 
-    def _contains(self, schema, items, pointer, found, depth):
-        sub, low, high = schema["contains"], count_limit(schema.get("minContains", 1)), schema.get("maxContains")
-        if low is None:
-            self._skip()
-            low = 0
+    def _contains(self, contains, items, where, found, depth):
+        sub, low, high = contains
         matched = 0
         for item in items:
             if matched >= low:
                 break
             matched += self._fits(sub, item, depth + 1)
         if matched < low:
-            found.append((pointer, "an array holding at least %d item(s) that are %s" % (low, wanted(sub)),
+            found.append((where, "an array holding at least %d item(s) that are %s" % (low, wanted(sub)),
                           "got %d" % matched))
         elif high is not None:
             counted = [self._fits_strictly(sub, item, depth + 1) for item in items]
-            if None in counted or count_limit(high) is None:
+            if None in counted:
                 self._skip()
-            elif sum(counted) > count_limit(high):
-                found.append((pointer, "an array holding at most %d item(s) that are %s" % (high, wanted(sub)),
+            elif sum(counted) > high:
+                found.append((where, "an array holding at most %d item(s) that are %s" % (high, wanted(sub)),
                               "got %d" % sum(counted)))
 
     # -- allOf, anyOf, oneOf, not, if/then/else -------------------------------------------------------------------
 
-    def _alternatives(self, schema, key):
-        alternatives = schema.get(key)
-        if alternatives is None or isinstance(alternatives, list) and alternatives:
-            return alternatives or []
-        self._skip()
-        return []
-
-    def _combined(self, schema, value, pointer, found, depth):
-        for sub in self._alternatives(schema, "allOf"):
-            self._node(sub, value, pointer, found, depth + 1)
-        any_of = self._alternatives(schema, "anyOf")
+    def _combined(self, combined, value, where, found, depth):
+        for sub in combined.get("allOf", ()):
+            self._node(sub, value, where, found, depth + 1)
+        any_of = combined.get("anyOf")
         if any_of and not any(self._fits(sub, value, depth + 1) for sub in any_of):
-            self._none_fits("any of", any_of, value, pointer, found, depth)
-        one_of = self._alternatives(schema, "oneOf")
-        if one_of:
-            self._one_of(one_of, value, pointer, found, depth)
-        if "not" in schema:
-            fits = self._fits_strictly(schema["not"], value, depth + 1)
+            self._none_fits("any of", any_of, value, where, found, depth)
+        if "oneOf" in combined:
+            self._one_of(combined["oneOf"], value, where, found, depth)
+        if "not" in combined:
+            fits = self._fits_strictly(combined["not"], value, depth + 1)
             if fits is None:
                 self._skip()
             elif fits:
-                found.append((pointer, "anything but: " + wanted(schema["not"]), got(value)))
-        if "if" in schema:
-            fits = self._fits_strictly(schema["if"], value, depth + 1)
+                found.append((where, "anything but: " + wanted(combined["not"]), got(value)))
+        if "if" in combined:
+            fits = self._fits_strictly(combined["if"], value, depth + 1)
             if fits is None:
                 return self._skip()
-            branch = schema.get("then" if fits else "else")
+            branch = combined.get("then" if fits else "else")
             if branch is not None:
-                self._node(branch, value, pointer, found, depth + 1)
+                self._node(branch, value, where, found, depth + 1)
 
-    def _one_of(self, alternatives, value, pointer, found, depth):
+    def _one_of(self, alternatives, value, where, found, depth):
         fitting = 0
         for sub in alternatives:
             fits = self._fits_strictly(sub, value, depth + 1)
             if fits is None:   # read as anyOf
                 self._skip()
                 if not any(self._fits(sub, value, depth + 1) for sub in alternatives):
-                    self._none_fits("exactly one of", alternatives, value, pointer, found, depth)
+                    self._none_fits("exactly one of", alternatives, value, where, found, depth)
                 return
             fitting += fits
         if fitting == 0:
-            self._none_fits("exactly one of", alternatives, value, pointer, found, depth)
+            self._none_fits("exactly one of", alternatives, value, where, found, depth)
         elif fitting > 1:
-            found.append((pointer, "exactly one of %d alternatives" % len(alternatives),
+            found.append((where, "exactly one of %d alternatives" % len(alternatives),
                           "got a value that fits %d of them" % fitting))
 
-    def _none_fits(self, head, alternatives, value, pointer, found, depth):
+    def _none_fits(self, head, alternatives, value, where, found, depth):
         """No alternative fits: the findings of the one the value means (the only one taking its type, or the one
         its discriminator names: ``"kind": "b"``), else one finding listing them all."""
         kind = json_kind(value)
@@ -10033,12 +10174,12 @@ class SchemaCheck:
             keys = discriminators([target for target in meant if isinstance(target, dict)])
             meant = [target for target in meant if keys and self._named(target, keys, value)] or meant
         if len(meant) == 1:
-            return self._node(meant[0], value, pointer, found, depth + 1)
+            return self._node(meant[0], value, where, found, depth + 1)
         keys = discriminators([target for target in targets if isinstance(target, dict)])
         shown = [alternative(target, keys) if isinstance(target, dict) and (
             schema_properties(target) or names_in(target, "required")) else wanted(target)
             for target in targets[:NOTE_ALTERNATIVES]]
-        found.append((pointer, "%s: %s" % (head, " | ".join(shown) + (
+        found.append((where, "%s: %s" % (head, " | ".join(shown) + (
             " | \u2026" if len(targets) > NOTE_ALTERNATIVES else "")), got(value, True)))
 
     @staticmethod
