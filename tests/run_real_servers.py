@@ -304,7 +304,7 @@ def main(names):
     npm_bin, pypi_bin = npm_servers(), pypi_servers()
     failed = FAILED in (npm_bin, pypi_bin)
     scratch = tempfile.mkdtemp(prefix="ocx-real-servers-")
-    calls = refused = 0
+    calls = refused = servers = 0
     try:
         commands = server_commands(npm_bin, pypi_bin, scratch)
         for name in names or list(commands):
@@ -321,13 +321,13 @@ def main(names):
                 say("FAILED - %s no longer holds: %s" % (name, statement))
                 failed = True
             made, false_refusals, let_through = gate_calls(name, commands[name][0], commands[name][1], scratch)
-            calls, refused = calls + made, refused + len(false_refusals)
+            calls, refused, servers = calls + made, refused + len(false_refusals), servers + 1
             for call in false_refusals:
                 say("FAILED - %s: the gate refused a valid call: %s" % (name, call))
             for call in let_through:
                 say("FAILED - %s: the gate let an invalid call through: %s" % (name, call))
             failed = failed or bool(false_refusals or let_through)
-        say("gate: %d false refusals in %d valid calls to %d real servers" % (refused, calls, len(commands)))
+        say("gate: %d false refusals in %d valid calls to %d real servers" % (refused, calls, servers))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 1 if failed else 0
