@@ -9365,7 +9365,7 @@ class CatalogCache:
 # Standard library only, and only what it understands can refuse (SchemaCheck): a finding names a JSON pointer into
 # the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
 
-CHECK_STEPS = 100000      # schema nodes the check of one call visits at most; past that it cannot tell
+CHECK_STEPS = 50000       # schema nodes the check of one call visits at most (~0.1 s); past that it cannot tell
 CHECK_DEPTH = 150         # how deep it follows the arguments and $refs
 CHECK_VALUE_CHARS = 60    # what a finding shows of a value or a pattern
 # A pattern is tried on a string while (the string's length) ** (the pattern's open-ended quantifiers) stays under this:
@@ -9374,16 +9374,16 @@ CHECK_PATTERN_STEPS = 10 ** 6
 # What the check asserts: JSON Schema 2020-12, with draft 4's boolean exclusiveMinimum/exclusiveMaximum, the array
 # form of items with additionalItems (drafts 4 to 2019-09), draft 7's dependencies, and OpenAPI's nullable.
 CHECK_KEYWORDS = ("type", "nullable", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                 "multipleOf", "minLength", "maxLength", "pattern", "items", "prefixItems", "additionalItems",
-                 "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "properties",
-                 "patternProperties", "additionalProperties", "propertyNames", "required", "dependentRequired",
-                 "dependentSchemas", "dependencies", "minProperties", "maxProperties", "allOf", "anyOf", "oneOf",
-                 "not", "if", "then", "else", "$ref")
+                  "multipleOf", "minLength", "maxLength", "pattern", "items", "prefixItems", "additionalItems",
+                  "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "properties",
+                  "patternProperties", "additionalProperties", "propertyNames", "required", "dependentRequired",
+                  "dependentSchemas", "dependencies", "minProperties", "maxProperties", "allOf", "anyOf", "oneOf",
+                  "not", "if", "then", "else", "$ref")
 # What names, describes or holds definitions: never a reason to refuse.  ``format`` is one, whatever it names (an
 # annotation by default in 2020-12).
-CHECK_ANNOTATIONS = ("$schema", "$id", "$anchor", "$comment", "$defs", "definitions", "title", "description", "default",
-                    "examples", "example", "deprecated", "readOnly", "writeOnly", "format", "contentEncoding",
-                    "contentMediaType", "contentSchema", "$vocabulary")
+CHECK_ANNOTATIONS = ("$schema", "$id", "$anchor", "$comment", "$defs", "definitions", "title", "description",
+                     "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "format",
+                     "contentEncoding", "contentMediaType", "contentSchema", "$vocabulary")
 CHECK_KNOWN = frozenset(CHECK_KEYWORDS + CHECK_ANNOTATIONS)
 # What some validators assert (format assertion, content vocabulary): under a negation, the check cannot tell.
 CHECK_PLAIN = CHECK_KNOWN - {"format", "contentEncoding", "contentMediaType", "contentSchema"}
@@ -9401,9 +9401,8 @@ ECMA_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f
 QUANTIFIER_RE = re.compile(r"[*+?]|\{(\d+)(,(\d*))?\}")
 OPEN_QUANTIFIER_SPAN = 16   # a {n,m} with m - n above this counts as open-ended
 GROUP_STARTS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
-
-
-ABSENT = object()   # what a lookup gives for a name that is not there
+ABSENT = object()    # what a lookup gives for a name that is not there
+SKIPPED = object()   # a $ref the check does not follow
 
 
 def json_kind(value):
@@ -9681,7 +9680,10 @@ class _FirstMiss:
 FIRST_MISS = _FirstMiss()
 
 
-SKIPPED = object()   # a $ref the check does not follow
+def said(text):
+    """A finding's words: ``text``, or what it gives when it is a function (the words are made only for a finding
+    that is kept, never for one that only tells an alternative does not fit)."""
+    return text() if callable(text) else text
 
 
 def pointer_text(where):
@@ -9694,10 +9696,11 @@ def pointer_text(where):
 
 
 class SchemaNode:
-    """One schema object of a tool's inputSchema, read once (``SchemaCheck.node``) into what the check tests for each
-    call.  ``fast``: what a bare type (Python classes) or a bare enum of strings lets through with no more tests, or
-    None.  ``inexact``: it holds what the check skips (an unknown keyword, format, a malformed value, a pattern or a
-    $ref it does not read): under a negation the check cannot tell (``SchemaCheck.strict``)."""
+    """One schema object of a tool's inputSchema, read once (at its first use by a SchemaCheck) into what the check
+    tests for each call.  ``inexact``: it holds what the check skips (an unknown keyword, format, a malformed value,
+    a pattern or a $ref it does not read): under a negation the check cannot tell (``SchemaCheck.strict``).
+    ``passes``: the test of a bare type, enum or string schema, with no call of ``SchemaCheck._node`` (``fast``: the
+    Python classes or the strings it lets through; ``text``: a bare string schema)."""
 
     __slots__ = ("schema", "inexact", "ref", "alias", "kinds", "nullable", "enum", "const", "low", "high", "step",
                  "lengths", "pattern", "sizes", "unique", "counts", "properties", "patterns", "extra", "required",
@@ -9724,8 +9727,8 @@ class SchemaNode:
         self._items(check, schema)
         self.combined = self._combined(schema)
         self.fast = self._fast(schema)
-        self.text = not self.inexact and self.kinds == {"string"} and STRING_TESTS.union(CHECK_NOTES).issuperset(
-            schema)   # a bare string schema: passes() tests its lengths and pattern itself
+        self.text = self.kinds == {"string"} and STRING_TESTS.union(CHECK_ANNOTATIONS).issuperset(schema) and (
+            self.pattern is not None or "pattern" not in schema)
         # What is tested at all: the value itself, an object's members, an array's items.
         self.values = any(test is not None for test in (self.enum, self.low, self.high, self.step, self.lengths,
                                                          self.pattern, self.sizes, self.counts)) or self.unique \
@@ -9739,7 +9742,8 @@ class SchemaNode:
             self.alias = None
 
     def passes(self, value):
-        """True when ``value`` fits at once, with nothing more to test: a bare type or enum, a bare string schema."""
+        """True when ``value`` fits at once, with nothing more to test: a bare type or enum, a bare string schema.
+        Not under a negation: it does not say what it skipped (``inexact``)."""
         fast = self.fast
         if fast is not None:
             return value.__class__ in fast or value.__class__ is str and value in fast
@@ -9755,8 +9759,7 @@ class SchemaNode:
         if types is None:
             return None
         names = [types] if isinstance(types, str) else types
-        if not isinstance(names, list) or not all(name in JSON_TYPES for name in names if isinstance(name, str)) \
-                or not all(isinstance(name, str) for name in names):
+        if not (isinstance(names, list) and names and all(isinstance(n, str) and n in JSON_TYPES for n in names)):
             self.inexact = True
             return None
         kinds = set(names) | ({"integer"} if "number" in names else set())
@@ -9781,8 +9784,6 @@ class SchemaNode:
                 self.inexact = True
         if self.step is not None and not (number_limit(self.step) and self.step > 0):
             self.step = None
-        if self.step is None and self.low is None and self.high is None:
-            self.low = self.high = None
 
     def _counts(self, schema, low_key, high_key):
         """``(at least, at most)`` of a count (None: not set), or None when neither is."""
@@ -9858,13 +9859,13 @@ class SchemaNode:
 
     def _fast(self, schema):
         """What lets a value through at once: the Python classes of a bare type, the strings of a bare enum."""
-        if self.inexact or self.ref is not None or any(
+        if self.ref is not None or any(
                 key not in CHECK_ANNOTATIONS and key not in ("type", "enum", "nullable") for key in schema):
             return None
         if "enum" in schema:
             values = schema["enum"]
-            if not all(value.__class__ is str for value in values) or self.kinds is not None and "string" not in \
-                    self.kinds or self.nullable:
+            if not isinstance(values, list) or not all(value.__class__ is str for value in values) or \
+                    self.kinds is not None and "string" not in self.kinds or self.nullable:
                 return None
             return frozenset(values)
         if self.kinds is None:
@@ -9903,7 +9904,7 @@ class SchemaCheck:
             self._node(self.root, arguments, "", found, 0)
         except (Unsure, RecursionError):
             return None
-        return [(pointer_text(where), wants, came) for where, wants, came in found]
+        return [(pointer_text(where), said(wants), said(came)) for where, wants, came in found]
 
     def resolved(self, schema):
         """``schema``, or the schema a bare ``{"$ref": ...}`` points at (a few steps at most)."""
@@ -9976,9 +9977,9 @@ class SchemaCheck:
                 return
         kind = JSON_KINDS.get(value.__class__) if value.__class__ is not float else json_kind(value)
         if node.kinds is not None and kind not in node.kinds:
-            found.append((where, wanted(node.schema), got(value, True)))
+            found.append((where, functools.partial(wanted, node.schema), functools.partial(got, value, True)))
         elif node.values and self._fails(node, value, kind):
-            found.append((where, wanted(node.schema), got(value)))
+            found.append((where, functools.partial(wanted, node.schema), functools.partial(got, value)))
         if kind == "object" and node.members:
             self._object(node, value, where, found, depth)
         elif kind == "array" and node.items:
@@ -9992,7 +9993,7 @@ class SchemaCheck:
             node = self.nodes[id(schema)] = SchemaNode(self, schema)
             return node
         if schema is False:
-            found.append((where, wanted(False), got(value)))
+            found.append((where, functools.partial(wanted, False), functools.partial(got, value)))
         elif schema is not True:
             self._skip()
         return None
@@ -10049,12 +10050,12 @@ class SchemaCheck:
     # -- what an object's members and an array's items must be ---------------------------------------------------
 
     def _object(self, node, value, where, found, depth):
-        properties, extra, nodes = node.properties, node.extra, self.nodes
+        properties, extra, nodes, strict = node.properties, node.extra, self.nodes, self.strict
         for name, item in value.items():
             sub = properties.get(name, ABSENT)
             if sub is not ABSENT:
                 child = nodes.get(id(sub))
-                if child is None or not child.passes(item):
+                if child is None or strict or not child.passes(item):
                     self._node(sub, item, (where, name), found, depth + 1)
             if not node.patterns and (sub is not ABSENT or extra is True):
                 continue
@@ -10067,40 +10068,43 @@ class SchemaCheck:
             if matched or extra is True:
                 continue
             if extra is False:
-                allowed = note_names(list(properties)) or "none"
-                found.append(((where, name), "no such property (allowed: %s)" % allowed, got(item)))
+                found.append(((where, name), lambda: "no such property (allowed: %s)" % (
+                    note_names(list(properties)) or "none"), functools.partial(got, item)))
             else:
                 self._node(extra, item, (where, name), found, depth + 1)
         for name in node.required:
             if name not in value:
-                found.append(((where, name), self._required("required", node, name), "missing"))
+                found.append(((where, name), functools.partial(self._required, node, name), "missing"))
         for given, names, rule in node.dependent:
             if given in value:
                 if rule is not None:
                     self._node(rule, value, where, found, depth + 1)
                 for name in names or ():
                     if name not in value:
-                        found.append(((where, name), self._required(
-                            "required when %s is given" % value_text(given), node, name), "missing"))
+                        found.append(((where, name), functools.partial(self._required, node, name, given),
+                                      "missing"))
         if node.names is not ABSENT:
             for name in value:
                 if not self._fits(node.names, name, depth + 1):
-                    found.append(((where, name), "a property name that is " + wanted(node.names), got(name)))
+                    found.append(((where, name), lambda: "a property name that is " + wanted(node.names),
+                                  functools.partial(got, name)))
 
-    def _required(self, what, node, name):
+    def _required(self, node, name, given=ABSENT):
+        """What a finding of the missing member ``name`` wants: "required string", "required when "a" is given"."""
+        what = "required" if given is ABSENT else "required when %s is given" % value_text(given)
         sub = node.properties.get(name)
         shown = wanted(local_target(self.root, sub) if isinstance(sub, dict) else None)
         return what + (" " + shown if shown != "any value" else "")
 
     def _array(self, node, items, where, found, depth):
-        prefix, rest, nodes = node.prefix, node.rest, self.nodes
+        prefix, rest, nodes, strict = node.prefix, node.rest, self.nodes, self.strict
         for index, item in enumerate(items):
             sub = prefix[index] if index < len(prefix) else rest
             child = nodes.get(id(sub))
-            if sub is True or child is not None and child.passes(item):
+            if sub is True or child is not None and not strict and child.passes(item):
                 continue
             if sub is False:
-                found.append(((where, index), "no item here (at most %d)" % len(prefix), got(item)))
+                found.append(((where, index), "no item here (at most %d)" % len(prefix), functools.partial(got, item)))
             else:
                 self._node(sub, item, (where, index), found, depth + 1)
         if node.contains is not None:
@@ -10114,14 +10118,14 @@ class SchemaCheck:
                 break
             matched += self._fits(sub, item, depth + 1)
         if matched < low:
-            found.append((where, "an array holding at least %d item(s) that are %s" % (low, wanted(sub)),
+            found.append((where, lambda: "an array holding at least %d item(s) that are %s" % (low, wanted(sub)),
                           "got %d" % matched))
         elif high is not None:
             counted = [self._fits_strictly(sub, item, depth + 1) for item in items]
             if None in counted:
                 self._skip()
             elif sum(counted) > high:
-                found.append((where, "an array holding at most %d item(s) that are %s" % (high, wanted(sub)),
+                found.append((where, lambda: "an array holding at most %d item(s) that are %s" % (high, wanted(sub)),
                               "got %d" % sum(counted)))
 
     # -- allOf, anyOf, oneOf, not, if/then/else -------------------------------------------------------------------
@@ -10139,7 +10143,7 @@ class SchemaCheck:
             if fits is None:
                 self._skip()
             elif fits:
-                found.append((where, "anything but: " + wanted(combined["not"]), got(value)))
+                found.append((where, lambda: "anything but: " + wanted(combined["not"]), functools.partial(got, value)))
         if "if" in combined:
             fits = self._fits_strictly(combined["if"], value, depth + 1)
             if fits is None:
@@ -10167,6 +10171,8 @@ class SchemaCheck:
     def _none_fits(self, head, alternatives, value, where, found, depth):
         """No alternative fits: the findings of the one the value means (the only one taking its type, or the one
         its discriminator names: ``"kind": "b"``), else one finding listing them all."""
+        if found is FIRST_MISS:   # only whether it fits was asked
+            raise _Miss()
         kind = json_kind(value)
         targets = [local_target(self.root, sub) if isinstance(sub, dict) else sub for sub in alternatives]
         meant = [target for target in targets if self._takes(target, kind)]

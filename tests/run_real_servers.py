@@ -168,7 +168,8 @@ GATE_CALLS = {
         ("get-annotated-message", {"messageType": "error", "includeImage": False}),
         ("get-structured-content", {"location": "Chicago"}), ("get-resource-links", {"count": 2}),
         ("get-resource-reference", {"resourceType": "Text", "resourceId": 1}),
-        ("gzip-file-as-resource", {"name": "a.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resource"}),
+        ("gzip-file-as-resource", {"name": "a.gz", "data": "data:text/plain;base64,aGVsbG8=",
+                                   "outputType": "resource"}),
         ("trigger-long-running-operation", {"duration": 0.2, "steps": 2}),
     ],
     "filesystem": [

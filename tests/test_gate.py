@@ -248,6 +248,7 @@ def test_the_ticket_hook_wants_a_ticket_for_production(gated):
     relay, server = gated({"tools": [tool("deploy", DEPLOY)]}, "--negotiate", hook("ticket_required.py"))
     assert text_of(relay.call("deploy", {"environment": "production"})).endswith(
         "a change to production needs a ticket id in the argument ticket, like OPS-1234")
+    assert relay.call("deploy", {"environment": "production", "ticket": "later"})["result"]["isError"] is True
     assert "isError" not in relay.call("deploy", {"environment": "production", "ticket": "OPS-1234"})["result"]
     assert "isError" not in relay.call("deploy", {"environment": "staging"})["result"]
     relay.close()
@@ -408,7 +409,7 @@ def test_broken_schemas_and_arguments_never_cost_a_call(gated):
 
 def test_bad_gate_options_are_usage_errors(tmp_path):
     from conftest import assert_one_line_error, run_proxy
-    for args in (["--check-arguments", "strict"], ["--negotiate", ""], ["--negotiate", "'open"],
+    for args in (["--check-arguments", "strict"], ["--negotiate", ""], ["--negotiate", 'python "open'],
                  ["--negotiate-timeout", "0"], ["--negotiate-timeout", "x"]):
         result = run_proxy("stdio", *args, "--", sys.executable, STDIO_SERVER)
         assert result.returncode == 2 and b"Traceback" not in result.stderr, (args, result.stderr)
