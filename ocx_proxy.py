@@ -12,7 +12,8 @@ Codex...) starts it over stdio, and it relays JSON-RPC to the real server::
 
 It also encodes a tool catalog as Cursor's ``McpTools`` protobuf and explains a bad blob (``encode-tools``,
 ``decode``), records an agent CLI's tool calls without running anything (``capture``), and tells which field
-of a server's catalog breaks which client (``check``).
+of a server's catalog breaks which client (``check``).  Before a tool call reaches the server, the relay checks
+its arguments against the tool's schema (``--check-arguments``) and can ask a program of yours (``--negotiate``).
 
 A response over the client's budget (``--client auto``: a profile by the client's name, else 10000
 characters of compact JSON) is saved byte-exact under ``--output-dir`` (``<stem>.json``, its readable text
@@ -10404,6 +10405,7 @@ class CallGate:
         self.checks = {}        # the server's tool name -> SchemaCheck
         self.held = {}          # id_key of a call waiting for the hook -> its Pending
         self.client_name = None
+        self.listed_by = None   # the server's name, as a 2026-07-28 tools/list result gives it
         self.note = Rewrite("note each tool's inputSchema for the argument check",
                             lambda line, params: self.checking, self.noted)
 
@@ -10414,6 +10416,7 @@ class CallGate:
             return False
         if not (isinstance(params, dict) and params.get("cursor")):   # a first page: the catalog starts over
             self.checks = {}
+        self.listed_by = (server_info(result) or {}).get("name", self.listed_by)
         for tool in tools:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str) and isinstance(tool.get("inputSchema"),
                                                                                           dict):
@@ -10482,8 +10485,9 @@ class CallGate:
         params = msg["params"]
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         info = meta.get(META_CLIENT_INFO) if isinstance(meta.get(META_CLIENT_INFO), dict) else {}
-        call = {"tool": params["name"], "arguments": params.get("arguments", {}), "server": self.server_name(),
-                "client": info.get("name", self.client_name), "trace": pending.trace}
+        call = {"tool": params["name"], "arguments": params.get("arguments", {}),
+                "server": self.server_name() or self.listed_by, "client": info.get("name", self.client_name),
+                "trace": pending.trace}
         self.held[id_key(msg["id"])] = pending
         started = time.monotonic()
         self.hook.ask(call, lambda valid, why: self._answered(msg, raw, pending, pointers, started, valid, why))

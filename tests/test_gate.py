@@ -50,11 +50,14 @@ class Server:
 
 @pytest.fixture
 def gated(relay_factory, tmp_path):
-    """A relay in front of catalog_server with ``spec``, initialized and listed: (relay, server)."""
-    def start(spec, *relay_args, listed=True):
+    """A relay in front of catalog_server with ``spec`` (and a --negotiate hook), initialized and listed unless told
+    otherwise: (relay, server)."""
+    def start(spec, *relay_args, listed=True, negotiate=None, initialize=True):
         server = Server(tmp_path, spec)
-        relay = relay_factory(list(relay_args), server_args=server.args(), server=CATALOG_SERVER)
-        relay.initialize()
+        relay = relay_factory(list(relay_args) + (["--negotiate", negotiate] if negotiate else []),
+                              server_args=server.args(), server=CATALOG_SERVER)
+        if initialize:
+            relay.initialize()
         if listed:
             relay.request("tools/list")
         return relay, server
@@ -181,8 +184,10 @@ def test_fitted_names_and_shapes_are_checked_as_the_server_declared_them(gated):
     assert server.calls() == 1
 
 
-def test_the_2026_era_gets_a_refusal_that_says_its_result_type(gated):
-    relay, server = gated({"era": "dual", "tools": [tool("weather")]}, "--check-arguments", "refuse", listed=False)
+def test_the_2026_era_gets_a_refusal_that_says_its_result_type(gated, tmp_path):
+    record = tmp_path / "hook.jsonl"
+    relay, server = gated({"era": "dual", "tools": [tool("weather")]}, "--check-arguments", "refuse", listed=False,
+                          negotiate=hook("unruly_hook.py", "allow", str(record)), initialize=False)
     relay.request("tools/list", {"_meta": MODERN})
     reply = relay.request("tools/call", {"name": "weather", "arguments": {"city": 5}, "_meta": MODERN})[0]
     assert reply["result"]["isError"] is True and reply["result"]["resultType"] == "complete"
@@ -191,6 +196,8 @@ def test_the_2026_era_gets_a_refusal_that_says_its_result_type(gated):
     assert good["result"]["resultType"] == "complete" and "isError" not in good["result"]
     relay.close()
     assert server.calls() == 1
+    asked = json.loads(record.read_text())   # no initialize: the server's name comes from the results' _meta
+    assert asked["server"] == "catalog" and asked["client"] is None
 
 
 def test_batch_members_are_judged_one_by_one(gated):
