@@ -10329,8 +10329,8 @@ class NegotiateHook:
             return log.info("ignored the negotiate hook's answer to call %d: no call waits for it (too late)" % number)
         valid = answer.get("valid") if number.__class__ is int else None
         if valid.__class__ is not bool:
-            return self._malformed(number if number.__class__ is int else None,
-                                   "a line that is no answer (%s)" % shorten(dumps(answer), 200))
+            return self._malformed(number if number.__class__ is int else None, "a line that is no answer (%s)"
+                                   % shorten(line.decode("utf-8", "replace").strip(), 200))
         reason = answer.get("reason")
         reason = shorten(reason.strip(), HOOK_REASON_CHARS) if isinstance(reason, str) and reason.strip() \
             else "(it gave no reason)"
@@ -10450,8 +10450,8 @@ class CallGate:
 
     def _judge(self, msg, raw, pending):
         """What becomes of one call: None, it goes on now; else what ``claim`` does instead (refuse, ask the hook)."""
-        found = self._findings(msg)
-        pointers = [pointer for pointer, _, _ in found]
+        found = self._findings(msg)   # None: not checked (no schema known, or the check cannot tell)
+        pointers = [pointer for pointer, _, _ in found or ()]
         if found and self.mode == "refuse":
             text = ("ocx-proxy did not send this call to the server (the tool did not run): its arguments do not "
                     "match the tool's inputSchema.\n" + "\n".join(finding_texts(found)))
@@ -10461,25 +10461,26 @@ class CallGate:
             pending.findings = finding_texts(found)
         if self.hook is not None:
             return lambda: self._ask(msg, raw, pending, pointers)
-        self._traced(pending, msg, "annotate" if found else "pass", "schema", pointers)
+        if found is not None:
+            self._traced(pending, msg, "annotate" if found else "pass", "schema", pointers)
         return None
 
     def _findings(self, msg):
-        """The findings of a call's arguments against its tool's schema ([] when none, or when it cannot tell)."""
+        """The findings of a call's arguments against its tool's schema ([]: they fit), None when not checked."""
         check = self.checks.get(msg["params"]["name"]) if self.checking else None
         if check is None:
-            return []
+            return None
         arguments = msg["params"].get("arguments")
         try:
             found = check.findings({} if arguments is None else arguments)
         except Exception as exc:  # a bug of ours must not cost the call: it goes on unchecked
             log.error("the argument check of %s failed (%s: %s); the call goes on unchecked"
                       % (msg["params"]["name"], type(exc).__name__, exc))
-            return []
+            return None
         if found is None:
             log.debug("the argument check of %s cannot tell (its schema is too deep or too costly to follow)"
                       % msg["params"]["name"])
-        return found or []
+        return found
 
     def _ask(self, msg, raw, pending, pointers):
         params = msg["params"]
