@@ -9705,8 +9705,8 @@ class SchemaNode:
 
     __slots__ = ("schema", "inexact", "ref", "alias", "kinds", "nullable", "enum", "const", "low", "high", "step",
                  "lengths", "pattern", "sizes", "unique", "counts", "properties", "patterns", "extra", "required",
-                 "dependent", "names", "prefix", "rest", "contains", "combined", "fast", "text", "values",
-                 "members", "items")
+                 "dependent", "names", "prefix", "rest", "contains", "combined", "fast", "text", "longest", "values",
+                 "members", "items", "plain")
 
     def __init__(self, check, schema):
         self.schema = schema
@@ -9730,6 +9730,8 @@ class SchemaNode:
         self.fast = self._fast(schema)
         self.text = self.kinds == {"string"} and STRING_TESTS.union(CHECK_ANNOTATIONS).issuperset(schema) and (
             self.pattern is not None or "pattern" not in schema)
+        # The longest string its pattern is tried on (CHECK_PATTERN_STEPS).
+        self.longest = int(CHECK_PATTERN_STEPS ** (1.0 / max(1, self.pattern[1]))) if self.pattern else None
         # What is tested at all: the value itself, an object's members, an array's items.
         self.values = any(test is not None for test in (self.enum, self.low, self.high, self.step, self.lengths,
                                                          self.pattern, self.sizes, self.counts)) or self.unique \
@@ -9737,6 +9739,9 @@ class SchemaNode:
         self.members = bool(self.properties or self.patterns or self.extra is not True or self.required
                             or self.dependent or self.names is not ABSENT)
         self.items = bool(self.prefix or self.rest is not True or self.contains)
+        # An object schema with only members to test: the check goes straight to them (SchemaCheck._array).
+        self.plain = self.kinds == {"object"} and not (self.values or self.combined or self.ref is not None
+                                                      or self.inexact)
         # A bare {"$ref": ...}: the check goes straight to its target.
         self.alias = check.resolved(schema) if self.ref is not None else None
         if self.alias is schema:
@@ -9752,8 +9757,7 @@ class SchemaNode:
                                                                                                 len(value)):
             return False
         regex = self.pattern
-        return regex is None or len(value) ** max(1, regex[1]) <= CHECK_PATTERN_STEPS and regex[0].search(
-            value) is not None
+        return regex is None or len(value) <= self.longest and regex[0].search(value) is not None
 
     def _kinds(self, types):
         """The JSON types ``type`` lets through ("number": "integer" too), None for no type."""
@@ -10037,7 +10041,7 @@ class SchemaCheck:
         regex = node.pattern
         if regex is None:
             return False
-        if len(text) ** max(1, regex[1]) > CHECK_PATTERN_STEPS:
+        if len(text) > node.longest:
             return self._skip()
         return regex[0].search(text) is None
 
@@ -10103,6 +10107,10 @@ class SchemaCheck:
             sub = prefix[index] if index < len(prefix) else rest
             child = nodes.get(id(sub))
             if sub is True or child is not None and not strict and child.passes(item):
+                continue
+            if child is not None and child.plain and item.__class__ is dict and not strict:
+                self.steps += 1   # what _node would do for it: a record of objects is the commonest array
+                self._object(child, item, (where, index), found, depth + 1)
                 continue
             if sub is False:
                 found.append(((where, index), "no item here (at most %d)" % len(prefix), functools.partial(got, item)))

@@ -392,10 +392,11 @@ class Bench:
         values = json.dumps(GATE_ARGUMENTS).count(":") + json.dumps(GATE_ARGUMENTS["fields"]).count(",") + 1
         progress("tools/call with %d bytes of arguments, gate off | refuse | hook: %d runs x %d calls"
                  % (size, a.runs, a.calls))
-        times = {name: [] for name in argvs}
+        times, cpu = {name: [] for name in argvs}, {name: [] for name in argvs}
         for _ in range(a.runs):
             for name, argv in argvs.items():
                 times[name].append(self.round_trips(argv, a.calls, arguments=GATE_ARGUMENTS)[:2])
+                cpu[name].append(self.last_cpu_ms)
         for i, label in enumerate(("p50", "p99")):
             off, refuse, hook = (statistics.median([x[i] for x in times[name]]) for name in argvs)
             rows.append(("tools/call, %d-byte arguments (%d values), %s: gate off | --check-arguments refuse"
@@ -403,6 +404,10 @@ class Bench:
                          "ms", off, refuse, refuse - off, TARGETS["check"] if label == "p50" else None))
             rows.append(("tools/call, %s: gate off | --negotiate (a hook allowing every call)" % label, "ms", off,
                          hook, hook - off, TARGETS["hook"] if label == "p50" else None))
+        if None not in cpu["off"] + cpu["refuse"] + cpu["hook"]:
+            off, refuse, hook = (statistics.median(cpu[name]) for name in argvs)
+            rows.append(("  info: relay CPU per round trip, gate off | refuse", "ms", off, refuse, refuse - off, None))
+            rows.append(("  info: relay CPU per round trip, gate off | hook", "ms", off, hook, hook - off, None))
         proxy = load_proxy()
         check = proxy.SchemaCheck(GATE_SCHEMA)
         assert check.findings(GATE_ARGUMENTS) == []
