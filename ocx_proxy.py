@@ -9706,7 +9706,7 @@ class SchemaNode:
     __slots__ = ("schema", "inexact", "ref", "alias", "kinds", "nullable", "enum", "const", "low", "high", "step",
                  "lengths", "pattern", "sizes", "unique", "counts", "properties", "patterns", "extra", "required",
                  "dependent", "names", "prefix", "rest", "contains", "combined", "fast", "text", "longest", "values",
-                 "members", "items", "plain")
+                 "members", "items", "plain", "children")
 
     def __init__(self, check, schema):
         self.schema = schema
@@ -9814,6 +9814,7 @@ class SchemaNode:
 
     def _members(self, check, schema):
         self.properties = {name: check.resolved(sub) for name, sub in self._map(schema, "properties").items()}
+        self.children = None   # their SchemaNodes, read at the first object tested (SchemaCheck._children)
         self.patterns = [(self._pattern(text), check.resolved(sub))
                          for text, sub in self._map(schema, "patternProperties").items()]
         self.extra = check.resolved(schema.get("additionalProperties", True))
@@ -10055,17 +10056,23 @@ class SchemaCheck:
     # -- what an object's members and an array's items must be ---------------------------------------------------
 
     def _object(self, node, value, where, found, depth):
-        properties, extra, nodes, strict = node.properties, node.extra, self.nodes, self.strict
+        properties, extra, patterns, strict = node.properties, node.extra, node.patterns, self.strict
+        children = node.children if node.children is not None else self._children(node)
         for name, item in value.items():
-            sub = properties.get(name, ABSENT)
-            if sub is not ABSENT:
-                child = nodes.get(id(sub))
-                if child is None or strict or not child.passes(item):
-                    self._node(sub, item, (where, name), found, depth + 1)
-            if not node.patterns and (sub is not ABSENT or extra is True):
+            child = children.get(name, ABSENT)   # the property's SchemaNode (None: true, false, no schema)
+            if child is ABSENT:
+                pass
+            elif child is None or strict:
+                self._node(properties[name], item, (where, name), found, depth + 1)
+            elif child.fast is not None and (item.__class__ in child.fast or item.__class__ is str and
+                                             item in child.fast):
+                pass   # SchemaNode.passes, spelt out for the commonest case of the commonest loop
+            elif not child.passes(item):
+                self._node(child.schema, item, (where, name), found, depth + 1)
+            if not patterns and (child is not ABSENT or extra is True):
                 continue
-            matched = sub is not ABSENT
-            for regex, pattern_sub in node.patterns:
+            matched = child is not ABSENT
+            for regex, pattern_sub in patterns:
                 hit = self._match(regex, name)
                 matched = matched or hit is not False   # one that cannot be told: not checked as additional
                 if hit:
@@ -10093,6 +10100,16 @@ class SchemaCheck:
                 if not self._fits(node.names, name, depth + 1):
                     found.append(((where, name), lambda: "a property name that is " + wanted(node.names),
                                   functools.partial(got, name)))
+
+    def _children(self, node):
+        """{name: SchemaNode} of ``node``'s properties (None for true, false or what is no schema), read at once."""
+        node.children = {}
+        for name, sub in node.properties.items():
+            child = self.nodes.get(id(sub))
+            if child is None and isinstance(sub, dict):
+                child = self.nodes[id(sub)] = SchemaNode(self, sub)
+            node.children[name] = child
+        return node.children
 
     def _required(self, node, name, given=ABSENT):
         """What a finding of the missing member ``name`` wants: "required string", "required when "a" is given"."""
