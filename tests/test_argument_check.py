@@ -437,7 +437,7 @@ def test_the_help_names_every_keyword_checked():
     flat = " ".join(help_text.split())
     for keyword in op.CHECK_KEYWORDS:
         assert keyword in flat, keyword
-    assert "refuse" in flat and "annotate" in flat and "--negotiate-timeout" in flat
+    assert "refuse" in flat and "(default annotate;" in flat and "before it is refused (default 5;" in flat
 
 
 def test_ecma_whitespace_is_the_standards():
