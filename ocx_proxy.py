@@ -10201,12 +10201,12 @@ class SchemaCheck:
             raise _Miss()
         kind = json_kind(value)
         targets = [local_target(self.root, sub) if isinstance(sub, dict) else sub for sub in alternatives]
-        meant = [target for target in targets if self._takes(target, kind)]
+        meant = [index for index, target in enumerate(targets) if self._takes(target, kind)]
         if len(meant) > 1 and kind == "object":
-            keys = discriminators([target for target in meant if isinstance(target, dict)])
-            meant = [target for target in meant if keys and self._named(target, keys, value)] or meant
-        if len(meant) == 1:
-            return self._node(meant[0], value, where, found, depth + 1)
+            keys = discriminators([targets[index] for index in meant if isinstance(targets[index], dict)])
+            meant = [index for index in meant if keys and self._named(targets[index], keys, value)] or meant
+        if len(meant) == 1:   # the server's own alternative, not its merged copy (SchemaNodes go by identity)
+            return self._node(alternatives[meant[0]], value, where, found, depth + 1)
         keys = discriminators([target for target in targets if isinstance(target, dict)])
         shown = [alternative(target, keys) if isinstance(target, dict) and (
             schema_properties(target) or names_in(target, "required")) else wanted(target)
