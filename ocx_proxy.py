@@ -13,7 +13,8 @@ Codex...) starts it over stdio, and it relays JSON-RPC to the real server::
 It also encodes a tool catalog as Cursor's ``McpTools`` protobuf and explains a bad blob (``encode-tools``,
 ``decode``), records an agent CLI's tool calls without running anything (``capture``; ``turn codebuddy`` runs one
 CodeBuddy turn with it, ``models codebuddy`` lists the account's models), and tells which field of a server's
-catalog breaks which client (``check``).
+catalog breaks which client (``check``).  Before a tool call reaches the server, the relay checks its arguments
+against the tool's schema (``--check-arguments``) and can ask a program of yours (``--negotiate``).
 
 A response over the client's budget (``--client auto``: a profile by the client's name, else 10000
 characters of compact JSON) is saved byte-exact under ``--output-dir`` (``<stem>.json``, its readable text
@@ -47,6 +48,8 @@ Layout of this file (each section only uses the ones above it):
     schema fixes      how the relay makes each tool of a catalog survive its client's rules (--fit-tools)
     relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profile
     catalog cache     the last catalog each server listed, answered while the server starts
+    argument check    a tool's declared inputSchema against a call's arguments: the keywords understood, findings
+    gate              before each tools/call: the argument check, the negotiate hook, refusals and annotations
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
     tool catalog      normalising tool lists, tool_choice filtering
@@ -634,6 +637,38 @@ def bind_exclusive(sock, address):
     if not IS_WINDOWS:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(address)
+
+
+def split_command_line(text, windows=IS_WINDOWS):
+    """A command typed as one string (``--negotiate CMD``) as its words: by the POSIX shell's quoting (shlex), or on
+    Windows by its C runtime's (CommandLineToArgvW, what ``subprocess.list2cmdline`` writes), which keeps the
+    backslashes of a path; ValueError for an unclosed quote."""
+    if not windows:
+        import shlex
+        return shlex.split(text)
+    words, word, quoted, started, i = [], [], False, False, 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":   # 2n backslashes and a quote: n and the quote's meaning; 2n+1: n and a plain quote
+            run = len(text) - i - len(text[i:].lstrip("\\"))
+            quote = text[i + run:i + run + 1] == '"'
+            word.append("\\" * (run // 2 if quote else run) + ('"' if quote and run % 2 else ""))
+            i += run + (1 if quote and run % 2 else 0)
+        elif char == '"':
+            quoted = not quoted
+            i += 1
+        elif char in " \t" and not quoted:
+            if started:
+                words.append("".join(word))
+            word, started, i = [], False, i + 1
+            continue
+        else:
+            word.append(char)
+            i += 1
+        started = True
+    if quoted:
+        raise ValueError("no closing quotation")
+    return words + (["".join(word)] if started else [])
 
 
 # ---------------------------------------------------------------------------
@@ -4102,7 +4137,10 @@ class Upstream:
 class StdioUpstream(Upstream):
     """The MCP server as a child process speaking newline-delimited JSON on stdio.  ``on_exit`` fires when its
     stdout closes or the process ends.  Its stderr is copied to ours, prefixed.  It runs in its own process group,
-    which shutdown (or a ``Watchdog``, if we die first) stops whole."""
+    which shutdown (or a ``Watchdog``, if we die first) stops whole.  ``label`` names it in what it logs and in its
+    exit's description."""
+
+    label = "upstream"
 
     def __init__(self, loop, command, env, cwd=None, use_threads=False, on_line=None, on_exit=None,
                  max_message_bytes=MAX_MESSAGE_BYTES, max_buffer_bytes=MAX_BUFFER_BYTES):
@@ -4170,7 +4208,7 @@ class StdioUpstream(Upstream):
             self.stdin.close()
 
     def _stdin_error(self, exc):
-        log.debug("upstream stdin closed: %s" % exc)
+        log.debug("%s stdin closed: %s" % (self.label, exc))
 
     def _stdout_data(self, data):
         if not data:
@@ -4189,7 +4227,7 @@ class StdioUpstream(Upstream):
             text = raw.decode("utf-8", "replace").rstrip()
             if text:
                 self.stderr_tail.append(text)
-                log.log("info", "[upstream] " + text)
+                log.log("info", "[%s] %s" % (self.label, text))
 
     def _poll(self):
         """Catch a child that exited while something it started still holds stdout open."""
@@ -4214,7 +4252,7 @@ class StdioUpstream(Upstream):
             self.loop.call_later(0.01, self._wait_for_exit, deadline)
             return
         if self.process.poll() is None:
-            log.warning("upstream closed its stdout but did not exit; stopping it")
+            log.warning("%s closed its stdout but did not exit; stopping it" % self.label)
             self.kill_tree(terminate=True)
         self._report_exit()
 
@@ -4226,11 +4264,11 @@ class StdioUpstream(Upstream):
         self.stdout_reader.stop()
         code = self.process.poll()
         if code is None:
-            description = "upstream closed its stdout"
+            description = "%s closed its stdout" % self.label
         elif code < 0:
-            description = "upstream was killed by signal %d" % -code
+            description = "%s was killed by signal %d" % (self.label, -code)
         else:
-            description = "upstream exited with code %d" % code
+            description = "%s exited with code %d" % (self.label, code)
         self.loop.post(self._finish_exit, description)
 
     def _finish_exit(self, description):
@@ -8872,7 +8910,8 @@ WAITING = "waiting"
 RelayOptions = collections.namedtuple(
     "RelayOptions", "client max_response_chars max_response_bytes max_image_bytes preview_chars output_dir "
     "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
-    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after catalog")
+    "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after catalog check_arguments "
+    "negotiate negotiate_timeout", defaults=("annotate", None, 5.0))
 
 
 class Pending:
@@ -8880,10 +8919,11 @@ class Pending:
     where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
     next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
     ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
-    (``heard``)."""
+    (``heard``).  A tools/call may have a ``trace`` id (--trace, --negotiate) and the gate's ``findings`` for the
+    server's error (--check-arguments annotate)."""
 
     __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
-                 "shown", "heard", "budget")
+                 "shown", "heard", "budget", "trace", "findings")
 
     def __init__(self, msg_id, method, params, version, started):
         self.msg_id = msg_id
@@ -8893,10 +8933,12 @@ class Pending:
         self.started = started
         self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
         self.budget = None   # its answer's Budget when not the session's (ProfileInUse.budget_for)
+        self.trace = self.findings = None
 
 
 class Trace:
-    """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted."""
+    """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted; a tools/call's records
+    (the gate's decision, the call, its answer, spill or detached result) carry its ``trace`` id."""
 
     def __init__(self, path):
         # O_NOFOLLOW: never append to what a link planted at the name points at.
@@ -8909,8 +8951,11 @@ class Trace:
             raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
         self.handle = os.fdopen(fd, "a", encoding="utf-8")
 
-    def record(self, direction, msg, size, pending=None, spilled=None):
+    def record(self, direction, msg, size, pending=None, spilled=None, trace=None):
         entry = {"time": utc_now_iso(), "dir": direction, "size": size}
+        trace = trace or (pending.trace if pending is not None else None)
+        if trace:
+            entry["trace"] = trace
         if isinstance(msg, dict):
             if "id" in msg:
                 entry["id"] = msg["id"]
@@ -8926,6 +8971,22 @@ class Trace:
             entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
         if spilled is not None:
             entry["spill"] = {"json": spilled.json_path, "txt": spilled.txt_path}
+        self._write(entry)
+
+    def decision(self, pending, tool, decision, by, findings=(), hook_ms=None):
+        """The gate's record of the tools/call ``pending``: ``decision`` pass, annotate, refuse (or dropped: the
+        call had its answer before the hook's), ``by`` schema or negotiate, the pointers of its ``findings``."""
+        entry = {"time": utc_now_iso(), "dir": "gate", "id": pending.msg_id, "method": "tools/call", "tool": tool,
+                 "decision": decision, "by": by}
+        if pending.trace:
+            entry["trace"] = pending.trace
+        if findings:
+            entry["findings"] = list(findings)
+        if hook_ms is not None:
+            entry["hook_ms"] = round(hook_ms, 3)
+        self._write(entry)
+
+    def _write(self, entry):
         self.handle.write(dumps(redact(entry)) + "\n")
         self.handle.flush()
 
@@ -9533,12 +9594,13 @@ class Detached:
     """A tool call the relay answered itself at --detach-after (DetachedCalls), under the id its client was given
     (``stem``: the name its answer is saved under, like a spill's)."""
 
-    __slots__ = ("stem", "msg_id", "started", "outcome", "note", "waiters", "timer")
+    __slots__ = ("stem", "msg_id", "started", "outcome", "note", "waiters", "timer", "trace")
 
-    def __init__(self, stem, msg_id, started):
+    def __init__(self, stem, msg_id, started, trace=None):
         self.stem = stem
         self.msg_id = msg_id
         self.started = started
+        self.trace = trace    # the call's trace id (--trace)
         self.outcome = None   # None: running; "result", "error": saved as the spill ``stem``; "lost": no answer
         self.note = None      # what the reader says of it once it ended
         self.waiters = []     # [callback, Timer] of the reader calls waiting for it
@@ -9568,7 +9630,7 @@ class DetachedCalls:
     def detach(self, pending):
         """The answer to ``pending`` (a tools/call taken from Requests): a short result saying it still runs."""
         record = Detached(self.spill.stem(os.urandom(16), pending.method, pending.msg_id), pending.msg_id,
-                          pending.started)
+                          pending.started, pending.trace)
         self.by_request[id_key(pending.msg_id)] = self.by_id[record.stem] = record
         if self.request_timeout > 0:
             record.timer = self.loop.call_later(max(0.0, self.request_timeout - record.seconds()), self._expired,
@@ -9689,6 +9751,7 @@ class Supervisor:
         self.handshake = Handshake()     # shared by every upstream, replayed after a restart
         self.initialize_ok = False
         self.protocol_version = None
+        self.server_name = None          # what the server's initialize answer (or the catalog cache's) calls it
         self.replaying = None            # replay request id while re-initializing
         self.warming = False             # ... the client's initialize, answered from the catalog cache
         self.state = UPSTREAM_UP
@@ -9707,6 +9770,7 @@ class Supervisor:
         if method == "initialize" and isinstance(msg.get("result"), dict):
             self.initialize_ok = True
             self.protocol_version = msg["result"].get("protocolVersion")
+            self.server_name = (server_info(msg["result"]) or {}).get("name")
 
     def stop(self, signalled, finish):
         """Shutdown, the upstream's input closed: TERM 2 s on, KILL 2 s later (after a signal: KILL after
@@ -9759,6 +9823,7 @@ class Supervisor:
         the server gets it, replayed; the client's lines wait for its answer."""
         self.initialize_ok = True
         self.protocol_version = result.get("protocolVersion")
+        self.server_name = (server_info(result) or {}).get("name")
         self.warming = True
         self.state = UPSTREAM_RESTARTING
         self._replay()
@@ -10190,6 +10255,1204 @@ class CatalogCache:
 
 
 # ---------------------------------------------------------------------------
+# Argument check: a tool's declared inputSchema against a call's arguments, the keywords understood, the findings
+# ---------------------------------------------------------------------------
+# Standard library only, and only what it understands can refuse (SchemaCheck): a finding names a JSON pointer into
+# the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
+
+CHECK_STEPS = 50000       # schema nodes the check of one call visits at most (~0.1 s); past that it cannot tell
+CHECK_DEPTH = 150         # how deep it follows the arguments and $refs
+CHECK_VALUE_CHARS = 60    # what a finding shows of a value or a pattern
+# A pattern is tried on a string while (the string's length) ** (the pattern's open-ended quantifiers) stays under this:
+# the worst case of Python's backtracking stays far from a stall.
+CHECK_PATTERN_STEPS = 10 ** 6
+# What the check asserts: JSON Schema 2020-12, with draft 4's boolean exclusiveMinimum/exclusiveMaximum, the array
+# form of items with additionalItems (drafts 4 to 2019-09), draft 7's dependencies, and OpenAPI's nullable.
+CHECK_KEYWORDS = ("type", "nullable", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                  "multipleOf", "minLength", "maxLength", "pattern", "items", "prefixItems", "additionalItems",
+                  "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "properties",
+                  "patternProperties", "additionalProperties", "propertyNames", "required", "dependentRequired",
+                  "dependentSchemas", "dependencies", "minProperties", "maxProperties", "allOf", "anyOf", "oneOf",
+                  "not", "if", "then", "else", "$ref")
+# What names, describes or holds definitions: never a reason to refuse.  ``format`` is one, whatever it names (an
+# annotation by default in 2020-12).
+CHECK_ANNOTATIONS = ("$schema", "$id", "$anchor", "$comment", "$defs", "definitions", "title", "description",
+                     "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "format",
+                     "contentEncoding", "contentMediaType", "contentSchema", "$vocabulary")
+CHECK_KNOWN = frozenset(CHECK_KEYWORDS + CHECK_ANNOTATIONS)
+# What some validators assert (format assertion, content vocabulary): under a negation, the check cannot tell.
+CHECK_PLAIN = CHECK_KNOWN - {"format", "contentEncoding", "contentMediaType", "contentSchema"}
+CHECK_NOTES = CHECK_PLAIN.intersection(CHECK_ANNOTATIONS)   # what a bare {"$ref": ...} may hold beside it
+STRING_TESTS = frozenset(["type", "minLength", "maxLength", "pattern"])   # what a bare string schema holds
+COMBINED_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if")
+RANGE_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+JSON_KINDS = {type(None): "null", bool: "boolean", int: "integer", str: "string", list: "array", dict: "object",
+              LongNumber: "integer"}
+JSON_TYPES = frozenset(JSON_KINDS.values()) | {"number"}
+# Drafts in which the siblings of a $ref are ignored (2019-09 on apply them).
+REF_ALONE_RE = re.compile(r"json-schema\.org/draft-0[3-7]/")
+# What ECMA-262's \s matches (WhiteSpace, LineTerminator): Python's \s is another set.
+ECMA_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+QUANTIFIER_RE = re.compile(r"[*+?]|\{(\d+)(,(\d*))?\}")
+OPEN_QUANTIFIER_SPAN = 16   # a {n,m} with m - n above this counts as open-ended
+GROUP_STARTS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
+ABSENT = object()    # what a lookup gives for a name that is not there
+SKIPPED = object()   # a $ref the check does not follow
+
+
+def json_kind(value):
+    """The JSON Schema type of a parsed JSON value ("integer" for 3.0 too)."""
+    if value.__class__ is float:
+        return "integer" if value.is_integer() else "number"
+    return JSON_KINDS.get(value.__class__)
+
+
+def json_key(value):
+    """A hashable stand-in for a JSON value, the same for values JSON Schema calls equal (1 and 1.0, an object
+    whatever its key order), not for true and 1."""
+    kind = value.__class__
+    if kind is dict:
+        return ("object", frozenset((key, json_key(item)) for key, item in value.items()))
+    if kind is list:
+        return ("array", tuple(json_key(item) for item in value))
+    if kind is int or kind is float:
+        return ("number", value)
+    return (kind.__name__, value.text if kind is LongNumber else value)
+
+
+def value_text(value):
+    """A value as a finding shows it: its JSON, cut to CHECK_VALUE_CHARS."""
+    try:
+        text = dumps(value)
+    except ValueError:   # 1e999, read as infinity
+        text = repr(value)
+    return shorten(text, CHECK_VALUE_CHARS)
+
+
+def got(value, kind=False):
+    """"got 30", or with ``kind`` "got integer 5"."""
+    named = json_kind(value)
+    return "got %s%s" % (named + " " if kind and named not in (None, "null", "boolean") else "", value_text(value))
+
+
+def ecma_escape(rest, in_class):
+    """``(Python text, characters used)`` for the escape that starts ``rest`` (the text after a backslash) in a
+    pattern, or None where Python reads it otherwise."""
+    char = rest[:1]
+    if char == "s" and in_class and rest[1:2] == "-":
+        return None   # [\s-x]: ECMA reads a "-" there, Python a range
+    if char == "s" or char == "S" and not in_class:
+        body = ECMA_SPACE if in_class else "[%s%s]" % ("" if char == "s" else "^", ECMA_SPACE)
+        return body, 1
+    if char in ("x", "u"):
+        digits = 2 if char == "x" else 4
+        hexa = rest[1:1 + digits]
+        return ("\\" + char + hexa, 1 + digits) if len(hexa) == digits and all(
+            c in "0123456789abcdefABCDEF" for c in hexa) else None
+    if char == "0":
+        return None if rest[1:2].isdigit() else ("\\0", 1)
+    if char and (char in "dDwWbBtnrfv" or not (char.isascii() and char.isalnum())):
+        return "\\" + char, 1
+    return None  # \S in a class, \p{..}, \c, \k, a backreference, a trailing backslash: read otherwise
+
+
+def ecma_regex(pattern):
+    """``(compiled, open quantifiers)``: a JSON Schema ``pattern`` (ECMA-262) as a Python regex matching the same
+    strings (ASCII \\d \\w \\b, ECMA's \\s), or None when it uses what Python reads otherwise (``(?i)``, ``[^]``,
+    ``\\p{..}``, backreferences...) or could take exponential time (a quantified group that holds a quantifier or an
+    alternation)."""
+    if not isinstance(pattern, str):
+        return None
+    return _ecma_regex(pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _ecma_regex(pattern):
+    out, groups, opened, i, in_class, risky_group = [], [], 0, 0, False, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            escape = ecma_escape(pattern[i + 1:i + 6], in_class)
+            if escape is None:
+                return None
+            out.append(escape[0])
+            i, risky_group = i + 1 + escape[1], False
+        elif in_class:
+            in_class = char != "]"
+            out.append("\\[" if char == "[" else char)   # a "[" in a class: Python warns of nested sets
+            i += 1
+        elif char in "*+?{":
+            quantifier = QUANTIFIER_RE.match(pattern, i)
+            if quantifier is None and char == "{":  # a literal brace for both ("{,5}" is one in ECMA)
+                out.append("\\{")
+                i, risky_group = i + 1, False
+                continue
+            if quantifier is None or risky_group or i == 0:
+                return None
+            low, high = quantifier.group(1), quantifier.group(3)
+            opened += char in "*+" or bool(quantifier.group(2)) and (
+                not high or int(high) - int(low) > OPEN_QUANTIFIER_SPAN)
+            if groups:
+                groups[-1] = True
+            i = quantifier.end() + (pattern[quantifier.end():quantifier.end() + 1] == "?")
+            out.append(pattern[quantifier.start():i])
+            if QUANTIFIER_RE.match(pattern, i) and pattern[i] != "{":   # a quantifier on a quantifier
+                return None
+            risky_group = False
+        elif char == "(":
+            head = next((h for h in GROUP_STARTS if pattern.startswith(h, i)), "(" if pattern[i + 1:i + 2] != "?"
+                        else None)
+            if head is None:
+                return None
+            out.append(head)
+            groups.append(False)
+            i, risky_group = i + len(head), False
+        elif char == ")":
+            if not groups:
+                return None
+            risky_group = groups.pop()
+            if groups and risky_group:
+                groups[-1] = True
+            out.append(")")
+            i += 1
+        else:
+            if char == "|" and groups:
+                groups[-1] = True
+            in_class = char == "["
+            if in_class and pattern[i + 1:i + 2] == "^":
+                char, i = "[^", i + 1
+            if in_class and pattern[i + 1:i + 2] == "]":   # [] and [^]: nothing and anything in ECMA
+                return None
+            out.append(char)
+            i, risky_group = i + 1, False
+    if in_class or groups:
+        return None
+    try:
+        return re.compile("".join(out), re.ASCII), opened
+    except (re.error, OverflowError, RecursionError):
+        return None
+
+
+def number_limit(value):
+    return value if value.__class__ in (int, float) and math.isfinite(value) else None
+
+
+def range_end(schema, inclusive, exclusive, lower):
+    """``(limit, open)`` at one end of a schema's number range (``lower``: its minimum), or None; the stricter of two
+    limits; draft 4's boolean exclusiveMinimum/exclusiveMaximum too."""
+    ends = []
+    flag = schema.get(exclusive)
+    if number_limit(schema.get(inclusive)) is not None:
+        ends.append((schema[inclusive], flag is True))
+    if number_limit(flag) is not None:
+        ends.append((flag, True))
+    if not ends:
+        return None
+    return max(ends) if lower else min(ends, key=lambda end: (end[0], not end[1]))
+
+
+def count_limit(value):
+    """A count keyword's value (minLength, maxItems...): a whole number from 0, 5.0 too; else None."""
+    if value.__class__ is float and value.is_integer():
+        value = int(value)
+    return value if value.__class__ is int and value >= 0 else None
+
+
+def outside(limits, count):
+    """Whether ``count`` is outside ``(at least, at most)`` (None: no such limit)."""
+    low, high = limits
+    return low is not None and count < low or high is not None and count > high
+
+
+def multiple_of(value, step):
+    """Whether the number ``value`` is a multiple of ``step``, in decimal (0.3 is one of 0.1); None when it cannot
+    be told (a ``step`` that is no positive number, a quotient beyond decimal's precision)."""
+    if number_limit(step) is None or not step > 0:
+        return None
+    if value.__class__ is int and step.__class__ is int:
+        return value % step == 0
+    import decimal  # loaded on the first multipleOf of a fraction
+    try:
+        return decimal.Decimal(repr(value)) % decimal.Decimal(repr(step)) == 0
+    except decimal.DecimalException:
+        return None
+
+
+def count_text(schema, low_key, high_key, word, words):
+    """"of 1..10 characters", "of at least 1 character", "of at most 5 items" (``word``/``words``: singular and
+    plural, after their preposition); "" when the schema sets neither."""
+    low, high = count_limit(schema.get(low_key)), count_limit(schema.get(high_key))
+    if low is not None and high is not None:
+        return "%s %d..%d %s" % (word.split()[0], low, high, words)
+    if low is None and high is None:
+        return ""
+    number = high if low is None else low
+    return "%s at %s %d %s" % (word.split()[0], "most" if low is None else "least", number,
+                               word.split()[1] if number == 1 else words)
+
+
+def range_text(schema):
+    """"1..14", ">= 0", "> 0 and <= 1", or "" for a schema without a number range."""
+    low = range_end(schema, "minimum", "exclusiveMinimum", True)
+    high = range_end(schema, "maximum", "exclusiveMaximum", False)
+    if low and high and not low[1] and not high[1]:
+        return "%s..%s" % (value_text(low[0]), value_text(high[0]))
+    return " and ".join(("%s %s" % ((">" if end[1] else ">=") if end is low else ("<" if end[1] else "<="),
+                                    value_text(end[0]))) for end in (low, high) if end)
+
+
+def wanted(schema):
+    """What a schema asks of a value itself, in a few words: "integer 1..14", "string of at most 5 characters",
+    'one of "c", "f"'."""
+    if schema is False:
+        return "no value (nothing is allowed here)"
+    if not isinstance(schema, dict):
+        return "any value"
+    if "const" in schema:
+        return "exactly " + value_text(schema["const"])
+    words = []
+    if isinstance(schema.get("enum"), list):
+        shown = [value_text(value) for value in schema["enum"][:NOTE_NAMES]]
+        words.append("one of " + ", ".join(shown) + (", \u2026" if len(schema["enum"]) > NOTE_NAMES else ""))
+    else:
+        kinds = schema.get("type")
+        kinds = [kinds] if isinstance(kinds, str) else [k for k in kinds if isinstance(k, str)] \
+            if isinstance(kinds, list) else []
+        if kinds and schema.get("nullable") is True and "null" not in kinds:
+            kinds.append("null")
+        words.append(" or ".join(kinds))
+    words += [range_text(schema), "multiple of " + value_text(schema["multipleOf"]) if "multipleOf" in schema else "",
+              count_text(schema, "minLength", "maxLength", "of character", "characters"),
+              "matching " + shorten(schema["pattern"], CHECK_VALUE_CHARS) if isinstance(schema.get("pattern"), str)
+              else "", count_text(schema, "minItems", "maxItems", "of item", "items"),
+              "with unique items" if schema.get("uniqueItems") is True else "",
+              count_text(schema, "minProperties", "maxProperties", "with property", "properties")]
+    text = " ".join(word for word in words if word)
+    if schema_properties(schema) or names_in(schema, "required"):   # an object's: what it requires and takes
+        return "%s (%s)" % (text, alternative(schema)) if text else alternative(schema)
+    return text or "any value"
+
+
+def nested_id(schema):
+    """Whether a subschema below the root of ``schema`` has an ``$id``: its $refs would mean another document."""
+    stack = [(schema, True)]
+    while stack:
+        node, root = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if not root and isinstance(node.get("$id"), str):
+            return True
+        for key in SUBSCHEMA_KEYS.intersection(node):
+            value = node[key]
+            if key in SCHEMA_KEYWORDS_MAP and isinstance(value, dict):
+                stack.extend((sub, False) for sub in value.values())
+            elif isinstance(value, list):
+                stack.extend((sub, False) for sub in value)
+            else:
+                stack.append((value, False))
+    return False
+
+
+class Unsure(Exception):
+    """The check cannot tell (the schema too deep or too costly to follow): the call goes on unchanged."""
+
+
+class _Inexact(Exception):
+    """The check skipped what it does not understand where a negation depends on it (``SchemaCheck.strict``)."""
+
+
+class _Miss(Exception):
+    """The first finding of a ``SchemaCheck._fits`` test: nothing more to look at."""
+
+
+class _FirstMiss:
+    """Where ``_fits`` collects findings: the first one ends the test."""
+
+    def append(self, finding):
+        raise _Miss()
+
+
+FIRST_MISS = _FirstMiss()
+
+
+def said(text):
+    """A finding's words: ``text``, or what it gives when it is a function (the words are made only for a finding
+    that is kept, never for one that only tells an alternative does not fit)."""
+    return text() if callable(text) else text
+
+
+def pointer_text(where):
+    """The JSON pointer of ``where``, "" or ``(parent, name or index)``: made only for a finding."""
+    parts = []
+    while where:
+        where, part = where
+        parts.append(part)
+    return json_pointer(*reversed(parts))
+
+
+class SchemaNode:
+    """One schema object of a tool's inputSchema, read once (at its first use by a SchemaCheck) into what the check
+    tests for each call.  ``inexact``: it holds what the check skips (an unknown keyword, format, a malformed value,
+    a pattern or a $ref it does not read): under a negation the check cannot tell (``SchemaCheck.strict``).
+    ``passes``: the test of a bare type, enum or string schema, with no call of ``SchemaCheck._node`` (``fast``: the
+    Python classes or the strings it lets through; ``text``: a bare string schema)."""
+
+    __slots__ = ("schema", "inexact", "ref", "alias", "kinds", "nullable", "enum", "const", "low", "high", "step",
+                 "lengths", "pattern", "sizes", "unique", "counts", "properties", "patterns", "extra", "required",
+                 "dependent", "names", "prefix", "rest", "contains", "combined", "fast", "text", "longest", "values",
+                 "members", "items", "plain", "children")
+
+    def __init__(self, check, schema):
+        self.schema = schema
+        self.inexact = not CHECK_PLAIN.issuperset(schema)
+        self.ref = check.target(schema["$ref"]) if "$ref" in schema else None
+        if self.ref is SKIPPED:
+            self.inexact = True
+        self.nullable = schema.get("nullable") is True
+        self.kinds = self._kinds(schema.get("type"))
+        self.enum = self._enum(schema.get("enum"))
+        self.const = json_key(schema["const"]) if "const" in schema else ABSENT
+        self._number(schema)
+        self.lengths = self._counts(schema, "minLength", "maxLength")
+        self.pattern = self._pattern(schema.get("pattern")) if "pattern" in schema else None
+        self.sizes = self._counts(schema, "minItems", "maxItems")
+        self.unique = schema.get("uniqueItems") is True
+        self.counts = self._counts(schema, "minProperties", "maxProperties")
+        self._members(check, schema)
+        self._items(check, schema)
+        self.combined = self._combined(schema)
+        self.fast = self._fast(schema)
+        self.text = self.kinds == {"string"} and STRING_TESTS.union(CHECK_ANNOTATIONS).issuperset(schema) and (
+            self.pattern is not None or "pattern" not in schema)
+        # The longest string its pattern is tried on (CHECK_PATTERN_STEPS).
+        self.longest = int(CHECK_PATTERN_STEPS ** (1.0 / max(1, self.pattern[1]))) if self.pattern else None
+        # What is tested at all: the value itself, an object's members, an array's items.
+        self.values = any(test is not None for test in (self.enum, self.low, self.high, self.step, self.lengths,
+                                                         self.pattern, self.sizes, self.counts)) or self.unique \
+            or self.const is not ABSENT
+        self.members = bool(self.properties or self.patterns or self.extra is not True or self.required
+                            or self.dependent or self.names is not ABSENT)
+        self.items = bool(self.prefix or self.rest is not True or self.contains)
+        # An object schema with only members to test: the check goes straight to them (SchemaCheck._array).
+        self.plain = self.kinds == {"object"} and not (self.values or self.combined or self.ref is not None
+                                                      or self.inexact)
+        # A bare {"$ref": ...}: the check goes straight to its target.
+        self.alias = check.resolved(schema) if self.ref is not None else None
+        if self.alias is schema:
+            self.alias = None
+
+    def passes(self, value):
+        """True when ``value`` fits at once, with nothing more to test: a bare type or enum, a bare string schema.
+        Not under a negation: it does not say what it skipped (``inexact``)."""
+        fast = self.fast
+        if fast is not None:
+            return value.__class__ in fast or value.__class__ is str and value in fast
+        if not self.text or value.__class__ is not str or self.lengths is not None and outside(self.lengths,
+                                                                                                len(value)):
+            return False
+        regex = self.pattern
+        return regex is None or len(value) <= self.longest and regex[0].search(value) is not None
+
+    def _kinds(self, types):
+        """The JSON types ``type`` lets through ("number": "integer" too), None for no type."""
+        if types is None:
+            return None
+        names = [types] if isinstance(types, str) else types
+        if not (isinstance(names, list) and names and all(isinstance(n, str) and n in JSON_TYPES for n in names)):
+            self.inexact = True
+            return None
+        kinds = set(names) | ({"integer"} if "number" in names else set())
+        return frozenset(kinds | ({"null"} if self.nullable else set()))
+
+    def _enum(self, values):
+        if values is None:
+            return None
+        if not isinstance(values, list):
+            self.inexact = True
+            return None
+        return frozenset(json_key(value) for value in values) | (
+            {json_key(None)} if self.nullable else frozenset())
+
+    def _number(self, schema):
+        self.low = range_end(schema, "minimum", "exclusiveMinimum", True)
+        self.high = range_end(schema, "maximum", "exclusiveMaximum", False)
+        self.step = schema.get("multipleOf")
+        for key in RANGE_KEYWORDS:
+            if key in schema and number_limit(schema[key]) is None and not (
+                    key.startswith("exclusive") and schema[key].__class__ is bool):
+                self.inexact = True
+        if self.step is not None and not (number_limit(self.step) and self.step > 0):
+            self.step = None
+
+    def _counts(self, schema, low_key, high_key):
+        """``(at least, at most)`` of a count (None: not set), or None when neither is."""
+        if low_key not in schema and high_key not in schema:
+            return None
+        limits = (count_limit(schema.get(low_key)), count_limit(schema.get(high_key)))
+        if any(key in schema and limit is None for key, limit in zip((low_key, high_key), limits)):
+            self.inexact = True
+        return limits
+
+    def _pattern(self, pattern):
+        regex = ecma_regex(pattern)
+        if regex is None:
+            self.inexact = True
+        return regex
+
+    def _map(self, schema, key):
+        members = schema.get(key)
+        if members is None or isinstance(members, dict):
+            return members or {}
+        self.inexact = True
+        return {}
+
+    def _members(self, check, schema):
+        self.properties = {name: check.resolved(sub) for name, sub in self._map(schema, "properties").items()}
+        self.children = None   # their SchemaNodes, read at the first object tested (SchemaCheck._children)
+        self.patterns = [(self._pattern(text), check.resolved(sub))
+                         for text, sub in self._map(schema, "patternProperties").items()]
+        self.extra = check.resolved(schema.get("additionalProperties", True))
+        required = schema.get("required", [])
+        self.required = [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
+        if not isinstance(required, list) or len(self.required) < len(required):
+            self.inexact = True
+        self.dependent = []   # (name given, names it requires or None, schema it applies or None)
+        for key in ("dependentRequired", "dependentSchemas", "dependencies"):
+            for name, rule in self._map(schema, key).items():
+                names = rule if isinstance(rule, list) and key != "dependentSchemas" else None
+                if names is not None and all(isinstance(item, str) for item in names):
+                    self.dependent.append((name, names, None))
+                elif names is None and key != "dependentRequired":
+                    self.dependent.append((name, None, rule))
+                else:
+                    self.inexact = True
+        self.names = schema.get("propertyNames", ABSENT)
+
+    def _items(self, check, schema):
+        prefix, rest = schema.get("prefixItems", []), schema.get("items", True)
+        if isinstance(rest, list):   # drafts 4 to 2019-09: items as a list, then additionalItems
+            prefix, rest = rest, schema.get("additionalItems", True)
+        if not isinstance(prefix, list):
+            self.inexact = True
+            prefix = []
+        self.prefix, self.rest = [check.resolved(sub) for sub in prefix], check.resolved(rest)
+        self.contains = None
+        if "contains" in schema:
+            low, high = count_limit(schema.get("minContains", 1)), schema.get("maxContains")
+            if low is None or high is not None and count_limit(high) is None:
+                self.inexact = True
+            self.contains = (schema["contains"], low or 0, count_limit(high) if high is not None else None)
+
+    def _combined(self, schema):
+        """{keyword: its subschemas} of allOf, anyOf, oneOf, not, if/then/else (None: none of them)."""
+        found = {}
+        for key in ("allOf", "anyOf", "oneOf"):
+            if key in schema:
+                if isinstance(schema[key], list) and schema[key]:
+                    found[key] = schema[key]
+                else:
+                    self.inexact = True
+        for key in ("not", "if", "then", "else"):
+            if key in schema:
+                found[key] = schema[key]
+        return found or None
+
+    def _fast(self, schema):
+        """What lets a value through at once: the Python classes of a bare type, the strings of a bare enum."""
+        if self.ref is not None or any(
+                key not in CHECK_ANNOTATIONS and key not in ("type", "enum", "nullable") for key in schema):
+            return None
+        if "enum" in schema:
+            values = schema["enum"]
+            if not isinstance(values, list) or not all(value.__class__ is str for value in values) or \
+                    self.kinds is not None and "string" not in self.kinds or self.nullable:
+                return None
+            return frozenset(values)
+        if self.kinds is None:
+            return None
+        classes = {"null": type(None), "boolean": bool, "integer": int, "number": float, "string": str,
+                   "array": list, "object": dict}   # a float such as 3.0, an integer too, is tested the long way
+        return frozenset(classes[kind] for kind in self.kinds) | ({LongNumber} if "integer" in self.kinds else set())
+
+
+class SchemaCheck:
+    """One tool's inputSchema as the server declared it, and the check of a call's arguments against it
+    (``findings``): each finding a JSON pointer into the arguments, what the schema wants there and what came.
+
+    Only what it understands makes it refuse.  A keyword it does not know, a $ref that is no pointer into this
+    schema, a pattern Python does not read as ECMA-262 does, a malformed keyword value, a number too long to compare
+    are skipped, as if they allowed anything: a skip only ever lets more through.  Under a negation (``not``,
+    ``oneOf``, ``if``, ``maxContains``: ``strict`` counts them) letting more through could refuse more, so a skip
+    there reaches up (``_Inexact``) and the negation is skipped instead (a ``oneOf`` is then read as ``anyOf``).
+    Each schema object is read once (``SchemaNode``), at its first use."""
+
+    def __init__(self, schema):
+        self.root = schema
+        dialect = schema.get("$schema")
+        self.ref_alone = isinstance(dialect, str) and REF_ALONE_RE.search(dialect) is not None
+        self.local_refs = None   # whether $refs are followed (no nested $id), known at the first one
+        self.nodes = {}          # id of a schema object -> its SchemaNode (the objects live as long as root)
+        self.steps = 0
+        self.strict = 0
+
+    def findings(self, arguments):
+        """[(pointer, what the schema wants, what came)] for a call's ``arguments`` (parsed), [] when they fit; None
+        when the check cannot tell."""
+        self.steps = self.strict = 0
+        found = []
+        try:
+            self._node(self.root, arguments, "", found, 0)
+        except (Unsure, RecursionError):
+            return None
+        return [(pointer_text(where), said(wants), said(came)) for where, wants, came in found]
+
+    def resolved(self, schema):
+        """``schema``, or the schema a bare ``{"$ref": ...}`` points at (a few steps at most)."""
+        for _ in range(8):
+            if not (isinstance(schema, dict) and "$ref" in schema and CHECK_NOTES.union(["$ref"]).issuperset(schema)):
+                break
+            target = self.target(schema["$ref"])
+            if target is SKIPPED:
+                break
+            schema = target
+        return schema
+
+    def target(self, ref):
+        """The schema a local ``$ref`` points at, or SKIPPED: another document, an anchor, a nested $id."""
+        if self.local_refs is None:
+            self.local_refs = not nested_id(self.root)
+        if not (self.local_refs and isinstance(ref, str) and ref.startswith("#")):
+            return SKIPPED
+        pointer = ref[1:]
+        if "%" in pointer:
+            from urllib.parse import unquote
+            pointer = unquote(pointer)
+        if pointer and not pointer.startswith("/"):
+            return SKIPPED
+        try:
+            target = resolve_pointer(self.root, pointer)
+        except KeyError:
+            return SKIPPED
+        return target if isinstance(target, (dict, bool)) else SKIPPED
+
+    def _skip(self):
+        if self.strict:
+            raise _Inexact()
+
+    def _fits(self, schema, value, depth):
+        try:
+            self._node(schema, value, "", FIRST_MISS, depth)
+            return True
+        except _Miss:
+            return False
+
+    def _fits_strictly(self, schema, value, depth):
+        """``_fits`` under a negation; None when that negation is to be skipped."""
+        self.strict += 1
+        try:
+            return self._fits(schema, value, depth)
+        except _Inexact:
+            return None
+        finally:
+            self.strict -= 1
+
+    def _node(self, schema, value, where, found, depth):
+        self.steps += 1
+        if self.steps > CHECK_STEPS or depth > CHECK_DEPTH:
+            raise Unsure()
+        node = self.nodes.get(id(schema)) or self._read(schema, value, where, found)
+        while node is not None and node.alias is not None:
+            depth += 1
+            if depth > CHECK_DEPTH:
+                raise Unsure()
+            node = self.nodes.get(id(node.alias)) or self._read(node.alias, value, where, found)
+        if node is None:
+            return
+        if self.strict and node.inexact:
+            raise _Inexact()
+        if node.ref is not None:
+            if node.ref is not SKIPPED:
+                self._node(node.ref, value, where, found, depth + 1)
+            if self.ref_alone:
+                return
+        kind = JSON_KINDS.get(value.__class__) if value.__class__ is not float else json_kind(value)
+        if node.kinds is not None and kind not in node.kinds:
+            found.append((where, functools.partial(wanted, node.schema), functools.partial(got, value, True)))
+        elif node.values and self._fails(node, value, kind):
+            found.append((where, functools.partial(wanted, node.schema), functools.partial(got, value)))
+        if kind == "object" and node.members:
+            self._object(node, value, where, found, depth)
+        elif kind == "array" and node.items:
+            self._array(node, value, where, found, depth)
+        if node.combined:
+            self._combined(node.combined, value, where, found, depth)
+
+    def _read(self, schema, value, where, found):
+        """The SchemaNode of ``schema``, read now; None for true, false (its finding made) or what is no schema."""
+        if isinstance(schema, dict):
+            node = self.nodes[id(schema)] = SchemaNode(self, schema)
+            return node
+        if schema is False:
+            found.append((where, functools.partial(wanted, False), functools.partial(got, value)))
+        elif schema is not True:
+            self._skip()
+        return None
+
+    # -- what a value itself must be ------------------------------------------------------------------------------
+
+    def _fails(self, node, value, kind):
+        """Whether ``value`` (of a JSON type ``kind`` that ``node`` takes) breaks what it asks of the value itself:
+        its values, range, lengths, pattern, sizes."""
+        if node.enum is not None and json_key(value) not in node.enum:
+            return True
+        if node.const is not ABSENT and json_key(value) != node.const:
+            return True
+        if kind == "string":
+            return self._string_fails(node, value)
+        if kind == "integer" or kind == "number":
+            return (node.low or node.high or node.step is not None) and self._number_fails(node, value)
+        sizes = node.sizes if kind == "array" else node.counts if kind == "object" else None
+        if sizes is not None and outside(sizes, len(value)):
+            return True
+        return kind == "array" and node.unique and len(set(json_key(item) for item in value)) < len(value)
+
+    def _number_fails(self, node, value):
+        if value.__class__ is LongNumber or not math.isfinite(value):
+            return self._skip()
+        low, high = node.low, node.high
+        if low and (value < low[0] or low[1] and value == low[0]) or high and (
+                value > high[0] or high[1] and value == high[0]):
+            return True
+        if node.step is not None:
+            fits = multiple_of(value, node.step)
+            if fits is None:
+                self._skip()
+            return fits is False
+        return False
+
+    def _string_fails(self, node, text):
+        if node.lengths is not None and outside(node.lengths, len(text)):
+            return True
+        regex = node.pattern
+        if regex is None:
+            return False
+        if len(text) > node.longest:
+            return self._skip()
+        return regex[0].search(text) is None
+
+    def _match(self, regex, name):
+        """Whether ``regex`` (a patternProperties key, read) finds a match in ``name``; None: it cannot tell."""
+        if regex is None or len(name) ** max(1, regex[1]) > CHECK_PATTERN_STEPS:
+            self._skip()
+            return None
+        return regex[0].search(name) is not None
+
+    # -- what an object's members and an array's items must be ---------------------------------------------------
+
+    def _object(self, node, value, where, found, depth):
+        properties, extra, patterns, strict = node.properties, node.extra, node.patterns, self.strict
+        children = node.children if node.children is not None else self._children(node)
+        for name, item in value.items():
+            child = children.get(name, ABSENT)   # the property's SchemaNode (None: true, false, no schema)
+            if child is ABSENT:
+                pass
+            elif child is None or strict:
+                self._node(properties[name], item, (where, name), found, depth + 1)
+            elif child.fast is not None and (item.__class__ in child.fast or item.__class__ is str and
+                                             item in child.fast):
+                pass   # SchemaNode.passes, spelt out for the commonest case of the commonest loop
+            elif not child.passes(item):
+                self._node(child.schema, item, (where, name), found, depth + 1)
+            if not patterns and (child is not ABSENT or extra is True):
+                continue
+            matched = child is not ABSENT
+            for regex, pattern_sub in patterns:
+                hit = self._match(regex, name)
+                matched = matched or hit is not False   # one that cannot be told: not checked as additional
+                if hit:
+                    self._node(pattern_sub, item, (where, name), found, depth + 1)
+            if matched or extra is True:
+                continue
+            if extra is False:
+                found.append(((where, name), lambda: "no such property (allowed: %s)" % (
+                    note_names(list(properties)) or "none"), functools.partial(got, item)))
+            else:
+                self._node(extra, item, (where, name), found, depth + 1)
+        for name in node.required:
+            if name not in value:
+                found.append(((where, name), functools.partial(self._required, node, name), "missing"))
+        for given, names, rule in node.dependent:
+            if given in value:
+                if rule is not None:
+                    self._node(rule, value, where, found, depth + 1)
+                for name in names or ():
+                    if name not in value:
+                        found.append(((where, name), functools.partial(self._required, node, name, given),
+                                      "missing"))
+        if node.names is not ABSENT:
+            for name in value:
+                if not self._fits(node.names, name, depth + 1):
+                    found.append(((where, name), lambda: "a property name that is " + wanted(node.names),
+                                  functools.partial(got, name)))
+
+    def _children(self, node):
+        """{name: SchemaNode} of ``node``'s properties (None for true, false or what is no schema), read at once."""
+        node.children = {}
+        for name, sub in node.properties.items():
+            child = self.nodes.get(id(sub))
+            if child is None and isinstance(sub, dict):
+                child = self.nodes[id(sub)] = SchemaNode(self, sub)
+            node.children[name] = child
+        return node.children
+
+    def _required(self, node, name, given=ABSENT):
+        """What a finding of the missing member ``name`` wants: "required string", "required when "a" is given"."""
+        what = "required" if given is ABSENT else "required when %s is given" % value_text(given)
+        sub = node.properties.get(name)
+        shown = wanted(local_target(self.root, sub) if isinstance(sub, dict) else None)
+        return what + (" " + shown if shown != "any value" else "")
+
+    def _array(self, node, items, where, found, depth):
+        prefix, rest, nodes, strict = node.prefix, node.rest, self.nodes, self.strict
+        for index, item in enumerate(items):
+            sub = prefix[index] if index < len(prefix) else rest
+            child = nodes.get(id(sub))
+            if sub is True or child is not None and not strict and child.passes(item):
+                continue
+            if child is not None and child.plain and item.__class__ is dict and not strict:
+                self.steps += 1   # what _node would do for it: a record of objects is the commonest array
+                self._object(child, item, (where, index), found, depth + 1)
+                continue
+            if sub is False:
+                found.append(((where, index), "no item here (at most %d)" % len(prefix), functools.partial(got, item)))
+            else:
+                self._node(sub, item, (where, index), found, depth + 1)
+        if node.contains is not None:
+            self._contains(node.contains, items, where, found, depth)
+
+    def _contains(self, contains, items, where, found, depth):
+        sub, low, high = contains
+        matched = 0
+        for item in items:
+            if matched >= low:
+                break
+            matched += self._fits(sub, item, depth + 1)
+        if matched < low:
+            found.append((where, lambda: "an array holding at least %d item(s) that are %s" % (low, wanted(sub)),
+                          "got %d" % matched))
+        elif high is not None:
+            counted = [self._fits_strictly(sub, item, depth + 1) for item in items]
+            if None in counted:
+                self._skip()
+            elif sum(counted) > high:
+                found.append((where, lambda: "an array holding at most %d item(s) that are %s" % (high, wanted(sub)),
+                              "got %d" % sum(counted)))
+
+    # -- allOf, anyOf, oneOf, not, if/then/else -------------------------------------------------------------------
+
+    def _combined(self, combined, value, where, found, depth):
+        for sub in combined.get("allOf", ()):
+            self._node(sub, value, where, found, depth + 1)
+        any_of = combined.get("anyOf")
+        if any_of and not any(self._fits(sub, value, depth + 1) for sub in any_of):
+            self._none_fits("any of", any_of, value, where, found, depth)
+        if "oneOf" in combined:
+            self._one_of(combined["oneOf"], value, where, found, depth)
+        if "not" in combined:
+            fits = self._fits_strictly(combined["not"], value, depth + 1)
+            if fits is None:
+                self._skip()
+            elif fits:
+                found.append((where, lambda: "anything but: " + wanted(combined["not"]), functools.partial(got, value)))
+        if "if" in combined:
+            fits = self._fits_strictly(combined["if"], value, depth + 1)
+            if fits is None:
+                return self._skip()
+            branch = combined.get("then" if fits else "else")
+            if branch is not None:
+                self._node(branch, value, where, found, depth + 1)
+
+    def _one_of(self, alternatives, value, where, found, depth):
+        fitting = 0
+        for sub in alternatives:
+            fits = self._fits_strictly(sub, value, depth + 1)
+            if fits is None:   # read as anyOf
+                self._skip()
+                if not any(self._fits(sub, value, depth + 1) for sub in alternatives):
+                    self._none_fits("exactly one of", alternatives, value, where, found, depth)
+                return
+            fitting += fits
+        if fitting == 0:
+            self._none_fits("exactly one of", alternatives, value, where, found, depth)
+        elif fitting > 1:
+            found.append((where, "exactly one of %d alternatives" % len(alternatives),
+                          "got a value that fits %d of them" % fitting))
+
+    def _none_fits(self, head, alternatives, value, where, found, depth):
+        """No alternative fits: the findings of the one the value means (the only one taking its type, or the one
+        its discriminator names: ``"kind": "b"``), else one finding listing them all."""
+        if found is FIRST_MISS:   # only whether it fits was asked
+            raise _Miss()
+        kind = json_kind(value)
+        targets = [local_target(self.root, sub) if isinstance(sub, dict) else sub for sub in alternatives]
+        meant = [index for index, target in enumerate(targets) if self._takes(target, kind)]
+        if len(meant) > 1 and kind == "object":
+            keys = discriminators([targets[index] for index in meant if isinstance(targets[index], dict)])
+            meant = [index for index in meant if keys and self._named(targets[index], keys, value)] or meant
+        if len(meant) == 1:   # the server's own alternative, not its merged copy (SchemaNodes go by identity)
+            return self._node(alternatives[meant[0]], value, where, found, depth + 1)
+        keys = discriminators([target for target in targets if isinstance(target, dict)])
+        shown = [alternative(target, keys) if isinstance(target, dict) and (
+            schema_properties(target) or names_in(target, "required")) else wanted(target)
+            for target in targets[:NOTE_ALTERNATIVES]]
+        found.append((where, "%s: %s" % (head, " | ".join(shown) + (
+            " | \u2026" if len(targets) > NOTE_ALTERNATIVES else "")), got(value, True)))
+
+    @staticmethod
+    def _takes(target, kind):
+        """Whether the type of ``target`` (an alternative) admits values of type ``kind``."""
+        types = target.get("type") if isinstance(target, dict) else None
+        types = [types] if isinstance(types, str) else types if isinstance(types, list) else None
+        return target is not False and (types is None or kind in types or kind == "integer" and "number" in types)
+
+    @staticmethod
+    def _named(target, keys, value):
+        """Whether the object ``value`` has the values ``target`` names for the discriminators ``keys``."""
+        return all(name in value and json_key(value[name]) in {json_key(item) for item in choices}
+                   for name, choices in selector_values(target) if name in keys)
+
+
+# ---------------------------------------------------------------------------
+# Gate: before each tools/call, the argument check and the negotiate hook; refusals and annotations
+# ---------------------------------------------------------------------------
+# What stands between a client's tools/call and the server: its arguments checked against the inputSchema the server
+# declared for the tool (--check-arguments; fitted names are mapped back before), then the user's own program
+# (--negotiate).  A refused call never reaches the server.  It is answered with a tool result that says isError and
+# why, where MCP 2025-11-25 puts input validation errors (tool execution errors, not JSON-RPC -32602), so that the
+# model reads the reason and corrects its arguments:
+# https://modelcontextprotocol.io/specification/2025-11-25/server/tools#error-handling
+
+GATE_MODES = ("annotate", "refuse", "off")
+GATE_SHOWN = 5           # findings a refusal or an annotation names; the others are counted
+
+
+def finding_texts(findings):
+    """Findings as lines, "/days: integer 1..14, got 30" (the root: "(arguments)"), GATE_SHOWN at most and then
+    one that counts the rest."""
+    lines = ["%s: %s, %s" % (pointer or "(arguments)", wants, came) for pointer, wants, came in findings[:GATE_SHOWN]]
+    if len(findings) > GATE_SHOWN:
+        lines.append("and %d more" % (len(findings) - GATE_SHOWN))
+    return lines
+
+
+def refusal_response(msg, text):
+    """The answer to the tools/call ``msg`` that the gate refused: a tool result saying isError and ``text``."""
+    result = {"content": [{"type": "text", "text": text}], "isError": True}
+    if is_modern(request_version(msg.get("params"))):
+        result["resultType"] = "complete"
+    return result_response(msg["id"], result)
+
+
+def annotated(msg, lines):
+    """Add the findings ``lines`` after the server's own words in its failed answer ``msg`` (a JSON-RPC error, or a
+    result with isError); True when it did.  A success is left as it is."""
+    note = "[ocx-proxy: the arguments do not match the tool's inputSchema: %s]" % "; ".join(lines)
+    error = msg.get("error")
+    if isinstance(error, dict):
+        words = error.get("message")
+        error["message"] = (words + "\n" if isinstance(words, str) and words else "") + note
+        return True
+    result = msg.get("result")
+    if isinstance(result, dict) and result.get("isError") is True and isinstance(result.get("content"), list):
+        result["content"].append({"type": "text", "text": note})
+        return True
+    return False
+
+
+HOOK_RESTARTS = 3            # a hook that exited is started again this many times at most,
+HOOK_BACKOFF = 0.5           # after 0.5 s, then 1 s, then 2 s
+HOOK_LINE_BYTES = 1 << 20    # the longest line a hook may answer with
+HOOK_REASON_CHARS = 2000     # what the model is shown of a hook's reason
+
+
+class NegotiateHook:
+    """``--negotiate CMD``: the user's program, started with the relay and asked about each tools/call (``ask``):
+    one JSON line on its stdin, one JSON line back, ``{"id": ..., "valid": true|false, "reason": "..."}``.  No answer
+    within ``timeout`` seconds, a line that is no such answer, or a hook that exited: the call is refused, saying so
+    (fail closed).  A hook that exited is started again HOOK_RESTARTS times at most, each after a longer pause; then
+    every call is refused.  It gets the environment a server gets (``child_environment``); its stderr goes to ours."""
+
+    def __init__(self, loop, argv, timeout, use_threads=False):
+        self.loop = loop
+        self.argv = argv
+        self.timeout = timeout
+        self.use_threads = use_threads
+        self.child = None
+        self.asks = collections.OrderedDict()   # number -> [then, timer], oldest first
+        self.numbers = itertools.count(1)
+        self.waiting = []          # lines for a hook being started again
+        self.restarts = 0
+        self.down = None           # why every call is refused, once it stopped for good
+        self.stopped = False
+
+    def start(self):
+        child = StdioUpstream(self.loop, self.argv, child_environment(), use_threads=self.use_threads,
+                              on_line=lambda line, msg=None: self._line(child, line),
+                              on_exit=lambda why: self._exited(child, why), max_message_bytes=HOOK_LINE_BYTES)
+        child.label = "negotiate hook"
+        self.child = child
+        child.start()
+        waiting, self.waiting = self.waiting, []
+        for line in waiting:
+            child.send(line)
+
+    def ask(self, call, then):
+        """Ask about ``call`` (what the hook is told of a tools/call); ``then(valid, why)`` comes once, on the loop:
+        True and None, or False and why (the hook's reason, or what went wrong)."""
+        if self.down is not None:
+            return then(False, self.down)
+        number = next(self.numbers)
+        try:
+            line = encode_message(dict({"id": number}, **call))
+        except (ValueError, TypeError) as exc:
+            return then(False, "its arguments cannot be written as JSON for the negotiate hook (%s)" % exc)
+        self.asks[number] = [then, self.loop.call_later(self.timeout, self._late, number)]
+        if self.child is None or self.child.exited:
+            self.waiting.append(line)
+        else:
+            self.child.send(line)
+
+    def _settle(self, number, valid, why):
+        ask = self.asks.pop(number, None)
+        if ask is not None:
+            ask[1].cancel()
+            ask[0](valid, why)
+
+    def _late(self, number):
+        log.warning("the negotiate hook did not answer call %d within %g s; it is refused" % (number, self.timeout))
+        self._settle(number, False, "the negotiate hook did not answer within %g s (ocx-proxy --negotiate-timeout)"
+                     % self.timeout)
+
+    def _line(self, child, line):
+        if child is not self.child or not line.strip():
+            return
+        if line.__class__ is OversizedLine:
+            return self._malformed(None, "a line of %d bytes, over %d" % (line.size, HOOK_LINE_BYTES))
+        try:
+            answer = parse_message(line)
+        except ValueError:
+            return self._malformed(None, "a line that is not JSON: %s" % shorten(
+                line.decode("utf-8", "replace"), 200))
+        number = answer.get("id") if isinstance(answer, dict) else None
+        if number.__class__ is int and number not in self.asks:
+            return log.info("ignored the negotiate hook's answer to call %d: no call waits for it (too late)" % number)
+        valid = answer.get("valid") if number.__class__ is int else None
+        if valid.__class__ is not bool:
+            return self._malformed(number if number.__class__ is int else None, "a line that is no answer (%s)"
+                                   % shorten(line.decode("utf-8", "replace").strip(), 200))
+        reason = answer.get("reason")
+        reason = shorten(reason.strip(), HOOK_REASON_CHARS) if isinstance(reason, str) and reason.strip() \
+            else "(it gave no reason)"
+        self._settle(number, valid, None if valid else "its negotiate hook refused it: " + reason)
+
+    def _malformed(self, number, what):
+        """The hook wrote ``what``: the call ``number``, or the one waiting longest for an answer, is refused."""
+        if number is None:
+            number = next(iter(self.asks), None)
+        log.warning("the negotiate hook wrote %s%s" % (what, "" if number is None else "; call %d is refused" % number))
+        if number is not None:
+            self._settle(number, False, "the negotiate hook answered with %s" % what)
+
+    def _exited(self, child, description):
+        if child is not self.child:
+            return
+        child.kill_tree()
+        child.reap()
+        for number in list(self.asks):
+            self._settle(number, False, "the negotiate hook stopped (%s)" % description)
+        if self.stopped:
+            return
+        if self.restarts >= HOOK_RESTARTS:
+            self.down = "the negotiate hook stopped %d times (last: %s); every call is refused" % (
+                self.restarts + 1, description)
+            return log.error(self.down)
+        delay = HOOK_BACKOFF * 2 ** self.restarts
+        self.restarts += 1
+        log.warning("%s; starting it again in %g s" % (description, delay))
+        self.loop.call_later(delay, self._restart)
+
+    def _restart(self):
+        if not self.stopped:
+            self.start()
+
+    def stop(self):
+        """The relay ends: the hook's stdin closed, half a second to end by itself, then its process tree killed."""
+        self.stopped = True
+        for then, timer in self.asks.values():
+            timer.cancel()
+        child = self.child
+        if child is None or child.process is None:
+            return
+        child.close_input()
+        try:
+            child.process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        child.kill_tree()
+        child.reap()
+
+
+class CallGate:
+    """The gate before each tools/call of the client (``claim``: after the relay mapped fitted names back and
+    ``requests`` took the call).  ``checks`` holds a SchemaCheck per tool of the server's last tools/list (``note``:
+    a Rewrite that sees each page as the server wrote it; ``forget`` on notifications/tools/list_changed).  Under
+    ``refuse`` a call that breaks its schema is answered at once (``answer(msg, pending)``); under ``annotate`` its
+    findings wait for the server's answer (``annotation``).  With a ``hook`` every call waits for its word, then goes
+    on (``forward(raw, msg, pending)``) or is refused.  ``trace``: the --trace file or None; ``server_name()``: what
+    the server calls itself."""
+
+    def __init__(self, mode, hook, requests, answer, forward, trace, server_name):
+        self.mode = mode
+        self.hook = hook
+        self.requests = requests
+        self.answer = answer
+        self.forward = forward
+        self.trace = trace
+        self.server_name = server_name
+        self.checking = mode != "off"
+        self.active = self.checking or hook is not None
+        self.checks = {}        # the server's tool name -> SchemaCheck
+        self.held = {}          # id_key of a call waiting for the hook -> its Pending
+        self.client_name = None
+        self.listed_by = None   # the server's name, as a 2026-07-28 tools/list result gives it
+        self.note = Rewrite("note each tool's inputSchema for the argument check",
+                            lambda line, params: self.checking, self.noted)
+
+    def noted(self, msg, params=None):
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return False
+        if not (isinstance(params, dict) and params.get("cursor")):   # a first page: the catalog starts over
+            self.checks = {}
+        self.listed_by = (server_info(result) or {}).get("name", self.listed_by)
+        for tool in tools:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str) and isinstance(tool.get("inputSchema"),
+                                                                                          dict):
+                self.checks[tool["name"]] = SchemaCheck(tool["inputSchema"])
+        return False
+
+    def forget(self):
+        """The server's catalog changed: calls go unchecked until the client lists it again."""
+        self.checks = {}
+
+    def holds(self, pending):
+        return self.held.get(id_key(pending.msg_id)) is pending
+
+    def claim(self, line, msgs, raws):
+        """``take_messages`` of the calls the gate answers (refused) or holds (for the hook)."""
+        if not self.active:
+            return line, msgs, raws
+        stopped = {}
+        for msg, raw in zip(msgs, raws):
+            if msg.get("method") == "initialize" and isinstance(msg.get("params"), dict):
+                info = msg["params"].get("clientInfo")
+                self.client_name = info.get("name") if isinstance(info, dict) else None
+            pending = self.requests.pending.get(id_key(msg["id"])) if "id" in msg and called_tool(msg) else None
+            if pending is not None:
+                action = self._judge(msg, raw, pending)
+                if action is not None:
+                    stopped[id(msg)] = action
+        if not stopped:
+            return line, msgs, raws
+        return take_messages(line, msgs, raws, lambda msg: id(msg) in stopped, lambda msg: stopped[id(msg)]())
+
+    def _judge(self, msg, raw, pending):
+        """What becomes of one call: None, it goes on now; else what ``claim`` does instead (refuse, ask the hook)."""
+        found = self._findings(msg)   # None: not checked (no schema known, or the check cannot tell)
+        pointers = [pointer for pointer, _, _ in found or ()]
+        if found and self.mode == "refuse":
+            text = ("ocx-proxy did not send this call to the server (the tool did not run): its arguments do not "
+                    "match the tool's inputSchema.\n" + "\n".join(finding_texts(found)))
+            shown = ", ".join(pointer or "(arguments)" for pointer in pointers)
+            return lambda: self._refuse(msg, pending, text, "schema", pointers, shown)
+        if found:
+            pending.findings = finding_texts(found)
+        if self.hook is not None:
+            return lambda: self._ask(msg, raw, pending, pointers)
+        if found is not None:
+            self._traced(pending, msg, "annotate" if found else "pass", "schema", pointers)
+        return None
+
+    def _findings(self, msg):
+        """The findings of a call's arguments against its tool's schema ([]: they fit), None when not checked."""
+        check = self.checks.get(msg["params"]["name"]) if self.checking else None
+        if check is None:
+            return None
+        arguments = msg["params"].get("arguments")
+        try:
+            found = check.findings({} if arguments is None else arguments)
+        except Exception as exc:  # a bug of ours must not cost the call: it goes on unchecked
+            log.error("the argument check of %s failed (%s: %s); the call goes on unchecked"
+                      % (msg["params"]["name"], type(exc).__name__, exc))
+            return None
+        if found is None:
+            log.debug("the argument check of %s cannot tell (its schema is too deep or too costly to follow)"
+                      % msg["params"]["name"])
+        return found
+
+    def _ask(self, msg, raw, pending, pointers):
+        params = msg["params"]
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        info = meta.get(META_CLIENT_INFO) if isinstance(meta.get(META_CLIENT_INFO), dict) else {}
+        call = {"tool": params["name"], "arguments": params.get("arguments", {}),
+                "server": self.server_name() or self.listed_by, "client": info.get("name", self.client_name),
+                "trace": pending.trace}
+        self.held[id_key(msg["id"])] = pending
+        started = time.monotonic()
+        self.hook.ask(call, lambda valid, why: self._answered(msg, raw, pending, pointers, started, valid, why))
+
+    def _answered(self, msg, raw, pending, pointers, started, valid, why):
+        if self.holds(pending):
+            del self.held[id_key(msg["id"])]
+        ms = (time.monotonic() - started) * 1000
+        if not self.requests.is_open(pending):
+            self._traced(pending, msg, "dropped", "negotiate", pointers, ms)
+            return log.info("the negotiate hook answered tools/call %r, which has its answer already (cancelled or "
+                            "timed out)" % (msg["id"],))
+        if not valid:
+            return self._refuse(msg, pending, "ocx-proxy did not send this call to the server (the tool did not "
+                                "run): %s" % why, "negotiate", pointers, why, ms)
+        self._traced(pending, msg, "annotate" if pointers else "pass", "negotiate", pointers, ms)
+        self.forward(raw, msg, pending)
+
+    def _refuse(self, msg, pending, text, by, pointers, why, ms=None):
+        """Answer the call ``msg`` with ``text``; ``why`` is what the log says (never an argument's value)."""
+        self.requests.take(id_key(msg["id"]))
+        log.info("refused tools/call %r of %s (%s): %s" % (msg["id"], msg["params"]["name"], by, shorten(why, 300)))
+        self._traced(pending, msg, "refuse", by, pointers, ms)
+        self.answer(refusal_response(msg, text), pending)
+
+    def _traced(self, pending, msg, decision, by, pointers, ms=None):
+        if self.trace:
+            self.trace.decision(pending, msg["params"]["name"], decision, by, pointers, ms)
+
+    @staticmethod
+    def annotation(pending):
+        """The Rewrite that adds ``pending``'s findings to a failed answer of the server's."""
+        return Rewrite("add the argument findings", lambda line, params: True,
+                       lambda msg, params: annotated(msg, pending.findings))
+
+    def start(self):
+        if self.hook is not None:
+            self.hook.start()
+
+    def stop(self):
+        if self.hook is not None:
+            self.hook.stop()
+
+
+# ---------------------------------------------------------------------------
 # Relay: routing lines between the client and the upstream, spilling, shutdown
 # ---------------------------------------------------------------------------
 
@@ -10213,7 +11476,14 @@ class Relay:
         # What we change in answers, by their request's method (after Upstream.rewrites; see _may_change).
         self.fitting = ToolFitting(lambda: self.profile.name)
         self.tool_filter = ToolFilter(options.allow_tools, options.deny_tools, self._answer)
+        self.trace = Trace(options.trace_path) if options.trace_path else None
+        hook = NegotiateHook(loop, options.negotiate, options.negotiate_timeout, options.use_threads) \
+            if options.negotiate else None
+        self.gate = CallGate(options.check_arguments, hook, self.requests, self._answer, self._gate_passed,
+                             self.trace, lambda: self.supervisor.server_name)
+        self.trace_ids = self.trace is not None or hook is not None   # tools/calls get a trace id
         fixes = (
+            self.gate.note,   # first: it sees each tool as the server declared it
             Rewrite("note the result size each tool declares", lambda line, params: self.profile.client.facts
                     .declared_chars_max and (b"maxResultSizeChars" in line or self.profile.declared),
                     self.profile.note_sizes),
@@ -10223,7 +11493,6 @@ class Relay:
             Rewrite("fit tools/list to the client", lambda line, params: options.fit_tools, self.fitting.rewrite),
             Rewrite("add the reader tool to tools/list", lambda line, params: self.reader.offered,
                     self.reader.advertise))
-        self.trace = Trace(options.trace_path) if options.trace_path else None
         self.client_in_fd = client_in_fd
         self.client_out = pipe_writer(loop, client_out_fd, on_error=self._client_gone,
                                      use_threads=options.use_threads, limit=options.max_buffer_bytes)
@@ -10256,6 +11525,7 @@ class Relay:
     def start(self):
         if self.profile.known:
             self.profile.log("--client")
+        self.gate.start()
         self.supervisor.start()
         self.client_in = pipe_reader(self.loop, self.client_in_fd, self._client_data,
                                     use_threads=self.options.use_threads)
@@ -10298,6 +11568,7 @@ class Relay:
 
     def _finish(self, reason=SHUTTING_DOWN):
         self.reader.stop()
+        self.gate.stop()
         if self.upstream is not None:
             self.upstream.kill_tree()  # whatever the child left in its group
             self.upstream.reap()
@@ -10369,12 +11640,25 @@ class Relay:
             return
         for msg, raw in zip(msgs, raws):
             self._track_client_message(msg, raw)
+        line, msgs, raws = self.gate.claim(line, msgs, raws)  # refused, or waiting for the negotiate hook
+        if line is None:
+            return
         line, msgs, raws = self.catalog.claim(line, msgs, raws)  # answered from the catalog cache
         if line is None:
             return
+        self._to_upstream(line, msgs)
+
+    def _to_upstream(self, line, msgs):
         if self.trace:
-            self.trace.record("client->upstream", msgs[0] if len(msgs) == 1 else msgs, len(line))
+            traces = [self.requests.pending[key].trace for key in (id_key(msg.get("id")) for msg in msgs)
+                      if key in self.requests.pending and self.requests.pending[key].trace]
+            self.trace.record("client->upstream", msgs[0] if len(msgs) == 1 else msgs, len(line),
+                              trace=traces[0] if len(traces) == 1 else traces)
         self._send_upstream(line, msgs)
+
+    def _gate_passed(self, line, msg, pending):
+        """The negotiate hook let the call ``msg`` (``line``, its bytes) through."""
+        self._to_upstream(line, [msg])
 
     def _refuse_client_line(self, line, code, message):
         """Answer a client message we cannot relay: with its own id when its envelope shows one."""
@@ -10408,7 +11692,10 @@ class Relay:
                 self.profile.choose(msg)
             if method == "initialize":
                 self.supervisor.initialize_ok = False
-            self.requests.add(msg).budget = self.profile.budget_for(msg)
+            pending = self.requests.add(msg)
+            pending.budget = self.profile.budget_for(msg)
+            if self.trace_ids and method == "tools/call":
+                pending.trace = os.urandom(16).hex()
         elif method == "notifications/cancelled":
             params = msg.get("params")
             if isinstance(params, dict) and "requestId" in params:
@@ -10461,12 +11748,13 @@ class Relay:
         reader tool that will return its answer was listed to the client."""
         if not self.requests.is_open(pending):
             return
-        if self.spill.reader_name is None:
-            log.info("tools/call %r is past --detach-after, but the client has not listed the reader tool that would "
-                     "return its answer: it waits for the server" % (pending.msg_id,))
+        if self.spill.reader_name is None or self.gate.holds(pending):
+            log.info("tools/call %r is past --detach-after, but %s: it waits for the server" % (
+                pending.msg_id, "the negotiate hook has not answered for it yet" if self.gate.holds(pending) else
+                "the client has not listed the reader tool that would return its answer"))
             return
         self.requests.take(id_key(pending.msg_id))
-        self._answer(self.detached.detach(pending))
+        self._answer(self.detached.detach(pending), pending)
 
     # -- upstream -> client ------------------------------------------------
 
@@ -10518,7 +11806,7 @@ class Relay:
             key = id_key(msg["id"])
             if key in self.detached.by_request:
                 if self.trace:
-                    self.trace.record("upstream->detached", msg, len(line))
+                    self.trace.record("upstream->detached", msg, len(line), trace=self.detached.by_request[key].trace)
                 self.detached.answered(key, line, msg)
                 return
             if self.requests.late(key):
@@ -10526,6 +11814,8 @@ class Relay:
                 return
             pending = self.requests.pending.get(key)
             answers = [msg]
+        elif msg["method"] == "notifications/tools/list_changed":
+            self.gate.forget()
         elif msg["method"] == "notifications/progress" and self.clock.watching:
             progress = self.clock.progress(msg)
             if progress is False:
@@ -10658,7 +11948,8 @@ class Relay:
         """The rewrites of an answer to ``pending`` (None: not an answer): the transport's, then ours."""
         if pending is None:
             return ()
-        return self.upstream.rewrites.get(pending.method, ()) + self.rewrites.get(pending.method, ())
+        rewrites = self.upstream.rewrites.get(pending.method, ()) + self.rewrites.get(pending.method, ())
+        return rewrites + (self.gate.annotation(pending),) if pending.findings else rewrites
 
     def _forward(self, line, msg, pending):
         if pending is not None:
@@ -10737,9 +12028,11 @@ class Relay:
     def _answer_error(self, msg_id, code, message):
         self._answer(error_response(msg_id, code, message))
 
-    def _answer(self, msg):
-        """Send the client an answer of ours."""
-        self._send_line(encode_message(msg)[:-1], msg, None, direction="proxy->client")
+    def _answer(self, msg, pending=None):
+        """Send the client an answer of ours (to ``pending``, for the trace), or a notification."""
+        if msg.get("method") == "notifications/tools/list_changed":   # the catalog cache's
+            self.gate.forget()
+        self._send_line(encode_message(msg)[:-1], msg, pending, direction="proxy->client")
 
     def _fail_all_pending(self, reason):
         for entry in self.requests.take_all():
@@ -14681,13 +15974,49 @@ def add_relay_options(parser):
     add_env_flag(group, "--no-catalog-cache", "NO_CATALOG_CACHE", False,
                  "do not keep the server's last catalog in %s under the output directory, nor answer initialize "
                  "and tools/list from it while the server starts (default %%(default)s)" % CATALOG_DIR)
+    add_gate_options(parser)
+
+
+def command_words(text):
+    """Converter for --negotiate: the words of a command line (``split_command_line``)."""
+    words = split_command_line(text)
+    if not words:
+        raise ValueError("an empty command")
+    return words
+
+
+def hook_seconds(text):
+    value = non_negative_float(text)
+    if value < 0.01:
+        raise ValueError("must be at least 0.01")
+    return value
+
+
+def add_gate_options(parser):
+    group = parser.add_argument_group("gate (before each tools/call reaches the server)")
+    add_env_option(group, "--check-arguments", "CHECK_ARGUMENTS", choice_of(GATE_MODES), "a mode", "annotate",
+                   choices=GATE_MODES, help="check a call's arguments against the inputSchema the server declared for "
+                   "its tool; refuse: a call that breaks it is answered with a tool error naming each JSON pointer, "
+                   "what the schema wants and what came, and never reaches the server; annotate: it is sent, and "
+                   "if the server answers with an error that error gets the findings after its own words; keywords "
+                   "checked: %s; any other keyword, format, a $ref outside the schema or a pattern Python does not "
+                   "read as ECMA-262 allows anything (default %%(default)s)" % ", ".join(CHECK_KEYWORDS))
+    add_env_option(group, "--negotiate", "NEGOTIATE", command_words, "a command", None, metavar="CMD",
+                   help="a program of yours, started with the relay, that rules on each tools/call: one JSON line on "
+                   "its stdin (id, tool, arguments, server, client, trace), one JSON line back, {\"id\": ..., "
+                   "\"valid\": true|false, \"reason\": \"...\"}; valid false, no answer in time, a malformed line or "
+                   "a hook that exited: the call is refused with the reason and never reaches the server (default "
+                   "none; env OCX_PROXY_NEGOTIATE)")
+    add_env_option(group, "--negotiate-timeout", "NEGOTIATE_TIMEOUT", hook_seconds, "a number of seconds",
+                   5.0, metavar="SECONDS", help="how long a call waits for the negotiate hook before it is refused "
+                   "(default %(default)s)")
 
 
 # RelayOptions' parameters that take the option of the same name.
 RELAY_OPTION_NAMES = ("client", "max_response_chars", "max_response_bytes", "max_image_bytes", "preview_chars",
                       "output_dir", "retention_days", "request_timeout", "restart", "keep_output_schema",
                       "max_message_bytes", "max_buffer_bytes", "fit_tools", "allow_tools", "deny_tools", "heartbeat",
-                      "detach_after")
+                      "detach_after", "check_arguments", "negotiate", "negotiate_timeout")
 
 
 def relay_options_from_args(args, upstream):

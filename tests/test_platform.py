@@ -225,3 +225,27 @@ def test_a_directory_we_made_is_private_where_files_have_owners(tmp_path):
         if op.FILE_OWNERS:
             assert os.stat(path).st_mode & 0o777 == 0o700
             assert os.stat(name).st_mode & 0o777 == 0o600
+
+
+def test_a_command_line_splits_as_its_os_reads_it():
+    assert op.split_command_line('python "my hook.py" --x=\'a b\'', windows=False) == ["python", "my hook.py",
+                                                                                     "--x=a b"]
+    # Windows: backslashes are a path's, quotes group, \" is a quote (what CommandLineToArgvW reads)
+    assert op.split_command_line(r'"C:\Program Files\Python\python.exe" C:\hooks\guard.py --name="a b" \"q\" ""',
+                                 windows=True) == [r"C:\Program Files\Python\python.exe", r"C:\hooks\guard.py",
+                                                   "--name=a b", '"q"', ""]
+    assert op.split_command_line(r'a\\\"b c\\ "d\\"', windows=True) == ['a\\"b', "c\\\\", "d\\"]
+    for windows in (False, True):
+        with pytest.raises(ValueError):
+            op.split_command_line('python "open', windows=windows)
+
+
+def test_windows_splitting_undoes_what_subprocess_writes():
+    """subprocess.list2cmdline writes a Windows command line by the C runtime's rules: splitting it gives the words."""
+    from hypothesis import given, strategies as st
+
+    @given(st.lists(st.text(st.sampled_from('ab \t"\\\u00e9'), max_size=6), min_size=1, max_size=5))
+    def round_trip(words):
+        assert op.split_command_line(subprocess.list2cmdline(words), windows=True) == words
+
+    round_trip()

@@ -1005,7 +1005,8 @@ sys.exit(op.main())
 # For each method of Relay.rewrites: the rewrites it has, and an answer each of them changes
 # ("%s": where the padding goes).  A rewrite added to the table needs its answer here.
 REWRITTEN_ANSWERS = {
-    "tools/list": (["note tools/list for the catalog cache", "note the result size each tool declares",
+    "tools/list": (["note tools/list for the catalog cache", "note each tool's inputSchema for the argument check",
+                    "note the result size each tool declares",
                     "filter tools/list", "remove outputSchema from tools/list", "fit tools/list to the client",
                     "add the reader tool to tools/list"],
                    '{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[{"name":"t","description":"%s",'
@@ -1705,7 +1706,7 @@ def test_a_call_past_detach_after_is_answered_in_time_and_read_whole_once_it_end
     assert relay.close() == 0
     traced = [(r["dir"], r.get("method")) for r in map(json.loads, (tmp_path / "trace").read_text().splitlines())
               if r.get("id") == "d1"]
-    assert traced == [("client->upstream", "tools/call"), ("proxy->client", None), ("upstream->detached", None)]
+    assert traced == [("client->upstream", "tools/call"), ("proxy->client", "tools/call"), ("upstream->detached", None)]
 
 
 def test_a_detached_call_that_fails_on_the_server_is_said_plainly(relay_factory):

@@ -14,6 +14,7 @@ interleaved with the relay, so that the "added" column is what the relay costs.
     python tests/bench/bench_relay.py --only-fit      # only the catalog-fitting rows (500 tools)
     python tests/bench/bench_relay.py --only-clock    # only the heartbeat rows: calls in time, clocks off vs on
     python tests/bench/bench_relay.py --only-catalog  # only the catalog-cache rows (a server slow to start)
+    python tests/bench/bench_relay.py --only-gate     # only the gate rows: a 2 KB argument check, a hook round trip
 
 Peers: the Streamable HTTP rows also time mcp-stdio (PyPI, a stdio->HTTP relay
 on httpx) against the same server, interleaved, from its own venv
@@ -43,16 +44,30 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PROXY = os.environ.get("OCX_BENCH_PROXY") or os.path.join(ROOT, "ocx_proxy.py")  # another copy to compare
 SERVER = os.path.join(HERE, "bench_server.py")
 HTTP_SERVER = os.path.join(HERE, "bench_http_server.py")
+HOOK = os.path.join(HERE, "bench_hook.py")
 PY = sys.executable
 BIG_BYTES = 5000000
 HUGE_BYTES = 100000000  # the memory rows: peak RSS must stay under 2x the line + 30 MB
 
 TARGETS = {"startup": 60.0, "rtt": 0.10, "big": 35.0, "rss": 20.0, "http_rtt": 0.40, "store": 0.25,
-           "vs_mcp_stdio": 0.8, "fit": 20.0, "clock": 0.02}
+           "vs_mcp_stdio": 0.8, "fit": 20.0, "clock": 0.02, "check": 0.05, "hook": 0.3}
 STORE_SERVERS = 500  # other servers' tokens in the full token directory
 FIT_TOOLS = 500      # tools in the catalog of the fitting rows (bench_catalog.py)
 FIT_PROFILES = ("cursor", "codex", "gemini-api", "claude-code")  # the relay profiles that fit something
 SLOW_START = 1.0     # seconds the server of the catalog-cache rows takes to start (npx -y, uvx: seconds)
+# The gate rows: a search tool's arguments, 2 KB of JSON, and the schema its server declares for them.
+GATE_ARGUMENTS = {"query": "status:open label:bug " * 8, "limit": 50, "offset": 0, "order": "desc",
+                  "fields": ["field_%02d" % n for n in range(32)],
+                  "filters": [{"field": "field_%02d" % n, "op": "eq", "value": "value %d" % n} for n in range(28)]}
+GATE_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["query"], "properties": {
+    "query": {"type": "string", "minLength": 1, "maxLength": 4000},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100}, "offset": {"type": "integer", "minimum": 0},
+    "order": {"enum": ["asc", "desc"]},
+    "fields": {"type": "array", "items": {"type": "string", "pattern": "^[a-z_0-9]+$"}, "maxItems": 64},
+    "filters": {"type": "array", "items": {"$ref": "#/$defs/filter"}}},
+    "$defs": {"filter": {"type": "object", "required": ["field", "op"], "additionalProperties": False,
+                         "properties": {"field": {"type": "string"}, "op": {"enum": ["eq", "ne", "lt", "gt"]},
+                                        "value": {"type": ["string", "number", "boolean"]}}}}}
 
 
 class Session:
@@ -206,11 +221,16 @@ class Bench:
         finally:
             session.close()
 
-    def round_trips(self, argv, count, env=None, meta=None):
+    def round_trips(self, argv, count, env=None, meta=None, arguments=None):
         session = Session(argv, env=env)
         try:
             session.initialize()
-            params = {"name": "small", "arguments": {"text": "hello"}}
+            params = {"name": "small", "arguments": arguments or {"text": "hello"}}
+            if arguments:   # listed first: the gate checks calls against what tools/list declared
+                session.request("tools/list")
+                answer = session.request("tools/call", params)
+                if b'"isError"' in answer:
+                    raise RuntimeError("the call was refused: %r" % answer[:300])
             if meta:
                 params["_meta"] = meta
             for _ in range(200):  # warm-up
@@ -352,6 +372,52 @@ class Bench:
         if None not in cpu["off"] + cpu["on"]:
             off, on = statistics.median(cpu["off"]), statistics.median(cpu["on"])
             rows.append(("  info: relay CPU per round trip, clocks off | on", "ms", off, on, on - off, None))
+
+    # -- the gate -----------------------------------------------------------
+
+    def gate_rows(self, rows, progress):
+        """tools/call round trips carrying a 2 KB argument object its tool's schema describes, through the relay with
+        the gate off, with --check-arguments refuse, and with a negotiate hook that allows every call, interleaved
+        run by run; then the check alone, in this process."""
+        a = self.args
+        path = os.path.join(self.tmp, "gate-tools.json")
+        with open(path, "w") as handle:
+            json.dump([{"name": "small", "inputSchema": GATE_SCHEMA}], handle)
+        server = ("--tools", path)
+        argvs = {"off": self.relay_argv("--check-arguments", "off", server_args=server),
+                 "refuse": self.relay_argv("--check-arguments", "refuse", server_args=server),
+                 "hook": self.relay_argv("--check-arguments", "off", "--negotiate", "%s %s" % (PY, HOOK),
+                                         server_args=server)}
+        size = len(json.dumps(GATE_ARGUMENTS, separators=(",", ":")))
+        values = json.dumps(GATE_ARGUMENTS).count(":") + json.dumps(GATE_ARGUMENTS["fields"]).count(",") + 1
+        progress("tools/call with %d bytes of arguments, gate off | refuse | hook: %d runs x %d calls"
+                 % (size, a.runs, a.calls))
+        times, cpu = {name: [] for name in argvs}, {name: [] for name in argvs}
+        for _ in range(a.runs):
+            for name, argv in argvs.items():
+                times[name].append(self.round_trips(argv, a.calls, arguments=GATE_ARGUMENTS)[:2])
+                cpu[name].append(self.last_cpu_ms)
+        for i, label in enumerate(("p50", "p99")):
+            off, refuse, hook = (statistics.median([x[i] for x in times[name]]) for name in argvs)
+            rows.append(("tools/call, %d-byte arguments (%d values), %s: gate off | --check-arguments refuse"
+                         % (size, values, label),
+                         "ms", off, refuse, refuse - off, TARGETS["check"] if label == "p50" else None))
+            rows.append(("tools/call, %s: gate off | --negotiate (a hook allowing every call)" % label, "ms", off,
+                         hook, hook - off, TARGETS["hook"] if label == "p50" else None))
+        if None not in cpu["off"] + cpu["refuse"] + cpu["hook"]:
+            off, refuse, hook = (statistics.median(cpu[name]) for name in argvs)
+            rows.append(("  info: relay CPU per round trip, gate off | refuse", "ms", off, refuse, refuse - off, None))
+            rows.append(("  info: relay CPU per round trip, gate off | hook", "ms", off, hook, hook - off, None))
+        proxy = load_proxy()
+        check = proxy.SchemaCheck(GATE_SCHEMA)
+        assert check.findings(GATE_ARGUMENTS) == []
+        alone = []
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            check.findings(GATE_ARGUMENTS)
+            alone.append((time.perf_counter() - t0) * 1000.0)
+        rows.append(("  info: the check of those arguments alone, in-process", "ms", None, statistics.median(alone),
+                     None, None))
 
     # -- the token store -----------------------------------------------------
 
@@ -585,13 +651,15 @@ class Bench:
             sys.stderr.flush()
 
         # Start-up: spawn -> initialize result, alternating so both see the same machine state.
-        if a.only_huge or a.only_store or a.only_http or a.only_fit or a.only_clock or a.only_catalog:
+        if a.only_huge or a.only_store or a.only_http or a.only_fit or a.only_clock or a.only_catalog or a.only_gate:
             if a.only_huge:
                 self.huge_rows(rows, progress)
             elif a.only_clock:
                 self.clock_rows(rows, progress)
             elif a.only_catalog:
                 self.catalog_rows(rows, progress)
+            elif a.only_gate:
+                self.gate_rows(rows, progress)
             elif a.only_fit:
                 self.fit_rows(rows, progress)
             elif a.only_http:
@@ -628,6 +696,7 @@ class Bench:
             rows.append(("  info: CPU per round trip (server | relay)", "ms", statistics.median(cpu_d),
                          statistics.median(cpu_r), None, None))
         self.clock_rows(rows, progress)
+        self.gate_rows(rows, progress)
 
         # 5 MB result: passed through (spill disabled) and spilled.
         progress("5 MB results %d runs x %d calls" % (a.big_runs, a.big_calls))
@@ -781,6 +850,8 @@ def main(argv=None):
                         help="run only the heartbeat rows (calls in time, the relay's clocks off vs on)")
     parser.add_argument("--only-catalog", action="store_true",
                         help="run only the catalog-cache rows (spawn -> tools/list, a server slow to start)")
+    parser.add_argument("--only-gate", action="store_true",
+                        help="run only the gate rows (a 2 KB argument object checked, a negotiate hook round trip)")
     parser.add_argument("--peers", metavar="DIR", default=os.path.join(ROOT, ".venv-bench-peers"),
                         help="the venv holding mcp-stdio (default: .venv-bench-peers)")
     args = parser.parse_args(argv)
