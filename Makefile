@@ -69,15 +69,17 @@ compat:
 
 # Interop tier: the official MCP SDKs drive the relay: Python 1.x (.venv-interop); Python 2.x
 # (.venv-interop2) and TypeScript v2 (.interop-node) in every mode, via the relay and direct;
-# the real Codex, Claude Code and Gemini CLIs (.interop-clients) against a scripted model on 127.0.0.1;
+# seven real agent CLIs (.interop-clients: Codex, Claude Code, Gemini CLI, Copilot CLI, OpenCode, Qwen Code,
+# CodeBuddy) against a scripted model on 127.0.0.1;
 # the official conformance suite's client scenarios, OAuth included (.interop-conformance), via the relay and direct;
-# then `check` on real public servers (real-servers below).  Skips with a message (exit 0) when the package index cannot be reached.
+# then `check` and the argument check on real public servers (real-servers below).  Skips with a message (exit 0) when the package index cannot be reached.
 interop:
 	@status=0; $(PYTHON) tests/run_interop.py $(INTEROP_ARGS) || status=1; \
 	$(PYTHON) tests/run_real_servers.py $(REAL_SERVERS_ARGS) || status=1; exit $$status
 
 # check on real public servers (npm: .interop-servers; PyPI: .venv-servers): findings per server and
-# facts verified by hand in their sources.  Skips with a message (exit 0) when a registry is unreachable.
+# facts verified by hand in their sources; then their valid calls through --check-arguments refuse (none may
+# be refused) and a few invalid ones (each must be).  Skips with a message (exit 0) when a registry is unreachable.
 real-servers:
 	$(PYTHON) tests/run_real_servers.py $(REAL_SERVERS_ARGS)
 

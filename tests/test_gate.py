@@ -262,6 +262,31 @@ def test_the_ticket_hook_wants_a_ticket_for_production(gated):
     assert server.calls() == 2
 
 
+def readme_hook_words(name):
+    """The hook files README ``name`` points to under tests/fixtures/hooks/, and the SQL words it says the first
+    one keeps from the server (the code spans right after its name)."""
+    with open(os.path.join(FIXTURES, os.pardir, os.pardir, name), encoding="utf-8") as handle:
+        text = " ".join(handle.read().split())
+    named = text[text.index("`tests/fixtures/hooks/"):][:300]
+    after = text.split("sql_guard.py`", 1)[1][:80]
+    return re.findall(r"`(?:tests/fixtures/hooks/)?(\w+\.py)`", named), re.findall(r"`([A-Z]+)`", after)
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
+def test_the_readmes_hooks_are_the_ones_tested_here_and_refuse_what_they_say(gated, readme):
+    files, words = readme_hook_words(readme)
+    assert files == ["sql_guard.py", "ticket_required.py"], files
+    assert all(os.path.isfile(os.path.join(HOOKS, name)) for name in files)
+    assert words == ["DROP", "DELETE", "TRUNCATE", "ALTER"], words
+    relay, server = gated({"tools": [tool("query", SQL)]}, "--negotiate", hook("sql_guard.py"))
+    for word in words:
+        reply = relay.call("query", {"sql": "%s table users" % word.lower()})
+        assert reply["result"]["isError"] is True and word + " is not allowed" in text_of(reply), word
+    assert "isError" not in relay.call("query", {"sql": "select 1"})["result"]
+    relay.close()
+    assert server.calls() == 1
+
+
 def test_the_schema_refuses_before_the_hook_is_asked(gated, tmp_path):
     record = tmp_path / "hook.jsonl"
     relay, _ = gated({"tools": [tool("weather")]}, "--check-arguments", "refuse",
