@@ -1665,11 +1665,16 @@ def detached_id(reply):
 
 
 def read_detached(relay, call_id, **arguments):
-    """Every page of detached call ``call_id`` through the reader: (the notes, the text of the pages)."""
+    """Every page of detached call ``call_id`` through the reader: (the notes, the text of the pages).  A ``wait``
+    is capped at --detach-after: on a loaded machine the call may still run when it ends, and is read again."""
     notes, pages, where = [], [], (1, 1)
+    deadline = time.monotonic() + 15
     while where is not None:
         result = relay.call("read_spilled_output", dict(arguments, id=call_id, line=where[0], column=where[1]),
                             timeout=15)["result"]
+        if len(result["content"]) == 1 and "is still running on the server" in result["content"][0]["text"]:
+            assert time.monotonic() < deadline, result
+            continue
         note, page, hint = [block["text"] for block in result["content"]]
         notes.append((note, result.get("isError", False)))
         pages.append(page)
