@@ -11708,6 +11708,7 @@ class Relay:
         if state == UPSTREAM_DEAD:
             for item in items:
                 if message_kind(item) == "request":
+                    self.requests.take(id_key(item["id"]))  # answered here, once: no timeout, no shutdown error
                     self._answer_error(item["id"], UPSTREAM_ERROR, reason)
                 else:
                     log.warning("dropped a client %s: %s" % (item.get("method") or "response", reason))

@@ -360,6 +360,20 @@ def test_crash_fails_pending_requests_with_exit_code_and_stderr(relay_factory, i
     assert relay.close() == 0
 
 
+@pytest.mark.parametrize("timeout", ["0.3", "0"])
+def test_a_request_after_the_upstream_died_for_good_is_answered_once(relay_factory, io_mode, timeout):
+    # The dead upstream's reason answers it at once: neither its --request-timeout nor shutdown answers it again.
+    relay = relay_factory(["--io", io_mode, "--request-timeout", timeout])
+    relay.initialize()
+    assert relay.call("crash", {"code": 7})["error"]["code"] == -32000
+    later, _ = relay.request("ping", msg_id="after-death")
+    assert "exited with code 7" in later["error"]["message"]
+    time.sleep(0.6)  # past its --request-timeout
+    assert relay.close() == 0
+    answers = [json.loads(line) for line in relay.raw_lines if b'"after-death"' in line]
+    assert len(answers) == 1, answers
+
+
 def test_restart_replays_initialize(relay_factory, tmp_path, io_mode):
     record = tmp_path / "received.ndjson"
     relay = relay_factory(["--restart", "1", "--io", io_mode], ["--record", str(record)])
