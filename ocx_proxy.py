@@ -46,7 +46,11 @@ Layout of this file (each section only uses the ones above it):
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
     schema fixes      how the relay makes each tool of a catalog survive its client's rules (--fit-tools)
-    relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profile
+    relay settings    the options, the profile in use for the client (its budget and clock), --trace
+    requests          the client's requests not answered yet, their clocks (timeouts, heartbeats), detached calls
+    reader tool       the relay's own tool: pages of what spilled, the answers of detached calls
+    tool filter       --allow-tools and --deny-tools
+    upstream supervisor  the upstream's states (up, restarting, dead), its restarts, the handshake said again
     catalog cache     the last catalog each server listed, answered while the server starts
     argument check    a tool's declared inputSchema against a call's arguments: the keywords understood, findings
     gate              before each tools/call: the argument check, the negotiate hook, refusals and annotations
@@ -1097,6 +1101,23 @@ def called_tool(msg):
 def same_shape(line, raws):
     """The messages ``raws`` (bytes) as one line shaped like ``line``: a batch if it was one."""
     return b"[" + b",".join(raws) + b"]" if line.lstrip()[:1] == b"[" else raws[0]
+
+
+def take_messages(line, msgs, raws, taken, answer):
+    """Answer with ``answer(msg)`` the messages of client ``line`` that ``taken(msg)`` picks; returns
+    ``(line, msgs, raws)`` of the others (a batch of their own bytes; ``line`` None when none is left)."""
+    if not any(taken(msg) for msg in msgs):
+        return line, msgs, raws
+    kept = []
+    for msg, raw in zip(msgs, raws):
+        if taken(msg):
+            answer(msg)
+        else:
+            kept.append((msg, raw))
+    if not kept:
+        return None, [], []
+    msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
+    return same_shape(line, raws), msgs, raws
 
 
 _SPACE = b" \t\r\n"
@@ -8879,31 +8900,8 @@ class ToolFitting:
 
 
 # ---------------------------------------------------------------------------
-# Relay parts: options, requests and their clocks (timeouts, heartbeats, detaching), the reader tool, the profile
+# Relay settings: the options, the profile in use for the client (its budget and clock), --trace
 # ---------------------------------------------------------------------------
-
-REPLAY_ID_PREFIX = "ocx-proxy-replay-"
-# Supervisor.state: where the upstream is in its life (see Supervisor.exited).
-UPSTREAM_UP = "up"                  # client lines go to it as they come
-UPSTREAM_RESTARTING = "restarting"  # it exited, or starts behind the catalog cache: client lines wait in
-                                    # Supervisor.held until it takes the replayed initialize
-UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
-ABANDONED_LIMIT = 4096
-SHUTTING_DOWN = "ocx-proxy is shutting down"
-# Longer upstream lines are routed on their envelope, parsed only when they may be rewritten.
-PEEK_LINE_BYTES = 64 * 1024
-_REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
-# Requests that last as long as the client wants: --request-timeout, heartbeats and detaching do not apply to them.
-OPEN_ENDED = frozenset(["subscriptions/listen"])
-# A heartbeat shows the client progress this much above the last it saw (a billionth of it, when that is more).
-PROGRESS_STEP = 0.001
-# Progress values past this are passed as they are: no arithmetic on them.
-PROGRESS_LIMIT = 1e300
-# What the reader tool waits for a detached call's answer when the model says nothing (capped: ProfileInUse).
-DETACH_WAIT_SECONDS = 10
-# DetachedCalls.reading: the reader call waits, and is answered later.
-WAITING = "waiting"
-
 
 # Everything the relay needs to know from the command line (relay_options_from_args).  A budget option
 # None: the client profile's value (Budget.for_client); a number given wins.
@@ -8912,478 +8910,6 @@ RelayOptions = collections.namedtuple(
     "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
     "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after catalog check_arguments "
     "negotiate negotiate_timeout", defaults=("annotate", None, 5.0))
-
-
-class Pending:
-    """A client request not answered yet (``params`` only where a preview or a rewrite needs them, ``budget`` only
-    where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
-    next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
-    ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
-    (``heard``).  A tools/call may have a ``trace`` id (--trace, --negotiate) and the gate's ``findings`` for the
-    server's error (--check-arguments annotate)."""
-
-    __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
-                 "shown", "heard", "budget", "trace", "findings")
-
-    def __init__(self, msg_id, method, params, version, started):
-        self.msg_id = msg_id
-        self.method = method
-        self.params = params
-        self.version = version
-        self.started = started
-        self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
-        self.budget = None   # its answer's Budget when not the session's (ProfileInUse.budget_for)
-        self.trace = self.findings = None
-
-
-class Trace:
-    """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted; a tools/call's records
-    (the gate's decision, the call, its answer, spill or detached result) carry its ``trace`` id."""
-
-    def __init__(self, path):
-        # O_NOFOLLOW: never append to what a link planted at the name points at.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError as exc:
-            if os.path.islink(path):
-                raise UsageError("--trace %s is a symbolic link; give the file itself" % path)
-            raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
-        self.handle = os.fdopen(fd, "a", encoding="utf-8")
-
-    def record(self, direction, msg, size, pending=None, spilled=None, trace=None):
-        entry = {"time": utc_now_iso(), "dir": direction, "size": size}
-        trace = trace or (pending.trace if pending is not None else None)
-        if trace:
-            entry["trace"] = trace
-        if isinstance(msg, dict):
-            if "id" in msg:
-                entry["id"] = msg["id"]
-            method = msg.get("method") or (pending.method if pending else None)
-            if isinstance(method, str):
-                entry["method"] = method
-            params = msg.get("params")
-            if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
-                entry["tool"] = params["name"]
-            if "error" in msg and isinstance(msg["error"], dict) and type(msg["error"].get("code")) is int:
-                entry["error"] = msg["error"]["code"]
-        if pending is not None:
-            entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
-        if spilled is not None:
-            entry["spill"] = {"json": spilled.json_path, "txt": spilled.txt_path}
-        self._write(entry)
-
-    def decision(self, pending, tool, decision, by, findings=(), hook_ms=None):
-        """The gate's record of the tools/call ``pending``: ``decision`` pass, annotate, refuse (or dropped: the
-        call had its answer before the hook's), ``by`` schema or negotiate, the pointers of its ``findings``."""
-        entry = {"time": utc_now_iso(), "dir": "gate", "id": pending.msg_id, "method": "tools/call", "tool": tool,
-                 "decision": decision, "by": by}
-        if pending.trace:
-            entry["trace"] = pending.trace
-        if findings:
-            entry["findings"] = list(findings)
-        if hook_ms is not None:
-            entry["hook_ms"] = round(hook_ms, 3)
-        self._write(entry)
-
-    def _write(self, entry):
-        self.handle.write(dumps(redact(entry)) + "\n")
-        self.handle.flush()
-
-    def close(self):
-        self.handle.close()
-
-
-READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline", "wait")
-SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more wait their turn
-READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
-
-
-def reader_tool(taken=(), declared_chars=None):
-    """The tools/list entry of the reader tool, named READER_TOOL_NAME or, while ``taken`` (the server's tool
-    names) has that, READER_TOOL_NAME_2, _3...; with ``declared_chars``, the result size it declares for itself (its
-    longest page) in its ``_meta``."""
-    name, n = READER_TOOL_NAME, 1
-    while name in taken:
-        n += 1
-        name = "%s_%d" % (READER_TOOL_NAME, n)
-    entry = {
-        "name": name,
-        "description": (
-            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
-            "shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text from `line` "
-            "(1-based; `column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, `path` "
-            "lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` a member, "
-            "`[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that key at any "
-            "depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead (type, size, an "
-            "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
-            "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
-            "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
-            "`[end of the text]`, `[end of the outline]`, `[no more matches]` or `[nothing matches ...]`: nothing "
-            "follows. A tool call that "
-            "ran past the time the client waits is answered early with a note that it is still running and its "
-            "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
-            "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
-        "inputSchema": {"type": "object", "properties": {
-            "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
-            "line": {"type": "integer", "minimum": 1,
-                     "description": "first line (default 1); to go on: L of `%s line=L`" % READER_MORE},
-            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
-            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1); "
-                       "to go on: C of `%s line=L, column=C`" % READER_MORE},
-            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
-                        "description": "regular expression to search for"},
-            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
-                        "description": "lines shown around each match"},
-            "path": {"type": "string", "maxLength": READER_MAX_PATTERN,
-                     "description": "JSON path of the values to list, e.g. $.items[0:10].name"},
-            "outline": {"type": "boolean", "description": "describe the nodes `path` selects (default $)"},
-            "wait": {"type": "number", "minimum": 0, "description": "seconds to wait for the result of a call "
-                     "still running (default %d; the relay answers before the client would stop waiting)"
-                     % DETACH_WAIT_SECONDS},
-        }, "required": ["id"]},
-    }
-    if declared_chars:
-        entry["_meta"] = {MAX_RESULT_SIZE_META: declared_chars}
-    return entry
-
-
-def reader_wait(args):
-    """The reader's ``wait`` argument (seconds) in ``args``, DETACH_WAIT_SECONDS when not given; ValueError when it
-    is no number from 0."""
-    wait = args.get("wait", DETACH_WAIT_SECONDS)
-    if type(wait) not in (int, float) or not 0 <= wait < float("inf"):
-        raise ValueError("wait must be a number of seconds from 0, not %.40r" % (wait,))
-    return wait
-
-
-def take_messages(line, msgs, raws, taken, answer):
-    """Answer with ``answer(msg)`` the messages of client ``line`` that ``taken(msg)`` picks; returns
-    ``(line, msgs, raws)`` of the others (a batch of their own bytes; ``line`` None when none is left)."""
-    if not any(taken(msg) for msg in msgs):
-        return line, msgs, raws
-    kept = []
-    for msg, raw in zip(msgs, raws):
-        if taken(msg):
-            answer(msg)
-        else:
-            kept.append((msg, raw))
-    if not kept:
-        return None, [], []
-    msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
-    return same_shape(line, raws), msgs, raws
-
-
-class Reader:
-    """The reader tool: the relay's own tool, paging through what ``spill`` saved.
-
-    ``advertise`` adds it to the last tools/list page (only from then on are calls of its name ours);
-    ``claim`` takes those calls out of what the client sends and answers them through ``send(msg)``,
-    within ``spill.budget``: a page at once, a search when it ends (SEARCHES_AT_ONCE at most beside the
-    loop), a detached call's answer (``detached``: DetachedCalls) when it is there or the wait ends; ``stop``
-    ends the searches at shutdown.
-    """
-
-    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False, declares=lambda: None):
-        self.spill = spill
-        self.declares = declares         # the result size it declares in tools/list (None: none)
-        self.loop = loop
-        self.send = send
-        self.detached = detached
-        self.closing = closing
-        self.offered = offered           # not with --no-reader-tool, nor when nothing spills or is detached
-        self.use_threads = use_threads
-        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
-        self.searches = []               # pattern searches running (BoundedRun)
-        self.queue = collections.deque()  # calls with a pattern, waiting for a turn
-
-    def advertise(self, msg, params=None):
-        """A ``Rewrite``: the reader tool added to the last tools/list page, named apart from the server's tools."""
-        result = msg.get("result") if isinstance(msg, dict) else None
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if not self.offered or not isinstance(tools, list):
-            return False
-        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
-                                 and isinstance(tool.get("name"), str))
-        if result.get("nextCursor"):  # not the last page
-            return False
-        tools.append(reader_tool(self.server_tools, self.declares()))
-        self.spill.reader_name = tools[-1]["name"]
-        return True
-
-    def claim(self, line, msgs, raws):
-        if self.spill.reader_name is None:
-            return line, msgs, raws
-        return take_messages(line, msgs, raws, self._is_call, self.answer)
-
-    def _is_call(self, msg):
-        return "id" in msg and called_tool(msg) == self.spill.reader_name
-
-    def answer(self, msg, waited=False):
-        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends; a
-        detached call's answer: when it is there or ``wait`` ends, then ``waited``)."""
-        params = msg["params"]
-        args = params.get("arguments", {})
-        helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
-        if helped and len(self.searches) >= SEARCHES_AT_ONCE:
-            self.queue.append(msg)
-            return
-        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
-        if is_modern(request_version(params)):
-            result["resultType"] = "complete"
-        try:
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be an object")
-            unknown = sorted(set(args) - set(READER_ARGUMENTS))
-            if unknown or "id" not in args:
-                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
-            args = {name: value for name, value in args.items() if value is not None}  # null: not given
-            first = self.detached.reading(args.get("id"), 0 if waited else reader_wait(args),
-                                          lambda: self.answer(msg, True))
-            if first is WAITING:
-                return
-            if first is not None:  # a detached call: what became of it comes first
-                note, failed, readable = first
-                result["content"].insert(0, {"type": "text", "text": note})
-                if failed:
-                    result["isError"] = True
-                if not readable:
-                    del result["content"][1:]
-                    return self.send(result_response(msg["id"], result))
-            pattern, path = args.get("pattern"), args.get("path", "$" if args.get("outline") else None)
-            if pattern is not None and path is not None:
-                raise ValueError("give pattern or path, not both")
-            # The longest hint this call can get: the page is sized with it reserved.
-            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
-                                         READER_MAX_NUMBER if "lines" in args else None,
-                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT,
-                                         path if isinstance(path, str) else None, True, READER_MAX_NUMBER)
-            chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
-            budget = {"budget_chars": chars, "budget_bytes": size}
-            if path is not None:
-                return self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
-                                                                  args.get("line", 1), args.get("column", 1), **budget))
-            if pattern is not None:
-                return self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
-                                                                   context=args.get("context", 0), **budget))
-            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
-                                         column=args.get("column", 1), **budget)
-            result["content"][-2]["text"], result["content"][-1]["text"] = text, hint
-        except (ValueError, TypeError) as exc:
-            self._error(result, exc)
-        self.send(result_response(msg["id"], result))
-
-    def _error(self, result, exc):
-        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
-        result["isError"] = True
-
-    def _search(self, msg, result, search):
-        def done(output):
-            self.searches.remove(run)
-            try:
-                if output is None:
-                    raise ValueError(SHUTTING_DOWN if self.closing() else search.slow)
-                result["content"][-2]["text"], result["content"][-1]["text"] = search.answer(output)
-            except (ValueError, TypeError) as exc:
-                self._error(result, exc)
-            self.send(result_response(msg["id"], result))
-            if self.queue and not self.closing():
-                self.answer(self.queue.popleft())
-
-        try:
-            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.use_threads)
-        except OSError as exc:
-            raise ValueError("could not start the pattern search: %s" % exc)
-        finally:
-            os.close(search.stdin)
-        self.searches.append(run)
-
-    def stop(self):
-        """Shutdown: searches killed; they and the calls waiting for a turn are answered so."""
-        waiting, self.queue = self.queue, collections.deque()
-        for run in list(self.searches):
-            run.stop()
-        for msg in waiting:
-            self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
-
-
-class ToolFilter:
-    """``--allow-tools``/``--deny-tools``: a tool (by the server's name) is kept when it matches some ``allow``
-    glob, or there is none, and no ``deny`` glob.  ``rewrite`` drops the others from tools/list (and warns once
-    when ``allow`` matches none of the server's tools); ``claim`` answers their calls with an error (``send``).
-    """
-
-    def __init__(self, allow=(), deny=(), send=None):
-        self.allow = tuple(allow)
-        self.deny = tuple(deny)
-        self.send = send
-        self.active = bool(self.allow or self.deny)
-        self.listed = []    # the server's tool names on the pages read so far
-        self.warned = False
-
-    def refusal(self, name):
-        """The option (with its globs) that filters the tool ``name`` out, or None when it is kept."""
-        if not self._allowed(name):
-            return "ocx-proxy --allow-tools '%s'" % ",".join(self.allow)
-        for glob in self.deny:
-            if fnmatch.fnmatchcase(name, glob):
-                return "ocx-proxy --deny-tools '%s'" % glob
-        return None
-
-    def _allowed(self, name):
-        return not self.allow or any(fnmatch.fnmatchcase(name, glob) for glob in self.allow)
-
-    def kept(self, tools):
-        """The entries of ``tools`` not filtered out (those without a name stay)."""
-        return [tool for tool in tools if not isinstance(tool, dict) or not isinstance(tool.get("name"), str)
-                or self.refusal(tool["name"]) is None]
-
-    def unmatched(self, names):
-        """The warning when the allow list matches none of ``names`` (the server's tools), else None."""
-        if not self.allow or any(self._allowed(name) for name in names):
-            return None
-        return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
-            ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
-
-    def rewrite(self, msg, params=None):
-        result = msg.get("result") if isinstance(msg, dict) else None
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if not isinstance(tools, list):
-            return False
-        if self.allow and not self.warned:
-            if not (isinstance(params, dict) and params.get("cursor")):
-                self.listed = []  # a first page
-            self.listed += [tool["name"] for tool in tools if isinstance(tool, dict)
-                            and isinstance(tool.get("name"), str)]
-            if not result.get("nextCursor"):
-                warning, self.listed = self.unmatched(self.listed), []
-                self.warned = warning is not None
-                if warning:
-                    log.warning(warning)
-        kept = self.kept(tools)
-        if len(kept) == len(tools):
-            return False
-        result["tools"] = kept
-        return True
-
-    def claim(self, line, msgs, raws):
-        if not self.active:
-            return line, msgs, raws
-        return take_messages(line, msgs, raws, self._is_refused, self._refuse)
-
-    def _is_refused(self, msg):
-        name = called_tool(msg)
-        return name is not None and self.refusal(name) is not None
-
-    def _refuse(self, msg):
-        name = called_tool(msg)
-        message = "tool '%s' is not available: %s" % (name, self.refusal(name))
-        if "id" in msg:
-            self.send(error_response(msg["id"], INVALID_PARAMS, message))
-        else:
-            log.warning("dropped a tools/call notification: %s" % message)
-
-
-def client_messages(line):
-    """``(out, msgs, raws, refused)`` of one client line: its good JSON-RPC messages, their own bytes, the bytes
-    to relay (None: none; a batch of the good members alone, never re-serialized), ``(raw, code, message)`` of
-    each message to refuse."""
-    try:
-        msg = parse_message(line, long_numbers=True)
-    except ValueError as exc:
-        if split_array(line) is None:
-            return None, [], [], [(line, PARSE_ERROR, "Parse error: %s" % exc)]
-        msg = []  # a batch with a bad member: the others still count
-    if not isinstance(msg, list):
-        if message_kind(msg) is None:
-            return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")]
-        return line, [msg], [line], []
-    members = split_array(line) or []
-    if not members:
-        return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: empty batch")]
-    msgs, raws, refused = [], [], []
-    for raw in members:
-        try:
-            msg = parse_message(raw, long_numbers=True)
-        except ValueError as exc:
-            refused.append((raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc))
-            continue
-        if message_kind(msg) is None:
-            refused.append((raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
-        else:
-            msgs.append(msg)
-            raws.append(raw)
-    out = line if len(raws) == len(members) else b"[" + b",".join(raws) + b"]"
-    return out if raws else None, msgs, raws, refused
-
-
-def repaired(line):
-    """(message, line) for an upstream line that is not JSON, repaired (ValueError, TypeError or RecursionError
-    when it cannot be): invalid UTF-8 becomes U+FFFD, a raw control character is escaped, NaN null."""
-    msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
-    return msg, encode_message(msg)[:-1]
-
-
-class Requests:
-    """The client requests not answered yet (``Pending`` by ``id_key``, each with its --request-timeout timer:
-    ``on_timeout(pending)`` answers it, and what ``clock``, a CallClock, watches), and the last ABANDONED_LIMIT ids
-    we answered ourselves."""
-
-    def __init__(self, loop, timeout, on_timeout, clock):
-        self.loop = loop
-        self.timeout = timeout
-        self.on_timeout = on_timeout
-        self.clock = clock
-        self.pending = {}
-        self.abandoned = collections.OrderedDict()
-
-    def add(self, msg):
-        method = msg.get("method")
-        params = msg.get("params") if method in ("resources/read", "tools/list") else None
-        pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
-        if self.timeout > 0 and method not in OPEN_ENDED:
-            pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
-        self.pending[id_key(msg["id"])] = pending
-        self.clock.watch(pending, msg.get("params"))
-        return pending
-
-    def is_open(self, pending):
-        return self.pending.get(id_key(pending.msg_id)) is pending
-
-    def take(self, key):
-        """The request pending under ``key``, removed and its timer stopped (None: none)."""
-        pending = self.pending.pop(key, None)
-        if pending is not None:
-            if pending.timer:
-                pending.timer.cancel()
-            self.clock.end(pending)
-        return pending
-
-    def drop(self, key):
-        """``take``, and abandon the request when it was pending: we answer it ourselves."""
-        pending = self.take(key)
-        if pending is not None:
-            self.abandon(key)
-        return pending
-
-    def abandon(self, key):
-        """The server's answer to ``key`` is to be dropped (``late``): the client has one already."""
-        self.abandoned[key] = True
-        while len(self.abandoned) > ABANDONED_LIMIT:
-            self.abandoned.popitem(last=False)
-
-    def late(self, key):
-        """True (once) when ``key`` was abandoned: its answer is to be dropped."""
-        return self.abandoned.pop(key, None) is not None
-
-    def take_all(self):
-        return [self.take(key) for key in list(self.pending)]
-
-    def _timed_out(self, pending):
-        if self.is_open(pending):
-            self.drop(id_key(pending.msg_id))
-            self.on_timeout(pending)
 
 
 class ProfileInUse:
@@ -9461,6 +8987,165 @@ class ProfileInUse:
             self.call_seconds, ", progress resets it" if self.progress_resets else "")
         log.info("client profile %s (%s): %s, outputSchema %s, %s" % (
             self.name, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed", clock))
+
+
+class Trace:
+    """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted; a tools/call's records
+    (the gate's decision, the call, its answer, spill or detached result) carry its ``trace`` id."""
+
+    def __init__(self, path):
+        # O_NOFOLLOW: never append to what a link planted at the name points at.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if os.path.islink(path):
+                raise UsageError("--trace %s is a symbolic link; give the file itself" % path)
+            raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
+        self.handle = os.fdopen(fd, "a", encoding="utf-8")
+
+    def record(self, direction, msg, size, pending=None, spilled=None, trace=None):
+        entry = {"time": utc_now_iso(), "dir": direction, "size": size}
+        trace = trace or (pending.trace if pending is not None else None)
+        if trace:
+            entry["trace"] = trace
+        if isinstance(msg, dict):
+            if "id" in msg:
+                entry["id"] = msg["id"]
+            method = msg.get("method") or (pending.method if pending else None)
+            if isinstance(method, str):
+                entry["method"] = method
+            params = msg.get("params")
+            if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+                entry["tool"] = params["name"]
+            if "error" in msg and isinstance(msg["error"], dict) and type(msg["error"].get("code")) is int:
+                entry["error"] = msg["error"]["code"]
+        if pending is not None:
+            entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
+        if spilled is not None:
+            entry["spill"] = {"json": spilled.json_path, "txt": spilled.txt_path}
+        self._write(entry)
+
+    def decision(self, pending, tool, decision, by, findings=(), hook_ms=None):
+        """The gate's record of the tools/call ``pending``: ``decision`` pass, annotate, refuse (or dropped: the
+        call had its answer before the hook's), ``by`` schema or negotiate, the pointers of its ``findings``."""
+        entry = {"time": utc_now_iso(), "dir": "gate", "id": pending.msg_id, "method": "tools/call", "tool": tool,
+                 "decision": decision, "by": by}
+        if pending.trace:
+            entry["trace"] = pending.trace
+        if findings:
+            entry["findings"] = list(findings)
+        if hook_ms is not None:
+            entry["hook_ms"] = round(hook_ms, 3)
+        self._write(entry)
+
+    def _write(self, entry):
+        self.handle.write(dumps(redact(entry)) + "\n")
+        self.handle.flush()
+
+    def close(self):
+        self.handle.close()
+
+
+# ---------------------------------------------------------------------------
+# Requests: the client's requests not answered yet, their clocks (timeouts, heartbeats), detached calls
+# ---------------------------------------------------------------------------
+
+# How many ended requests are remembered (Requests.abandoned, CallClock.ended): the answers and progress that
+# still come for them are dropped.
+ABANDONED_LIMIT = 4096
+SHUTTING_DOWN = "ocx-proxy is shutting down"
+# Requests that last as long as the client wants: --request-timeout, heartbeats and detaching do not apply to them.
+OPEN_ENDED = frozenset(["subscriptions/listen"])
+# A heartbeat shows the client progress this much above the last it saw (a billionth of it, when that is more).
+PROGRESS_STEP = 0.001
+# Progress values past this are passed as they are: no arithmetic on them.
+PROGRESS_LIMIT = 1e300
+# DetachedCalls.reading: the reader call waits, and is answered later.
+WAITING = "waiting"
+
+
+class Pending:
+    """A client request not answered yet (``params`` only where a preview or a rewrite needs them, ``budget`` only
+    where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
+    next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
+    ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
+    (``heard``).  A tools/call may have a ``trace`` id (--trace, --negotiate) and the gate's ``findings`` for the
+    server's error (--check-arguments annotate)."""
+
+    __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
+                 "shown", "heard", "budget", "trace", "findings")
+
+    def __init__(self, msg_id, method, params, version, started):
+        self.msg_id = msg_id
+        self.method = method
+        self.params = params
+        self.version = version
+        self.started = started
+        self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
+        self.budget = None   # its answer's Budget when not the session's (ProfileInUse.budget_for)
+        self.trace = self.findings = None
+
+
+class Requests:
+    """The client requests not answered yet (``Pending`` by ``id_key``, each with its --request-timeout timer:
+    ``on_timeout(pending)`` answers it, and what ``clock``, a CallClock, watches), and the last ABANDONED_LIMIT ids
+    we answered ourselves."""
+
+    def __init__(self, loop, timeout, on_timeout, clock):
+        self.loop = loop
+        self.timeout = timeout
+        self.on_timeout = on_timeout
+        self.clock = clock
+        self.pending = {}
+        self.abandoned = collections.OrderedDict()
+
+    def add(self, msg):
+        method = msg.get("method")
+        params = msg.get("params") if method in ("resources/read", "tools/list") else None
+        pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
+        if self.timeout > 0 and method not in OPEN_ENDED:
+            pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
+        self.pending[id_key(msg["id"])] = pending
+        self.clock.watch(pending, msg.get("params"))
+        return pending
+
+    def is_open(self, pending):
+        return self.pending.get(id_key(pending.msg_id)) is pending
+
+    def take(self, key):
+        """The request pending under ``key``, removed and its timer stopped (None: none)."""
+        pending = self.pending.pop(key, None)
+        if pending is not None:
+            if pending.timer:
+                pending.timer.cancel()
+            self.clock.end(pending)
+        return pending
+
+    def drop(self, key):
+        """``take``, and abandon the request when it was pending: we answer it ourselves."""
+        pending = self.take(key)
+        if pending is not None:
+            self.abandon(key)
+        return pending
+
+    def abandon(self, key):
+        """The server's answer to ``key`` is to be dropped (``late``): the client has one already."""
+        self.abandoned[key] = True
+        while len(self.abandoned) > ABANDONED_LIMIT:
+            self.abandoned.popitem(last=False)
+
+    def late(self, key):
+        """True (once) when ``key`` was abandoned: its answer is to be dropped."""
+        return self.abandoned.pop(key, None) is not None
+
+    def take_all(self):
+        return [self.take(key) for key in list(self.pending)]
+
+    def _timed_out(self, pending):
+        if self.is_open(pending):
+            self.drop(id_key(pending.msg_id))
+            self.on_timeout(pending)
 
 
 def progress_number(value):
@@ -9729,6 +9414,302 @@ class DetachedCalls:
         for record in list(self.by_request.values()):
             self.cancel_upstream(record.msg_id, SHUTTING_DOWN)
             self._end(record, "lost", "%s; it was cancelled after %d s" % (SHUTTING_DOWN, record.seconds()))
+
+
+# ---------------------------------------------------------------------------
+# Reader tool: the relay's own tool, paging through what spilled and returning detached calls' answers
+# ---------------------------------------------------------------------------
+
+# What the reader tool waits for a detached call's answer when the model says nothing (capped: ProfileInUse).
+DETACH_WAIT_SECONDS = 10
+READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline", "wait")
+SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more wait their turn
+READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
+
+
+def reader_tool(taken=(), declared_chars=None):
+    """The tools/list entry of the reader tool, named READER_TOOL_NAME or, while ``taken`` (the server's tool
+    names) has that, READER_TOOL_NAME_2, _3...; with ``declared_chars``, the result size it declares for itself (its
+    longest page) in its ``_meta``."""
+    name, n = READER_TOOL_NAME, 1
+    while name in taken:
+        n += 1
+        name = "%s_%d" % (READER_TOOL_NAME, n)
+    entry = {
+        "name": name,
+        "description": (
+            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
+            "shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text from `line` "
+            "(1-based; `column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, `path` "
+            "lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` a member, "
+            "`[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that key at any "
+            "depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead (type, size, an "
+            "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
+            "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
+            "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
+            "`[end of the text]`, `[end of the outline]`, `[no more matches]` or `[nothing matches ...]`: nothing "
+            "follows. A tool call that "
+            "ran past the time the client waits is answered early with a note that it is still running and its "
+            "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
+            "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
+        "inputSchema": {"type": "object", "properties": {
+            "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
+            "line": {"type": "integer", "minimum": 1,
+                     "description": "first line (default 1); to go on: L of `%s line=L`" % READER_MORE},
+            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
+            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1); "
+                       "to go on: C of `%s line=L, column=C`" % READER_MORE},
+            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                        "description": "regular expression to search for"},
+            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
+                        "description": "lines shown around each match"},
+            "path": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                     "description": "JSON path of the values to list, e.g. $.items[0:10].name"},
+            "outline": {"type": "boolean", "description": "describe the nodes `path` selects (default $)"},
+            "wait": {"type": "number", "minimum": 0, "description": "seconds to wait for the result of a call "
+                     "still running (default %d; the relay answers before the client would stop waiting)"
+                     % DETACH_WAIT_SECONDS},
+        }, "required": ["id"]},
+    }
+    if declared_chars:
+        entry["_meta"] = {MAX_RESULT_SIZE_META: declared_chars}
+    return entry
+
+
+def reader_wait(args):
+    """The reader's ``wait`` argument (seconds) in ``args``, DETACH_WAIT_SECONDS when not given; ValueError when it
+    is no number from 0."""
+    wait = args.get("wait", DETACH_WAIT_SECONDS)
+    if type(wait) not in (int, float) or not 0 <= wait < float("inf"):
+        raise ValueError("wait must be a number of seconds from 0, not %.40r" % (wait,))
+    return wait
+
+
+class Reader:
+    """The reader tool: the relay's own tool, paging through what ``spill`` saved.
+
+    ``advertise`` adds it to the last tools/list page (only from then on are calls of its name ours);
+    ``claim`` takes those calls out of what the client sends and answers them through ``send(msg)``,
+    within ``spill.budget``: a page at once, a search when it ends (SEARCHES_AT_ONCE at most beside the
+    loop), a detached call's answer (``detached``: DetachedCalls) when it is there or the wait ends; ``stop``
+    ends the searches at shutdown.
+    """
+
+    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False, declares=lambda: None):
+        self.spill = spill
+        self.declares = declares         # the result size it declares in tools/list (None: none)
+        self.loop = loop
+        self.send = send
+        self.detached = detached
+        self.closing = closing
+        self.offered = offered           # not with --no-reader-tool, nor when nothing spills or is detached
+        self.use_threads = use_threads
+        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
+        self.searches = []               # pattern searches running (BoundedRun)
+        self.queue = collections.deque()  # calls with a pattern, waiting for a turn
+
+    def advertise(self, msg, params=None):
+        """A ``Rewrite``: the reader tool added to the last tools/list page, named apart from the server's tools."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not self.offered or not isinstance(tools, list):
+            return False
+        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
+                                 and isinstance(tool.get("name"), str))
+        if result.get("nextCursor"):  # not the last page
+            return False
+        tools.append(reader_tool(self.server_tools, self.declares()))
+        self.spill.reader_name = tools[-1]["name"]
+        return True
+
+    def claim(self, line, msgs, raws):
+        if self.spill.reader_name is None:
+            return line, msgs, raws
+        return take_messages(line, msgs, raws, self._is_call, self.answer)
+
+    def _is_call(self, msg):
+        return "id" in msg and called_tool(msg) == self.spill.reader_name
+
+    def answer(self, msg, waited=False):
+        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends; a
+        detached call's answer: when it is there or ``wait`` ends, then ``waited``)."""
+        params = msg["params"]
+        args = params.get("arguments", {})
+        helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
+        if helped and len(self.searches) >= SEARCHES_AT_ONCE:
+            self.queue.append(msg)
+            return
+        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
+        if is_modern(request_version(params)):
+            result["resultType"] = "complete"
+        try:
+            if not isinstance(args, dict):
+                raise ValueError("arguments must be an object")
+            unknown = sorted(set(args) - set(READER_ARGUMENTS))
+            if unknown or "id" not in args:
+                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
+            args = {name: value for name, value in args.items() if value is not None}  # null: not given
+            first = self.detached.reading(args.get("id"), 0 if waited else reader_wait(args),
+                                          lambda: self.answer(msg, True))
+            if first is WAITING:
+                return
+            if first is not None:  # a detached call: what became of it comes first
+                note, failed, readable = first
+                result["content"].insert(0, {"type": "text", "text": note})
+                if failed:
+                    result["isError"] = True
+                if not readable:
+                    del result["content"][1:]
+                    return self.send(result_response(msg["id"], result))
+            pattern, path = args.get("pattern"), args.get("path", "$" if args.get("outline") else None)
+            if pattern is not None and path is not None:
+                raise ValueError("give pattern or path, not both")
+            # The longest hint this call can get: the page is sized with it reserved.
+            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
+                                         READER_MAX_NUMBER if "lines" in args else None,
+                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT,
+                                         path if isinstance(path, str) else None, True, READER_MAX_NUMBER)
+            chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
+            budget = {"budget_chars": chars, "budget_bytes": size}
+            if path is not None:
+                return self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
+                                                                  args.get("line", 1), args.get("column", 1), **budget))
+            if pattern is not None:
+                return self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
+                                                                   context=args.get("context", 0), **budget))
+            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
+                                         column=args.get("column", 1), **budget)
+            result["content"][-2]["text"], result["content"][-1]["text"] = text, hint
+        except (ValueError, TypeError) as exc:
+            self._error(result, exc)
+        self.send(result_response(msg["id"], result))
+
+    def _error(self, result, exc):
+        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
+        result["isError"] = True
+
+    def _search(self, msg, result, search):
+        def done(output):
+            self.searches.remove(run)
+            try:
+                if output is None:
+                    raise ValueError(SHUTTING_DOWN if self.closing() else search.slow)
+                result["content"][-2]["text"], result["content"][-1]["text"] = search.answer(output)
+            except (ValueError, TypeError) as exc:
+                self._error(result, exc)
+            self.send(result_response(msg["id"], result))
+            if self.queue and not self.closing():
+                self.answer(self.queue.popleft())
+
+        try:
+            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.use_threads)
+        except OSError as exc:
+            raise ValueError("could not start the pattern search: %s" % exc)
+        finally:
+            os.close(search.stdin)
+        self.searches.append(run)
+
+    def stop(self):
+        """Shutdown: searches killed; they and the calls waiting for a turn are answered so."""
+        waiting, self.queue = self.queue, collections.deque()
+        for run in list(self.searches):
+            run.stop()
+        for msg in waiting:
+            self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
+
+
+# ---------------------------------------------------------------------------
+# Tool filter: --allow-tools and --deny-tools
+# ---------------------------------------------------------------------------
+
+class ToolFilter:
+    """``--allow-tools``/``--deny-tools``: a tool (by the server's name) is kept when it matches some ``allow``
+    glob, or there is none, and no ``deny`` glob.  ``rewrite`` drops the others from tools/list (and warns once
+    when ``allow`` matches none of the server's tools); ``claim`` answers their calls with an error (``send``).
+    """
+
+    def __init__(self, allow=(), deny=(), send=None):
+        self.allow = tuple(allow)
+        self.deny = tuple(deny)
+        self.send = send
+        self.active = bool(self.allow or self.deny)
+        self.listed = []    # the server's tool names on the pages read so far
+        self.warned = False
+
+    def refusal(self, name):
+        """The option (with its globs) that filters the tool ``name`` out, or None when it is kept."""
+        if not self._allowed(name):
+            return "ocx-proxy --allow-tools '%s'" % ",".join(self.allow)
+        for glob in self.deny:
+            if fnmatch.fnmatchcase(name, glob):
+                return "ocx-proxy --deny-tools '%s'" % glob
+        return None
+
+    def _allowed(self, name):
+        return not self.allow or any(fnmatch.fnmatchcase(name, glob) for glob in self.allow)
+
+    def kept(self, tools):
+        """The entries of ``tools`` not filtered out (those without a name stay)."""
+        return [tool for tool in tools if not isinstance(tool, dict) or not isinstance(tool.get("name"), str)
+                or self.refusal(tool["name"]) is None]
+
+    def unmatched(self, names):
+        """The warning when the allow list matches none of ``names`` (the server's tools), else None."""
+        if not self.allow or any(self._allowed(name) for name in names):
+            return None
+        return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
+            ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
+
+    def rewrite(self, msg, params=None):
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return False
+        if self.allow and not self.warned:
+            if not (isinstance(params, dict) and params.get("cursor")):
+                self.listed = []  # a first page
+            self.listed += [tool["name"] for tool in tools if isinstance(tool, dict)
+                            and isinstance(tool.get("name"), str)]
+            if not result.get("nextCursor"):
+                warning, self.listed = self.unmatched(self.listed), []
+                self.warned = warning is not None
+                if warning:
+                    log.warning(warning)
+        kept = self.kept(tools)
+        if len(kept) == len(tools):
+            return False
+        result["tools"] = kept
+        return True
+
+    def claim(self, line, msgs, raws):
+        if not self.active:
+            return line, msgs, raws
+        return take_messages(line, msgs, raws, self._is_refused, self._refuse)
+
+    def _is_refused(self, msg):
+        name = called_tool(msg)
+        return name is not None and self.refusal(name) is not None
+
+    def _refuse(self, msg):
+        name = called_tool(msg)
+        message = "tool '%s' is not available: %s" % (name, self.refusal(name))
+        if "id" in msg:
+            self.send(error_response(msg["id"], INVALID_PARAMS, message))
+        else:
+            log.warning("dropped a tools/call notification: %s" % message)
+
+
+# ---------------------------------------------------------------------------
+# Upstream supervisor: the upstream's states, its restarts, the client's handshake said again
+# ---------------------------------------------------------------------------
+
+REPLAY_ID_PREFIX = "ocx-proxy-replay-"
+# Supervisor.state: where the upstream is in its life (see Supervisor.exited).
+UPSTREAM_UP = "up"                  # client lines go to it as they come
+UPSTREAM_RESTARTING = "restarting"  # it exited, or starts behind the catalog cache: client lines wait in
+                                    # Supervisor.held until it takes the replayed initialize
+UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 
 
 class Supervisor:
@@ -11455,6 +11436,51 @@ class CallGate:
 # ---------------------------------------------------------------------------
 # Relay: routing lines between the client and the upstream, spilling, shutdown
 # ---------------------------------------------------------------------------
+
+# Longer upstream lines are routed on their envelope, parsed only when they may be rewritten.
+PEEK_LINE_BYTES = 64 * 1024
+_REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
+
+
+def client_messages(line):
+    """``(out, msgs, raws, refused)`` of one client line: its good JSON-RPC messages, their own bytes, the bytes
+    to relay (None: none; a batch of the good members alone, never re-serialized), ``(raw, code, message)`` of
+    each message to refuse."""
+    try:
+        msg = parse_message(line, long_numbers=True)
+    except ValueError as exc:
+        if split_array(line) is None:
+            return None, [], [], [(line, PARSE_ERROR, "Parse error: %s" % exc)]
+        msg = []  # a batch with a bad member: the others still count
+    if not isinstance(msg, list):
+        if message_kind(msg) is None:
+            return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")]
+        return line, [msg], [line], []
+    members = split_array(line) or []
+    if not members:
+        return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: empty batch")]
+    msgs, raws, refused = [], [], []
+    for raw in members:
+        try:
+            msg = parse_message(raw, long_numbers=True)
+        except ValueError as exc:
+            refused.append((raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc))
+            continue
+        if message_kind(msg) is None:
+            refused.append((raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
+        else:
+            msgs.append(msg)
+            raws.append(raw)
+    out = line if len(raws) == len(members) else b"[" + b",".join(raws) + b"]"
+    return out if raws else None, msgs, raws, refused
+
+
+def repaired(line):
+    """(message, line) for an upstream line that is not JSON, repaired (ValueError, TypeError or RecursionError
+    when it cannot be): invalid UTF-8 becomes U+FFFD, a raw control character is escaped, NaN null."""
+    msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
+    return msg, encode_message(msg)[:-1]
+
 
 class Relay:
     """Relays JSON-RPC lines between the client (our stdio) and one upstream (see ``Supervisor``): each client
