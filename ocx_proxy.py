@@ -3539,7 +3539,7 @@ class Timer:
     def cancel(self):
         if not self.cancelled:
             self.cancelled = True
-            self.loop.timer_cancelled()
+            self.loop.note_cancelled_timer()
 
 
 class Loop:
@@ -3596,7 +3596,7 @@ class Loop:
         heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
         return timer
 
-    def timer_cancelled(self):
+    def note_cancelled_timer(self):
         self.cancelled_timers += 1
         if self.cancelled_timers > TIMERS_CANCELLED_LIMIT and self.cancelled_timers * 2 > len(self.timers):
             self.timers[:] = [entry for entry in self.timers if not entry[2].cancelled]  # in place: _spin holds it
@@ -5029,8 +5029,8 @@ class Gate:
 
 class Backoff:
     """Waits between reconnects: the server's ``retry``, else ``RECONNECT_INITIAL`` growing by
-    ``RECONNECT_FACTOR`` up to ``RECONNECT_MAX``.  ``failed()`` counts a failed (re)connect and is
-    True at ``RECONNECT_ATTEMPTS`` in a row; ``reset()`` after one that worked starts over."""
+    ``RECONNECT_FACTOR`` up to ``RECONNECT_MAX``.  ``note_failure()`` counts a failed (re)connect and
+    is True at ``RECONNECT_ATTEMPTS`` in a row; ``reset()`` after one that worked starts over."""
 
     def __init__(self):
         self.reset()
@@ -5038,7 +5038,7 @@ class Backoff:
     def reset(self):
         self.failures, self.delay = 0, RECONNECT_INITIAL
 
-    def failed(self):
+    def note_failure(self):
         self.failures += 1
         return self.failures >= RECONNECT_ATTEMPTS
 
@@ -7249,7 +7249,7 @@ class RemoteUpstream(Upstream):
             except ValueError:
                 msg = None
             if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
-                    and isinstance(msg.get("params"), dict) and self._cancelled(msg["params"])):
+                    and isinstance(msg.get("params"), dict) and self._cancel(msg["params"])):
                 continue
             if self._answered_during_login(line, msg):
                 continue
@@ -7275,7 +7275,7 @@ class RemoteUpstream(Upstream):
         self._start_request(exchange)
         return True
 
-    def _cancelled(self, params):
+    def _cancel(self, params):
         """The client gave up on a request: stop waiting for it.  True when the notification is not
         to be sent on: for a 2026-07-28-era request, closing its response stream is the cancellation."""
         key = id_key(params.get("requestId"))
@@ -7486,7 +7486,7 @@ class RemoteUpstream(Upstream):
         forward = True
         for item in (msg if isinstance(msg, list) else [msg]):
             if isinstance(item, dict) and item.get("method") == "notifications/progress":
-                self._progressed(item.get("params"))
+                self._note_progress(item.get("params"))
             if message_kind(item) != "response":
                 continue
             key = id_key(item.get("id"))
@@ -7497,15 +7497,15 @@ class RemoteUpstream(Upstream):
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
             if owner is not None:
-                self._answered(owner, item)
+                self._note_answer(owner, item)
                 if not owner.outstanding:
-                    owner.settled.set()  # after _answered: a waiter finds what it recorded
+                    owner.settled.set()  # after _note_answer: a waiter finds what it recorded
                 if owner.swallow:
                     forward = False
         if forward:
             self._post_line(data, parsed)
 
-    def _progressed(self, params):
+    def _note_progress(self, params):
         """A progress notification restarts the wait of the request whose token it carries."""
         key = progress_key(params.get("progressToken")) if isinstance(params, dict) else None
         if key is None:
@@ -7516,7 +7516,7 @@ class RemoteUpstream(Upstream):
                 if exchange.progress_key == key:
                     exchange.waiting_since = now
 
-    def _answered(self, exchange, msg):
+    def _note_answer(self, exchange, msg):
         """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
         if exchange.swallow:
             exchange.result = msg
@@ -7844,7 +7844,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_ready = threading.Event()
         self.note("warning", "ocx-proxy answered the client's initialize itself; the server's tools follow the "
                              "login (%s)" % why)
-        self.settle(exchange)   # answered, but not by the server: nothing is learnt from it (_answered)
+        self.settle(exchange)   # answered, but not by the server: nothing is learnt from it (_note_answer)
         self._post_message({"jsonrpc": "2.0", "id": exchange.msg["id"],
                             "result": pending_initialize_result(params, self.config.display_url)})
         self.spawn("ocx-first-login", self._first_login, dedicated=True)
@@ -8009,8 +8009,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.fail_exchange(exchange, failure, status)
         return False
 
-    def _answered(self, exchange, msg):
-        RemoteUpstream._answered(self, exchange, msg)
+    def _note_answer(self, exchange, msg):
+        RemoteUpstream._note_answer(self, exchange, msg)
         if exchange.method == "initialize" and isinstance(msg.get("result"), dict):
             version = msg["result"].get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
@@ -8066,7 +8066,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 why = ("a %s request cannot be resumed" % exchange.version if exchange.modern
                        else "no event id to resume from")
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering (%s)" % why)
-            if outcome == STREAM_FAILED and backoff.failed():
+            if outcome == STREAM_FAILED and backoff.note_failure():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
             if self.stopping.wait(backoff.wait(parser.retry, deadline())):
@@ -8156,7 +8156,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return
             if outcome == STREAM_PROGRESSED:
                 backoff.reset()
-            elif backoff.failed():
+            elif backoff.note_failure():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
                                      "server starts on its own will not arrive" % RECONNECT_ATTEMPTS)
                 return
@@ -8295,7 +8295,7 @@ class SseUpstream(RemoteUpstream):
                 self.note("warning", "the SSE stream from %s dropped (%s); reconnecting"
                           % (self.config.display_url, text))
             else:
-                gave_up = backoff.failed() or kind == STREAM_REFUSED
+                gave_up = backoff.note_failure() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
             with self.lock:
                 exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
@@ -8571,8 +8571,8 @@ def walk_schema(node, fix, depth=0):
     return out
 
 
-def noted(node, note):
-    """``node`` with ``note`` added to its description (what a fix changed)."""
+def add_note(node, note):
+    """Add ``note`` to the description of ``node`` (what a fix changed); returns ``node``."""
     text = node.get("description")
     node["description"] = (text + " " if isinstance(text, str) and text else "") + "(%s)" % note
     return node
@@ -8585,13 +8585,13 @@ def one_type(node):
         node["type"] = next((k for k in kind if k != "null"), kind[0])
         others = [k for k in kind if k != node["type"]]
         if others:
-            noted(node, "also accepts %s" % " or ".join(k if isinstance(k, str) else dumps(k) for k in others))
+            add_note(node, "also accepts %s" % " or ".join(k if isinstance(k, str) else dumps(k) for k in others))
 
 
 def drop_format(node):
     form = node.get("format")
     if "format" in node and not (isinstance(form, str) and form in GEMINI_FORMATS):   # a list is no format
-        noted(node, "format: %s" % dumps(node.pop("format")))
+        add_note(node, "format: %s" % dumps(node.pop("format")))
 
 
 def inline_refs(schema):
@@ -8612,7 +8612,7 @@ def inline_refs(schema):
             target = None
         expansions[0] += 1
         if not isinstance(target, dict):
-            return noted({}, "%s: no such definition" % ref)
+            return add_note({}, "%s: no such definition" % ref)
         if ref in refs or len(refs) >= FIT_REF_DEPTH or expansions[0] > FIT_REF_EXPANSIONS:
             return cut_ref(ref, target)
         merged = dict(target)
@@ -8627,7 +8627,7 @@ def cut_ref(ref, target):
     what the target requires and takes (the model is shown no more of it)."""
     cut = {"type": target["type"]} if isinstance(target.get("type"), str) else {}
     what = alternative(target) if schema_properties(target) or names_in(target, "required") else ""
-    return noted(cut, "as %s%s; cut here by ocx-proxy" % (ref, ": " + what if what else ""))
+    return add_note(cut, "as %s%s; cut here by ocx-proxy" % (ref, ": " + what if what else ""))
 
 
 def one_object(schema):
@@ -8663,7 +8663,7 @@ def one_object(schema):
     else:
         out.pop("required", None)
     for note in notes:
-        noted(out, note)
+        add_note(out, note)
     return out
 
 
@@ -9061,7 +9061,7 @@ OPEN_ENDED = frozenset(["subscriptions/listen"])
 PROGRESS_STEP = 0.001
 # Progress values past this are passed as they are: no arithmetic on them.
 PROGRESS_LIMIT = 1e300
-# DetachedCalls.reading: the reader call waits, and is answered later.
+# DetachedCalls.wait_for: the reader call waits, and is answered later.
 WAITING = "waiting"
 
 
@@ -9130,13 +9130,13 @@ class Requests:
         return pending
 
     def abandon(self, key):
-        """The server's answer to ``key`` is to be dropped (``late``): the client has one already."""
+        """The server's answer to ``key`` is to be dropped (``take_abandoned``): the client has one already."""
         self.abandoned[key] = True
         while len(self.abandoned) > ABANDONED_LIMIT:
             self.abandoned.popitem(last=False)
 
-    def late(self, key):
-        """True (once) when ``key`` was abandoned: its answer is to be dropped."""
+    def take_abandoned(self, key):
+        """Forget ``key`` as abandoned: True when it was (its answer is to be dropped)."""
         return self.abandoned.pop(key, None) is not None
 
     def take_all(self):
@@ -9297,9 +9297,9 @@ class Detached:
 
 class DetachedCalls:
     """Tool calls answered by us at --detach-after while the server works on (``detach``).  The server's answer
-    is saved like a spill under the id the client was given (``answered``); the reader tool reads it, waiting while
-    it runs (``reading``); a call that ends without one says why (``cancelled`` by the client, --request-timeout,
-    ``lost`` with its server, ``fail``: an answer that could not be read, ``stop``: the relay ends, and cancels
+    is saved like a spill under the id the client was given (``save_answer``); the reader tool reads it, waiting
+    while it runs (``wait_for``); a call that ends without one says why (``cancel``: by the client, --request-timeout,
+    ``lose_all``: with its server, ``fail``: an answer that could not be read, ``stop``: the relay ends, and cancels
     those still running upstream through ``cancel_upstream(msg_id, reason)``)."""
 
     def __init__(self, spill, loop, profile, requests, cancel_upstream, request_timeout):
@@ -9318,7 +9318,7 @@ class DetachedCalls:
                           pending.started, pending.trace)
         self.by_request[id_key(pending.msg_id)] = self.by_id[record.stem] = record
         if self.request_timeout > 0:
-            record.timer = self.loop.call_later(max(0.0, self.request_timeout - record.seconds()), self._expired,
+            record.timer = self.loop.call_later(max(0.0, self.request_timeout - record.seconds()), self._expire,
                                                 record)
         log.info("tools/call %r still running after %d s: answered, its answer will be kept as %s"
                  % (pending.msg_id, record.seconds(), record.stem))
@@ -9331,7 +9331,7 @@ class DetachedCalls:
             result["resultType"] = "complete"
         return result_response(pending.msg_id, result)
 
-    def answered(self, key, line, msg):
+    def save_answer(self, key, line, msg):
         """The server's answer ``msg`` (``line``, its bytes) to the detached call ``key``: saved, readers woken."""
         record = self.by_request.pop(key)
         failure = call_failure(msg)
@@ -9345,7 +9345,7 @@ class DetachedCalls:
             "finished on the server after %d s; its result:" % record.seconds()
         self._end(record, "error" if failure else "result", "[ocx-proxy: the call %s]" % how)
 
-    def reading(self, call_id, wait, then):
+    def wait_for(self, call_id, wait, then):
         """What the reader says first of ``call_id`` when it is a detached call's id, else None: ``(note, failed,
         readable)``, ``readable`` when its answer is saved as the spill ``call_id``; or WAITING when it is still
         running and ``wait`` (seconds, capped at ``profile.wait_cap``) is not 0: ``then()`` comes when the answer
@@ -9359,14 +9359,14 @@ class DetachedCalls:
                 return ('[ocx-proxy: the call id="%s" is still running on the server (%d s so far)]'
                         % (call_id, record.seconds()), False, False)
             entry = [then, None]
-            entry[1] = self.loop.call_later(wait, self._waited, record, entry)
+            entry[1] = self.loop.call_later(wait, self._stop_waiting, record, entry)
             record.waiters.append(entry)
             return WAITING
         if record.outcome == "lost":
             raise ValueError('the call id="%s" has no result: %s' % (call_id, record.note))
         return record.note, record.outcome == "error", True
 
-    def _waited(self, record, entry):
+    def _stop_waiting(self, record, entry):
         if any(waiting is entry for waiting in record.waiters):
             record.waiters = [waiting for waiting in record.waiters if waiting is not entry]
             entry[0]()
@@ -9390,7 +9390,7 @@ class DetachedCalls:
         self._end(record, "lost", note % record.seconds())
         return True
 
-    def cancelled(self, key):
+    def cancel(self, key):
         """The client cancelled request ``key`` (relayed upstream): True when it was a detached call."""
         return self._give_up(key, "the client cancelled it after %d s")
 
@@ -9398,13 +9398,13 @@ class DetachedCalls:
         """The server's answer to ``key`` could not be relayed (``defect``): True when it was a detached call."""
         return self._give_up(key, "its answer from the server %s (after %%d s)" % defect.replace("%", "%%"))
 
-    def _expired(self, record):
+    def _expire(self, record):
         self.cancel_upstream(record.msg_id, "ocx-proxy request timeout")
         self.requests.abandon(id_key(record.msg_id))
         self._end(record, "lost", "it timed out after %g s (ocx-proxy --request-timeout) and was cancelled"
                   % self.request_timeout)
 
-    def lost(self, reason):
+    def lose_all(self, reason):
         """The server exited: the calls it owed answers to have none."""
         for record in list(self.by_request.values()):
             self._end(record, "lost", "the server exited before answering (%s)" % reason)
@@ -9550,7 +9550,7 @@ class Reader:
             if unknown or "id" not in args:
                 raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
             args = {name: value for name, value in args.items() if value is not None}  # null: not given
-            first = self.detached.reading(args.get("id"), 0 if waited else reader_wait(args),
+            first = self.detached.wait_for(args.get("id"), 0 if waited else reader_wait(args),
                                           lambda: self.answer(msg, True))
             if first is WAITING:
                 return
@@ -9705,7 +9705,7 @@ class ToolFilter:
 # ---------------------------------------------------------------------------
 
 REPLAY_ID_PREFIX = "ocx-proxy-replay-"
-# Supervisor.state: where the upstream is in its life (see Supervisor.exited).
+# Supervisor.state: where the upstream is in its life (see Supervisor.restart_or_give_up).
 UPSTREAM_UP = "up"                  # client lines go to it as they come
 UPSTREAM_RESTARTING = "restarting"  # it exited, or starts behind the catalog cache: client lines wait in
                                     # Supervisor.held until it takes the replayed initialize
@@ -9771,7 +9771,7 @@ class Supervisor:
         tail = list(self.upstream.stderr_tail)[-5:] if self.upstream is not None else []
         return description + (("; last stderr: " + " | ".join(tail)) if tail else "")
 
-    def exited(self, reason):
+    def restart_or_give_up(self, reason):
         if self.held:
             # Their requests were just answered with errors: sending them later would run them anyway.
             log.warning("dropped %d client messages that were waiting for the %s" % (
@@ -9824,7 +9824,7 @@ class Supervisor:
     def is_replay_answer(self, msg_id):
         return self.replaying is not None and msg_id == self.replaying
 
-    def replay_answered(self, msg):
+    def finish_replay(self, msg):
         refusal = Handshake.refusal(msg)
         if refusal and self.warming:
             log.error("the upstream refused the client's initialize (answered from the catalog cache): %s" % refusal)
@@ -10025,7 +10025,7 @@ class CatalogCache:
     as the server wrote it) are saved.  With an entry, ``claim`` answers the client's initialize (saying
     ``tools.listChanged``) and then its tools/list at once, while the server starts: ``supervisor.warm_up``
     replays the client's initialize to it, holding the client's other lines until it answers; then
-    ``server_initialized`` lists its catalog with requests of ours (``takes`` their answers), saves it, and
+    ``check_server`` lists its catalog with requests of ours (``take_answer`` takes their answers), saves it, and
     sends the client notifications/tools/list_changed when it differs from the one the client was given.
     ``answer(msg)`` writes to the client, ``send_upstream(line)`` to the server; ``fixes``: the relay's
     Rewrites of tools/list, applied to a catalog answered from here as to the server's own.
@@ -10128,7 +10128,7 @@ class CatalogCache:
 
     # -- the server's answers ------------------------------------------------------------------------------------
 
-    def answered(self, pending, msg):
+    def note_answer(self, pending, msg):
         """The server answered the client's ``pending`` request with ``msg``: its initialize result or a probe it
         did not know is noted (the relay's own placeholder while a login is pending never is)."""
         if pending.method == "server/discover":
@@ -10162,7 +10162,7 @@ class CatalogCache:
             self.store.save(self.key, answers)
             self.saved = answers
 
-    def server_initialized(self, msg):
+    def check_server(self, msg):
         """The server answered the replayed initialize (``msg``): after a start behind the cache, it is checked
         against what the client was given.  A server that refused it loses its entry."""
         result = msg.get("result")
@@ -10225,8 +10225,8 @@ class CatalogCache:
     def owns(self, msg_id):
         return id_key(msg_id) in self.own
 
-    def takes(self, msg):
-        """True when ``msg`` answers a request of ours (handled here, not for the client)."""
+    def take_answer(self, msg):
+        """Handle ``msg`` when it answers a request of ours: True when it did (it is not for the client)."""
         own = self.own.pop(id_key(msg.get("id")), None) if "method" not in msg else None
         if own is None:
             return False
@@ -11307,9 +11307,9 @@ class CallGate:
         self.client_name = None
         self.listed_by = None   # the server's name, as a 2026-07-28 tools/list result gives it
         self.note = Rewrite("note each tool's inputSchema for the argument check",
-                            lambda line, params: self.checking, self.noted)
+                            lambda line, params: self.checking, self.note_schemas)
 
-    def noted(self, msg, params=None):
+    def note_schemas(self, msg, params=None):
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
@@ -11727,7 +11727,7 @@ class Relay:
             if isinstance(params, dict) and "requestId" in params:
                 key = id_key(params["requestId"])
                 if self.requests.take(key) is None:
-                    self.detached.cancelled(key)  # the notification goes on to the server all the same
+                    self.detached.cancel(key)  # the notification goes on to the server all the same
 
     def _send_upstream(self, line, items):
         state, reason = self.supervisor.state, self.supervisor.dead_reason
@@ -11825,18 +11825,18 @@ class Relay:
             answers = [item for item in msg if message_kind(item) == "response"]
         elif "method" not in msg:
             if self.supervisor.is_replay_answer(msg.get("id")):
-                self.supervisor.replay_answered(msg)
-                self.catalog.server_initialized(msg)
+                self.supervisor.finish_replay(msg)
+                self.catalog.check_server(msg)
                 return
-            if self.catalog.takes(msg):
+            if self.catalog.take_answer(msg):
                 return
             key = id_key(msg["id"])
             if key in self.detached.by_request:
                 if self.trace:
                     self.trace.record("upstream->detached", msg, len(line), trace=self.detached.by_request[key].trace)
-                self.detached.answered(key, line, msg)
+                self.detached.save_answer(key, line, msg)
                 return
-            if self.requests.late(key):
+            if self.requests.take_abandoned(key):
                 log.info("dropped a late answer to timed-out request %r" % msg["id"])
                 return
             pending = self.requests.pending.get(key)
@@ -11969,7 +11969,7 @@ class Relay:
         pending = self.requests.take(id_key(msg.get("id")))
         if pending is not None:
             self.supervisor.note_answer(pending.method, msg)
-            self.catalog.answered(pending, msg)
+            self.catalog.note_answer(pending, msg)
 
     def _rewrites_of(self, pending):
         """The rewrites of an answer to ``pending`` (None: not an answer): the transport's, then ours."""
@@ -12072,9 +12072,9 @@ class Relay:
             return
         log.warning(reason)
         self._fail_all_pending(reason)
-        self.detached.lost(reason)
+        self.detached.lose_all(reason)
         self._release_client()  # nothing waits for that upstream any more
-        self.supervisor.exited(reason)
+        self.supervisor.restart_or_give_up(reason)
 
 
 SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed (Relay._spill_later)
