@@ -4129,11 +4129,12 @@ class Upstream:
     ``callback()`` once, on the loop thread, when half of that has gone out.  The defaults suit a transport
     that cannot push back."""
 
+    exited = False   # True once on_exit was called (a transport may derive it from a state of its own)
+
     def __init__(self, loop, on_line, on_exit):
         self.loop = loop
         self.on_line = on_line
         self.on_exit = on_exit
-        self.exited = False
         self.fatal = False
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.handshake = Handshake()
@@ -7202,11 +7203,30 @@ def progress_key(token):
     return id_key(token) if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool) else None
 
 
+# RemoteUpstream.state: where a remote transport is in its life.  It moves under ``lock``, on the loop thread but for
+# REMOTE_FAILED (``report_exit``, from any thread).  The worker threads read it, and wait on the Event ``stopping``:
+# set when the state leaves REMOTE_OPEN for any other than REMOTE_CLOSING, and in REMOTE_CLOSING when its grace ends.
+REMOTE_OPEN = "open"                # client messages go to the server as they come
+REMOTE_FAILED = "failed"            # it ended on its own (report_exit): the threads stop, on_exit is on its way
+REMOTE_CLOSING = "closing"          # close_input: the exchanges in flight have CLOSE_GRACE, then the goodbye, the exit
+REMOTE_HANDED_OVER = "handed over"  # auto gave what it held to the legacy transport: no exit of its own, ever
+REMOTE_CLOSED = "closed"            # on_exit was called after close_input
+REMOTE_EXITED = "exited"            # on_exit was called after it failed
+# What moves it (RemoteUpstream._move): {event: {state it is in: state it goes to}}; in any other state it stays.
+REMOTE_MOVES = {
+    "report_exit": {REMOTE_OPEN: REMOTE_FAILED},
+    "close_input": {REMOTE_OPEN: REMOTE_CLOSING, REMOTE_FAILED: REMOTE_CLOSING},
+    "exit": {REMOTE_OPEN: REMOTE_EXITED, REMOTE_FAILED: REMOTE_EXITED, REMOTE_CLOSING: REMOTE_CLOSED},
+    "hand_over": dict.fromkeys((REMOTE_OPEN, REMOTE_FAILED, REMOTE_CLOSING), REMOTE_HANDED_OVER),
+}
+
+
 class RemoteUpstream(Upstream):
     """Shared machinery of the remote transports: ``send()`` (loop thread) queues each client message; a
     sender thread dispatches them in client order.  A request gets a worker thread of its own, so a long call
     never delays others; notifications and responses go after every earlier request has been written.  What
-    the worker threads learn goes to the loop thread (``loop.post``)."""
+    the worker threads learn goes to the loop thread (``loop.post``).  ``state``: one of REMOTE_OPEN...
+    REMOTE_EXITED."""
 
     hands_over = True  # auto mode may hand the queued messages to another transport
 
@@ -7222,15 +7242,32 @@ class RemoteUpstream(Upstream):
         self.queued = 0     # messages put in the outbox and not yet dispatched by the sender
         self.earlier = []   # written events of the requests dispatched since the last notification
         self.gate = Gate()
-        self.stopping = threading.Event()
+        self.state = REMOTE_OPEN
+        self.stopping = threading.Event()  # the worker threads stop (see REMOTE_OPEN)
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
         self.flowing.set()
-        self.closing = False
-        self.handed_over = False
         self.replays = 0
         self.challenge = ""  # the WWW-Authenticate of the last 401 or 403 (see http)
         self.sender = None
         self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
+
+    @property
+    def exited(self):
+        return self.state in (REMOTE_CLOSED, REMOTE_EXITED)
+
+    @property
+    def closing(self):
+        """The client closed our input (close_input): what is in flight still goes on until the goodbye."""
+        return self.state in (REMOTE_CLOSING, REMOTE_CLOSED)
+
+    def _move(self, event):
+        """The state moves as REMOTE_MOVES says for ``event``: False when it stays."""
+        with self.lock:
+            state = REMOTE_MOVES[event].get(self.state)
+            if state is None:
+                return False
+            self.state = state
+            return True
 
     # -- loop thread -------------------------------------------------------
 
@@ -7238,7 +7275,7 @@ class RemoteUpstream(Upstream):
         self.sender = self.spawn("ocx-http-sender", self._sender_loop, dedicated=True)
 
     def send(self, data):
-        if self.exited or self.closing:
+        if self.state not in (REMOTE_OPEN, REMOTE_FAILED):
             return
         for raw in data.split(b"\n"):
             line = raw.rstrip(b"\r")
@@ -7292,9 +7329,8 @@ class RemoteUpstream(Upstream):
         return exchange.modern
 
     def close_input(self):
-        if self.closing or self.exited:
+        if not self._move("close_input"):
             return
-        self.closing = True
         self.outbox.put(None)
         self.spawn("ocx-http-close", self._close_thread)
 
@@ -7320,9 +7356,8 @@ class RemoteUpstream(Upstream):
         self._post_line(encode_message(msg)[:-1], msg)
 
     def _exit_on_loop(self, description):
-        if self.exited or self.handed_over:
+        if not self._move("exit"):
             return
-        self.exited = True
         self._stop()
         self.on_exit(description)
 
@@ -7406,6 +7441,7 @@ class RemoteUpstream(Upstream):
         return None, resp, why
 
     def report_exit(self, description):
+        self._move("report_exit")
         self.stopping.set()
         self.loop.post(self._exit_on_loop, description)
 
@@ -7598,7 +7634,7 @@ class RemoteUpstream(Upstream):
             if self.hands_over:
                 self.gate.wait(self.stopping)  # keep messages in the outbox for a hand-over
             exchange = self.outbox.get()
-            if exchange is None or self.handed_over:
+            if exchange is None or self.state == REMOTE_HANDED_OVER:
                 return
             try:
                 self._send_queued(exchange)
@@ -7695,7 +7731,7 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
-        self.fallback = fallback           # auto mode: called on the loop thread with (lines, status)
+        self.fallback = fallback           # auto mode: called on the loop thread with (lines, status, closing)
         self.session_id = None
         self.protocol_version = None
         self.reinit_lock = threading.Lock()
@@ -8219,10 +8255,11 @@ class StreamableHttpUpstream(RemoteUpstream):
                 break
             if item is not None:
                 lines.append(item.line)
-        self.handed_over = True
+        closing = self.closing
+        self._move("hand_over")
         self.outbox.put(None)
         self._stop()
-        self.fallback(lines, status)
+        self.fallback(lines, status, closing)
 
     def _say_goodbye(self):
         session = self.session_id
@@ -8421,8 +8458,8 @@ class AutoUpstream(Upstream):
         self.stderr_tail = self.inner.stderr_tail
         self.rewrites = self.inner.rewrites
 
-    # the inner transport owns these: Upstream.__init__ setting them changes nothing
-    exited = property(lambda self: self.inner.exited, lambda self, value: None)
+    # the inner transport owns these (Upstream.__init__ setting fatal changes nothing)
+    exited = property(lambda self: self.inner.exited)
     fatal = property(lambda self: self.inner.fatal, lambda self, value: None)
 
     def start(self):
@@ -8441,11 +8478,10 @@ class AutoUpstream(Upstream):
     def resume_reading(self):
         self.inner.resume_reading()
 
-    def _fall_back(self, lines, status):
+    def _fall_back(self, lines, status, closing):
         log.info("%s answered HTTP %d to the Streamable HTTP initialize; using legacy HTTP+SSE"
                  % (self.config.display_url, status))
         self.memory["transport"] = "sse"
-        closing = self.inner.closing
         self.inner = SseUpstream(self.loop, self.config, self.on_line, self.on_exit)
         self.stderr_tail = self.inner.stderr_tail
         self.rewrites = self.inner.rewrites
