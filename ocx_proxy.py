@@ -1571,10 +1571,11 @@ def served_version(requested):
 # ---------------------------------------------------------------------------
 
 # Everything ocx-proxy knows of a client is here, under the name every --client takes (relays, check, capture):
-# CLIENTS, one Client each, then the catalog rules (what in a tool catalog breaks which client).  The code below
-# reads them; tests/test_client_facts.py ties each fact to its reader or to the limit a budget stays under, and
-# checks that every source is a public URL (with the version it was seen in) or a file of this repository that
-# measured it (tests/interop/clients drives the real CLIs against a scripted model on loopback).
+# CLIENTS, one Client each (its facts, the relay's profile, how it starts the capture bridge), then the catalog rules
+# (what in a tool catalog breaks which client) and how clients name a server's tools.  The code below reads them;
+# tests/test_client_facts.py ties each fact to its reader or to the limit a budget stays under, and checks that every
+# source is a public URL (with the version it was seen in) or a file of this repository that measured it
+# (tests/interop/clients drives the real CLIs against a scripted model on loopback).
 
 # What a client does; None: not known (or not a thing it does).  Each fact is given with its source (Client.sources).
 #   name_chars            the longest tool name it passes on, as it spells it (NAME_LENGTH_RULES)
@@ -1630,18 +1631,28 @@ BUDGET_MARGIN = 0.85
 #             ("gemini": Gemini CLI to the relay and capture, the API to check)
 #   facts     a Facts; sources: a Facts of the same fields, each one's source
 #   profile   the relay's Profile (None: the relay has none; --client auto gives such a client the generic one)
-Client = collections.namedtuple("Client", "display kind config aliases facts sources profile")
+#   capture   a CaptureSetup: how it is told to start the capture bridge (None: capture --print-config knows it not)
+Client = collections.namedtuple("Client", "display kind config aliases facts sources profile capture")
 
 # The formats of CONFIG_FORMATS: "json" (an "mcpServers" object; Claude Code's ~/.claude.json also has one per
 # project), "gemini" (Gemini CLI settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
 # (config.toml, [mcp_servers.NAME]).
 CONFIG_FORMATS = ("json", "gemini", "codex")
 
+# How an agent CLI is told to start a stdio server of ours, the capture bridge (capture --print-config, turn):
+#   table   the key its servers go under, in JSON (in TOML for a client whose config is "codex": config.toml)
+#   entry   one server's fields, in their order: ENTRY_COMMAND and ENTRY_ARGS stand for the program and its arguments,
+#           ENTRY_COMMAND_LINE for both in one list
+#   hint    what the user does with it (%(name)s: the server's name; %(allowed)s: its --allowedTools list)
+CaptureSetup = collections.namedtuple("CaptureSetup", "table entry hint")
+ENTRY_COMMAND, ENTRY_ARGS, ENTRY_COMMAND_LINE = "<command>", "<args>", "<command and args>"
+STDIO_ENTRY = {"type": "stdio", "command": ENTRY_COMMAND, "args": ENTRY_ARGS}
 
-def client_entry(display, kind="agent", config=None, aliases=None, profile=None, **facts):
+
+def client_entry(display, kind="agent", config=None, aliases=None, profile=None, capture=None, **facts):
     """A CLIENTS entry; each of ``facts`` (a Facts field: a misspelt one is a TypeError) is ``(value, source)``."""
     return Client(display, kind, config, aliases or {}, Facts(**{fact: value for fact, (value, _) in facts.items()}),
-                  Facts(**{fact: source for fact, (_, source) in facts.items()}), profile)
+                  Facts(**{fact: source for fact, (_, source) in facts.items()}), profile, capture)
 
 
 # The TypeScript SDK client's clock: what a client built on it has unless it passes its own timeout.
@@ -1687,6 +1698,8 @@ CLIENTS = {
         "Claude Code", config="json", aliases={"claude": ("capture",)},
         profile=Profile(40000, 60000, 8000, shows_images=True, model_skips="content", client_names=("claude-code",),
                         model_apis=("anthropic",)),
+        capture=CaptureSetup("mcpServers", STDIO_ENTRY, "pass the agent CLI: --mcp-config <that JSON> "
+                             "--strict-mcp-config --allowedTools %(allowed)s"),
         description_chars=(2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         result_chars=(50000, CLAUDE_CODE_MCP_DOCS + " (a result over 50,000 characters is saved to a file, the model "
                              "told its path); " + REAL_CLIENT_TIER + " (claude-code 2.1.332: 60,000 characters saved "
@@ -1716,6 +1729,9 @@ CLIENTS = {
         "Codex", config="codex",
         profile=Profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True, model_skips="content",
                         client_names=("codex-mcp-client",), model_apis=("openai",)),
+        capture=CaptureSetup("mcp_servers", {"command": ENTRY_COMMAND, "args": ENTRY_ARGS},
+                             "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); the model "
+                             "sees the tools as mcp__%(name)s__<tool>"),
         name_chars=(128, "https://github.com/openai/codex/blob/main/codex-rs/codex-mcp/src/tools.rs "
                          "(MAX_TOOL_NAME_LENGTH 128, past it cut with a sha1 suffix; Codex 0.171.0)"),
         result_bytes=(12000, REAL_CLIENT_TIER + " (codex 0.171.0: a result's text cut near 12,000 bytes for a model "
@@ -1732,6 +1748,11 @@ CLIENTS = {
         "Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")},
         profile=Profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
                         client_names=("gemini-cli-mcp-client",)),
+        # trusted: an untrusted server's calls wait for a confirmation -p cannot ask for
+        capture=CaptureSetup("mcpServers", {"command": ENTRY_COMMAND, "args": ENTRY_ARGS, "trust": True},
+                             "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; in a "
+                             "folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
+                             "--allowed-mcp-server-names %(name)s keeps it to this server"),
         name_chars=(63, "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/tools/mcp-tool.ts "
                         "(generateValidName: past 63 the middle is cut out); tests/interop/clients/test_fitting.py "
                         "(gemini-cli 0.61.0: a 70-character name offered as 63)"),
@@ -1747,6 +1768,10 @@ CLIENTS = {
     # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry(
         "Copilot CLI", profile=Profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer")),
+        capture=CaptureSetup("mcpServers", {"type": "local", "command": ENTRY_COMMAND, "args": ENTRY_ARGS,
+                                            "tools": ["*"]},
+                             "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
+                             "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>"),
         result_bytes=(20480, REAL_CLIENT_TIER + " (copilot 1.0.102: large_output_threshold_bytes, then its own file)"),
         call_seconds=(180, "https://github.com/github/copilot-cli/issues/1378 (a server's timeout, 180 s by default); "
                            + MEASURE_CLOCKS + " deadline (copilot 1.0.102): a 200-s call timed out at 180 s"),
@@ -1759,6 +1784,9 @@ CLIENTS = {
     "opencode": client_entry(
         "OpenCode", profile=Profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
                                     client_names=("opencode",)),
+        capture=CaptureSetup("mcp", {"type": "local", "command": ENTRY_COMMAND_LINE, "enabled": True},
+                             "merge that mcp entry into opencode.json (or the file OPENCODE_CONFIG names); the model "
+                             "sees the tools as %(name)s_<tool>"),
         result_bytes=(51200, REAL_CLIENT_TIER + " (opencode 1.18.33: past 51,200 bytes or 2,000 lines the head is "
                              "kept and the whole saved to its own file)"),
         call_seconds=(60, MEASURE_CLOCKS + " deadline (opencode 1.18.33): an 80-s call timed out at 60 s (a server's "
@@ -1772,6 +1800,11 @@ CLIENTS = {
     "qwen-code": client_entry(
         "Qwen Code", aliases={"qwen": ("relay", "capture")},
         profile=Profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",)),
+        # trusted, as for Gemini CLI
+        capture=CaptureSetup("mcpServers", {"command": ENTRY_COMMAND, "args": ENTRY_ARGS, "trust": True},
+                             "merge that mcpServers entry into ~/.qwen/settings.json or .qwen/settings.json; "
+                             "--allowed-mcp-server-names %(name)s keeps it to this server; the model reaches "
+                             "mcp__%(name)s__<tool> through tool_search and tool_call"),
         result_chars=(28000, REAL_CLIENT_TIER + " (qwen-code 0.24.4: its threshold 25,000 + 3,000 headroom, in JS "
                              "string length)"),
         call_seconds=(300, MEASURE_CLOCKS + " deadline (qwen-code 0.24.4): a 330-s call ended at 300 s (\"did not "
@@ -1789,6 +1822,11 @@ CLIENTS = {
         "CodeBuddy", config="json",
         profile=Profile(64000, 0, 8000, shows_images=True, model_skips="structuredContent",
                         client_env=("CODEBUDDY_SERVICE_PROXY_URL",)),
+        # "defer_loading": false: its tools offered to the model, not deferred behind ToolSearch (deferred_tools)
+        capture=CaptureSetup("mcpServers", dict(STDIO_ENTRY, defer_loading=False),
+                             "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config FILE "
+                             "--allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the model "
+                             "directly); `turn codebuddy` arms it for one turn itself"),
         result_chars=(80000, CODEBUDDY_TIER + " (codebuddy 2.117.0, npm @tencent-ai/agent-sdk 0.3.201): 79,990 "
                              "characters reached the model whole, 80,010 became a ~1,100-character 'exceeds maximum "
                              "allowed tokens' stub naming its own file, no preview (4 x MAX_MCP_OUTPUT_TOKENS 20,000)"),
@@ -1829,6 +1867,8 @@ CLIENTS = {
 }
 # What the relay's --client takes: auto (by clientInfo.name), or a client with a profile.
 CLIENT_CHOICES = ("auto",) + tuple(name for name, client in CLIENTS.items() if client.profile)
+# The agent CLIs capture --print-config knows.
+CAPTURE_CLIENTS = tuple(name for name, client in CLIENTS.items() if client.capture)
 # The key of the result size a tool declares for itself in its tools/list entry's _meta (declared_chars_max).
 MAX_RESULT_SIZE_META = "anthropic/maxResultSizeChars"
 
@@ -2013,6 +2053,39 @@ CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", 
 # The rules of clients that take so many tools per request across all servers (their model_tools; Cursor's depend
 # on its version: CatalogChecker.check_cursor_tool_count).
 TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
+# ... and across the servers of one configuration (check --config).
+CONFIG_TOOL_COUNT_CAPS = (("windsurf-config-tool-count", "windsurf"),)
+# The server names Codex starts (https://github.com/openai/codex/issues/19179: others fail to start).
+CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
+
+
+def claude_code_tool_name(server, tool):
+    """``mcp__server__tool`` with characters outside [A-Za-z0-9_-] replaced (Claude Code)."""
+    return "mcp__%s__%s" % (re.sub(r"[^A-Za-z0-9_-]", "_", server), re.sub(r"[^A-Za-z0-9_-]", "_", tool))
+
+
+def gemini_tool_name(server, tool):
+    """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
+    (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
+    name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
+    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"].facts.name_chars else name
+
+
+def codex_tool_name(server, tool):
+    """Codex's ``mcp__server__tool``, as the server and the tool spell themselves (before a long one is cut)."""
+    return "mcp__%s__%s" % (server, tool)
+
+
+# Tools of two servers of one configuration that a client names alike (check --config): the finding's severity, the
+# client, how it names a server's tool, and what follows.
+NameClash = collections.namedtuple("NameClash", "severity client name consequence")
+NAME_CLASHES = (
+    NameClash("error", "claude-code", claude_code_tool_name,
+              "the Anthropic API refuses a request with two tools of one name"),
+    NameClash("error", "windsurf", lambda server, tool: tool, "Windsurf rejects duplicate names"),
+    NameClash("warning", "gemini-cli", gemini_tool_name, "the model can reach only one of them"),
+    NameClash("error", "codex", codex_tool_name, "Codex skips every one but the first"),
+    NameClash("info", "codex", claude_code_tool_name, "Codex tells them apart by a hash suffix the model sees"))
 
 
 # ---------------------------------------------------------------------------
@@ -14335,25 +14408,12 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # A client loads every server of its configuration together, so some limits only show in combination (the
 # formats: CONFIG_FORMATS).
 
-CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
 CONFIG_PARALLEL = 4
 # Linux passes no longer argument or environment string to a program (MAX_ARG_STRLEN);
 # other systems allow less.  A server entry with a longer one is not started.
 MAX_ARG_CHARS = 128 * 1024
-
-
-def claude_code_tool_name(server, tool):
-    """``mcp__server__tool`` with characters outside [A-Za-z0-9_-] replaced (Claude Code)."""
-    return "mcp__%s__%s" % (re.sub(r"[^A-Za-z0-9_-]", "_", server), re.sub(r"[^A-Za-z0-9_-]", "_", tool))
-
-
-def gemini_tool_name(server, tool):
-    """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
-    (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
-    name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
-    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"].facts.name_chars else name
 
 
 class ConfigServer:
@@ -14622,24 +14682,14 @@ def toml_table(path, values):
 
 
 def client_config_entry(client, name, command, argv):
-    """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
-
-    gemini-cli and qwen-code trust it: an untrusted server's calls wait for a confirmation ``-p`` cannot ask for.
-    """
-    if client == "codex":
-        return toml_table(("mcp_servers", name), {"command": command, "args": argv})
-    if client == "opencode":
-        document = {"mcp": {name: {"type": "local", "command": [command] + argv, "enabled": True}}}
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    if client in ("gemini-cli", "qwen-code"):
-        server = {"command": command, "args": argv, "trust": True}
-    elif client == "copilot":
-        server = {"type": "local", "command": command, "args": argv, "tools": ["*"]}
-    elif client == "codebuddy":   # its tools offered to the model, not deferred behind ToolSearch
-        server = {"type": "stdio", "command": command, "args": argv, "defer_loading": False}
-    else:
-        server = {"type": "stdio", "command": command, "args": argv}
-    return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
+    """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration (its
+    CaptureSetup)."""
+    setup = CLIENTS[client].capture
+    values = {ENTRY_COMMAND: command, ENTRY_ARGS: argv, ENTRY_COMMAND_LINE: [command] + argv}
+    server = {key: values.get(value, value) if isinstance(value, str) else value for key, value in setup.entry.items()}
+    if CLIENTS[client].config == "codex":
+        return toml_table((setup.table, name), server)
+    return json.dumps({setup.table: {name: server}}, indent=2, ensure_ascii=False) + "\n"
 
 
 def config_format(path, document_text):
@@ -14835,28 +14885,22 @@ def combined_findings(fmt, servers, results):
     if "cursor" in clients:
         checker.check_cursor_tool_count(count, where, " in all")
         checker.check_mcp_tools_size(size, count, where, " in all")
-    cap = CLIENTS["windsurf"].facts.model_tools
-    if "windsurf" in clients and count > cap:
-        checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
-                         % (count, cap))
+    for rule, client in CONFIG_TOOL_COUNT_CAPS:
+        cap = CLIENTS[client].facts.model_tools
+        if client in clients and count > cap:
+            checker.add_rule(rule, where, "%d tools in all: %s takes at most %d" % (count, CLIENTS[client].display, cap))
     findings = checker.findings
-    schemes = (
-        ("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request with two tools of "
-         "one name"),
-        ("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"),
-        ("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"),
-        ("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex", "Codex skips every one but the first"),
-        ("info", claude_code_tool_name, "codex", "Codex tells them apart by a hash suffix the model sees"))
-    for severity, scheme, client, consequence in (scheme for scheme in schemes if scheme[2] in clients):
+    for clash in (clash for clash in NAME_CLASHES if clash.client in clients):
         owners = collections.OrderedDict()
         for server, _, names in checked:
             for name in names:
-                owners.setdefault(scheme(server.name, name), []).append((server, name))
+                owners.setdefault(clash.name(server.name, name), []).append((server, name))
         for name, tools in owners.items():
-            raw = set("mcp__%s__%s" % (s.name, t) for s, t in tools)
-            if len(tools) > 1 and (severity != "info" or len(raw) == len(tools)):   # info: renamed, not lost
-                findings.append(Finding(severity, tools[1][0].pointer, "%s names %s alike, %r: %s" % (
-                    client, " and ".join("%s/%s" % (s.name, t) for s, t in tools), name, consequence), (client,)))
+            raw = set(codex_tool_name(s.name, t) for s, t in tools)
+            if len(tools) > 1 and (clash.severity != "info" or len(raw) == len(tools)):   # info: renamed, not lost
+                findings.append(Finding(clash.severity, tools[1][0].pointer, "%s names %s alike, %r: %s" % (
+                    clash.client, " and ".join("%s/%s" % (s.name, t) for s, t in tools), name, clash.consequence),
+                    (clash.client,)))
     if "codex" in clients:
         for server in servers:
             if not CODEX_SERVER_NAME_RE.match(server.name):
@@ -16621,26 +16665,6 @@ def capture_config(args):
     return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv)
 
 
-CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
-    "claude-code": "pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config --allowedTools %(allowed)s",
-    "codex": "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); "
-             "the model sees the tools as mcp__%(name)s__<tool>",
-    "gemini-cli": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
-              "in a folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
-              "--allowed-mcp-server-names %(name)s keeps it to this server",
-    "copilot": "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
-               "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>",
-    "opencode": "merge that mcp entry into opencode.json (or the file OPENCODE_CONFIG names); "
-                "the model sees the tools as %(name)s_<tool>",
-    "qwen-code": "merge that mcpServers entry into ~/.qwen/settings.json or .qwen/settings.json; "
-                 "--allowed-mcp-server-names %(name)s keeps it to this server; the model reaches "
-                 "mcp__%(name)s__<tool> through tool_search and tool_call",
-    "codebuddy": "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config FILE "
-                 "--allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the model directly); "
-                 "`turn codebuddy` arms it for one turn itself",
-}
-
-
 def cmd_capture(args):
     """``capture``: serve the capture-only MCP bridge, or print how to configure it."""
     if not SERVER_NAME_RE.match(args.server_name):
@@ -16660,7 +16684,7 @@ def cmd_capture(args):
         if args.print_config:
             sys.stdout.buffer.write(capture_config(args).encode("utf-8"))
             sys.stdout.buffer.flush()
-            log.info(CAPTURE_CONFIG_HINTS[args.print_config] % {"allowed": allowed, "name": args.server_name})
+            log.info(CLIENTS[args.print_config].capture.hint % {"allowed": allowed, "name": args.server_name})
         if args.print_allowed_tools:
             sys.stdout.buffer.write(allowed.encode("utf-8") + b"\n")
         sys.stdout.buffer.flush()
@@ -16702,10 +16726,10 @@ def add_capture_command(sub):
                    help="pending leaves each call unanswered so the outer client ends the turn; deferred answers "
                         "that it will run in the client (default: %(default)s)")
     add_count_option(p, "--page-size", "a count", 50, "tools per tools/list page (default: %(default)s)")
-    p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
+    p.add_argument("--print-config", nargs="?", const="claude-code", choices=CAPTURE_CLIENTS,
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
                    help="print the configuration entry with which CLIENT (%s; claude-code when not named) starts "
-                        "this server, and exit%s (default: serve)" % (", ".join(CAPTURE_CONFIG_HINTS),
+                        "this server, and exit%s (default: serve)" % (", ".join(CAPTURE_CLIENTS),
                                                                       aliases_note("capture")))
     p.add_argument("--print-allowed-tools", action="store_true",
                    help="print the exact comma-joined --allowedTools list and exit (default: serve)")
