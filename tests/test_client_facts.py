@@ -7,7 +7,7 @@ import pytest
 
 import ocx_proxy as op
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def tool(name):

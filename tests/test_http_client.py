@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROXY_SCRIPT
+from helpers import PROXY_SCRIPT
 import ocx_proxy
 
 

@@ -13,19 +13,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from conftest import FIXTURES, PROXY, RelayProcess, assert_one_line_error, run_proxy
+from helpers import FIXTURES, PROXY, RelayProcess, assert_one_line_error, free_port, run_proxy
 
 import ocx_proxy as op
 
 SERVER = os.path.join(FIXTURES, "oauth_server.py")
 BROWSER = os.path.join(FIXTURES, "oauth_browser.py")
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class AuthServer:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import ocx_proxy as op
-from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
+from helpers import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
 
 IO_MODES = ["select", "threads"]
 
@@ -440,9 +440,6 @@ def test_request_timeout_spares_a_subscriptions_listen_stream(relay_factory):
 
 
 def test_spawn_failure_is_reported_to_the_client(tmp_path):
-    from conftest import RelayProcess
-    import ocx_proxy  # noqa: F401  (the module must import cleanly)
-
     relay = RelayProcess(command=[sys.executable, os.path.join(os.path.dirname(STDIO_SERVER), "..", "..", "ocx_proxy.py"),
                                   "stdio", "--output-dir", str(tmp_path), "--", "/nonexistent/server-binary"])
     reply = relay.initialize()
@@ -526,7 +523,6 @@ def test_trace_file_records_metadata_without_secrets(relay_factory, tmp_path):
 
 
 def test_retention_removes_only_our_old_files(tmp_path):
-    from conftest import RelayProcess
 
     spill = tmp_path / "spill"
     spill.mkdir()
@@ -726,7 +722,6 @@ def recv_id(relay, msg_id, timeout=3):
 
 
 def test_issue_reproduction_object_id_from_the_server_loses_nothing(tmp_path):
-    from conftest import PROXY, RelayProcess
 
     server = ('import sys;sys.stdin.readline();print("{\\"jsonrpc\\":\\"2.0\\",\\"id\\":{},\\"result\\":{}}\\n'
               '{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"result\\":{}}",flush=True);sys.stdin.read()')
@@ -953,7 +948,6 @@ sys.exit(op.main())
 
 
 def test_any_fault_on_one_line_costs_only_that_line(tmp_path):
-    from conftest import RelayProcess
 
     relay = RelayProcess(command=[sys.executable, "-c", INJECT_FAULTS, "stdio", "--output-dir", str(tmp_path),
                                   "--", sys.executable, STDIO_SERVER])
@@ -984,7 +978,6 @@ sys.exit(op.main())
 
 
 def spying_relay(tmp_path, *relay_args):
-    from conftest import RelayProcess
 
     return RelayProcess(command=[sys.executable, "-c", SPY_ON_PARSING, "stdio", "--output-dir", str(tmp_path)]
                         + list(relay_args) + ["--", sys.executable, STDIO_SERVER])

@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 
 import ocx_proxy as op
 
-from conftest import CATALOG_SERVER, CATALOGS, PROXY, STDIO_SERVER, RelayProcess, run_check, run_proxy
+from helpers import CATALOG_SERVER, CATALOGS, PROXY, STDIO_SERVER, RelayProcess, run_check, run_proxy
 
 
 def catalog_file(tmp_path, pages):
@@ -129,10 +129,10 @@ def test_environment_twins(relay_factory, tmp_path):
 
 
 def test_check_reports_on_the_filtered_catalog():
-    status, report, _ = run_check("long_name")
+    status, report, _, _ = run_check("long_name")
     assert status == 1 and report["counts"]["tools"] == 1
     for option in (["--deny-tools", "a_really_*"], ["--allow-tools", "nothing_*"]):
-        status, report, _ = run_check("long_name", *option)
+        status, report, _, _ = run_check("long_name", *option)
         assert status == 0 and report["counts"]["tools"] == 0, report
     assert any("--allow-tools 'nothing_*' matches none of the server's 1 tools: a_really_long_tool_name"
                in finding["message"] for finding in report["findings"])

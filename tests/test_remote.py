@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PROXY, RelayProcess, raw_session
+from helpers import FIXTURES, PROXY, RelayProcess, raw_session
 
 sys.path.insert(0, FIXTURES)
 import http_servers  # noqa: E402
