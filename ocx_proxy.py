@@ -1573,7 +1573,7 @@ def served_version(requested):
 # Everything ocx-proxy knows of a client is here, under the name every --client takes (relays, check, capture):
 # CLIENTS, one Client each (its facts, the relay's profile, how it starts the capture bridge), then the catalog rules
 # (what in a tool catalog breaks which client) and how clients name a server's tools.  The code below reads them;
-# tests/test_client_facts.py ties each fact to its reader or to the limit a budget stays under, and checks that every
+# tests/test_clients.py ties each fact to its reader or to the limit a budget stays under, and checks that every
 # source is a public URL (with the version it was seen in) or a file of this repository that measured it
 # (tests/interop/clients drives the real CLIs against a scripted model on loopback).
 
@@ -1620,7 +1620,7 @@ Facts = collections.namedtuple("Facts", (
 Profile = collections.namedtuple("Profile", "budget_chars budget_bytes preview_chars strip_output_schema shows_images "
                                             "model_skips client_names model_apis client_env",
                                  defaults=(10000, 0, 4000, True, False, None, (), (), ()))
-# A profile's budget is at most this share of the client's own cut (test_client_facts.py holds each to it).
+# A profile's budget is at most this share of the client's own cut (test_clients.py holds each to it).
 BUDGET_MARGIN = 0.85
 
 # One entry of CLIENTS.
@@ -1824,9 +1824,9 @@ CLIENTS = {
                         client_env=("CODEBUDDY_SERVICE_PROXY_URL",)),
         # "defer_loading": false: its tools offered to the model, not deferred behind ToolSearch (deferred_tools)
         capture=CaptureSetup("mcpServers", dict(STDIO_ENTRY, defer_loading=False),
-                             "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config FILE "
-                             "--allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the model "
-                             "directly); `turn codebuddy` arms it for one turn itself"),
+                             "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config "
+                             "FILE --allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the "
+                             "model directly); `turn codebuddy` arms it for one turn itself"),
         result_chars=(80000, CODEBUDDY_TIER + " (codebuddy 2.117.0, npm @tencent-ai/agent-sdk 0.3.201): 79,990 "
                              "characters reached the model whole, 80,010 became a ~1,100-character 'exceeds maximum "
                              "allowed tokens' stub naming its own file, no preview (4 x MAX_MCP_OUTPUT_TOKENS 20,000)"),
@@ -14888,7 +14888,8 @@ def combined_findings(fmt, servers, results):
     for rule, client in CONFIG_TOOL_COUNT_CAPS:
         cap = CLIENTS[client].facts.model_tools
         if client in clients and count > cap:
-            checker.add_rule(rule, where, "%d tools in all: %s takes at most %d" % (count, CLIENTS[client].display, cap))
+            checker.add_rule(rule, where, "%d tools in all: %s takes at most %d"
+                             % (count, CLIENTS[client].display, cap))
     findings = checker.findings
     for clash in (clash for clash in NAME_CLASHES if clash.client in clients):
         owners = collections.OrderedDict()

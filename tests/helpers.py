@@ -140,6 +140,14 @@ class RelayProcess:
     def stderr(self):
         return self.stderr_bytes.decode("utf-8", "replace")
 
+    def wait_for_stderr(self, text, count=1, timeout=5):
+        """The relay's stderr once ``text`` is in it ``count`` times (its reader thread is behind the relay), or
+        as it is when ``timeout`` seconds have passed."""
+        deadline = time.monotonic() + timeout
+        while self.stderr.count(text) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.stderr
+
     def send_raw(self, data):
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
@@ -198,9 +206,10 @@ class RelayProcess:
             else:
                 self.backlog.append(msg)
 
-    def initialize(self, version="2025-06-18", timeout=None):
+    def initialize(self, version="2025-06-18", timeout=None, client="test"):
+        """The handshake (``client``: the clientInfo.name it gives); the initialize answer."""
         reply, _ = self.request("initialize", {"protocolVersion": version, "capabilities": {},
-                                               "clientInfo": {"name": "test", "version": "1"}}, msg_id=1,
+                                               "clientInfo": {"name": client, "version": "1"}}, msg_id=1,
                                 timeout=timeout)
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
@@ -231,6 +240,29 @@ class RelayProcess:
             raise AssertionError("relay did not exit after stdin closed; stderr:\n" + self.stderr)
         self.stderr_thread.join(timeout=5)   # its last lines read (a test looks at them next)
         return status
+
+
+def list_pages(relay):
+    """Every tools/list page the relay answers: [(tool names, nextCursor)]."""
+    pages, cursor = [], None
+    while True:
+        reply, _ = relay.request("tools/list", {"cursor": cursor} if cursor else {})
+        cursor = reply["result"].get("nextCursor")
+        pages.append(([tool["name"] for tool in reply["result"]["tools"]], cursor))
+        if not cursor:
+            return pages
+
+
+def recorded_calls(path):
+    """Names of the tools/call requests the fixture server received (its --record file), batches included."""
+    names = []
+    with open(path) as handle:
+        for line in handle:
+            msg = json.loads(line)
+            for item in msg if isinstance(msg, list) else [msg]:
+                if item.get("method") == "tools/call":
+                    names.append(item["params"]["name"])
+    return names
 
 
 def pid_alive(pid):

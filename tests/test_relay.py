@@ -559,14 +559,6 @@ def wait_until_stable(read, settle=0.4, timeout=5.0):
     return value
 
 
-def stderr_count(relay, text, want, timeout=5.0):
-    """How often ``text`` is in the relay's stderr, waiting for its reader thread to reach ``want``."""
-    deadline = time.monotonic() + timeout
-    while relay.stderr.count(text) < want and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return relay.stderr.count(text)
-
-
 def raw_relay(tmp_path, io_mode, *relay_args):
     """The relay with our own pipes: the test decides when (and whether) to read its stdout."""
     argv = [sys.executable, PROXY, "stdio", "--output-dir", str(tmp_path / "spill"), "--io", io_mode,
@@ -639,7 +631,8 @@ def test_an_oversized_server_line_fails_its_request_and_the_relay_goes_on(relay_
     assert relay.call("echo", {"text": "after"})["result"]["content"][0]["text"] == "after"
     assert relay.call("big", {"n": 90000})["result"]  # under the cap: as before
     assert relay.close() == 0
-    assert stderr_count(relay, "--max-message-bytes", 2) == 2 and "Traceback" not in relay.stderr
+    assert relay.wait_for_stderr("--max-message-bytes", 2).count("--max-message-bytes") == 2
+    assert "Traceback" not in relay.stderr
 
 
 def test_an_oversized_client_line_is_answered_and_never_sent(relay_factory, tmp_path, io_mode):
@@ -659,7 +652,8 @@ def test_an_oversized_client_line_is_answered_and_never_sent(relay_factory, tmp_
     assert relay.call("echo", {"text": "after"})["result"]["content"][0]["text"] == "after"
     assert relay.close() == 0
     assert "zzz" not in record.read_text()
-    assert stderr_count(relay, "dropped a client notification notifications/big", 1) == 1
+    assert relay.wait_for_stderr("dropped a client notification notifications/big").count(
+        "dropped a client notification notifications/big") == 1
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The catalog rules section: one fixture catalog per rule, the exact pointer, severity, clients and
+"""Catalog checker section: one fixture catalog per rule of CATALOG_RULES, the exact pointer, severity, clients and
 the public source each finding carries (checked through `check --json`, and CatalogChecker directly)."""
 import json
 import os
@@ -68,7 +68,7 @@ def test_json_pointer_escaping_and_resolution():
 
 
 # The client rules (CATALOG_RULES): one fixture each, the exact pointer, severity,
-# clients and the source the finding carries (a public URL: tests/test_client_facts.py holds them all to it).
+# clients and the source the finding carries (a public URL: tests/test_clients.py holds them all to it).
 @pytest.mark.parametrize("catalog,rule,pointer,severity,clients,ref", [
     ("root_combinator", "root-combinator", "/tools/0/inputSchema/anyOf", "error",
      ["anthropic", "claude-code", "claude-desktop", "openai"], "https://github.com/anthropics/claude-code/issues/710"),

@@ -1,4 +1,4 @@
-"""Catalog fitting (--fit-tools): each fix through a real relay, and properties of fit_tools."""
+"""Schema fixes section (--fit-tools): each fix through a real relay, and properties of fit_tools."""
 import json
 
 import pytest
