@@ -530,7 +530,7 @@ def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_left_out(server, 
     assert [t["name"] for t in tools] == ["echo", "route", "sleep", "whoami", "read_spilled_output"]  # + ours
 
     def warnings():  # stderr is read by a thread of its own: the lines may come a little later
-        return [sum(name in line and "warning" in line for line in relay.stderr_lines)
+        return [sum(name in line and "warning" in line for line in relay.stderr.splitlines())
                 for name in ("bad_number", "bad_items", "bad_duplicate")]
 
     assert wait_until(lambda: all(warnings())) and warnings() == [1, 1, 1], relay.stderr
