@@ -46,7 +46,11 @@ Layout of this file (each section only uses the ones above it):
     Streamable HTTP   one POST per message, both eras (2025 sessions, stateless 2026-07-28)
     legacy SSE        the 2024-11-05 HTTP+SSE transport; auto picks it or Streamable HTTP
     schema fixes      how the relay makes each tool of a catalog survive its client's rules (--fit-tools)
-    relay parts       options, requests and their clocks (timeouts, heartbeats, detaching), reader tool, profile
+    relay settings    the options, the profile in use for the client (its budget and clock), --trace
+    requests          the client's requests not answered yet, their clocks (timeouts, heartbeats), detached calls
+    reader tool       the relay's own tool: pages of what spilled, the answers of detached calls
+    tool filter       --allow-tools and --deny-tools
+    upstream supervisor  the upstream's states (up, restarting, dead), its restarts, the handshake said again
     catalog cache     the last catalog each server listed, answered while the server starts
     argument check    a tool's declared inputSchema against a call's arguments: the keywords understood, findings
     gate              before each tools/call: the argument check, the negotiate hook, refusals and annotations
@@ -1099,6 +1103,23 @@ def same_shape(line, raws):
     return b"[" + b",".join(raws) + b"]" if line.lstrip()[:1] == b"[" else raws[0]
 
 
+def take_messages(line, msgs, raws, taken, answer):
+    """Answer with ``answer(msg)`` the messages of client ``line`` that ``taken(msg)`` picks; returns
+    ``(line, msgs, raws)`` of the others (a batch of their own bytes; ``line`` None when none is left)."""
+    if not any(taken(msg) for msg in msgs):
+        return line, msgs, raws
+    kept = []
+    for msg, raw in zip(msgs, raws):
+        if taken(msg):
+            answer(msg)
+        else:
+            kept.append((msg, raw))
+    if not kept:
+        return None, [], []
+    msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
+    return same_shape(line, raws), msgs, raws
+
+
 _SPACE = b" \t\r\n"
 _STRUCTURE_RE = re.compile(rb'["\[\]{}]')   # what matters when skipping a nested value
 _SCALAR_END_RE = re.compile(rb"[,}\]\s]")
@@ -1550,10 +1571,11 @@ def served_version(requested):
 # ---------------------------------------------------------------------------
 
 # Everything ocx-proxy knows of a client is here, under the name every --client takes (relays, check, capture):
-# CLIENTS, one Client each, then the catalog rules (what in a tool catalog breaks which client).  The code below
-# reads them; tests/test_client_facts.py ties each fact to its reader or to the limit a budget stays under, and
-# checks that every source is a public URL (with the version it was seen in) or a file of this repository that
-# measured it (tests/interop/clients drives the real CLIs against a scripted model on loopback).
+# CLIENTS, one Client each (its facts, the relay's profile, how it starts the capture bridge), then the catalog rules
+# (what in a tool catalog breaks which client) and how clients name a server's tools.  The code below reads them;
+# tests/test_clients.py ties each fact to its reader or to the limit a budget stays under, and checks that every
+# source is a public URL (with the version it was seen in) or a file of this repository that measured it
+# (tests/interop/clients drives the real CLIs against a scripted model on loopback).
 
 # What a client does; None: not known (or not a thing it does).  Each fact is given with its source (Client.sources).
 #   name_chars            the longest tool name it passes on, as it spells it (NAME_LENGTH_RULES)
@@ -1598,7 +1620,7 @@ Facts = collections.namedtuple("Facts", (
 Profile = collections.namedtuple("Profile", "budget_chars budget_bytes preview_chars strip_output_schema shows_images "
                                             "model_skips client_names model_apis client_env",
                                  defaults=(10000, 0, 4000, True, False, None, (), (), ()))
-# A profile's budget is at most this share of the client's own cut (test_client_facts.py holds each to it).
+# A profile's budget is at most this share of the client's own cut (test_clients.py holds each to it).
 BUDGET_MARGIN = 0.85
 
 # One entry of CLIENTS.
@@ -1609,18 +1631,28 @@ BUDGET_MARGIN = 0.85
 #             ("gemini": Gemini CLI to the relay and capture, the API to check)
 #   facts     a Facts; sources: a Facts of the same fields, each one's source
 #   profile   the relay's Profile (None: the relay has none; --client auto gives such a client the generic one)
-Client = collections.namedtuple("Client", "display kind config aliases facts sources profile")
+#   capture   a CaptureSetup: how it is told to start the capture bridge (None: capture --print-config knows it not)
+Client = collections.namedtuple("Client", "display kind config aliases facts sources profile capture")
 
 # The formats of CONFIG_FORMATS: "json" (an "mcpServers" object; Claude Code's ~/.claude.json also has one per
 # project), "gemini" (Gemini CLI settings.json: "url" is legacy SSE, "httpUrl" Streamable HTTP) and "codex"
 # (config.toml, [mcp_servers.NAME]).
 CONFIG_FORMATS = ("json", "gemini", "codex")
 
+# How an agent CLI is told to start a stdio server of ours, the capture bridge (capture --print-config, turn):
+#   table   the key its servers go under, in JSON (in TOML for a client whose config is "codex": config.toml)
+#   entry   one server's fields, in their order: ENTRY_COMMAND and ENTRY_ARGS stand for the program and its arguments,
+#           ENTRY_COMMAND_LINE for both in one list
+#   hint    what the user does with it (%(name)s: the server's name; %(allowed)s: its --allowedTools list)
+CaptureSetup = collections.namedtuple("CaptureSetup", "table entry hint")
+ENTRY_COMMAND, ENTRY_ARGS, ENTRY_COMMAND_LINE = "<command>", "<args>", "<command and args>"
+STDIO_ENTRY = {"type": "stdio", "command": ENTRY_COMMAND, "args": ENTRY_ARGS}
 
-def client_entry(display, kind="agent", config=None, aliases=None, profile=None, **facts):
+
+def client_entry(display, kind="agent", config=None, aliases=None, profile=None, capture=None, **facts):
     """A CLIENTS entry; each of ``facts`` (a Facts field: a misspelt one is a TypeError) is ``(value, source)``."""
     return Client(display, kind, config, aliases or {}, Facts(**{fact: value for fact, (value, _) in facts.items()}),
-                  Facts(**{fact: source for fact, (_, source) in facts.items()}), profile)
+                  Facts(**{fact: source for fact, (_, source) in facts.items()}), profile, capture)
 
 
 # The TypeScript SDK client's clock: what a client built on it has unless it passes its own timeout.
@@ -1666,6 +1698,8 @@ CLIENTS = {
         "Claude Code", config="json", aliases={"claude": ("capture",)},
         profile=Profile(40000, 60000, 8000, shows_images=True, model_skips="content", client_names=("claude-code",),
                         model_apis=("anthropic",)),
+        capture=CaptureSetup("mcpServers", STDIO_ENTRY, "pass the agent CLI: --mcp-config <that JSON> "
+                             "--strict-mcp-config --allowedTools %(allowed)s"),
         description_chars=(2048, "https://github.com/anthropics/claude-code/issues/41593 (Claude Code 2.1.84)"),
         result_chars=(50000, CLAUDE_CODE_MCP_DOCS + " (a result over 50,000 characters is saved to a file, the model "
                              "told its path); " + REAL_CLIENT_TIER + " (claude-code 2.1.332: 60,000 characters saved "
@@ -1695,6 +1729,9 @@ CLIENTS = {
         "Codex", config="codex",
         profile=Profile(10000, 10000, 3000, strip_output_schema=False, shows_images=True, model_skips="content",
                         client_names=("codex-mcp-client",), model_apis=("openai",)),
+        capture=CaptureSetup("mcp_servers", {"command": ENTRY_COMMAND, "args": ENTRY_ARGS},
+                             "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); the model "
+                             "sees the tools as mcp__%(name)s__<tool>"),
         name_chars=(128, "https://github.com/openai/codex/blob/main/codex-rs/codex-mcp/src/tools.rs "
                          "(MAX_TOOL_NAME_LENGTH 128, past it cut with a sha1 suffix; Codex 0.171.0)"),
         result_bytes=(12000, REAL_CLIENT_TIER + " (codex 0.171.0: a result's text cut near 12,000 bytes for a model "
@@ -1711,6 +1748,11 @@ CLIENTS = {
         "Gemini CLI", config="gemini", aliases={"gemini": ("relay", "capture")},
         profile=Profile(32000, 0, 8000, shows_images=True, model_skips="structuredContent",
                         client_names=("gemini-cli-mcp-client",)),
+        # trusted: an untrusted server's calls wait for a confirmation -p cannot ask for
+        capture=CaptureSetup("mcpServers", {"command": ENTRY_COMMAND, "args": ENTRY_ARGS, "trust": True},
+                             "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; in a "
+                             "folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
+                             "--allowed-mcp-server-names %(name)s keeps it to this server"),
         name_chars=(63, "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/tools/mcp-tool.ts "
                         "(generateValidName: past 63 the middle is cut out); tests/interop/clients/test_fitting.py "
                         "(gemini-cli 0.61.0: a 70-character name offered as 63)"),
@@ -1726,6 +1768,10 @@ CLIENTS = {
     # file path and 500 characters; no MCP image reaches it (1.0.102).  "github-copilot-developer": server logs.
     "copilot": client_entry(
         "Copilot CLI", profile=Profile(16000, 16000, 4000, client_names=("copilot-cli", "github-copilot-developer")),
+        capture=CaptureSetup("mcpServers", {"type": "local", "command": ENTRY_COMMAND, "args": ENTRY_ARGS,
+                                            "tools": ["*"]},
+                             "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
+                             "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>"),
         result_bytes=(20480, REAL_CLIENT_TIER + " (copilot 1.0.102: large_output_threshold_bytes, then its own file)"),
         call_seconds=(180, "https://github.com/github/copilot-cli/issues/1378 (a server's timeout, 180 s by default); "
                            + MEASURE_CLOCKS + " deadline (copilot 1.0.102): a 200-s call timed out at 180 s"),
@@ -1738,6 +1784,9 @@ CLIENTS = {
     "opencode": client_entry(
         "OpenCode", profile=Profile(40000, 40000, 8000, shows_images=True, model_skips="structuredContent",
                                     client_names=("opencode",)),
+        capture=CaptureSetup("mcp", {"type": "local", "command": ENTRY_COMMAND_LINE, "enabled": True},
+                             "merge that mcp entry into opencode.json (or the file OPENCODE_CONFIG names); the model "
+                             "sees the tools as %(name)s_<tool>"),
         result_bytes=(51200, REAL_CLIENT_TIER + " (opencode 1.18.33: past 51,200 bytes or 2,000 lines the head is "
                              "kept and the whole saved to its own file)"),
         call_seconds=(60, MEASURE_CLOCKS + " deadline (opencode 1.18.33): an 80-s call timed out at 60 s (a server's "
@@ -1751,6 +1800,11 @@ CLIENTS = {
     "qwen-code": client_entry(
         "Qwen Code", aliases={"qwen": ("relay", "capture")},
         profile=Profile(22000, 0, 6000, shows_images=True, client_names=("qwen-cli-mcp-client-*",)),
+        # trusted, as for Gemini CLI
+        capture=CaptureSetup("mcpServers", {"command": ENTRY_COMMAND, "args": ENTRY_ARGS, "trust": True},
+                             "merge that mcpServers entry into ~/.qwen/settings.json or .qwen/settings.json; "
+                             "--allowed-mcp-server-names %(name)s keeps it to this server; the model reaches "
+                             "mcp__%(name)s__<tool> through tool_search and tool_call"),
         result_chars=(28000, REAL_CLIENT_TIER + " (qwen-code 0.24.4: its threshold 25,000 + 3,000 headroom, in JS "
                              "string length)"),
         call_seconds=(300, MEASURE_CLOCKS + " deadline (qwen-code 0.24.4): a 330-s call ended at 300 s (\"did not "
@@ -1768,6 +1822,11 @@ CLIENTS = {
         "CodeBuddy", config="json",
         profile=Profile(64000, 0, 8000, shows_images=True, model_skips="structuredContent",
                         client_env=("CODEBUDDY_SERVICE_PROXY_URL",)),
+        # "defer_loading": false: its tools offered to the model, not deferred behind ToolSearch (deferred_tools)
+        capture=CaptureSetup("mcpServers", dict(STDIO_ENTRY, defer_loading=False),
+                             "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config "
+                             "FILE --allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the "
+                             "model directly); `turn codebuddy` arms it for one turn itself"),
         result_chars=(80000, CODEBUDDY_TIER + " (codebuddy 2.117.0, npm @tencent-ai/agent-sdk 0.3.201): 79,990 "
                              "characters reached the model whole, 80,010 became a ~1,100-character 'exceeds maximum "
                              "allowed tokens' stub naming its own file, no preview (4 x MAX_MCP_OUTPUT_TOKENS 20,000)"),
@@ -1808,6 +1867,8 @@ CLIENTS = {
 }
 # What the relay's --client takes: auto (by clientInfo.name), or a client with a profile.
 CLIENT_CHOICES = ("auto",) + tuple(name for name, client in CLIENTS.items() if client.profile)
+# The agent CLIs capture --print-config knows.
+CAPTURE_CLIENTS = tuple(name for name, client in CLIENTS.items() if client.capture)
 # The key of the result size a tool declares for itself in its tools/list entry's _meta (declared_chars_max).
 MAX_RESULT_SIZE_META = "anthropic/maxResultSizeChars"
 
@@ -1992,6 +2053,39 @@ CODEX_DROPPED_KEYWORDS = ("default", "format", "pattern", "minimum", "maximum", 
 # The rules of clients that take so many tools per request across all servers (their model_tools; Cursor's depend
 # on its version: CatalogChecker.check_cursor_tool_count).
 TOOL_COUNT_CAPS = (("windsurf-tool-count", "windsurf"), ("vscode-tool-count", "vscode"))
+# ... and across the servers of one configuration (check --config).
+CONFIG_TOOL_COUNT_CAPS = (("windsurf-config-tool-count", "windsurf"),)
+# The server names Codex starts (https://github.com/openai/codex/issues/19179: others fail to start).
+CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
+
+
+def claude_code_tool_name(server, tool):
+    """``mcp__server__tool`` with characters outside [A-Za-z0-9_-] replaced (Claude Code)."""
+    return "mcp__%s__%s" % (re.sub(r"[^A-Za-z0-9_-]", "_", server), re.sub(r"[^A-Za-z0-9_-]", "_", tool))
+
+
+def gemini_tool_name(server, tool):
+    """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
+    (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
+    name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
+    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"].facts.name_chars else name
+
+
+def codex_tool_name(server, tool):
+    """Codex's ``mcp__server__tool``, as the server and the tool spell themselves (before a long one is cut)."""
+    return "mcp__%s__%s" % (server, tool)
+
+
+# Tools of two servers of one configuration that a client names alike (check --config): the finding's severity, the
+# client, how it names a server's tool, and what follows.
+NameClash = collections.namedtuple("NameClash", "severity client name consequence")
+NAME_CLASHES = (
+    NameClash("error", "claude-code", claude_code_tool_name,
+              "the Anthropic API refuses a request with two tools of one name"),
+    NameClash("error", "windsurf", lambda server, tool: tool, "Windsurf rejects duplicate names"),
+    NameClash("warning", "gemini-cli", gemini_tool_name, "the model can reach only one of them"),
+    NameClash("error", "codex", codex_tool_name, "Codex skips every one but the first"),
+    NameClash("info", "codex", claude_code_tool_name, "Codex tells them apart by a hash suffix the model sees"))
 
 
 # ---------------------------------------------------------------------------
@@ -3518,7 +3612,7 @@ class Timer:
     def cancel(self):
         if not self.cancelled:
             self.cancelled = True
-            self.loop.timer_cancelled()
+            self.loop.note_cancelled_timer()
 
 
 class Loop:
@@ -3575,7 +3669,7 @@ class Loop:
         heapq.heappush(self.timers, (time.monotonic() + delay, next(self.sequence), timer))
         return timer
 
-    def timer_cancelled(self):
+    def note_cancelled_timer(self):
         self.cancelled_timers += 1
         if self.cancelled_timers > TIMERS_CANCELLED_LIMIT and self.cancelled_timers * 2 > len(self.timers):
             self.timers[:] = [entry for entry in self.timers if not entry[2].cancelled]  # in place: _spin holds it
@@ -4108,11 +4202,12 @@ class Upstream:
     ``callback()`` once, on the loop thread, when half of that has gone out.  The defaults suit a transport
     that cannot push back."""
 
+    exited = False   # True once on_exit was called (a transport may derive it from a state of its own)
+
     def __init__(self, loop, on_line, on_exit):
         self.loop = loop
         self.on_line = on_line
         self.on_exit = on_exit
-        self.exited = False
         self.fatal = False
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.handshake = Handshake()
@@ -5008,8 +5103,8 @@ class Gate:
 
 class Backoff:
     """Waits between reconnects: the server's ``retry``, else ``RECONNECT_INITIAL`` growing by
-    ``RECONNECT_FACTOR`` up to ``RECONNECT_MAX``.  ``failed()`` counts a failed (re)connect and is
-    True at ``RECONNECT_ATTEMPTS`` in a row; ``reset()`` after one that worked starts over."""
+    ``RECONNECT_FACTOR`` up to ``RECONNECT_MAX``.  ``note_failure()`` counts a failed (re)connect and
+    is True at ``RECONNECT_ATTEMPTS`` in a row; ``reset()`` after one that worked starts over."""
 
     def __init__(self):
         self.reset()
@@ -5017,7 +5112,7 @@ class Backoff:
     def reset(self):
         self.failures, self.delay = 0, RECONNECT_INITIAL
 
-    def failed(self):
+    def note_failure(self):
         self.failures += 1
         return self.failures >= RECONNECT_ATTEMPTS
 
@@ -7181,11 +7276,30 @@ def progress_key(token):
     return id_key(token) if isinstance(token, (str, int, LongNumber)) and not isinstance(token, bool) else None
 
 
+# RemoteUpstream.state: where a remote transport is in its life.  It moves under ``lock``, on the loop thread but for
+# REMOTE_FAILED (``report_exit``, from any thread).  The worker threads read it, and wait on the Event ``stopping``:
+# set when the state leaves REMOTE_OPEN for any other than REMOTE_CLOSING, and in REMOTE_CLOSING when its grace ends.
+REMOTE_OPEN = "open"                # client messages go to the server as they come
+REMOTE_FAILED = "failed"            # it ended on its own (report_exit): the threads stop, on_exit is on its way
+REMOTE_CLOSING = "closing"          # close_input: the exchanges in flight have CLOSE_GRACE, then the goodbye, the exit
+REMOTE_HANDED_OVER = "handed over"  # auto gave what it held to the legacy transport: no exit of its own, ever
+REMOTE_CLOSED = "closed"            # on_exit was called after close_input
+REMOTE_EXITED = "exited"            # on_exit was called after it failed
+# What moves it (RemoteUpstream._move): {event: {state it is in: state it goes to}}; in any other state it stays.
+REMOTE_MOVES = {
+    "report_exit": {REMOTE_OPEN: REMOTE_FAILED},
+    "close_input": {REMOTE_OPEN: REMOTE_CLOSING, REMOTE_FAILED: REMOTE_CLOSING},
+    "exit": {REMOTE_OPEN: REMOTE_EXITED, REMOTE_FAILED: REMOTE_EXITED, REMOTE_CLOSING: REMOTE_CLOSED},
+    "hand_over": dict.fromkeys((REMOTE_OPEN, REMOTE_FAILED, REMOTE_CLOSING), REMOTE_HANDED_OVER),
+}
+
+
 class RemoteUpstream(Upstream):
     """Shared machinery of the remote transports: ``send()`` (loop thread) queues each client message; a
     sender thread dispatches them in client order.  A request gets a worker thread of its own, so a long call
     never delays others; notifications and responses go after every earlier request has been written.  What
-    the worker threads learn goes to the loop thread (``loop.post``)."""
+    the worker threads learn goes to the loop thread (``loop.post``).  ``state``: one of REMOTE_OPEN...
+    REMOTE_EXITED."""
 
     hands_over = True  # auto mode may hand the queued messages to another transport
 
@@ -7201,15 +7315,32 @@ class RemoteUpstream(Upstream):
         self.queued = 0     # messages put in the outbox and not yet dispatched by the sender
         self.earlier = []   # written events of the requests dispatched since the last notification
         self.gate = Gate()
-        self.stopping = threading.Event()
+        self.state = REMOTE_OPEN
+        self.stopping = threading.Event()  # the worker threads stop (see REMOTE_OPEN)
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
         self.flowing.set()
-        self.closing = False
-        self.handed_over = False
         self.replays = 0
         self.challenge = ""  # the WWW-Authenticate of the last 401 or 403 (see http)
         self.sender = None
         self.target = config.parts   # the URL requests go to (moves with same-origin redirects)
+
+    @property
+    def exited(self):
+        return self.state in (REMOTE_CLOSED, REMOTE_EXITED)
+
+    @property
+    def closing(self):
+        """The client closed our input (close_input): what is in flight still goes on until the goodbye."""
+        return self.state in (REMOTE_CLOSING, REMOTE_CLOSED)
+
+    def _move(self, event):
+        """The state moves as REMOTE_MOVES says for ``event``: False when it stays."""
+        with self.lock:
+            state = REMOTE_MOVES[event].get(self.state)
+            if state is None:
+                return False
+            self.state = state
+            return True
 
     # -- loop thread -------------------------------------------------------
 
@@ -7217,7 +7348,7 @@ class RemoteUpstream(Upstream):
         self.sender = self.spawn("ocx-http-sender", self._sender_loop, dedicated=True)
 
     def send(self, data):
-        if self.exited or self.closing:
+        if self.state not in (REMOTE_OPEN, REMOTE_FAILED):
             return
         for raw in data.split(b"\n"):
             line = raw.rstrip(b"\r")
@@ -7228,7 +7359,7 @@ class RemoteUpstream(Upstream):
             except ValueError:
                 msg = None
             if (isinstance(msg, dict) and msg.get("method") == "notifications/cancelled"
-                    and isinstance(msg.get("params"), dict) and self._cancelled(msg["params"])):
+                    and isinstance(msg.get("params"), dict) and self._cancel(msg["params"])):
                 continue
             if self._answered_during_login(line, msg):
                 continue
@@ -7254,7 +7385,7 @@ class RemoteUpstream(Upstream):
         self._start_request(exchange)
         return True
 
-    def _cancelled(self, params):
+    def _cancel(self, params):
         """The client gave up on a request: stop waiting for it.  True when the notification is not
         to be sent on: for a 2026-07-28-era request, closing its response stream is the cancellation."""
         key = id_key(params.get("requestId"))
@@ -7271,9 +7402,8 @@ class RemoteUpstream(Upstream):
         return exchange.modern
 
     def close_input(self):
-        if self.closing or self.exited:
+        if not self._move("close_input"):
             return
-        self.closing = True
         self.outbox.put(None)
         self.spawn("ocx-http-close", self._close_thread)
 
@@ -7299,9 +7429,8 @@ class RemoteUpstream(Upstream):
         self._post_line(encode_message(msg)[:-1], msg)
 
     def _exit_on_loop(self, description):
-        if self.exited or self.handed_over:
+        if not self._move("exit"):
             return
-        self.exited = True
         self._stop()
         self.on_exit(description)
 
@@ -7385,6 +7514,7 @@ class RemoteUpstream(Upstream):
         return None, resp, why
 
     def report_exit(self, description):
+        self._move("report_exit")
         self.stopping.set()
         self.loop.post(self._exit_on_loop, description)
 
@@ -7465,7 +7595,7 @@ class RemoteUpstream(Upstream):
         forward = True
         for item in (msg if isinstance(msg, list) else [msg]):
             if isinstance(item, dict) and item.get("method") == "notifications/progress":
-                self._progressed(item.get("params"))
+                self._note_progress(item.get("params"))
             if message_kind(item) != "response":
                 continue
             key = id_key(item.get("id"))
@@ -7476,15 +7606,15 @@ class RemoteUpstream(Upstream):
                     if self.inflight.get(key) is owner:
                         del self.inflight[key]
             if owner is not None:
-                self._answered(owner, item)
+                self._note_answer(owner, item)
                 if not owner.outstanding:
-                    owner.settled.set()  # after _answered: a waiter finds what it recorded
+                    owner.settled.set()  # after _note_answer: a waiter finds what it recorded
                 if owner.swallow:
                     forward = False
         if forward:
             self._post_line(data, parsed)
 
-    def _progressed(self, params):
+    def _note_progress(self, params):
         """A progress notification restarts the wait of the request whose token it carries."""
         key = progress_key(params.get("progressToken")) if isinstance(params, dict) else None
         if key is None:
@@ -7495,7 +7625,7 @@ class RemoteUpstream(Upstream):
                 if exchange.progress_key == key:
                     exchange.waiting_since = now
 
-    def _answered(self, exchange, msg):
+    def _note_answer(self, exchange, msg):
         """Hook: a response for ``exchange`` arrived (before it is forwarded)."""
         if exchange.swallow:
             exchange.result = msg
@@ -7577,7 +7707,7 @@ class RemoteUpstream(Upstream):
             if self.hands_over:
                 self.gate.wait(self.stopping)  # keep messages in the outbox for a hand-over
             exchange = self.outbox.get()
-            if exchange is None or self.handed_over:
+            if exchange is None or self.state == REMOTE_HANDED_OVER:
                 return
             try:
                 self._send_queued(exchange)
@@ -7674,7 +7804,7 @@ class StreamableHttpUpstream(RemoteUpstream):
 
     def __init__(self, loop, config, on_line, on_exit, fallback=None):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
-        self.fallback = fallback           # auto mode: called on the loop thread with (lines, status)
+        self.fallback = fallback           # auto mode: called on the loop thread with (lines, status, closing)
         self.session_id = None
         self.protocol_version = None
         self.reinit_lock = threading.Lock()
@@ -7823,7 +7953,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.session_ready = threading.Event()
         self.note("warning", "ocx-proxy answered the client's initialize itself; the server's tools follow the "
                              "login (%s)" % why)
-        self.settle(exchange)   # answered, but not by the server: nothing is learnt from it (_answered)
+        self.settle(exchange)   # answered, but not by the server: nothing is learnt from it (_note_answer)
         self._post_message({"jsonrpc": "2.0", "id": exchange.msg["id"],
                             "result": pending_initialize_result(params, self.config.display_url)})
         self.spawn("ocx-first-login", self._first_login, dedicated=True)
@@ -7988,8 +8118,8 @@ class StreamableHttpUpstream(RemoteUpstream):
         self.fail_exchange(exchange, failure, status)
         return False
 
-    def _answered(self, exchange, msg):
-        RemoteUpstream._answered(self, exchange, msg)
+    def _note_answer(self, exchange, msg):
+        RemoteUpstream._note_answer(self, exchange, msg)
         if exchange.method == "initialize" and isinstance(msg.get("result"), dict):
             version = msg["result"].get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
@@ -8045,7 +8175,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 why = ("a %s request cannot be resumed" % exchange.version if exchange.modern
                        else "no event id to resume from")
                 return self.fail_exchange(exchange, "upstream closed the response stream before answering (%s)" % why)
-            if outcome == STREAM_FAILED and backoff.failed():
+            if outcome == STREAM_FAILED and backoff.note_failure():
                 return self.fail_exchange(exchange, "could not resume the response stream after %d attempts"
                                           % RECONNECT_ATTEMPTS)
             if self.stopping.wait(backoff.wait(parser.retry, deadline())):
@@ -8135,7 +8265,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return
             if outcome == STREAM_PROGRESSED:
                 backoff.reset()
-            elif backoff.failed():
+            elif backoff.note_failure():
                 self.note("warning", "gave up on the GET stream after %d failed attempts; messages the "
                                      "server starts on its own will not arrive" % RECONNECT_ATTEMPTS)
                 return
@@ -8198,10 +8328,11 @@ class StreamableHttpUpstream(RemoteUpstream):
                 break
             if item is not None:
                 lines.append(item.line)
-        self.handed_over = True
+        closing = self.closing
+        self._move("hand_over")
         self.outbox.put(None)
         self._stop()
-        self.fallback(lines, status)
+        self.fallback(lines, status, closing)
 
     def _say_goodbye(self):
         session = self.session_id
@@ -8274,7 +8405,7 @@ class SseUpstream(RemoteUpstream):
                 self.note("warning", "the SSE stream from %s dropped (%s); reconnecting"
                           % (self.config.display_url, text))
             else:
-                gave_up = backoff.failed() or kind == STREAM_REFUSED
+                gave_up = backoff.note_failure() or kind == STREAM_REFUSED
                 self.note("warning", "could not open the SSE stream %s: %s" % (self.config.display_url, text))
             with self.lock:
                 exchanges = list(dict.fromkeys(self.inflight.values()))  # a batch waits under several ids
@@ -8400,8 +8531,8 @@ class AutoUpstream(Upstream):
         self.stderr_tail = self.inner.stderr_tail
         self.rewrites = self.inner.rewrites
 
-    # the inner transport owns these: Upstream.__init__ setting them changes nothing
-    exited = property(lambda self: self.inner.exited, lambda self, value: None)
+    # the inner transport owns these (Upstream.__init__ setting fatal changes nothing)
+    exited = property(lambda self: self.inner.exited)
     fatal = property(lambda self: self.inner.fatal, lambda self, value: None)
 
     def start(self):
@@ -8420,11 +8551,10 @@ class AutoUpstream(Upstream):
     def resume_reading(self):
         self.inner.resume_reading()
 
-    def _fall_back(self, lines, status):
+    def _fall_back(self, lines, status, closing):
         log.info("%s answered HTTP %d to the Streamable HTTP initialize; using legacy HTTP+SSE"
                  % (self.config.display_url, status))
         self.memory["transport"] = "sse"
-        closing = self.inner.closing
         self.inner = SseUpstream(self.loop, self.config, self.on_line, self.on_exit)
         self.stderr_tail = self.inner.stderr_tail
         self.rewrites = self.inner.rewrites
@@ -8550,8 +8680,8 @@ def walk_schema(node, fix, depth=0):
     return out
 
 
-def noted(node, note):
-    """``node`` with ``note`` added to its description (what a fix changed)."""
+def add_note(node, note):
+    """Add ``note`` to the description of ``node`` (what a fix changed); returns ``node``."""
     text = node.get("description")
     node["description"] = (text + " " if isinstance(text, str) and text else "") + "(%s)" % note
     return node
@@ -8564,13 +8694,13 @@ def one_type(node):
         node["type"] = next((k for k in kind if k != "null"), kind[0])
         others = [k for k in kind if k != node["type"]]
         if others:
-            noted(node, "also accepts %s" % " or ".join(k if isinstance(k, str) else dumps(k) for k in others))
+            add_note(node, "also accepts %s" % " or ".join(k if isinstance(k, str) else dumps(k) for k in others))
 
 
 def drop_format(node):
     form = node.get("format")
     if "format" in node and not (isinstance(form, str) and form in GEMINI_FORMATS):   # a list is no format
-        noted(node, "format: %s" % dumps(node.pop("format")))
+        add_note(node, "format: %s" % dumps(node.pop("format")))
 
 
 def inline_refs(schema):
@@ -8591,7 +8721,7 @@ def inline_refs(schema):
             target = None
         expansions[0] += 1
         if not isinstance(target, dict):
-            return noted({}, "%s: no such definition" % ref)
+            return add_note({}, "%s: no such definition" % ref)
         if ref in refs or len(refs) >= FIT_REF_DEPTH or expansions[0] > FIT_REF_EXPANSIONS:
             return cut_ref(ref, target)
         merged = dict(target)
@@ -8606,7 +8736,7 @@ def cut_ref(ref, target):
     what the target requires and takes (the model is shown no more of it)."""
     cut = {"type": target["type"]} if isinstance(target.get("type"), str) else {}
     what = alternative(target) if schema_properties(target) or names_in(target, "required") else ""
-    return noted(cut, "as %s%s; cut here by ocx-proxy" % (ref, ": " + what if what else ""))
+    return add_note(cut, "as %s%s; cut here by ocx-proxy" % (ref, ": " + what if what else ""))
 
 
 def one_object(schema):
@@ -8642,7 +8772,7 @@ def one_object(schema):
     else:
         out.pop("required", None)
     for note in notes:
-        noted(out, note)
+        add_note(out, note)
     return out
 
 
@@ -8879,31 +9009,8 @@ class ToolFitting:
 
 
 # ---------------------------------------------------------------------------
-# Relay parts: options, requests and their clocks (timeouts, heartbeats, detaching), the reader tool, the profile
+# Relay settings: the options, the profile in use for the client (its budget and clock), --trace
 # ---------------------------------------------------------------------------
-
-REPLAY_ID_PREFIX = "ocx-proxy-replay-"
-# Supervisor.state: where the upstream is in its life (see Supervisor.exited).
-UPSTREAM_UP = "up"                  # client lines go to it as they come
-UPSTREAM_RESTARTING = "restarting"  # it exited, or starts behind the catalog cache: client lines wait in
-                                    # Supervisor.held until it takes the replayed initialize
-UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
-ABANDONED_LIMIT = 4096
-SHUTTING_DOWN = "ocx-proxy is shutting down"
-# Longer upstream lines are routed on their envelope, parsed only when they may be rewritten.
-PEEK_LINE_BYTES = 64 * 1024
-_REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
-# Requests that last as long as the client wants: --request-timeout, heartbeats and detaching do not apply to them.
-OPEN_ENDED = frozenset(["subscriptions/listen"])
-# A heartbeat shows the client progress this much above the last it saw (a billionth of it, when that is more).
-PROGRESS_STEP = 0.001
-# Progress values past this are passed as they are: no arithmetic on them.
-PROGRESS_LIMIT = 1e300
-# What the reader tool waits for a detached call's answer when the model says nothing (capped: ProfileInUse).
-DETACH_WAIT_SECONDS = 10
-# DetachedCalls.reading: the reader call waits, and is answered later.
-WAITING = "waiting"
-
 
 # Everything the relay needs to know from the command line (relay_options_from_args).  A budget option
 # None: the client profile's value (Budget.for_client); a number given wins.
@@ -8912,478 +9019,6 @@ RelayOptions = collections.namedtuple(
     "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
     "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after catalog check_arguments "
     "negotiate negotiate_timeout", defaults=("annotate", None, 5.0))
-
-
-class Pending:
-    """A client request not answered yet (``params`` only where a preview or a rewrite needs them, ``budget`` only
-    where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
-    next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
-    ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
-    (``heard``).  A tools/call may have a ``trace`` id (--trace, --negotiate) and the gate's ``findings`` for the
-    server's error (--check-arguments annotate)."""
-
-    __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
-                 "shown", "heard", "budget", "trace", "findings")
-
-    def __init__(self, msg_id, method, params, version, started):
-        self.msg_id = msg_id
-        self.method = method
-        self.params = params
-        self.version = version
-        self.started = started
-        self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
-        self.budget = None   # its answer's Budget when not the session's (ProfileInUse.budget_for)
-        self.trace = self.findings = None
-
-
-class Trace:
-    """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted; a tools/call's records
-    (the gate's decision, the call, its answer, spill or detached result) carry its ``trace`` id."""
-
-    def __init__(self, path):
-        # O_NOFOLLOW: never append to what a link planted at the name points at.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError as exc:
-            if os.path.islink(path):
-                raise UsageError("--trace %s is a symbolic link; give the file itself" % path)
-            raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
-        self.handle = os.fdopen(fd, "a", encoding="utf-8")
-
-    def record(self, direction, msg, size, pending=None, spilled=None, trace=None):
-        entry = {"time": utc_now_iso(), "dir": direction, "size": size}
-        trace = trace or (pending.trace if pending is not None else None)
-        if trace:
-            entry["trace"] = trace
-        if isinstance(msg, dict):
-            if "id" in msg:
-                entry["id"] = msg["id"]
-            method = msg.get("method") or (pending.method if pending else None)
-            if isinstance(method, str):
-                entry["method"] = method
-            params = msg.get("params")
-            if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
-                entry["tool"] = params["name"]
-            if "error" in msg and isinstance(msg["error"], dict) and type(msg["error"].get("code")) is int:
-                entry["error"] = msg["error"]["code"]
-        if pending is not None:
-            entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
-        if spilled is not None:
-            entry["spill"] = {"json": spilled.json_path, "txt": spilled.txt_path}
-        self._write(entry)
-
-    def decision(self, pending, tool, decision, by, findings=(), hook_ms=None):
-        """The gate's record of the tools/call ``pending``: ``decision`` pass, annotate, refuse (or dropped: the
-        call had its answer before the hook's), ``by`` schema or negotiate, the pointers of its ``findings``."""
-        entry = {"time": utc_now_iso(), "dir": "gate", "id": pending.msg_id, "method": "tools/call", "tool": tool,
-                 "decision": decision, "by": by}
-        if pending.trace:
-            entry["trace"] = pending.trace
-        if findings:
-            entry["findings"] = list(findings)
-        if hook_ms is not None:
-            entry["hook_ms"] = round(hook_ms, 3)
-        self._write(entry)
-
-    def _write(self, entry):
-        self.handle.write(dumps(redact(entry)) + "\n")
-        self.handle.flush()
-
-    def close(self):
-        self.handle.close()
-
-
-READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline", "wait")
-SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more wait their turn
-READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
-
-
-def reader_tool(taken=(), declared_chars=None):
-    """The tools/list entry of the reader tool, named READER_TOOL_NAME or, while ``taken`` (the server's tool
-    names) has that, READER_TOOL_NAME_2, _3...; with ``declared_chars``, the result size it declares for itself (its
-    longest page) in its ``_meta``."""
-    name, n = READER_TOOL_NAME, 1
-    while name in taken:
-        n += 1
-        name = "%s_%d" % (READER_TOOL_NAME, n)
-    entry = {
-        "name": name,
-        "description": (
-            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
-            "shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text from `line` "
-            "(1-based; `column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
-            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, `path` "
-            "lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` a member, "
-            "`[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that key at any "
-            "depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead (type, size, an "
-            "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
-            "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
-            "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
-            "`[end of the text]`, `[end of the outline]`, `[no more matches]` or `[nothing matches ...]`: nothing "
-            "follows. A tool call that "
-            "ran past the time the client waits is answered early with a note that it is still running and its "
-            "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
-            "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
-        "inputSchema": {"type": "object", "properties": {
-            "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
-            "line": {"type": "integer", "minimum": 1,
-                     "description": "first line (default 1); to go on: L of `%s line=L`" % READER_MORE},
-            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
-            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1); "
-                       "to go on: C of `%s line=L, column=C`" % READER_MORE},
-            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
-                        "description": "regular expression to search for"},
-            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
-                        "description": "lines shown around each match"},
-            "path": {"type": "string", "maxLength": READER_MAX_PATTERN,
-                     "description": "JSON path of the values to list, e.g. $.items[0:10].name"},
-            "outline": {"type": "boolean", "description": "describe the nodes `path` selects (default $)"},
-            "wait": {"type": "number", "minimum": 0, "description": "seconds to wait for the result of a call "
-                     "still running (default %d; the relay answers before the client would stop waiting)"
-                     % DETACH_WAIT_SECONDS},
-        }, "required": ["id"]},
-    }
-    if declared_chars:
-        entry["_meta"] = {MAX_RESULT_SIZE_META: declared_chars}
-    return entry
-
-
-def reader_wait(args):
-    """The reader's ``wait`` argument (seconds) in ``args``, DETACH_WAIT_SECONDS when not given; ValueError when it
-    is no number from 0."""
-    wait = args.get("wait", DETACH_WAIT_SECONDS)
-    if type(wait) not in (int, float) or not 0 <= wait < float("inf"):
-        raise ValueError("wait must be a number of seconds from 0, not %.40r" % (wait,))
-    return wait
-
-
-def take_messages(line, msgs, raws, taken, answer):
-    """Answer with ``answer(msg)`` the messages of client ``line`` that ``taken(msg)`` picks; returns
-    ``(line, msgs, raws)`` of the others (a batch of their own bytes; ``line`` None when none is left)."""
-    if not any(taken(msg) for msg in msgs):
-        return line, msgs, raws
-    kept = []
-    for msg, raw in zip(msgs, raws):
-        if taken(msg):
-            answer(msg)
-        else:
-            kept.append((msg, raw))
-    if not kept:
-        return None, [], []
-    msgs, raws = [msg for msg, _ in kept], [raw for _, raw in kept]
-    return same_shape(line, raws), msgs, raws
-
-
-class Reader:
-    """The reader tool: the relay's own tool, paging through what ``spill`` saved.
-
-    ``advertise`` adds it to the last tools/list page (only from then on are calls of its name ours);
-    ``claim`` takes those calls out of what the client sends and answers them through ``send(msg)``,
-    within ``spill.budget``: a page at once, a search when it ends (SEARCHES_AT_ONCE at most beside the
-    loop), a detached call's answer (``detached``: DetachedCalls) when it is there or the wait ends; ``stop``
-    ends the searches at shutdown.
-    """
-
-    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False, declares=lambda: None):
-        self.spill = spill
-        self.declares = declares         # the result size it declares in tools/list (None: none)
-        self.loop = loop
-        self.send = send
-        self.detached = detached
-        self.closing = closing
-        self.offered = offered           # not with --no-reader-tool, nor when nothing spills or is detached
-        self.use_threads = use_threads
-        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
-        self.searches = []               # pattern searches running (BoundedRun)
-        self.queue = collections.deque()  # calls with a pattern, waiting for a turn
-
-    def advertise(self, msg, params=None):
-        """A ``Rewrite``: the reader tool added to the last tools/list page, named apart from the server's tools."""
-        result = msg.get("result") if isinstance(msg, dict) else None
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if not self.offered or not isinstance(tools, list):
-            return False
-        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
-                                 and isinstance(tool.get("name"), str))
-        if result.get("nextCursor"):  # not the last page
-            return False
-        tools.append(reader_tool(self.server_tools, self.declares()))
-        self.spill.reader_name = tools[-1]["name"]
-        return True
-
-    def claim(self, line, msgs, raws):
-        if self.spill.reader_name is None:
-            return line, msgs, raws
-        return take_messages(line, msgs, raws, self._is_call, self.answer)
-
-    def _is_call(self, msg):
-        return "id" in msg and called_tool(msg) == self.spill.reader_name
-
-    def answer(self, msg, waited=False):
-        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends; a
-        detached call's answer: when it is there or ``wait`` ends, then ``waited``)."""
-        params = msg["params"]
-        args = params.get("arguments", {})
-        helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
-        if helped and len(self.searches) >= SEARCHES_AT_ONCE:
-            self.queue.append(msg)
-            return
-        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
-        if is_modern(request_version(params)):
-            result["resultType"] = "complete"
-        try:
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be an object")
-            unknown = sorted(set(args) - set(READER_ARGUMENTS))
-            if unknown or "id" not in args:
-                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
-            args = {name: value for name, value in args.items() if value is not None}  # null: not given
-            first = self.detached.reading(args.get("id"), 0 if waited else reader_wait(args),
-                                          lambda: self.answer(msg, True))
-            if first is WAITING:
-                return
-            if first is not None:  # a detached call: what became of it comes first
-                note, failed, readable = first
-                result["content"].insert(0, {"type": "text", "text": note})
-                if failed:
-                    result["isError"] = True
-                if not readable:
-                    del result["content"][1:]
-                    return self.send(result_response(msg["id"], result))
-            pattern, path = args.get("pattern"), args.get("path", "$" if args.get("outline") else None)
-            if pattern is not None and path is not None:
-                raise ValueError("give pattern or path, not both")
-            # The longest hint this call can get: the page is sized with it reserved.
-            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
-                                         READER_MAX_NUMBER if "lines" in args else None,
-                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT,
-                                         path if isinstance(path, str) else None, True, READER_MAX_NUMBER)
-            chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
-            budget = {"budget_chars": chars, "budget_bytes": size}
-            if path is not None:
-                return self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
-                                                                  args.get("line", 1), args.get("column", 1), **budget))
-            if pattern is not None:
-                return self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
-                                                                   context=args.get("context", 0), **budget))
-            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
-                                         column=args.get("column", 1), **budget)
-            result["content"][-2]["text"], result["content"][-1]["text"] = text, hint
-        except (ValueError, TypeError) as exc:
-            self._error(result, exc)
-        self.send(result_response(msg["id"], result))
-
-    def _error(self, result, exc):
-        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
-        result["isError"] = True
-
-    def _search(self, msg, result, search):
-        def done(output):
-            self.searches.remove(run)
-            try:
-                if output is None:
-                    raise ValueError(SHUTTING_DOWN if self.closing() else search.slow)
-                result["content"][-2]["text"], result["content"][-1]["text"] = search.answer(output)
-            except (ValueError, TypeError) as exc:
-                self._error(result, exc)
-            self.send(result_response(msg["id"], result))
-            if self.queue and not self.closing():
-                self.answer(self.queue.popleft())
-
-        try:
-            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.use_threads)
-        except OSError as exc:
-            raise ValueError("could not start the pattern search: %s" % exc)
-        finally:
-            os.close(search.stdin)
-        self.searches.append(run)
-
-    def stop(self):
-        """Shutdown: searches killed; they and the calls waiting for a turn are answered so."""
-        waiting, self.queue = self.queue, collections.deque()
-        for run in list(self.searches):
-            run.stop()
-        for msg in waiting:
-            self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
-
-
-class ToolFilter:
-    """``--allow-tools``/``--deny-tools``: a tool (by the server's name) is kept when it matches some ``allow``
-    glob, or there is none, and no ``deny`` glob.  ``rewrite`` drops the others from tools/list (and warns once
-    when ``allow`` matches none of the server's tools); ``claim`` answers their calls with an error (``send``).
-    """
-
-    def __init__(self, allow=(), deny=(), send=None):
-        self.allow = tuple(allow)
-        self.deny = tuple(deny)
-        self.send = send
-        self.active = bool(self.allow or self.deny)
-        self.listed = []    # the server's tool names on the pages read so far
-        self.warned = False
-
-    def refusal(self, name):
-        """The option (with its globs) that filters the tool ``name`` out, or None when it is kept."""
-        if not self._allowed(name):
-            return "ocx-proxy --allow-tools '%s'" % ",".join(self.allow)
-        for glob in self.deny:
-            if fnmatch.fnmatchcase(name, glob):
-                return "ocx-proxy --deny-tools '%s'" % glob
-        return None
-
-    def _allowed(self, name):
-        return not self.allow or any(fnmatch.fnmatchcase(name, glob) for glob in self.allow)
-
-    def kept(self, tools):
-        """The entries of ``tools`` not filtered out (those without a name stay)."""
-        return [tool for tool in tools if not isinstance(tool, dict) or not isinstance(tool.get("name"), str)
-                or self.refusal(tool["name"]) is None]
-
-    def unmatched(self, names):
-        """The warning when the allow list matches none of ``names`` (the server's tools), else None."""
-        if not self.allow or any(self._allowed(name) for name in names):
-            return None
-        return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
-            ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
-
-    def rewrite(self, msg, params=None):
-        result = msg.get("result") if isinstance(msg, dict) else None
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if not isinstance(tools, list):
-            return False
-        if self.allow and not self.warned:
-            if not (isinstance(params, dict) and params.get("cursor")):
-                self.listed = []  # a first page
-            self.listed += [tool["name"] for tool in tools if isinstance(tool, dict)
-                            and isinstance(tool.get("name"), str)]
-            if not result.get("nextCursor"):
-                warning, self.listed = self.unmatched(self.listed), []
-                self.warned = warning is not None
-                if warning:
-                    log.warning(warning)
-        kept = self.kept(tools)
-        if len(kept) == len(tools):
-            return False
-        result["tools"] = kept
-        return True
-
-    def claim(self, line, msgs, raws):
-        if not self.active:
-            return line, msgs, raws
-        return take_messages(line, msgs, raws, self._is_refused, self._refuse)
-
-    def _is_refused(self, msg):
-        name = called_tool(msg)
-        return name is not None and self.refusal(name) is not None
-
-    def _refuse(self, msg):
-        name = called_tool(msg)
-        message = "tool '%s' is not available: %s" % (name, self.refusal(name))
-        if "id" in msg:
-            self.send(error_response(msg["id"], INVALID_PARAMS, message))
-        else:
-            log.warning("dropped a tools/call notification: %s" % message)
-
-
-def client_messages(line):
-    """``(out, msgs, raws, refused)`` of one client line: its good JSON-RPC messages, their own bytes, the bytes
-    to relay (None: none; a batch of the good members alone, never re-serialized), ``(raw, code, message)`` of
-    each message to refuse."""
-    try:
-        msg = parse_message(line, long_numbers=True)
-    except ValueError as exc:
-        if split_array(line) is None:
-            return None, [], [], [(line, PARSE_ERROR, "Parse error: %s" % exc)]
-        msg = []  # a batch with a bad member: the others still count
-    if not isinstance(msg, list):
-        if message_kind(msg) is None:
-            return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")]
-        return line, [msg], [line], []
-    members = split_array(line) or []
-    if not members:
-        return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: empty batch")]
-    msgs, raws, refused = [], [], []
-    for raw in members:
-        try:
-            msg = parse_message(raw, long_numbers=True)
-        except ValueError as exc:
-            refused.append((raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc))
-            continue
-        if message_kind(msg) is None:
-            refused.append((raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
-        else:
-            msgs.append(msg)
-            raws.append(raw)
-    out = line if len(raws) == len(members) else b"[" + b",".join(raws) + b"]"
-    return out if raws else None, msgs, raws, refused
-
-
-def repaired(line):
-    """(message, line) for an upstream line that is not JSON, repaired (ValueError, TypeError or RecursionError
-    when it cannot be): invalid UTF-8 becomes U+FFFD, a raw control character is escaped, NaN null."""
-    msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
-    return msg, encode_message(msg)[:-1]
-
-
-class Requests:
-    """The client requests not answered yet (``Pending`` by ``id_key``, each with its --request-timeout timer:
-    ``on_timeout(pending)`` answers it, and what ``clock``, a CallClock, watches), and the last ABANDONED_LIMIT ids
-    we answered ourselves."""
-
-    def __init__(self, loop, timeout, on_timeout, clock):
-        self.loop = loop
-        self.timeout = timeout
-        self.on_timeout = on_timeout
-        self.clock = clock
-        self.pending = {}
-        self.abandoned = collections.OrderedDict()
-
-    def add(self, msg):
-        method = msg.get("method")
-        params = msg.get("params") if method in ("resources/read", "tools/list") else None
-        pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
-        if self.timeout > 0 and method not in OPEN_ENDED:
-            pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
-        self.pending[id_key(msg["id"])] = pending
-        self.clock.watch(pending, msg.get("params"))
-        return pending
-
-    def is_open(self, pending):
-        return self.pending.get(id_key(pending.msg_id)) is pending
-
-    def take(self, key):
-        """The request pending under ``key``, removed and its timer stopped (None: none)."""
-        pending = self.pending.pop(key, None)
-        if pending is not None:
-            if pending.timer:
-                pending.timer.cancel()
-            self.clock.end(pending)
-        return pending
-
-    def drop(self, key):
-        """``take``, and abandon the request when it was pending: we answer it ourselves."""
-        pending = self.take(key)
-        if pending is not None:
-            self.abandon(key)
-        return pending
-
-    def abandon(self, key):
-        """The server's answer to ``key`` is to be dropped (``late``): the client has one already."""
-        self.abandoned[key] = True
-        while len(self.abandoned) > ABANDONED_LIMIT:
-            self.abandoned.popitem(last=False)
-
-    def late(self, key):
-        """True (once) when ``key`` was abandoned: its answer is to be dropped."""
-        return self.abandoned.pop(key, None) is not None
-
-    def take_all(self):
-        return [self.take(key) for key in list(self.pending)]
-
-    def _timed_out(self, pending):
-        if self.is_open(pending):
-            self.drop(id_key(pending.msg_id))
-            self.on_timeout(pending)
 
 
 class ProfileInUse:
@@ -9461,6 +9096,165 @@ class ProfileInUse:
             self.call_seconds, ", progress resets it" if self.progress_resets else "")
         log.info("client profile %s (%s): %s, outputSchema %s, %s" % (
             self.name, why, self.spill.budget.describe(), "kept" if self.keep_output_schema else "removed", clock))
+
+
+class Trace:
+    """``--trace FILE``: one NDJSON record per message, metadata only, secrets redacted; a tools/call's records
+    (the gate's decision, the call, its answer, spill or detached result) carry its ``trace`` id."""
+
+    def __init__(self, path):
+        # O_NOFOLLOW: never append to what a link planted at the name points at.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if os.path.islink(path):
+                raise UsageError("--trace %s is a symbolic link; give the file itself" % path)
+            raise UsageError("cannot open --trace file %s: %s" % (path, exc.strerror or exc))
+        self.handle = os.fdopen(fd, "a", encoding="utf-8")
+
+    def record(self, direction, msg, size, pending=None, spilled=None, trace=None):
+        entry = {"time": utc_now_iso(), "dir": direction, "size": size}
+        trace = trace or (pending.trace if pending is not None else None)
+        if trace:
+            entry["trace"] = trace
+        if isinstance(msg, dict):
+            if "id" in msg:
+                entry["id"] = msg["id"]
+            method = msg.get("method") or (pending.method if pending else None)
+            if isinstance(method, str):
+                entry["method"] = method
+            params = msg.get("params")
+            if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+                entry["tool"] = params["name"]
+            if "error" in msg and isinstance(msg["error"], dict) and type(msg["error"].get("code")) is int:
+                entry["error"] = msg["error"]["code"]
+        if pending is not None:
+            entry["ms"] = round((time.monotonic() - pending.started) * 1000, 3)
+        if spilled is not None:
+            entry["spill"] = {"json": spilled.json_path, "txt": spilled.txt_path}
+        self._write(entry)
+
+    def decision(self, pending, tool, decision, by, findings=(), hook_ms=None):
+        """The gate's record of the tools/call ``pending``: ``decision`` pass, annotate, refuse (or dropped: the
+        call had its answer before the hook's), ``by`` schema or negotiate, the pointers of its ``findings``."""
+        entry = {"time": utc_now_iso(), "dir": "gate", "id": pending.msg_id, "method": "tools/call", "tool": tool,
+                 "decision": decision, "by": by}
+        if pending.trace:
+            entry["trace"] = pending.trace
+        if findings:
+            entry["findings"] = list(findings)
+        if hook_ms is not None:
+            entry["hook_ms"] = round(hook_ms, 3)
+        self._write(entry)
+
+    def _write(self, entry):
+        self.handle.write(dumps(redact(entry)) + "\n")
+        self.handle.flush()
+
+    def close(self):
+        self.handle.close()
+
+
+# ---------------------------------------------------------------------------
+# Requests: the client's requests not answered yet, their clocks (timeouts, heartbeats), detached calls
+# ---------------------------------------------------------------------------
+
+# How many ended requests are remembered (Requests.abandoned, CallClock.ended): the answers and progress that
+# still come for them are dropped.
+ABANDONED_LIMIT = 4096
+SHUTTING_DOWN = "ocx-proxy is shutting down"
+# Requests that last as long as the client wants: --request-timeout, heartbeats and detaching do not apply to them.
+OPEN_ENDED = frozenset(["subscriptions/listen"])
+# A heartbeat shows the client progress this much above the last it saw (a billionth of it, when that is more).
+PROGRESS_STEP = 0.001
+# Progress values past this are passed as they are: no arithmetic on them.
+PROGRESS_LIMIT = 1e300
+# DetachedCalls.wait_for: the reader call waits, and is answered later.
+WAITING = "waiting"
+
+
+class Pending:
+    """A client request not answered yet (``params`` only where a preview or a rewrite needs them, ``budget`` only
+    where its answer has one of its own); its timers (``timer``: --request-timeout; ``clock``: CallClock's, for the
+    next heartbeat or ``detach_at``) and, when it carries a progressToken that CallClock watches, the token and its
+    ``key``, the last progress the client saw (``shown``) and when the server or a heartbeat last spoke of it
+    (``heard``).  A tools/call may have a ``trace`` id (--trace, --negotiate) and the gate's ``findings`` for the
+    server's error (--check-arguments annotate)."""
+
+    __slots__ = ("msg_id", "method", "params", "version", "started", "timer", "clock", "detach_at", "token", "key",
+                 "shown", "heard", "budget", "trace", "findings")
+
+    def __init__(self, msg_id, method, params, version, started):
+        self.msg_id = msg_id
+        self.method = method
+        self.params = params
+        self.version = version
+        self.started = started
+        self.timer = self.clock = self.detach_at = self.token = self.key = self.shown = self.heard = None
+        self.budget = None   # its answer's Budget when not the session's (ProfileInUse.budget_for)
+        self.trace = self.findings = None
+
+
+class Requests:
+    """The client requests not answered yet (``Pending`` by ``id_key``, each with its --request-timeout timer:
+    ``on_timeout(pending)`` answers it, and what ``clock``, a CallClock, watches), and the last ABANDONED_LIMIT ids
+    we answered ourselves."""
+
+    def __init__(self, loop, timeout, on_timeout, clock):
+        self.loop = loop
+        self.timeout = timeout
+        self.on_timeout = on_timeout
+        self.clock = clock
+        self.pending = {}
+        self.abandoned = collections.OrderedDict()
+
+    def add(self, msg):
+        method = msg.get("method")
+        params = msg.get("params") if method in ("resources/read", "tools/list") else None
+        pending = Pending(msg["id"], method, params, request_version(msg.get("params")), time.monotonic())
+        if self.timeout > 0 and method not in OPEN_ENDED:
+            pending.timer = self.loop.call_later(self.timeout, self._timed_out, pending)
+        self.pending[id_key(msg["id"])] = pending
+        self.clock.watch(pending, msg.get("params"))
+        return pending
+
+    def is_open(self, pending):
+        return self.pending.get(id_key(pending.msg_id)) is pending
+
+    def take(self, key):
+        """The request pending under ``key``, removed and its timer stopped (None: none)."""
+        pending = self.pending.pop(key, None)
+        if pending is not None:
+            if pending.timer:
+                pending.timer.cancel()
+            self.clock.end(pending)
+        return pending
+
+    def drop(self, key):
+        """``take``, and abandon the request when it was pending: we answer it ourselves."""
+        pending = self.take(key)
+        if pending is not None:
+            self.abandon(key)
+        return pending
+
+    def abandon(self, key):
+        """The server's answer to ``key`` is to be dropped (``take_abandoned``): the client has one already."""
+        self.abandoned[key] = True
+        while len(self.abandoned) > ABANDONED_LIMIT:
+            self.abandoned.popitem(last=False)
+
+    def take_abandoned(self, key):
+        """Forget ``key`` as abandoned: True when it was (its answer is to be dropped)."""
+        return self.abandoned.pop(key, None) is not None
+
+    def take_all(self):
+        return [self.take(key) for key in list(self.pending)]
+
+    def _timed_out(self, pending):
+        if self.is_open(pending):
+            self.drop(id_key(pending.msg_id))
+            self.on_timeout(pending)
 
 
 def progress_number(value):
@@ -9612,9 +9406,9 @@ class Detached:
 
 class DetachedCalls:
     """Tool calls answered by us at --detach-after while the server works on (``detach``).  The server's answer
-    is saved like a spill under the id the client was given (``answered``); the reader tool reads it, waiting while
-    it runs (``reading``); a call that ends without one says why (``cancelled`` by the client, --request-timeout,
-    ``lost`` with its server, ``fail``: an answer that could not be read, ``stop``: the relay ends, and cancels
+    is saved like a spill under the id the client was given (``save_answer``); the reader tool reads it, waiting
+    while it runs (``wait_for``); a call that ends without one says why (``cancel``: by the client, --request-timeout,
+    ``lose_all``: with its server, ``fail``: an answer that could not be read, ``stop``: the relay ends, and cancels
     those still running upstream through ``cancel_upstream(msg_id, reason)``)."""
 
     def __init__(self, spill, loop, profile, requests, cancel_upstream, request_timeout):
@@ -9633,7 +9427,7 @@ class DetachedCalls:
                           pending.started, pending.trace)
         self.by_request[id_key(pending.msg_id)] = self.by_id[record.stem] = record
         if self.request_timeout > 0:
-            record.timer = self.loop.call_later(max(0.0, self.request_timeout - record.seconds()), self._expired,
+            record.timer = self.loop.call_later(max(0.0, self.request_timeout - record.seconds()), self._expire,
                                                 record)
         log.info("tools/call %r still running after %d s: answered, its answer will be kept as %s"
                  % (pending.msg_id, record.seconds(), record.stem))
@@ -9646,7 +9440,7 @@ class DetachedCalls:
             result["resultType"] = "complete"
         return result_response(pending.msg_id, result)
 
-    def answered(self, key, line, msg):
+    def save_answer(self, key, line, msg):
         """The server's answer ``msg`` (``line``, its bytes) to the detached call ``key``: saved, readers woken."""
         record = self.by_request.pop(key)
         failure = call_failure(msg)
@@ -9660,7 +9454,7 @@ class DetachedCalls:
             "finished on the server after %d s; its result:" % record.seconds()
         self._end(record, "error" if failure else "result", "[ocx-proxy: the call %s]" % how)
 
-    def reading(self, call_id, wait, then):
+    def wait_for(self, call_id, wait, then):
         """What the reader says first of ``call_id`` when it is a detached call's id, else None: ``(note, failed,
         readable)``, ``readable`` when its answer is saved as the spill ``call_id``; or WAITING when it is still
         running and ``wait`` (seconds, capped at ``profile.wait_cap``) is not 0: ``then()`` comes when the answer
@@ -9674,14 +9468,14 @@ class DetachedCalls:
                 return ('[ocx-proxy: the call id="%s" is still running on the server (%d s so far)]'
                         % (call_id, record.seconds()), False, False)
             entry = [then, None]
-            entry[1] = self.loop.call_later(wait, self._waited, record, entry)
+            entry[1] = self.loop.call_later(wait, self._stop_waiting, record, entry)
             record.waiters.append(entry)
             return WAITING
         if record.outcome == "lost":
             raise ValueError('the call id="%s" has no result: %s' % (call_id, record.note))
         return record.note, record.outcome == "error", True
 
-    def _waited(self, record, entry):
+    def _stop_waiting(self, record, entry):
         if any(waiting is entry for waiting in record.waiters):
             record.waiters = [waiting for waiting in record.waiters if waiting is not entry]
             entry[0]()
@@ -9705,7 +9499,7 @@ class DetachedCalls:
         self._end(record, "lost", note % record.seconds())
         return True
 
-    def cancelled(self, key):
+    def cancel(self, key):
         """The client cancelled request ``key`` (relayed upstream): True when it was a detached call."""
         return self._give_up(key, "the client cancelled it after %d s")
 
@@ -9713,13 +9507,13 @@ class DetachedCalls:
         """The server's answer to ``key`` could not be relayed (``defect``): True when it was a detached call."""
         return self._give_up(key, "its answer from the server %s (after %%d s)" % defect.replace("%", "%%"))
 
-    def _expired(self, record):
+    def _expire(self, record):
         self.cancel_upstream(record.msg_id, "ocx-proxy request timeout")
         self.requests.abandon(id_key(record.msg_id))
         self._end(record, "lost", "it timed out after %g s (ocx-proxy --request-timeout) and was cancelled"
                   % self.request_timeout)
 
-    def lost(self, reason):
+    def lose_all(self, reason):
         """The server exited: the calls it owed answers to have none."""
         for record in list(self.by_request.values()):
             self._end(record, "lost", "the server exited before answering (%s)" % reason)
@@ -9729,6 +9523,302 @@ class DetachedCalls:
         for record in list(self.by_request.values()):
             self.cancel_upstream(record.msg_id, SHUTTING_DOWN)
             self._end(record, "lost", "%s; it was cancelled after %d s" % (SHUTTING_DOWN, record.seconds()))
+
+
+# ---------------------------------------------------------------------------
+# Reader tool: the relay's own tool, paging through what spilled and returning detached calls' answers
+# ---------------------------------------------------------------------------
+
+# What the reader tool waits for a detached call's answer when the model says nothing (capped: ProfileInUse).
+DETACH_WAIT_SECONDS = 10
+READER_ARGUMENTS = ("id", "line", "lines", "column", "pattern", "context", "path", "outline", "wait")
+SEARCHES_AT_ONCE = 2  # pattern searches and path queries running together; more wait their turn
+READER_HELPED = ("pattern", "path", "outline")  # arguments that make a call run a helper program
+
+
+def reader_tool(taken=(), declared_chars=None):
+    """The tools/list entry of the reader tool, named READER_TOOL_NAME or, while ``taken`` (the server's tool
+    names) has that, READER_TOOL_NAME_2, _3...; with ``declared_chars``, the result size it declares for itself (its
+    longest page) in its ``_meta``."""
+    name, n = READER_TOOL_NAME, 1
+    while name in taken:
+        n += 1
+        name = "%s_%d" % (READER_TOOL_NAME, n)
+    entry = {
+        "name": name,
+        "description": (
+            "Read output that ocx-proxy saved because it was too large to return whole. The [ocx-proxy: ...] note of a "
+            "shortened result gives its id as `id=\"...\"`: pass that id. Returns a page of its text from `line` "
+            "(1-based; `column` inside a very long line), or with `pattern` (a Python regular expression) the matching "
+            "lines, numbered, with `context` lines around each (a search is stopped after %d s). For JSON text, `path` "
+            "lists the values it selects, one a line as `path: JSON`: `$` the whole, `.key` or `[\"key\"]` a member, "
+            "`[n]` an item (negative: from the end), `[a:b]` a slice, `[*]` every member, `..key` that key at any "
+            "depth, e.g. `$.items[10:20].name`; `outline: true` describes each selected node instead (type, size, an "
+            "object's keys, an array's length and first items): walk a big document with it from `$`. Paging: an "
+            "answer that holds only part ends with `%s line=L` or `%s line=L, column=C`; the rest comes from the same "
+            "call (same id, pattern, context, path, outline, lines) with `line` L and `column` C (1 when not given). "
+            "`[end of the text]`, `[end of the outline]`, `[no more matches]` or `[nothing matches ...]`: nothing "
+            "follows. A tool call that "
+            "ran past the time the client waits is answered early with a note that it is still running and its "
+            "id=\"...\": pass that id, with `wait` (seconds) to wait for its result; while there is none yet the "
+            "answer says `still running`, and the same call asks again." % (SEARCH_SECONDS, READER_MORE, READER_MORE)),
+        "inputSchema": {"type": "object", "properties": {
+            "id": {"type": "string", "description": "the id=\"...\" of the [ocx-proxy: ...] note"},
+            "line": {"type": "integer", "minimum": 1,
+                     "description": "first line (default 1); to go on: L of `%s line=L`" % READER_MORE},
+            "lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
+            "column": {"type": "integer", "minimum": 1, "description": "first character of `line` (default 1); "
+                       "to go on: C of `%s line=L, column=C`" % READER_MORE},
+            "pattern": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                        "description": "regular expression to search for"},
+            "context": {"type": "integer", "minimum": 0, "maximum": READER_MAX_CONTEXT,
+                        "description": "lines shown around each match"},
+            "path": {"type": "string", "maxLength": READER_MAX_PATTERN,
+                     "description": "JSON path of the values to list, e.g. $.items[0:10].name"},
+            "outline": {"type": "boolean", "description": "describe the nodes `path` selects (default $)"},
+            "wait": {"type": "number", "minimum": 0, "description": "seconds to wait for the result of a call "
+                     "still running (default %d; the relay answers before the client would stop waiting)"
+                     % DETACH_WAIT_SECONDS},
+        }, "required": ["id"]},
+    }
+    if declared_chars:
+        entry["_meta"] = {MAX_RESULT_SIZE_META: declared_chars}
+    return entry
+
+
+def reader_wait(args):
+    """The reader's ``wait`` argument (seconds) in ``args``, DETACH_WAIT_SECONDS when not given; ValueError when it
+    is no number from 0."""
+    wait = args.get("wait", DETACH_WAIT_SECONDS)
+    if type(wait) not in (int, float) or not 0 <= wait < float("inf"):
+        raise ValueError("wait must be a number of seconds from 0, not %.40r" % (wait,))
+    return wait
+
+
+class Reader:
+    """The reader tool: the relay's own tool, paging through what ``spill`` saved.
+
+    ``advertise`` adds it to the last tools/list page (only from then on are calls of its name ours);
+    ``claim`` takes those calls out of what the client sends and answers them through ``send(msg)``,
+    within ``spill.budget``: a page at once, a search when it ends (SEARCHES_AT_ONCE at most beside the
+    loop), a detached call's answer (``detached``: DetachedCalls) when it is there or the wait ends; ``stop``
+    ends the searches at shutdown.
+    """
+
+    def __init__(self, spill, loop, send, closing, offered, detached, use_threads=False, declares=lambda: None):
+        self.spill = spill
+        self.declares = declares         # the result size it declares in tools/list (None: none)
+        self.loop = loop
+        self.send = send
+        self.detached = detached
+        self.closing = closing
+        self.offered = offered           # not with --no-reader-tool, nor when nothing spills or is detached
+        self.use_threads = use_threads
+        self.server_tools = set()        # tool names the server listed: the reader tool must not take one
+        self.searches = []               # pattern searches running (BoundedRun)
+        self.queue = collections.deque()  # calls with a pattern, waiting for a turn
+
+    def advertise(self, msg, params=None):
+        """A ``Rewrite``: the reader tool added to the last tools/list page, named apart from the server's tools."""
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not self.offered or not isinstance(tools, list):
+            return False
+        self.server_tools.update(tool["name"] for tool in tools if isinstance(tool, dict)
+                                 and isinstance(tool.get("name"), str))
+        if result.get("nextCursor"):  # not the last page
+            return False
+        tools.append(reader_tool(self.server_tools, self.declares()))
+        self.spill.reader_name = tools[-1]["name"]
+        return True
+
+    def claim(self, line, msgs, raws):
+        if self.spill.reader_name is None:
+            return line, msgs, raws
+        return take_messages(line, msgs, raws, self._is_call, self.answer)
+
+    def _is_call(self, msg):
+        return "id" in msg and called_tool(msg) == self.spill.reader_name
+
+    def answer(self, msg, waited=False):
+        """Answer a reader tool call with a page sized so that the whole answer fits (a search: when it ends; a
+        detached call's answer: when it is there or ``wait`` ends, then ``waited``)."""
+        params = msg["params"]
+        args = params.get("arguments", {})
+        helped = isinstance(args, dict) and any(args.get(name) not in (None, False) for name in READER_HELPED)
+        if helped and len(self.searches) >= SEARCHES_AT_ONCE:
+            self.queue.append(msg)
+            return
+        result = {"content": [{"type": "text", "text": ""}, {"type": "text", "text": ""}]}
+        if is_modern(request_version(params)):
+            result["resultType"] = "complete"
+        try:
+            if not isinstance(args, dict):
+                raise ValueError("arguments must be an object")
+            unknown = sorted(set(args) - set(READER_ARGUMENTS))
+            if unknown or "id" not in args:
+                raise ValueError("unknown argument %s" % unknown[0] if unknown else "the argument id is required")
+            args = {name: value for name, value in args.items() if value is not None}  # null: not given
+            first = self.detached.wait_for(args.get("id"), 0 if waited else reader_wait(args),
+                                          lambda: self.answer(msg, True))
+            if first is WAITING:
+                return
+            if first is not None:  # a detached call: what became of it comes first
+                note, failed, readable = first
+                result["content"].insert(0, {"type": "text", "text": note})
+                if failed:
+                    result["isError"] = True
+                if not readable:
+                    del result["content"][1:]
+                    return self.send(result_response(msg["id"], result))
+            pattern, path = args.get("pattern"), args.get("path", "$" if args.get("outline") else None)
+            if pattern is not None and path is not None:
+                raise ValueError("give pattern or path, not both")
+            # The longest hint this call can get: the page is sized with it reserved.
+            bound = self.spill.read_hint(str(args.get("id"))[:200], (READER_MAX_NUMBER, READER_MAX_NUMBER),
+                                         READER_MAX_NUMBER if "lines" in args else None,
+                                         pattern if isinstance(pattern, str) else None, READER_MAX_CONTEXT,
+                                         path if isinstance(path, str) else None, True, READER_MAX_NUMBER)
+            chars, size = self.spill.budget.page(dumps(result_response(msg["id"], result)) + dumps(bound))
+            budget = {"budget_chars": chars, "budget_bytes": size}
+            if path is not None:
+                return self._search(msg, result, self.spill.query(args.get("id"), path, args.get("outline", False),
+                                                                  args.get("line", 1), args.get("column", 1), **budget))
+            if pattern is not None:
+                return self._search(msg, result, self.spill.search(args.get("id"), pattern, line=args.get("line", 1),
+                                                                   context=args.get("context", 0), **budget))
+            text, hint = self.spill.read(args.get("id"), line=args.get("line", 1), lines=args.get("lines"),
+                                         column=args.get("column", 1), **budget)
+            result["content"][-2]["text"], result["content"][-1]["text"] = text, hint
+        except (ValueError, TypeError) as exc:
+            self._error(result, exc)
+        self.send(result_response(msg["id"], result))
+
+    def _error(self, result, exc):
+        result["content"] = [{"type": "text", "text": "%s: %s" % (self.spill.reader_name, exc)}]
+        result["isError"] = True
+
+    def _search(self, msg, result, search):
+        def done(output):
+            self.searches.remove(run)
+            try:
+                if output is None:
+                    raise ValueError(SHUTTING_DOWN if self.closing() else search.slow)
+                result["content"][-2]["text"], result["content"][-1]["text"] = search.answer(output)
+            except (ValueError, TypeError) as exc:
+                self._error(result, exc)
+            self.send(result_response(msg["id"], result))
+            if self.queue and not self.closing():
+                self.answer(self.queue.popleft())
+
+        try:
+            run = BoundedRun(self.loop, search.argv, search.stdin, SEARCH_SECONDS, done, self.use_threads)
+        except OSError as exc:
+            raise ValueError("could not start the pattern search: %s" % exc)
+        finally:
+            os.close(search.stdin)
+        self.searches.append(run)
+
+    def stop(self):
+        """Shutdown: searches killed; they and the calls waiting for a turn are answered so."""
+        waiting, self.queue = self.queue, collections.deque()
+        for run in list(self.searches):
+            run.stop()
+        for msg in waiting:
+            self.send(error_response(msg["id"], UPSTREAM_ERROR, SHUTTING_DOWN))
+
+
+# ---------------------------------------------------------------------------
+# Tool filter: --allow-tools and --deny-tools
+# ---------------------------------------------------------------------------
+
+class ToolFilter:
+    """``--allow-tools``/``--deny-tools``: a tool (by the server's name) is kept when it matches some ``allow``
+    glob, or there is none, and no ``deny`` glob.  ``rewrite`` drops the others from tools/list (and warns once
+    when ``allow`` matches none of the server's tools); ``claim`` answers their calls with an error (``send``).
+    """
+
+    def __init__(self, allow=(), deny=(), send=None):
+        self.allow = tuple(allow)
+        self.deny = tuple(deny)
+        self.send = send
+        self.active = bool(self.allow or self.deny)
+        self.listed = []    # the server's tool names on the pages read so far
+        self.warned = False
+
+    def refusal(self, name):
+        """The option (with its globs) that filters the tool ``name`` out, or None when it is kept."""
+        if not self._allowed(name):
+            return "ocx-proxy --allow-tools '%s'" % ",".join(self.allow)
+        for glob in self.deny:
+            if fnmatch.fnmatchcase(name, glob):
+                return "ocx-proxy --deny-tools '%s'" % glob
+        return None
+
+    def _allowed(self, name):
+        return not self.allow or any(fnmatch.fnmatchcase(name, glob) for glob in self.allow)
+
+    def kept(self, tools):
+        """The entries of ``tools`` not filtered out (those without a name stay)."""
+        return [tool for tool in tools if not isinstance(tool, dict) or not isinstance(tool.get("name"), str)
+                or self.refusal(tool["name"]) is None]
+
+    def unmatched(self, names):
+        """The warning when the allow list matches none of ``names`` (the server's tools), else None."""
+        if not self.allow or any(self._allowed(name) for name in names):
+            return None
+        return "--allow-tools '%s' matches none of the server's %d tools: %s" % (
+            ",".join(self.allow), len(names), shorten(", ".join(names), 2000) or "(none)")
+
+    def rewrite(self, msg, params=None):
+        result = msg.get("result") if isinstance(msg, dict) else None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return False
+        if self.allow and not self.warned:
+            if not (isinstance(params, dict) and params.get("cursor")):
+                self.listed = []  # a first page
+            self.listed += [tool["name"] for tool in tools if isinstance(tool, dict)
+                            and isinstance(tool.get("name"), str)]
+            if not result.get("nextCursor"):
+                warning, self.listed = self.unmatched(self.listed), []
+                self.warned = warning is not None
+                if warning:
+                    log.warning(warning)
+        kept = self.kept(tools)
+        if len(kept) == len(tools):
+            return False
+        result["tools"] = kept
+        return True
+
+    def claim(self, line, msgs, raws):
+        if not self.active:
+            return line, msgs, raws
+        return take_messages(line, msgs, raws, self._is_refused, self._refuse)
+
+    def _is_refused(self, msg):
+        name = called_tool(msg)
+        return name is not None and self.refusal(name) is not None
+
+    def _refuse(self, msg):
+        name = called_tool(msg)
+        message = "tool '%s' is not available: %s" % (name, self.refusal(name))
+        if "id" in msg:
+            self.send(error_response(msg["id"], INVALID_PARAMS, message))
+        else:
+            log.warning("dropped a tools/call notification: %s" % message)
+
+
+# ---------------------------------------------------------------------------
+# Upstream supervisor: the upstream's states, its restarts, the client's handshake said again
+# ---------------------------------------------------------------------------
+
+REPLAY_ID_PREFIX = "ocx-proxy-replay-"
+# Supervisor.state: where the upstream is in its life (see Supervisor.restart_or_give_up).
+UPSTREAM_UP = "up"                  # client lines go to it as they come
+UPSTREAM_RESTARTING = "restarting"  # it exited, or starts behind the catalog cache: client lines wait in
+                                    # Supervisor.held until it takes the replayed initialize
+UPSTREAM_DEAD = "dead"              # for good: requests are answered with Supervisor.dead_reason
 
 
 class Supervisor:
@@ -9790,7 +9880,7 @@ class Supervisor:
         tail = list(self.upstream.stderr_tail)[-5:] if self.upstream is not None else []
         return description + (("; last stderr: " + " | ".join(tail)) if tail else "")
 
-    def exited(self, reason):
+    def restart_or_give_up(self, reason):
         if self.held:
             # Their requests were just answered with errors: sending them later would run them anyway.
             log.warning("dropped %d client messages that were waiting for the %s" % (
@@ -9843,7 +9933,7 @@ class Supervisor:
     def is_replay_answer(self, msg_id):
         return self.replaying is not None and msg_id == self.replaying
 
-    def replay_answered(self, msg):
+    def finish_replay(self, msg):
         refusal = Handshake.refusal(msg)
         if refusal and self.warming:
             log.error("the upstream refused the client's initialize (answered from the catalog cache): %s" % refusal)
@@ -10044,7 +10134,7 @@ class CatalogCache:
     as the server wrote it) are saved.  With an entry, ``claim`` answers the client's initialize (saying
     ``tools.listChanged``) and then its tools/list at once, while the server starts: ``supervisor.warm_up``
     replays the client's initialize to it, holding the client's other lines until it answers; then
-    ``server_initialized`` lists its catalog with requests of ours (``takes`` their answers), saves it, and
+    ``check_server`` lists its catalog with requests of ours (``take_answer`` takes their answers), saves it, and
     sends the client notifications/tools/list_changed when it differs from the one the client was given.
     ``answer(msg)`` writes to the client, ``send_upstream(line)`` to the server; ``fixes``: the relay's
     Rewrites of tools/list, applied to a catalog answered from here as to the server's own.
@@ -10147,7 +10237,7 @@ class CatalogCache:
 
     # -- the server's answers ------------------------------------------------------------------------------------
 
-    def answered(self, pending, msg):
+    def note_answer(self, pending, msg):
         """The server answered the client's ``pending`` request with ``msg``: its initialize result or a probe it
         did not know is noted (the relay's own placeholder while a login is pending never is)."""
         if pending.method == "server/discover":
@@ -10181,7 +10271,7 @@ class CatalogCache:
             self.store.save(self.key, answers)
             self.saved = answers
 
-    def server_initialized(self, msg):
+    def check_server(self, msg):
         """The server answered the replayed initialize (``msg``): after a start behind the cache, it is checked
         against what the client was given.  A server that refused it loses its entry."""
         result = msg.get("result")
@@ -10244,8 +10334,8 @@ class CatalogCache:
     def owns(self, msg_id):
         return id_key(msg_id) in self.own
 
-    def takes(self, msg):
-        """True when ``msg`` answers a request of ours (handled here, not for the client)."""
+    def take_answer(self, msg):
+        """Handle ``msg`` when it answers a request of ours: True when it did (it is not for the client)."""
         own = self.own.pop(id_key(msg.get("id")), None) if "method" not in msg else None
         if own is None:
             return False
@@ -11326,9 +11416,9 @@ class CallGate:
         self.client_name = None
         self.listed_by = None   # the server's name, as a 2026-07-28 tools/list result gives it
         self.note = Rewrite("note each tool's inputSchema for the argument check",
-                            lambda line, params: self.checking, self.noted)
+                            lambda line, params: self.checking, self.note_schemas)
 
-    def noted(self, msg, params=None):
+    def note_schemas(self, msg, params=None):
         result = msg.get("result") if isinstance(msg, dict) else None
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
@@ -11455,6 +11545,51 @@ class CallGate:
 # ---------------------------------------------------------------------------
 # Relay: routing lines between the client and the upstream, spilling, shutdown
 # ---------------------------------------------------------------------------
+
+# Longer upstream lines are routed on their envelope, parsed only when they may be rewritten.
+PEEK_LINE_BYTES = 64 * 1024
+_REPAIR_DECODER = json.JSONDecoder(strict=False, parse_constant=lambda constant: None, parse_int=_long_int)
+
+
+def client_messages(line):
+    """``(out, msgs, raws, refused)`` of one client line: its good JSON-RPC messages, their own bytes, the bytes
+    to relay (None: none; a batch of the good members alone, never re-serialized), ``(raw, code, message)`` of
+    each message to refuse."""
+    try:
+        msg = parse_message(line, long_numbers=True)
+    except ValueError as exc:
+        if split_array(line) is None:
+            return None, [], [], [(line, PARSE_ERROR, "Parse error: %s" % exc)]
+        msg = []  # a batch with a bad member: the others still count
+    if not isinstance(msg, list):
+        if message_kind(msg) is None:
+            return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")]
+        return line, [msg], [line], []
+    members = split_array(line) or []
+    if not members:
+        return None, [], [], [(line, INVALID_REQUEST, "Invalid Request: empty batch")]
+    msgs, raws, refused = [], [], []
+    for raw in members:
+        try:
+            msg = parse_message(raw, long_numbers=True)
+        except ValueError as exc:
+            refused.append((raw, PARSE_ERROR, "Parse error in a batch member: %s" % exc))
+            continue
+        if message_kind(msg) is None:
+            refused.append((raw, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
+        else:
+            msgs.append(msg)
+            raws.append(raw)
+    out = line if len(raws) == len(members) else b"[" + b",".join(raws) + b"]"
+    return out if raws else None, msgs, raws, refused
+
+
+def repaired(line):
+    """(message, line) for an upstream line that is not JSON, repaired (ValueError, TypeError or RecursionError
+    when it cannot be): invalid UTF-8 becomes U+FFFD, a raw control character is escaped, NaN null."""
+    msg = _REPAIR_DECODER.decode(line.decode("utf-8", "replace"))
+    return msg, encode_message(msg)[:-1]
+
 
 class Relay:
     """Relays JSON-RPC lines between the client (our stdio) and one upstream (see ``Supervisor``): each client
@@ -11701,13 +11836,14 @@ class Relay:
             if isinstance(params, dict) and "requestId" in params:
                 key = id_key(params["requestId"])
                 if self.requests.take(key) is None:
-                    self.detached.cancelled(key)  # the notification goes on to the server all the same
+                    self.detached.cancel(key)  # the notification goes on to the server all the same
 
     def _send_upstream(self, line, items):
         state, reason = self.supervisor.state, self.supervisor.dead_reason
         if state == UPSTREAM_DEAD:
             for item in items:
                 if message_kind(item) == "request":
+                    self.requests.take(id_key(item["id"]))  # answered here, once: no timeout, no shutdown error
                     self._answer_error(item["id"], UPSTREAM_ERROR, reason)
                 else:
                     log.warning("dropped a client %s: %s" % (item.get("method") or "response", reason))
@@ -11798,18 +11934,18 @@ class Relay:
             answers = [item for item in msg if message_kind(item) == "response"]
         elif "method" not in msg:
             if self.supervisor.is_replay_answer(msg.get("id")):
-                self.supervisor.replay_answered(msg)
-                self.catalog.server_initialized(msg)
+                self.supervisor.finish_replay(msg)
+                self.catalog.check_server(msg)
                 return
-            if self.catalog.takes(msg):
+            if self.catalog.take_answer(msg):
                 return
             key = id_key(msg["id"])
             if key in self.detached.by_request:
                 if self.trace:
                     self.trace.record("upstream->detached", msg, len(line), trace=self.detached.by_request[key].trace)
-                self.detached.answered(key, line, msg)
+                self.detached.save_answer(key, line, msg)
                 return
-            if self.requests.late(key):
+            if self.requests.take_abandoned(key):
                 log.info("dropped a late answer to timed-out request %r" % msg["id"])
                 return
             pending = self.requests.pending.get(key)
@@ -11942,7 +12078,7 @@ class Relay:
         pending = self.requests.take(id_key(msg.get("id")))
         if pending is not None:
             self.supervisor.note_answer(pending.method, msg)
-            self.catalog.answered(pending, msg)
+            self.catalog.note_answer(pending, msg)
 
     def _rewrites_of(self, pending):
         """The rewrites of an answer to ``pending`` (None: not an answer): the transport's, then ours."""
@@ -12045,9 +12181,9 @@ class Relay:
             return
         log.warning(reason)
         self._fail_all_pending(reason)
-        self.detached.lost(reason)
+        self.detached.lose_all(reason)
         self._release_client()  # nothing waits for that upstream any more
-        self.supervisor.exited(reason)
+        self.supervisor.restart_or_give_up(reason)
 
 
 SPILL_LATER_BYTES = 8 << 20  # answers this big are saved before they are parsed (Relay._spill_later)
@@ -14272,25 +14408,12 @@ def catalog_report(snapshot, timings, problems, server_name, client, protocol=No
 # A client loads every server of its configuration together, so some limits only show in combination (the
 # formats: CONFIG_FORMATS).
 
-CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")   # openai/codex #19179: others fail to start
 JSON_URL_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http",
                   "streamableHttp": "streamable-http", "sse": "sse"}
 CONFIG_PARALLEL = 4
 # Linux passes no longer argument or environment string to a program (MAX_ARG_STRLEN);
 # other systems allow less.  A server entry with a longer one is not started.
 MAX_ARG_CHARS = 128 * 1024
-
-
-def claude_code_tool_name(server, tool):
-    """``mcp__server__tool`` with characters outside [A-Za-z0-9_-] replaced (Claude Code)."""
-    return "mcp__%s__%s" % (re.sub(r"[^A-Za-z0-9_-]", "_", server), re.sub(r"[^A-Za-z0-9_-]", "_", tool))
-
-
-def gemini_tool_name(server, tool):
-    """Gemini CLI's name: ``mcp_server_tool``, cleaned, then cut to 30 + "..." + 30 past 63 characters
-    (google-gemini/gemini-cli packages/core/src/tools/mcp-tool.ts, generateValidName)."""
-    name = re.sub(r"[^A-Za-z0-9_.:-]", "_", "mcp_%s_%s" % (server, tool))
-    return name[:30] + "..." + name[-30:] if len(name) > CLIENTS["gemini-cli"].facts.name_chars else name
 
 
 class ConfigServer:
@@ -14559,24 +14682,14 @@ def toml_table(path, values):
 
 
 def client_config_entry(client, name, command, argv):
-    """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration.
-
-    gemini-cli and qwen-code trust it: an untrusted server's calls wait for a confirmation ``-p`` cannot ask for.
-    """
-    if client == "codex":
-        return toml_table(("mcp_servers", name), {"command": command, "args": argv})
-    if client == "opencode":
-        document = {"mcp": {name: {"type": "local", "command": [command] + argv, "enabled": True}}}
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    if client in ("gemini-cli", "qwen-code"):
-        server = {"command": command, "args": argv, "trust": True}
-    elif client == "copilot":
-        server = {"type": "local", "command": command, "args": argv, "tools": ["*"]}
-    elif client == "codebuddy":   # its tools offered to the model, not deferred behind ToolSearch
-        server = {"type": "stdio", "command": command, "args": argv, "defer_loading": False}
-    else:
-        server = {"type": "stdio", "command": command, "args": argv}
-    return json.dumps({"mcpServers": {name: server}}, indent=2, ensure_ascii=False) + "\n"
+    """The text that adds the stdio server ``name`` (``command`` ``argv``) to ``client``'s configuration (its
+    CaptureSetup)."""
+    setup = CLIENTS[client].capture
+    values = {ENTRY_COMMAND: command, ENTRY_ARGS: argv, ENTRY_COMMAND_LINE: [command] + argv}
+    server = {key: values.get(value, value) if isinstance(value, str) else value for key, value in setup.entry.items()}
+    if CLIENTS[client].config == "codex":
+        return toml_table((setup.table, name), server)
+    return json.dumps({setup.table: {name: server}}, indent=2, ensure_ascii=False) + "\n"
 
 
 def config_format(path, document_text):
@@ -14772,28 +14885,23 @@ def combined_findings(fmt, servers, results):
     if "cursor" in clients:
         checker.check_cursor_tool_count(count, where, " in all")
         checker.check_mcp_tools_size(size, count, where, " in all")
-    cap = CLIENTS["windsurf"].facts.model_tools
-    if "windsurf" in clients and count > cap:
-        checker.add_rule("windsurf-config-tool-count", where, "%d tools in all: Windsurf takes at most %d"
-                         % (count, cap))
+    for rule, client in CONFIG_TOOL_COUNT_CAPS:
+        cap = CLIENTS[client].facts.model_tools
+        if client in clients and count > cap:
+            checker.add_rule(rule, where, "%d tools in all: %s takes at most %d"
+                             % (count, CLIENTS[client].display, cap))
     findings = checker.findings
-    schemes = (
-        ("error", claude_code_tool_name, "claude-code", "the Anthropic API refuses a request with two tools of "
-         "one name"),
-        ("error", lambda server, tool: tool, "windsurf", "Windsurf rejects duplicate names"),
-        ("warning", gemini_tool_name, "gemini-cli", "the model can reach only one of them"),
-        ("error", lambda server, tool: "mcp__%s__%s" % (server, tool), "codex", "Codex skips every one but the first"),
-        ("info", claude_code_tool_name, "codex", "Codex tells them apart by a hash suffix the model sees"))
-    for severity, scheme, client, consequence in (scheme for scheme in schemes if scheme[2] in clients):
+    for clash in (clash for clash in NAME_CLASHES if clash.client in clients):
         owners = collections.OrderedDict()
         for server, _, names in checked:
             for name in names:
-                owners.setdefault(scheme(server.name, name), []).append((server, name))
+                owners.setdefault(clash.name(server.name, name), []).append((server, name))
         for name, tools in owners.items():
-            raw = set("mcp__%s__%s" % (s.name, t) for s, t in tools)
-            if len(tools) > 1 and (severity != "info" or len(raw) == len(tools)):   # info: renamed, not lost
-                findings.append(Finding(severity, tools[1][0].pointer, "%s names %s alike, %r: %s" % (
-                    client, " and ".join("%s/%s" % (s.name, t) for s, t in tools), name, consequence), (client,)))
+            raw = set(codex_tool_name(s.name, t) for s, t in tools)
+            if len(tools) > 1 and (clash.severity != "info" or len(raw) == len(tools)):   # info: renamed, not lost
+                findings.append(Finding(clash.severity, tools[1][0].pointer, "%s names %s alike, %r: %s" % (
+                    clash.client, " and ".join("%s/%s" % (s.name, t) for s, t in tools), name, clash.consequence),
+                    (clash.client,)))
     if "codex" in clients:
         for server in servers:
             if not CODEX_SERVER_NAME_RE.match(server.name):
@@ -16558,26 +16666,6 @@ def capture_config(args):
     return client_config_entry(args.print_config, args.server_name, sys.executable or "python3", argv)
 
 
-CAPTURE_CONFIG_HINTS = {   # the agent CLIs --print-config knows (CLIENTS names)
-    "claude-code": "pass the agent CLI: --mcp-config <that JSON> --strict-mcp-config --allowedTools %(allowed)s",
-    "codex": "add that table to $CODEX_HOME/config.toml (default ~/.codex/config.toml); "
-             "the model sees the tools as mcp__%(name)s__<tool>",
-    "gemini-cli": "merge that mcpServers entry into ~/.gemini/settings.json or .gemini/settings.json; "
-              "in a folder it does not trust the agent CLI runs no MCP server unless given --skip-trust; "
-              "--allowed-mcp-server-names %(name)s keeps it to this server",
-    "copilot": "merge that mcpServers entry into ~/.copilot/mcp-config.json, or pass it for one run with "
-               "--additional-mcp-config @FILE; the model sees the tools as %(name)s-<tool>",
-    "opencode": "merge that mcp entry into opencode.json (or the file OPENCODE_CONFIG names); "
-                "the model sees the tools as %(name)s_<tool>",
-    "qwen-code": "merge that mcpServers entry into ~/.qwen/settings.json or .qwen/settings.json; "
-                 "--allowed-mcp-server-names %(name)s keeps it to this server; the model reaches "
-                 "mcp__%(name)s__<tool> through tool_search and tool_call",
-    "codebuddy": "pass codebuddy -p that JSON as a file: --tools \"\" --strict-mcp-config --mcp-config FILE "
-                 "--allowedTools %(allowed)s (\"defer_loading\": false offers the tools to the model directly); "
-                 "`turn codebuddy` arms it for one turn itself",
-}
-
-
 def cmd_capture(args):
     """``capture``: serve the capture-only MCP bridge, or print how to configure it."""
     if not SERVER_NAME_RE.match(args.server_name):
@@ -16597,7 +16685,7 @@ def cmd_capture(args):
         if args.print_config:
             sys.stdout.buffer.write(capture_config(args).encode("utf-8"))
             sys.stdout.buffer.flush()
-            log.info(CAPTURE_CONFIG_HINTS[args.print_config] % {"allowed": allowed, "name": args.server_name})
+            log.info(CLIENTS[args.print_config].capture.hint % {"allowed": allowed, "name": args.server_name})
         if args.print_allowed_tools:
             sys.stdout.buffer.write(allowed.encode("utf-8") + b"\n")
         sys.stdout.buffer.flush()
@@ -16639,10 +16727,10 @@ def add_capture_command(sub):
                    help="pending leaves each call unanswered so the outer client ends the turn; deferred answers "
                         "that it will run in the client (default: %(default)s)")
     add_count_option(p, "--page-size", "a count", 50, "tools per tools/list page (default: %(default)s)")
-    p.add_argument("--print-config", nargs="?", const="claude-code", choices=tuple(CAPTURE_CONFIG_HINTS),
+    p.add_argument("--print-config", nargs="?", const="claude-code", choices=CAPTURE_CLIENTS,
                    type=lambda text: client_named(text, "capture"), metavar="CLIENT",
                    help="print the configuration entry with which CLIENT (%s; claude-code when not named) starts "
-                        "this server, and exit%s (default: serve)" % (", ".join(CAPTURE_CONFIG_HINTS),
+                        "this server, and exit%s (default: serve)" % (", ".join(CAPTURE_CLIENTS),
                                                                       aliases_note("capture")))
     p.add_argument("--print-allowed-tools", action="store_true",
                    help="print the exact comma-joined --allowedTools list and exit (default: serve)")

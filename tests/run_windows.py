@@ -92,8 +92,9 @@ MAX_RETRIED = 10   # more failures than this are not Wine's flakes: no second ru
 # Trim (printed at every run): the whole suite on both versions does not fit the tier's ~20 minutes.
 # Measured under Wine on this 2-core machine (both versions at once, December 2026): every Python
 # start costs ~0.5 s (relay) + ~0.5 s (fixture server), so the end-to-end files take 3-5x their Linux
-# time and more when the machine is busy: the relay 300-330 s, relay parts 190-210 s, OAuth ~470 s,
-# HTTP upstreams ~100 s, check ~90 s, spill reading ~75 s, spill ~60 s, catalog rules ~40 s, capture ~40 s;
+# time and more when the machine is busy: the relay 300-330 s, relay parts 190-210 s (the files of the catalog
+# cache, the tool filter, the relay settings and the requests since), OAuth ~470 s, HTTP upstreams ~100 s, check
+# ~90 s, spill reading ~75 s, spill ~60 s, catalog rules (now test_catalog_checker.py) ~40 s, capture ~40 s;
 # the whole suite 20-30 min per version.  So when both versions run, the files below run on one of them
 # only (each still runs under Windows once; on Linux `make test` and `make compat` run them on four of
 # the six Pythons), chosen so that the two halves take about the same time (~13-14 min each, busy machine),
@@ -101,10 +102,11 @@ MAX_RETRIED = 10   # more failures than this are not Wine's flakes: no second ru
 # pipes, the event loop, the platform layer, framing, upstream processes, the CLI.  `--versions 3.13`
 # (one version) runs the whole suite.  The budget (1200 s) leaves room for a slower machine; a run that
 # meets it fails.
-ONLY_ON = {"3.13": ["test_spill.py", "test_fitting.py", "test_check_capabilities.py", "test_client_configs.py",
-                    "test_check.py", "test_catalog_rules.py", "test_capture.py",
+ONLY_ON = {"3.13": ["test_spill.py", "test_schema_fixes.py", "test_check_capabilities.py", "test_client_configs.py",
+                    "test_check.py", "test_catalog_checker.py", "test_capture.py",
                     "test_codebuddy.py"],   # ~80 s: a fake CodeBuddy CLI (a .cmd) and the bridge per test
-           "3.8": ["test_relay_parts.py", "test_remote.py", "test_spill_reading.py",
+           "3.8": ["test_catalog_cache.py", "test_tool_filter.py", "test_relay_settings.py", "test_requests.py",
+                   "test_remote.py", "test_spill_reading.py",
                    "test_gate.py"]}   # ~35 s under Wine; it passed on 3.13 too (December 2026)
 # And on neither (same condition): test_oauth.py, the largest (167 tests, ~470 s passing under Wine).
 # What OAuth does differently on Windows is in tests/windows/ (browser and device login, tokens under
@@ -114,8 +116,8 @@ NEITHER = ["test_oauth.py"]
 
 # Run first (the plugin reorders the collected tests): the files that reach Windows' own pipes,
 # processes, consoles and files, so that a run stopped by its budget has run those.
-FIRST = ["tests/windows/", "tests/test_platform.py", "tests/test_relay.py", "tests/test_relay_parts.py",
-         "tests/test_upstreams.py", "tests/test_spill.py", "tests/test_spill_reading.py", "tests/test_framing.py",
+FIRST = ["tests/windows/", "tests/test_platform.py", "tests/test_relay.py", "tests/test_catalog_cache.py",
+         "tests/test_tool_filter.py", "tests/test_relay_settings.py", "tests/test_upstreams.py", "tests/test_spill.py", "tests/test_spill_reading.py", "tests/test_framing.py",
          "tests/test_wire_helpers.py", "tests/test_cli.py", "tests/test_event_loop.py"]
 # --continue-on-collection-errors: a test file that cannot be imported on Windows is one error,
 # not a run with no tests.

@@ -113,14 +113,8 @@ def check_relay(spill_dir):
 
 
 def check_protobuf():
-    import ocx_proxy
+    from ocx_proxy import decode_mcp_tools as decode, encode_mcp_tools as encode
 
-    encode = getattr(ocx_proxy, "encode_mcp_tools", None)
-    decode = getattr(ocx_proxy, "decode_mcp_tools", None)
-    if encode is None or decode is None:
-        print("note: ocx_proxy has no encode_mcp_tools/decode_mcp_tools yet (protobuf issue not merged); "
-              "McpTools round-trip skipped")
-        return
     tools = [
         {"name": "read_file", "description": "Read a file ✓",
          "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},

@@ -4,7 +4,7 @@ import re
 import string
 import subprocess
 
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ocx_proxy as op
 

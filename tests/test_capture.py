@@ -2,95 +2,33 @@
 import io
 import json
 import os
-import queue
 import random
 import re
 import subprocess
 import sys
-import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, PROXY, PROXY_SCRIPT
+from helpers import FIXTURES, PROXY, PROXY_SCRIPT, RelayProcess, assert_one_line_error, run_proxy
 import ocx_proxy as ox
 
 CODEX = os.path.join(FIXTURES, "codex_request.json")
 TIMEOUT = 10
 
 
-class McpClient:
-    """A scripted MCP client: one server subprocess, line-oriented JSON-RPC, timeouts everywhere."""
-
-    def __init__(self, *args, pass_fds=(), command=None):
-        argv = command or [sys.executable, PROXY, "capture"] + list(args)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, pass_fds=pass_fds)
-        self.lines = queue.Queue()
-        self.stderr = b""
-        threading.Thread(target=self._pump, daemon=True).start()
-        self.next_id = 0
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def send(self, message):
-        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def recv(self, timeout=TIMEOUT):
-        line = self.lines.get(timeout=timeout)
-        assert line is not None, "server closed stdout"
-        return json.loads(line)
-
-    def no_reply(self, timeout=0.3):
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return True
-        raise AssertionError("unexpected reply: %r" % line)
-
-    def request(self, method, params=None):
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return self.recv()
-
-    def initialize(self):
-        reply = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                            "clientInfo": {"name": "test", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, name, arguments=None):
-        self.next_id += 1
-        params = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params})
-        return self.next_id
-
-    def close(self):
-        self.proc.stdin.close()
-        status = self.proc.wait(timeout=TIMEOUT)
-        self.stderr = self.proc.stderr.read()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return status
+def capture_client(*args, **popen):
+    return RelayProcess(command=[sys.executable, PROXY, "capture"] + list(args), **popen)
 
 
 @pytest.fixture
 def client_factory():
+    """Start ``capture ARGS`` under the MCP test client (``popen``: more Popen keywords); all killed at the end."""
     clients = []
 
-    def make(*args, **kwargs):
-        client = McpClient(*args, **kwargs)
+    def make(*args, **popen):
+        client = capture_client(*args, **popen)
         clients.append(client)
         return client
 
@@ -112,19 +50,6 @@ def write_catalog(tmp_path, tools, name="catalog.json"):
     return str(path)
 
 
-def run_proxy(*args):
-    return subprocess.run([sys.executable, PROXY] + list(args), stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-
-
-def assert_one_line_error(result, status):
-    assert result.returncode == status, result.stderr
-    text = result.stderr.decode()
-    assert "Traceback" not in text
-    assert text.count("\n") == 1 and "error" in text
-    return text
-
-
 # -- serving ----------------------------------------------------------------------
 
 
@@ -134,13 +59,13 @@ def test_initialize_advertises_only_tools(client_factory, tmp_path):
     assert reply["protocolVersion"] == "2025-06-18"
     assert reply["capabilities"] == {"tools": {"listChanged": False}}
     assert reply["serverInfo"]["name"] == "opencodex"
-    assert client.request("ping")["result"] == {}
+    assert client.request("ping")[0]["result"] == {}
     assert client.close() == 0
 
 
 def test_unknown_protocol_version_gets_the_latest(client_factory, tmp_path):
     client = client_factory("--catalog", CODEX, "--out", str(tmp_path / "calls"))
-    reply = client.request("initialize", {"protocolVersion": "1999-01-01"})
+    reply, _ = client.request("initialize", {"protocolVersion": "1999-01-01"})
     assert reply["result"]["protocolVersion"] == "2025-11-25"
     client.close()
 
@@ -148,7 +73,7 @@ def test_unknown_protocol_version_gets_the_latest(client_factory, tmp_path):
 def test_list_advertises_exactly_the_catalog(client_factory, tmp_path):
     client = client_factory("--catalog", CODEX, "--out", str(tmp_path / "calls"))
     client.initialize()
-    tools = client.request("tools/list")["result"]["tools"]
+    tools = client.request("tools/list")[0]["result"]["tools"]
     assert [tool["name"] for tool in tools] == ["exec_command", "apply_patch", "mcp__fs__read_file",
                                                 "mcp__fs__write_file", "update_plan"]
     assert tools[0]["inputSchema"]["required"] == ["cmd"]
@@ -161,7 +86,7 @@ def test_call_is_captured_and_left_pending(client_factory, tmp_path):
     marker = tmp_path / "executed"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.call("exec_command", {"cmd": "touch %s" % marker, "workdir": "/"})
+    client.send_call("exec_command", {"cmd": "touch %s" % marker, "workdir": "/"})
     assert client.no_reply()
     # the line is flushed at once, while the session is still open
     records = read_records(out)
@@ -178,7 +103,7 @@ def test_deferred_reply(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out), "--reply", "deferred")
     client.initialize()
-    client.call("mcp__fs__read_file", {"path": "a.txt"})
+    client.send_call("mcp__fs__read_file", {"path": "a.txt"})
     reply = client.recv()["result"]
     call_id = read_records(out)[0]["call_id"]
     assert reply["isError"] is False
@@ -190,7 +115,7 @@ def test_freeform_tool_becomes_custom_tool_call(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.call("apply_patch", {"input": "*** Begin Patch\n*** End Patch"})
+    client.send_call("apply_patch", {"input": "*** Begin Patch\n*** End Patch"})
     client.no_reply()
     assert client.close() == 0
     record = read_records(out)[0]
@@ -202,7 +127,7 @@ def test_missing_arguments_are_an_empty_object(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.call("update_plan")
+    client.send_call("update_plan")
     client.no_reply()
     assert client.close() == 0
     assert read_records(out)[0]["arguments"] == "{}"
@@ -217,7 +142,7 @@ def test_output_to_an_inherited_descriptor(client_factory, tmp_path):
                                 pass_fds=(write_fd,))
         os.close(write_fd)
         client.initialize()
-        client.call("exec_command", {"cmd": "ls"})
+        client.send_call("exec_command", {"cmd": "ls"})
         client.no_reply()
         assert client.close() == 0
         with os.fdopen(read_fd, "rb") as handle:
@@ -232,9 +157,9 @@ def test_output_to_an_inherited_descriptor(client_factory, tmp_path):
 def test_other_methods(client_factory, tmp_path):
     client = client_factory("--catalog", CODEX, "--out", str(tmp_path / "calls"))
     # tools/list before initialize is refused but is not a capture failure
-    assert client.request("tools/list")["error"]["code"] == ox.INVALID_REQUEST
+    assert client.request("tools/list")[0]["error"]["code"] == ox.INVALID_REQUEST
     client.initialize()
-    assert client.request("resources/list")["error"]["code"] == ox.METHOD_NOT_FOUND
+    assert client.request("resources/list")[0]["error"]["code"] == ox.METHOD_NOT_FOUND
     client.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                  "params": {"requestId": 7}})
     assert client.no_reply()
@@ -289,11 +214,11 @@ def test_aliased_calls_map_back_to_wire_names(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", catalog, "--out", str(out))
     client.initialize()
-    listed = client.request("tools/list")["result"]["tools"]
+    listed = client.request("tools/list")[0]["result"]["tools"]
     by_title = {tool.get("title", tool["name"]): tool["name"] for tool in listed}
     assert by_title[hashed] == hashed and by_title[LONG] != hashed
     for original in (LONG, ODD, UNICODE, hashed):
-        client.call(by_title[original], {"n": 1})
+        client.send_call(by_title[original], {"n": 1})
     client.no_reply()
     assert client.close() == 0
     assert [record["name"] for record in read_records(out)] == [LONG, ODD, UNICODE, hashed]
@@ -303,7 +228,7 @@ def test_wire_name_is_not_a_valid_call_name_when_aliased(client_factory, tmp_pat
     catalog = write_catalog(tmp_path, [{"name": ODD}])
     client = client_factory("--catalog", catalog, "--out", str(tmp_path / "calls"))
     client.initialize()
-    client.call(ODD, {})
+    client.send_call(ODD, {})
     assert client.recv()["error"]["code"] == ox.INVALID_PARAMS
     assert client.close() == 3
 
@@ -319,7 +244,7 @@ def test_pagination(client_factory, tmp_path):
     cursor = None
     pages = 0
     while True:
-        page = client.request("tools/list", {"cursor": cursor} if cursor else {})["result"]
+        page = client.request("tools/list", {"cursor": cursor} if cursor else {})[0]["result"]
         pages += 1
         seen.extend(tool["name"] for tool in page["tools"])
         cursor = page.get("nextCursor")
@@ -327,10 +252,10 @@ def test_pagination(client_factory, tmp_path):
             break
     assert pages == 3  # 50 + 50 + 20 at the default page size
     assert seen == ["t%03d" % index for index in range(120)]
-    assert client.request("tools/list", {"cursor": "bogus"})["error"]["code"] == ox.INVALID_PARAMS
-    assert client.request("tools/list", {"cursor": "999"})["error"]["code"] == ox.INVALID_PARAMS
+    assert client.request("tools/list", {"cursor": "bogus"})[0]["error"]["code"] == ox.INVALID_PARAMS
+    assert client.request("tools/list", {"cursor": "999"})[0]["error"]["code"] == ox.INVALID_PARAMS
     for bad in ("²", "9" * 5000, ["50"], 50):  # digits int() refuses, and values that are no cursor
-        assert client.request("tools/list", {"cursor": bad})["error"]["code"] == ox.INVALID_PARAMS
+        assert client.request("tools/list", {"cursor": bad})[0]["error"]["code"] == ox.INVALID_PARAMS
     assert client.close() == 0
 
 
@@ -338,7 +263,7 @@ def test_page_size_option(client_factory, tmp_path):
     catalog = write_catalog(tmp_path, [{"name": "t%d" % index} for index in range(5)])
     client = client_factory("--catalog", catalog, "--out", str(tmp_path / "c"), "--page-size", "2")
     client.initialize()
-    page = client.request("tools/list")["result"]
+    page = client.request("tools/list")[0]["result"]
     assert len(page["tools"]) == 2 and page["nextCursor"]
     client.close()
 
@@ -359,7 +284,7 @@ def refused(client, out, reason, code):
 def test_call_before_initialize(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
-    client.call("exec_command", {"cmd": "ls"})
+    client.send_call("exec_command", {"cmd": "ls"})
     records = refused(client, out, "not_initialized", ox.INVALID_REQUEST)
     assert len(records) == 1  # and nothing was captured
 
@@ -368,7 +293,7 @@ def test_unknown_tool(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.call("web_search", {"q": "x"})  # dropped hosted tool: not advertised
+    client.send_call("web_search", {"q": "x"})  # dropped hosted tool: not advertised
     records = refused(client, out, "unknown_tool", ox.INVALID_PARAMS)
     assert records[0]["name"] == "web_search"
 
@@ -378,7 +303,7 @@ def test_arguments_not_an_object(client_factory, tmp_path, arguments):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.call("exec_command", arguments)
+    client.send_call("exec_command", arguments)
     refused(client, out, "bad_arguments", ox.INVALID_PARAMS)
 
 
@@ -386,9 +311,9 @@ def test_arguments_over_the_limit(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out), "--max-argument-bytes", "100")
     client.initialize()
-    client.call("exec_command", {"cmd": "x" * 80})   # {"cmd":"…80…"} = 90 bytes: accepted
+    client.send_call("exec_command", {"cmd": "x" * 80})   # {"cmd":"…80…"} = 90 bytes: accepted
     client.no_reply()
-    client.call("exec_command", {"cmd": "x" * 100})  # 110 bytes: refused
+    client.send_call("exec_command", {"cmd": "x" * 100})  # 110 bytes: refused
     records = refused(client, out, "arguments_too_large", ox.INVALID_PARAMS)
     assert [record["type"] for record in records] == ["function_call", "capture_error"]
 
@@ -397,9 +322,9 @@ def test_too_many_calls(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out), "--max-calls", "2")
     client.initialize()
-    client.call("exec_command", {"cmd": "a"})
-    client.call("exec_command", {"cmd": "b"})
-    client.call("exec_command", {"cmd": "c"})
+    client.send_call("exec_command", {"cmd": "a"})
+    client.send_call("exec_command", {"cmd": "b"})
+    client.send_call("exec_command", {"cmd": "c"})
     records = refused(client, out, "too_many_calls", ox.CAPTURE_REFUSED)
     assert [record["type"] for record in records] == ["function_call", "function_call",
                                                       "capture_error"]
@@ -409,7 +334,7 @@ def test_freeform_call_with_wrong_arguments(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.call("apply_patch", {"patch": "x"})
+    client.send_call("apply_patch", {"patch": "x"})
     refused(client, out, "bad_arguments", ox.INVALID_PARAMS)
 
 
@@ -417,7 +342,7 @@ def test_garbage_line_is_refused(client_factory, tmp_path):
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.send(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":\n')
+    client.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":\n')
     refused(client, out, "parse_error", ox.PARSE_ERROR)
 
 
@@ -430,7 +355,7 @@ def test_oversized_line_is_refused_and_the_session_goes_on(client_factory, tmp_p
     client.send(huge)
     reply = client.recv()
     assert reply["id"] is None and reply["error"]["data"]["reason"] == "line_too_large"
-    assert client.request("ping")["result"] == {}  # the rest of the line was skipped, not parsed
+    assert client.request("ping")[0]["result"] == {}  # the rest of the line was skipped, not parsed
     assert client.close() == 3
     assert [record["reason"] for record in read_records(out)] == ["line_too_large"]
 
@@ -440,7 +365,7 @@ def test_non_finite_arguments_are_refused_never_recorded(client_factory, tmp_pat
     out = tmp_path / "calls.ndjson"
     client = client_factory("--catalog", CODEX, "--out", str(out))
     client.initialize()
-    client.send(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec_command",'
+    client.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec_command",'
                 b'"arguments":{"cmd":"ls","n":%s}}}\n' % token.encode())
     records = refused(client, out, "parse_error", ox.PARSE_ERROR)
     assert len(records) == 1 and token.lstrip("-") in records[0]["message"]
@@ -537,12 +462,12 @@ def test_random_lines_in_process_only_ever_write_strict_json(lines):
 @given(st.lists(st.tuples(CALL_NAMES, ARGUMENTS), min_size=1, max_size=5))
 def test_random_calls_subprocess(tmp_path, calls):
     out = tmp_path / ("calls-%s.ndjson" % os.urandom(6).hex())  # hypothesis reseeds random
-    client = McpClient("--catalog", CODEX, "--out", str(out), "--max-calls", "3",
+    client = capture_client("--catalog", CODEX, "--out", str(out), "--max-calls", "3",
                        "--reply", "deferred")
     try:
         client.initialize()
         for name, arguments in calls:
-            client.call(name, arguments)
+            client.send_call(name, arguments)
             reply = client.recv()
             assert ("result" in reply) != ("error" in reply)
         status = client.close()
@@ -739,10 +664,10 @@ def test_printed_config_starts_a_working_server(tmp_path):
     out = tmp_path / "calls.ndjson"
     result = run_proxy("capture", "--catalog", CODEX, "--out", str(out), "--print-config")
     server = json.loads(result.stdout)["mcpServers"]["opencodex"]
-    client = McpClient(command=[server["command"]] + server["args"])
+    client = RelayProcess(command=[server["command"]] + server["args"])
     try:
         client.initialize()
-        client.call("exec_command", {"cmd": "ls"})
+        client.send_call("exec_command", {"cmd": "ls"})
         client.no_reply()
         assert client.close() == 0
     finally:
@@ -772,10 +697,10 @@ def print_config(tmp_path, client, catalog=None):
 
 
 def assert_starts_a_working_server(command, args, out):
-    client = McpClient(command=[command] + args)
+    client = RelayProcess(command=[command] + args)
     try:
         client.initialize()
-        client.call("read", {"path": "x"})
+        client.send_call("read", {"path": "x"})
         assert "result" in client.recv()   # --reply deferred: answered
         assert client.close() == 0
     finally:
@@ -865,16 +790,14 @@ def test_toml_emitter_round_trips(text, table):
 
 
 def test_capture_behind_the_relay(tmp_path):
-    if run_proxy("stdio", "--help").returncode != 0:
-        pytest.skip("relay core (stdio command) not merged into this branch yet")
     out = tmp_path / "calls.ndjson"
-    client = McpClient(command=[sys.executable, PROXY, "stdio", "--", sys.executable, PROXY,
+    client = RelayProcess(command=[sys.executable, PROXY, "stdio", "--", sys.executable, PROXY,
                                 "capture", "--catalog", CODEX, "--out", str(out)])
     try:
         client.initialize()
-        names = [tool["name"] for tool in client.request("tools/list")["result"]["tools"]]
+        names = [tool["name"] for tool in client.request("tools/list")[0]["result"]["tools"]]
         assert "exec_command" in names
-        client.call("exec_command", {"cmd": "ls"})
+        client.send_call("exec_command", {"cmd": "ls"})
         client.no_reply()
         client.close()
     finally:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import CATALOG_SERVER as SERVER, CATALOGS, PROXY, run_check
+from helpers import CATALOG_SERVER as SERVER, CATALOGS, PROXY, RelayProcess, run_check
 
 import ocx_proxy as op
 
@@ -20,7 +20,7 @@ def only(report, severity):
 
 
 def test_clean_catalog_exits_0_with_no_findings():
-    status, report, _ = run_check("clean")
+    status, report, _, _ = run_check("clean")
     assert status == 0 and report["findings"] == []
     assert report["counts"] == {"tools": 2, "prompts": 1, "resources": 0, "resourceTemplates": 0}
     assert report["server"] == {"name": "catalog", "version": "1"} and report["protocolVersion"] == "2025-11-25"
@@ -29,12 +29,12 @@ def test_clean_catalog_exits_0_with_no_findings():
 
 
 def test_pagination_collects_all_pages():
-    _, report, _ = run_check("many_tools")
+    _, report, _, _ = run_check("many_tools")
     assert report["counts"]["tools"] == 60 and report["timings"]["tools/list"]["pages"] == 2
 
 
 def test_server_name_defaults_to_server_info():
-    _, report, _ = run_check("long_name", server_name=None)
+    _, report, _, _ = run_check("long_name", server_name=None)
     cursor = [f for f in report["findings"] if f["clients"] == ["cursor"]][0]
     assert "'catalog'" in cursor["message"]
 
@@ -92,7 +92,7 @@ def test_connection_failures_exit_2_with_the_reason(args, status, needle):
 
 
 def test_json_report_schema_is_stable():
-    _, report, _ = run_check("required_missing")
+    _, report, _, _ = run_check("required_missing")
     assert sorted(report) == ["client", "counts", "cursorMcpToolsBytes", "findings", "protocol", "protocolVersion",
                               "server", "summary", "timings", "version"]
     assert sorted(report["findings"][0]) == ["clients", "message", "pointer", "severity", "tool"]
@@ -104,24 +104,9 @@ def test_json_report_schema_is_stable():
 # What check declares by default (2025-11-25 ClientCapabilities; 2026-07-28 roots has no listChanged).
 FULL_CAPABILITIES = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}}
 
-def check_era(tmp_path, *extra, **options):
-    """check --json over stdio against the clean catalog served with ``options``; (status, report, err, log)."""
-    with open(os.path.join(CATALOGS, "clean.json"), encoding="utf-8") as handle:
-        spec = json.load(handle)
-    spec.update(options, log=str(tmp_path / "requests.log"))
-    path = tmp_path / "spec.json"
-    path.write_text(json.dumps(spec))
-    proc = subprocess.run([sys.executable, PROXY, "check", "--json"] + list(extra) +
-                          ["stdio", "--", sys.executable, SERVER, str(path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    log = [json.loads(line) for line in (tmp_path / "requests.log").read_text().splitlines()]
-    report = json.loads(proc.stdout.decode("utf-8")) if proc.stdout.strip() else None
-    return proc.returncode, report, proc.stderr.decode("utf-8"), log
-
-
 @pytest.mark.parametrize("era", ["dual", "modern"])
 def test_modern_server_is_checked_without_initialize(tmp_path, era):
-    status, report, err, log = check_era(tmp_path, era=era)
+    status, report, err, log = run_check("clean", era=era, server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["findings"] == [], err
     assert [(r["method"], r["version"]) for r in log] == [
         ("server/discover", "2026-07-28"), ("tools/list", "2026-07-28"), ("prompts/list", "2026-07-28")]
@@ -134,7 +119,7 @@ def test_modern_server_is_checked_without_initialize(tmp_path, era):
 
 
 def test_legacy_server_refusing_discover_is_checked_with_initialize(tmp_path):
-    status, report, err, log = check_era(tmp_path)
+    status, report, err, log = run_check("clean", server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["findings"] == [], err
     assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
     assert [r["version"] for r in log] == ["2026-07-28", None, None, None]
@@ -143,7 +128,8 @@ def test_legacy_server_refusing_discover_is_checked_with_initialize(tmp_path):
 
 
 def test_legacy_server_that_never_answers_discover_costs_only_the_probe(tmp_path):
-    status, report, err, log = check_era(tmp_path, "--timeout", "1", discover_error="silent")
+    status, report, err, log = run_check("clean", "--timeout", "1", discover_error="silent",
+                                         server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["protocol"]["era"] == "legacy", err
     assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
     assert 1000 <= report["timings"]["server/discover"] < 3000
@@ -154,7 +140,7 @@ def test_legacy_server_that_never_answers_discover_costs_only_the_probe(tmp_path
     ({"era": "dual", "supported": ["2025-06-18"]}, "2025-06-18", ["2025-06-18"]),
 ], ids=["unsupported-version-error", "discover-lists-only-legacy"])
 def test_versions_the_server_names_choose_the_initialize_version(tmp_path, options, requested, supported):
-    status, report, err, log = check_era(tmp_path, **options)
+    status, report, err, log = run_check("clean", **options, server_name=None, spec_dir=tmp_path)
     assert status == 0, err
     assert [r["method"] for r in log] == ["server/discover", "initialize", "tools/list", "prompts/list"]
     assert report["protocol"] == {"era": "legacy", "requested": requested, "version": requested,
@@ -162,14 +148,16 @@ def test_versions_the_server_names_choose_the_initialize_version(tmp_path, optio
 
 
 def test_discover_result_without_capabilities_or_server_name_is_a_finding(tmp_path):
-    status, report, err, _ = check_era(tmp_path, era="modern", discover={"capabilities": None, "_meta": {}})
+    status, report, err, _ = run_check("clean", era="modern", discover={"capabilities": None, "_meta": {}},
+                                       server_name=None, spec_dir=tmp_path)
     assert status == 1 and report["server"] is None, err
     assert pointers(report) == [("/discover/capabilities", "error"),
                                 ("/discover/_meta/io.modelcontextprotocol~1serverInfo", "info")]
 
 
 def test_server_supporting_no_version_we_know_exits_2(tmp_path):
-    status, report, err, _ = check_era(tmp_path, era="modern", supported=["2099-01-01"])
+    status, report, err, _ = run_check("clean", era="modern", supported=["2099-01-01"],
+                                       server_name=None, spec_dir=tmp_path)
     assert status == 2 and report is None and len(err.splitlines()) == 1 and "Traceback" not in err
     assert "the server supports protocol 2099-01-01" in err, err
 
@@ -385,7 +373,6 @@ UNFIT = os.path.join(CATALOGS, "unfit.json")   # a 70-character name, a dotted n
 
 def relay_listing(client):
     """tools/list through a real relay with --client ``client`` (its default options) serving UNFIT."""
-    from conftest import RelayProcess
     relay = RelayProcess(["--client", client], [UNFIT], server=SERVER)
     try:
         relay.initialize()
@@ -396,8 +383,8 @@ def relay_listing(client):
 
 @pytest.mark.parametrize("client", ["cursor", "claude-code", "gemini-cli", "gemini-api", "codex"])
 def test_fitted_shows_the_catalog_the_relay_lists_and_only_the_findings_it_leaves(client, tmp_path):
-    status, before, _ = run_check("unfit", "--client", client)
-    status, report, _ = run_check("unfit", "--client", client, "--fitted")
+    status, before, _, _ = run_check("unfit", "--client", client)
+    status, report, _, _ = run_check("unfit", "--client", client, "--fitted")
     fitted = report["fitted"]
     assert fitted["client"] == fitted["profile"] == client
     assert fitted["tools"] == relay_listing(client)         # exactly what the client gets, 3000 characters too
@@ -412,7 +399,7 @@ def test_fitted_shows_the_catalog_the_relay_lists_and_only_the_findings_it_leave
 
 
 def test_fitted_names_map_to_the_server_names_for_cursor():
-    status, report, _ = run_check("unfit", "--client", "cursor", "--fitted")
+    status, report, _, _ = run_check("unfit", "--client", "cursor", "--fitted")
     names = report["fitted"]["names"]
     assert sorted(names.values()) == ["files.read",
                                       "find_every_document_in_the_knowledge_base_that_matches_the_query_v2_xy"]
@@ -432,14 +419,14 @@ def test_fitted_text_prints_the_catalog_and_what_is_left():
 
 
 def test_fitted_names_a_server_name_too_long_for_the_fitted_names():
-    status, report, _ = run_check("unfit", "--client", "cursor", "--fitted", server_name="s" * 30)
+    status, report, _, _ = run_check("unfit", "--client", "cursor", "--fitted", server_name="s" * 30)
     assert [f["rule"] for f in only(report, "error")] == ["cursor-name-length"]
     assert "up to 24 characters; 'ssssssssssssssssssssssssssssss' has 30" in only(report, "info")[0]["message"]
     assert status == 1
 
 
 def test_fitted_of_a_client_without_a_relay_profile_is_the_generic_fitting():
-    _, report, _ = run_check("unfit", "--client", "vscode", "--fitted")
+    _, report, _, _ = run_check("unfit", "--client", "vscode", "--fitted")
     assert report["fitted"]["profile"] == "generic" and report["fitted"]["names"] == {}
     assert [f["rule"] for f in report["findings"]] == ["vscode-name-cut"]       # the relay cannot fix it for VS Code
 

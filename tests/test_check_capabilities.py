@@ -11,28 +11,12 @@ import sys
 
 import pytest
 
-from conftest import CATALOG_SERVER as SERVER, CATALOGS, PROXY, assert_one_line_error
+from helpers import CATALOG_SERVER as SERVER, CATALOGS, PROXY, assert_one_line_error, run_check
 FULL = ["roots", "sampling", "elicitation"]
 
 
 def tool(name):
     return {"name": name, "description": "d", "inputSchema": {"type": "object"}}
-
-
-def check(tmp_path, *extra, **options):
-    """check --json over stdio against the clean catalog served with ``options``; (status, report, err, log)."""
-    with open(os.path.join(CATALOGS, "clean.json"), encoding="utf-8") as handle:
-        spec = json.load(handle)
-    spec.update(options, log=str(tmp_path / "requests.log"))
-    path = tmp_path / "spec.json"
-    path.write_text(json.dumps(spec))
-    proc = subprocess.run([sys.executable, PROXY, "check"] + list(extra) +
-                          ["stdio", "--", sys.executable, SERVER, str(path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    log = [json.loads(line) for line in (tmp_path / "requests.log").read_text().splitlines()]
-    out = proc.stdout.decode("utf-8")
-    report = json.loads(out) if "--json" in extra and out.strip() else out
-    return proc.returncode, report, proc.stderr.decode("utf-8"), log
 
 
 ASKING = {
@@ -52,7 +36,7 @@ def answers(log):
 
 
 def test_check_declares_roots_sampling_elicitation_and_answers_the_servers_requests(tmp_path):
-    status, report, err, log = check(tmp_path, "--json", "--timeout", "10", **ASKING)
+    status, report, err, log = run_check("clean", "--timeout", "10", **ASKING, server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["findings"] == [], err
     assert report["counts"]["tools"] == 5
     assert list(report["protocol"]["clientCapabilities"]) == FULL
@@ -65,7 +49,8 @@ def test_check_declares_roots_sampling_elicitation_and_answers_the_servers_reque
 
 
 def test_bare_declares_nothing_and_refuses_the_servers_requests(tmp_path):
-    status, report, err, log = check(tmp_path, "--json", "--bare", "--timeout", "10", **ASKING)
+    status, report, err, log = run_check("clean", "--bare", "--timeout", "10", **ASKING,
+                                         server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["counts"]["tools"] == 2, err
     assert report["protocol"]["clientCapabilities"] == {}
     got = answers(log)
@@ -75,7 +60,8 @@ def test_bare_declares_nothing_and_refuses_the_servers_requests(tmp_path):
 
 @pytest.mark.parametrize("era", ["dual", "modern"])
 def test_modern_era_declares_the_capabilities_in_meta(tmp_path, era):
-    status, report, err, _ = check(tmp_path, "--json", era=era, capability_tools=ASKING["capability_tools"])
+    status, report, err, _ = run_check("clean", era=era, capability_tools=ASKING["capability_tools"],
+                                       server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["protocol"]["era"] == "modern", err
     assert report["counts"]["tools"] == 5
     assert report["protocol"]["clientCapabilities"]["roots"] == {}  # 2026-07-28 roots has no listChanged
@@ -86,7 +72,8 @@ COMPARED = {"capability_tools": {"sampling": [tool("summarize")], "roots": [tool
 
 
 def test_compare_capabilities_reports_each_tool_that_appears_or_disappears(tmp_path):
-    status, report, err, log = check(tmp_path, "--json", "--compare-capabilities", **COMPARED)
+    status, report, err, log = run_check("clean", "--compare-capabilities", **COMPARED,
+                                         server_name=None, spec_dir=tmp_path)
     assert status == 0, err
     assert [(f["tool"], f["severity"], f["pointer"]) for f in report["findings"]] == [
         ("get_roots", "info", "/tools/2"), ("summarize", "info", "/tools/3"),
@@ -103,21 +90,23 @@ def test_compare_capabilities_reports_each_tool_that_appears_or_disappears(tmp_p
 
 
 def test_compare_from_a_bare_listing_points_into_it(tmp_path):
-    status, report, err, _ = check(tmp_path, "--json", "--bare", "--compare-capabilities", **COMPARED)
+    status, report, err, _ = run_check("clean", "--bare", "--compare-capabilities", **COMPARED,
+                                       server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["counts"]["tools"] == 3, err
     assert [(f["tool"], f["pointer"]) for f in report["findings"]] == [
         ("get_roots", "/tools"), ("summarize", "/tools"), ("legacy_prompt", "/tools/2")]
 
 
 def test_compare_with_the_same_tools_costs_two_sessions_and_finds_nothing(tmp_path):
-    status, report, err, log = check(tmp_path, "--json", "--compare-capabilities")
+    status, report, err, log = run_check("clean", "--compare-capabilities", server_name=None, spec_dir=tmp_path)
     assert status == 0 and report["findings"] == [], err
     assert report["protocol"]["listings"] == [{"capabilities": FULL, "tools": 2}, {"capabilities": [], "tools": 2}]
     assert [entry["method"] for entry in log].count("initialize") == 2
 
 
 def test_human_report_names_what_was_declared_and_each_listing(tmp_path):
-    status, text, err, _ = check(tmp_path, "--compare-capabilities", **COMPARED)
+    status, text, err, _ = run_check("clean", "--compare-capabilities", **COMPARED, json_report=False,
+                                     server_name=None, spec_dir=tmp_path)
     assert status == 0, err
     text = text.replace("\r\n", "\n")   # Windows prints lines ending in \r\n (a text stream)
     assert "  listed declaring roots, sampling, elicitation\n" in text
@@ -168,8 +157,8 @@ def test_compare_capabilities_opens_a_new_session_over_remote_transports(http_se
 def test_compare_leaves_out_the_tools_the_filter_leaves_out(tmp_path):
     """Issue 30: a tool --deny-tools leaves out was still named by --compare-capabilities (with a pointer into
     the listing before the filter)."""
-    status, report, err, _ = check(tmp_path, "--json", "--compare-capabilities", "--deny-tools", "get_roots",
-                                   **COMPARED)
+    status, report, err, _ = run_check("clean", "--compare-capabilities", "--deny-tools", "get_roots", **COMPARED,
+                                       server_name=None, spec_dir=tmp_path)
     assert status == 0, err
     assert [(f["tool"], f["pointer"]) for f in report["findings"] if f.get("tool")] == [
         ("summarize", "/tools/2"), ("legacy_prompt", "/tools")]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, PROXY, PROXY_SCRIPT, ROOT, STDIO_SERVER, RelayProcess
+from helpers import FIXTURES, PROXY, PROXY_SCRIPT, ROOT, STDIO_SERVER, RelayProcess
 import ocx_proxy as ox
 
 SUBCOMMANDS = ["stdio", "demo", "demo-server", "turn", "models"]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, PROXY
+from helpers import FIXTURES, PROXY
 
 import ocx_proxy as op
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ocx_proxy as op
-from conftest import FIXTURES, assert_one_line_error, run_proxy
+from helpers import FIXTURES, assert_one_line_error, run_proxy
 
 FAKE = os.path.join(FIXTURES, "fake_codebuddy.py")
 REQUEST = {"model": "glm-5.0", "instructions": "Be brief.",

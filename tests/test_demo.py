@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import PROXY_SCRIPT
+from helpers import PROXY_SCRIPT
 
 import ocx_proxy as op
 

@@ -1,6 +1,5 @@
 """JSON-RPC framing: lines, messages, envelopes."""
 import json
-import sys
 
 import pytest
 from hypothesis import given, strategies as st

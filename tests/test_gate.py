@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import CATALOG_SERVER, FIXTURES, STDIO_SERVER
+from helpers import CATALOG_SERVER, FIXTURES, STDIO_SERVER, run_proxy
 
 HOOKS = os.path.join(FIXTURES, "hooks")
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
@@ -440,7 +440,6 @@ def test_broken_schemas_and_arguments_never_cost_a_call(gated):
 
 
 def test_bad_gate_options_are_usage_errors(tmp_path):
-    from conftest import assert_one_line_error, run_proxy
     for args in (["--check-arguments", "strict"], ["--negotiate", ""], ["--negotiate", 'python "open'],
                  ["--negotiate-timeout", "0"], ["--negotiate-timeout", "x"]):
         result = run_proxy("stdio", *args, "--", sys.executable, STDIO_SERVER)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROXY_SCRIPT
+from helpers import PROXY_SCRIPT
 import ocx_proxy
 
 
@@ -138,9 +138,9 @@ def test_backoff_grows_to_a_cap_takes_the_servers_retry_and_gives_up_at_five_fai
     assert backoff.wait(retry=200) == 0.2 and backoff.wait(retry=0) == 0.05   # a retry of 0 must not spin
     assert backoff.wait(retry=10 ** 9) == 30.0 and max(backoff.wait() for _ in range(20)) == 30.0
     assert backoff.wait(deadline=time.monotonic() - 1) == 0.05
-    assert [backoff.failed() for _ in range(5)] == [False] * 4 + [True]
+    assert [backoff.note_failure() for _ in range(5)] == [False] * 4 + [True]
     backoff.reset()
-    assert backoff.wait() == 1.0 and not backoff.failed()
+    assert backoff.wait() == 1.0 and not backoff.note_failure()
 
 
 @pytest.mark.parametrize("status,permanent", [(400, True), (404, True), (405, True), (408, False),

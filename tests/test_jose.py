@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, assert_one_line_error, run_proxy
+from helpers import FIXTURES, assert_one_line_error, run_proxy
 
 import ocx_proxy as op
 

@@ -13,19 +13,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from conftest import FIXTURES, PROXY, RelayProcess, assert_one_line_error, run_proxy
+from helpers import FIXTURES, PROXY, RelayProcess, assert_one_line_error, free_port, run_proxy
 
 import ocx_proxy as op
 
 SERVER = os.path.join(FIXTURES, "oauth_server.py")
 BROWSER = os.path.join(FIXTURES, "oauth_browser.py")
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class AuthServer:
@@ -363,7 +357,7 @@ def log_in_together(servers, *extra, **env):
         for relay in relays:
             # a login slower than OAUTH_INITIALIZE_WAIT (Windows starts the browser's interpreters slowly) has the
             # relay answer initialize itself and go on logging in: closing it then would end that login
-            wait_for_stderr(relay, "connected to ", timeout=60)
+            assert "connected to " in relay.wait_for_stderr("connected to ", timeout=60)
     finally:
         for relay in relays:
             relay.close()
@@ -1209,14 +1203,6 @@ def test_auth_login_device_shows_the_code_polls_and_stores_tokens_a_relay_uses(s
     assert len(server.stats()["device"]) == 1 and server.visits() == [] and server.stats()["refresh"] >= 1
 
 
-def wait_for_stderr(relay, needle, timeout=10):
-    deadline = time.monotonic() + timeout
-    while needle not in relay.stderr:
-        assert time.monotonic() < deadline, relay.stderr
-        time.sleep(0.05)
-    return [line for line in relay.stderr.splitlines() if needle in line][0]
-
-
 def approve(server, user_code):
     """The user types the code they were shown into the verification page and approves."""
     OPENER.open(urllib.request.Request(server.base + "/as/activate", urlencode(
@@ -1230,7 +1216,9 @@ def test_relay_with_oauth_device_logs_in_with_the_code_the_user_enters(server):
         relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                                "clientInfo": {"name": "test", "version": "1"}}})
-        line = wait_for_stderr(relay, "/as/activate")
+        stderr = relay.wait_for_stderr("/as/activate", timeout=10)
+        assert "/as/activate" in stderr, stderr
+        line = [line for line in stderr.splitlines() if "/as/activate" in line][0]
         approve(server, line.split("enter the code ")[1].split()[0])
         reply, _ = relay.wait_for(1, timeout=20)
         assert reply["result"]["serverInfo"]["name"] == "oauth-fixture", reply

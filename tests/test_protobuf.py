@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PROXY, assert_one_line_error, run_proxy
+from helpers import PROXY, assert_one_line_error, run_proxy
 import ocx_proxy as ox
 
 H = bytes.fromhex

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import ocx_proxy as op
-from conftest import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
+from helpers import PROXY, STDIO_SERVER, RelayProcess, pid_alive, preview_body, raw_session
 
 IO_MODES = ["select", "threads"]
 
@@ -360,6 +360,20 @@ def test_crash_fails_pending_requests_with_exit_code_and_stderr(relay_factory, i
     assert relay.close() == 0
 
 
+@pytest.mark.parametrize("timeout", ["0.3", "0"])
+def test_a_request_after_the_upstream_died_for_good_is_answered_once(relay_factory, io_mode, timeout):
+    # The dead upstream's reason answers it at once: neither its --request-timeout nor shutdown answers it again.
+    relay = relay_factory(["--io", io_mode, "--request-timeout", timeout])
+    relay.initialize()
+    assert relay.call("crash", {"code": 7})["error"]["code"] == -32000
+    later, _ = relay.request("ping", msg_id="after-death")
+    assert "exited with code 7" in later["error"]["message"]
+    time.sleep(0.6)  # past its --request-timeout
+    assert relay.close() == 0
+    answers = [json.loads(line) for line in relay.raw_lines if b'"after-death"' in line]
+    assert len(answers) == 1, answers
+
+
 def test_restart_replays_initialize(relay_factory, tmp_path, io_mode):
     record = tmp_path / "received.ndjson"
     relay = relay_factory(["--restart", "1", "--io", io_mode], ["--record", str(record)])
@@ -426,9 +440,6 @@ def test_request_timeout_spares_a_subscriptions_listen_stream(relay_factory):
 
 
 def test_spawn_failure_is_reported_to_the_client(tmp_path):
-    from conftest import RelayProcess
-    import ocx_proxy  # noqa: F401  (the module must import cleanly)
-
     relay = RelayProcess(command=[sys.executable, os.path.join(os.path.dirname(STDIO_SERVER), "..", "..", "ocx_proxy.py"),
                                   "stdio", "--output-dir", str(tmp_path), "--", "/nonexistent/server-binary"])
     reply = relay.initialize()
@@ -512,7 +523,6 @@ def test_trace_file_records_metadata_without_secrets(relay_factory, tmp_path):
 
 
 def test_retention_removes_only_our_old_files(tmp_path):
-    from conftest import RelayProcess
 
     spill = tmp_path / "spill"
     spill.mkdir()
@@ -547,14 +557,6 @@ def wait_until_stable(read, settle=0.4, timeout=5.0):
         elif time.monotonic() - since >= settle:
             break
     return value
-
-
-def stderr_count(relay, text, want, timeout=5.0):
-    """How often ``text`` is in the relay's stderr, waiting for its reader thread to reach ``want``."""
-    deadline = time.monotonic() + timeout
-    while relay.stderr.count(text) < want and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return relay.stderr.count(text)
 
 
 def raw_relay(tmp_path, io_mode, *relay_args):
@@ -629,7 +631,8 @@ def test_an_oversized_server_line_fails_its_request_and_the_relay_goes_on(relay_
     assert relay.call("echo", {"text": "after"})["result"]["content"][0]["text"] == "after"
     assert relay.call("big", {"n": 90000})["result"]  # under the cap: as before
     assert relay.close() == 0
-    assert stderr_count(relay, "--max-message-bytes", 2) == 2 and "Traceback" not in relay.stderr
+    assert relay.wait_for_stderr("--max-message-bytes", 2).count("--max-message-bytes") == 2
+    assert "Traceback" not in relay.stderr
 
 
 def test_an_oversized_client_line_is_answered_and_never_sent(relay_factory, tmp_path, io_mode):
@@ -649,7 +652,8 @@ def test_an_oversized_client_line_is_answered_and_never_sent(relay_factory, tmp_
     assert relay.call("echo", {"text": "after"})["result"]["content"][0]["text"] == "after"
     assert relay.close() == 0
     assert "zzz" not in record.read_text()
-    assert stderr_count(relay, "dropped a client notification notifications/big", 1) == 1
+    assert relay.wait_for_stderr("dropped a client notification notifications/big").count(
+        "dropped a client notification notifications/big") == 1
 
 
 @pytest.mark.slow
@@ -712,7 +716,6 @@ def recv_id(relay, msg_id, timeout=3):
 
 
 def test_issue_reproduction_object_id_from_the_server_loses_nothing(tmp_path):
-    from conftest import PROXY, RelayProcess
 
     server = ('import sys;sys.stdin.readline();print("{\\"jsonrpc\\":\\"2.0\\",\\"id\\":{},\\"result\\":{}}\\n'
               '{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"result\\":{}}",flush=True);sys.stdin.read()')
@@ -939,7 +942,6 @@ sys.exit(op.main())
 
 
 def test_any_fault_on_one_line_costs_only_that_line(tmp_path):
-    from conftest import RelayProcess
 
     relay = RelayProcess(command=[sys.executable, "-c", INJECT_FAULTS, "stdio", "--output-dir", str(tmp_path),
                                   "--", sys.executable, STDIO_SERVER])
@@ -970,7 +972,6 @@ sys.exit(op.main())
 
 
 def spying_relay(tmp_path, *relay_args):
-    from conftest import RelayProcess
 
     return RelayProcess(command=[sys.executable, "-c", SPY_ON_PARSING, "stdio", "--output-dir", str(tmp_path)]
                         + list(relay_args) + ["--", sys.executable, STDIO_SERVER])

@@ -11,11 +11,12 @@ import shutil
 import ssl
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
-from conftest import FIXTURES, PROXY, RelayProcess, raw_session
+from helpers import FIXTURES, PROXY, RelayProcess, raw_session
 
 sys.path.insert(0, FIXTURES)
 import http_servers  # noqa: E402
@@ -529,7 +530,7 @@ def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_left_out(server, 
     assert [t["name"] for t in tools] == ["echo", "route", "sleep", "whoami", "read_spilled_output"]  # + ours
 
     def warnings():  # stderr is read by a thread of its own: the lines may come a little later
-        return [sum(name in line and "warning" in line for line in relay.stderr_lines)
+        return [sum(name in line and "warning" in line for line in relay.stderr.splitlines())
                 for name in ("bad_number", "bad_items", "bad_duplicate")]
 
     assert wait_until(lambda: all(warnings())) and warnings() == [1, 1, 1], relay.stderr
@@ -770,6 +771,74 @@ def test_auto_falls_back_to_legacy_sse_on_405(server, remote):
     assert srv.seen("POST", lambda r: r["path"] == "/sse")  # the probe
     assert srv.legacy_connects == 1
     relay.close()
+
+
+# ---------------------------------------------------------------------------
+# The life of a remote transport (RemoteUpstream.state), in this process
+# ---------------------------------------------------------------------------
+
+class InProcess:
+    """A remote upstream made by ``remote_upstream_factory`` and run by a Loop on a thread of this process."""
+
+    def __init__(self, transport, url):
+        self.loop, self.lines, self.exits = ocx_proxy.Loop(), [], []
+        make = ocx_proxy.remote_upstream_factory(transport, ocx_proxy.RemoteConfig(url, environ={}))
+        self.upstream = make(self.loop, lambda line, msg=None: self.lines.append(json.loads(line)), self.exits.append)
+        self.thread = threading.Thread(target=self.loop.run, daemon=True)
+        self.thread.start()
+        self.loop.post(self.upstream.start)
+
+    def initialize(self):
+        self.loop.post(self.upstream.send, ocx_proxy.encode_message({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        assert wait_until(lambda: any(line.get("id") == 1 for line in self.lines), 10), self.lines
+
+    def close(self):
+        self.loop.post(self.upstream.close_input)
+        assert wait_until(lambda: self.exits, 10)
+
+    def stop(self):
+        self.loop.post(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def test_a_remote_transport_closed_by_the_client_ends_closed(server):
+    srv = server(reply="json")
+    run = InProcess("streamable-http", srv.url)
+    run.initialize()
+    assert run.upstream.state == ocx_proxy.REMOTE_OPEN and not run.upstream.exited
+    run.close()
+    time.sleep(0.2)
+    assert run.upstream.state == ocx_proxy.REMOTE_CLOSED and run.upstream.exited and run.upstream.stopping.is_set()
+    assert len(run.exits) == 1
+    run.stop()
+
+
+def test_a_remote_transport_that_fails_ends_exited_and_a_later_close_changes_nothing(server):
+    srv = server(streamable=False, endpoint="http://127.0.0.2:9/messages")   # refused: an exit of its own
+    run = InProcess("sse", srv.sse_url)
+    assert wait_until(lambda: run.exits, 10)
+    assert run.upstream.state == ocx_proxy.REMOTE_EXITED and run.upstream.exited and run.upstream.fatal
+    run.loop.post(run.upstream.close_input)
+    time.sleep(0.2)
+    assert run.upstream.state == ocx_proxy.REMOTE_EXITED and len(run.exits) == 1
+    run.stop()
+
+
+def test_auto_hands_over_to_legacy_sse_and_only_the_new_transport_exits(server):
+    srv = server(streamable=False)
+    run = InProcess("auto", srv.sse_url)
+    first = run.upstream.inner
+    run.initialize()
+    assert first.state == ocx_proxy.REMOTE_HANDED_OVER and first.stopping.is_set() and not first.exited
+    assert isinstance(run.upstream.inner, ocx_proxy.SseUpstream) and run.upstream.inner.state == ocx_proxy.REMOTE_OPEN
+    run.close()
+    time.sleep(0.2)
+    assert run.upstream.inner.state == ocx_proxy.REMOTE_CLOSED and run.upstream.exited
+    assert first.state == ocx_proxy.REMOTE_HANDED_OVER and len(run.exits) == 1
+    run.stop()
 
 
 # ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ocx_proxy as op
-from conftest import PROXY, ROOT, STDIO_SERVER, RelayProcess, assert_one_line_error, preview_body, run_proxy
+from helpers import PROXY, ROOT, STDIO_SERVER, RelayProcess, assert_one_line_error, preview_body, run_proxy
 
 
 def compact(obj):

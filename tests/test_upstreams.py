@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PROXY, pid_alive
+from helpers import FIXTURES, PROXY, pid_alive
 
 STUBBORN = os.path.join(FIXTURES, "stubborn_server.py")
 

@@ -275,14 +275,6 @@ class Bench:
 
     # -- Streamable HTTP -----------------------------------------------------
 
-    def http_available(self):
-        try:
-            proc = subprocess.run([PY, PROXY, "streamable-http", "--help"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return proc.returncode == 0
-
     def http_server(self, sse=False):
         """The bench HTTP server, started: (process, its /mcp URL); ``sse``: it answers with event streams."""
         server = subprocess.Popen([PY, HTTP_SERVER] + (["--sse"] if sse else []), stdout=subprocess.PIPE,
@@ -736,13 +728,9 @@ class Bench:
         if a.huge:
             self.huge_rows(rows, progress)
 
-        # Streamable HTTP, once the remote transports are merged.
-        if self.http_available():
-            self.http_rows(rows, progress)
-            progress("token store: %d runs x %d calls" % (a.runs, a.calls))
-            self.store_rows(rows, a.runs, a.calls)
-        else:
-            rows.append(("Streamable HTTP round trip", "n/a (remote transports not merged yet)"))
+        self.http_rows(rows, progress)
+        progress("token store: %d runs x %d calls" % (a.runs, a.calls))
+        self.store_rows(rows, a.runs, a.calls)
 
         progress("done")
         shutil.rmtree(self.tmp, ignore_errors=True)

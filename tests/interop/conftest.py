@@ -2,8 +2,7 @@
 
 Runs only in `make interop` (its own venv with the `mcp` SDK pinned); `make test`
 never collects this folder.  Every test is parametrized over the upstream
-transports; the remote ones are skipped until `ocx_proxy.py streamable-http`
-exists (the remote-transport work is merged separately).
+transports.
 """
 import os
 import socket
@@ -13,9 +12,8 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# OCX_INTEROP_PROXY points the tier at another copy of ocx_proxy.py (e.g. a branch being merged).
-PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py")
+from helpers import INTEROP_PROXY as PROXY, free_port
+
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_server.py")
 
 # (id, relay subcommand, server arguments, URL path)
@@ -26,23 +24,6 @@ TRANSPORTS = [
     ("http-json", "streamable-http", ["--transport", "streamable-http", "--json"], "/mcp"),
     ("http-stateless", "streamable-http", ["--transport", "streamable-http", "--stateless"], "/mcp"),
 ]
-
-_available = {}
-
-
-def relay_has(subcommand):
-    """Whether ``ocx_proxy.py SUBCOMMAND --help`` works (remote modes arrive in a later merge)."""
-    if subcommand not in _available:
-        proc = subprocess.run([sys.executable, PROXY, subcommand, "--help"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-        _available[subcommand] = proc.returncode == 0
-    return _available[subcommand]
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Upstream:
@@ -80,9 +61,6 @@ def upstream(request, tmp_path):
     if path is None:
         yield Upstream(name, subcommand, spill_dir)
         return
-    if not relay_has("streamable-http") or not relay_has(subcommand):
-        pytest.skip("ocx_proxy.py %s is not available yet (remote transports not merged); "
-                    "this test runs once `python ocx_proxy.py %s --help` works" % (subcommand, subcommand))
     port = free_port()
     log = open(str(tmp_path / "server.log"), "wb")
     server = subprocess.Popen([sys.executable, SERVER, "--port", str(port)] + server_args,
@@ -106,11 +84,3 @@ def upstream(request, tmp_path):
             server.kill()
             server.wait()
         log.close()
-
-
-def pytest_terminal_summary(terminalreporter):
-    missing = sorted(name for name, ok in _available.items() if not ok)
-    if missing:
-        terminalreporter.write_line(
-            "interop: remote-transport tests skipped: `ocx_proxy.py %s --help` fails "
-            "(remote transports not merged yet); stdio tests ran" % " / ".join(missing))

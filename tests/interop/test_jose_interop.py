@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from conftest import PROXY
+from helpers import INTEROP_PROXY as PROXY
 
 spec = importlib.util.spec_from_file_location("ocx_proxy_under_test", PROXY)
 op = importlib.util.module_from_spec(spec)

@@ -13,7 +13,6 @@ client: the relay must register again (it used to log in with the old client id)
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,19 +30,12 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.auth import OAuthClientMetadata
 
+from helpers import INTEROP_PROXY as PROXY, free_port
 from sdk_oauth import AutoConsentBrowser, MemoryStorage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# as in conftest.py: OCX_INTEROP_PROXY points the tier at another copy of ocx_proxy.py
-PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "ocx_proxy.py")
 SERVER = os.path.join(HERE, "sdk_auth_server.py")
 BROWSER = os.path.join(os.path.dirname(HERE), "fixtures", "oauth_browser.py")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class AuthServer:

@@ -10,17 +10,14 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-import queue
 import urllib.request
 
 import pytest
 
-from conftest import CATALOG_SERVER, CATALOGS, FIXTURES, PROXY, PROXY_SCRIPT, STDIO_SERVER
+from helpers import CATALOG_SERVER, CATALOGS, FIXTURES, PROXY, PROXY_SCRIPT, STDIO_SERVER, RelayProcess, free_port
 
 import ocx_proxy
 
@@ -52,102 +49,15 @@ def clean_env(**extra):
     return env
 
 
-class Client:
-    """An MCP client on the relay's pipes: ``argv`` started with ``popen`` keywords, stdout read by a thread."""
-
-    def __init__(self, argv, env=None, **popen):
-        self.argv = argv
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=clean_env() if env is None else env, **popen)
-        self.lines = queue.Queue()
-        self.raw_lines = []
-        self.stderr_chunks = []
-        self.next_id = 100
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read_stdout(self):
-        for line in self.proc.stdout:
-            self.raw_lines.append(line)
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _read_stderr(self):
-        for line in self.proc.stderr:
-            self.stderr_chunks.append(line)
-
-    @property
-    def stderr_bytes(self):
-        return b"".join(self.stderr_chunks)
-
-    @property
-    def stderr(self):
-        return self.stderr_bytes.decode("utf-8", "replace")
-
-    def send_raw(self, data):
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def send(self, msg):
-        """One line of UTF-8 JSON (not ASCII-escaped: non-ASCII text travels as UTF-8 bytes)."""
-        self.send_raw(json.dumps(msg, ensure_ascii=False).encode("utf-8") + b"\n")
-
-    def recv_raw(self, timeout=WAIT):
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError("no line from the relay within %s s; stderr:\n%s" % (timeout, self.stderr))
-        assert line is not None, "relay closed stdout; stderr:\n" + self.stderr
-        return line
-
-    def request(self, method, params=None, msg_id=None, timeout=WAIT):
-        """Send a request; its response (notifications and server requests before it are skipped)."""
-        if msg_id is None:
-            self.next_id += 1
-            msg_id = self.next_id
-        msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(msg)
-        deadline = time.monotonic() + timeout
-        while True:
-            answer = json.loads(self.recv_raw(max(0.01, deadline - time.monotonic())).decode("utf-8"))
-            if answer.get("id") == msg_id and "method" not in answer:
-                return answer
-
-    def initialize(self, version="2025-06-18"):
-        reply = self.request("initialize", {"protocolVersion": version, "capabilities": {},
-                                            "clientInfo": {"name": "windows-test", "version": "1"}},
-                             msg_id=1, timeout=START)
-        assert "result" in reply, reply
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, name, arguments=None, timeout=WAIT):
-        return self.request("tools/call", {"name": name, "arguments": arguments or {}}, timeout=timeout)
-
-    def close(self, timeout=WAIT):
-        """Close the relay's stdin as a client leaving does; its exit status (an error if it does not exit)."""
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=WAIT)
-            raise AssertionError("relay did not exit within %s s of its stdin closing; stderr:\n%s"
-                                 % (timeout, self.stderr))
-
-
 @pytest.fixture
 def clients():
-    """Start ``Client``s; any still running at the end is killed, and so is every pid listed in ``pids``."""
+    """Start MCP test clients (``RelayProcess``) on ``argv``, in ``clean_env()`` unless given an ``env``, messages
+    in UTF-8 (non-ASCII text travels as UTF-8 bytes); any still running at the end is killed, and so is every pid
+    listed in ``pids``."""
     started, pids = [], []
 
-    def start(argv, **kw):
-        client = Client(argv, **kw)
+    def start(argv, env=None, **popen):
+        client = RelayProcess(command=argv, env=clean_env() if env is None else env, utf8=True, timeout=WAIT, **popen)
         started.append(client)
         return client
 
@@ -326,9 +236,9 @@ def test_check_config_reads_windows_client_configs_with_backslash_paths(tmp_path
 def test_stdio_relay_spills_and_the_reader_pages_give_back_every_byte(clients, tmp_path):
     spill_dir = os.path.join(str(tmp_path), "spill")
     client = clients(stdio_relay("--output-dir", spill_dir))
-    reply = client.initialize()
+    reply = client.initialize(timeout=START)
     assert reply["result"]["serverInfo"]["name"] == "fixture"
-    names = [tool["name"] for tool in client.request("tools/list")["result"]["tools"]]
+    names = [tool["name"] for tool in client.request("tools/list")[0]["result"]["tools"]]
     assert names[:2] == ["echo", "structured"] and names[-1] == "read_spilled_output"
     assert text_of(client.call("echo", {"text": "hello"})) == "hello"
     pad = "数据 é\t\"q\" 😀" * 3
@@ -352,7 +262,7 @@ def test_remote_relay_over_loopback(clients, http_server, tmp_path, transport):
     srv = http_server(streamable=(transport == "streamable-http"))
     url = srv.url if transport == "streamable-http" else srv.sse_url
     client = clients(relay_argv(transport, "--url", url, "--output-dir", os.path.join(str(tmp_path), "spill")))
-    reply = client.initialize()
+    reply = client.initialize(timeout=START)
     assert reply["result"]["serverInfo"]["name"] == "http-fixture"
     raw_before = len(client.raw_lines)
     assert text_of(client.call("echo", {"text": WORLD})) == WORLD
@@ -373,18 +283,16 @@ def test_capture_records_a_call_as_a_function_call_and_runs_nothing(clients, tmp
     out = os.path.join(str(tmp_path), "calls.ndjson")
     marker = os.path.join(str(tmp_path), "executed")
     client = clients(relay_argv("capture", "--catalog", CODEX_CATALOG, "--out", out))
-    client.initialize()
-    names = [tool["name"] for tool in client.request("tools/list")["result"]["tools"]]
+    client.initialize(timeout=START)
+    names = [tool["name"] for tool in client.request("tools/list")[0]["result"]["tools"]]
     assert "exec_command" in names
     arguments = {"cmd": 'cmd /c echo x > "%s"' % marker, "workdir": "C:\\"}
-    client.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                 "params": {"name": "exec_command", "arguments": arguments}})
+    client.send_call("exec_command", arguments)
     deadline = time.monotonic() + WAIT
     while not (os.path.exists(out) and os.path.getsize(out)):
         assert time.monotonic() < deadline, "no record written; stderr:\n" + client.stderr
         time.sleep(0.05)
-    with pytest.raises(queue.Empty):
-        client.lines.get(timeout=0.5)   # left pending: no answer
+    assert client.no_reply(0.5)   # left pending: no answer
     with open(out, encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]
     assert records == [{"type": "function_call", "call_id": records[0]["call_id"], "name": "exec_command",
@@ -394,12 +302,6 @@ def test_capture_records_a_call_as_a_function_call_and_runs_nothing(clients, tmp
 
 
 # -- 6. auth login -------------------------------------------------------------------------------------------
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class AuthServer:
     """tests/fixtures/oauth_server.py in a process of its own; the scripted browser logs its visits."""
@@ -472,7 +374,7 @@ def test_auth_login_with_the_browser(auth_server, clients):
     assert status.returncode == 0 and "scopes: mcp" in status.stdout.decode("utf-8")
     # a relay uses the stored tokens: no second visit
     client = clients(relay_argv("streamable-http", "--url", auth_server.url), env=auth_server.env())
-    client.initialize()
+    client.initialize(timeout=START)
     assert text_of(client.call("whoami")) == "scopes: mcp"
     assert client.close() == 0
     assert len(auth_server.visits()) == 1
@@ -498,7 +400,7 @@ def test_a_cmd_server_found_through_pathext_in_a_directory_with_spaces_and_accen
     env = clean_env(PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     client = clients(stdio_relay("--output-dir", os.path.join(str(tmp_path), "spill"),
                                  server=["fakenpx", "--from-cmd", "two words"]), env=env)
-    client.initialize()
+    client.initialize(timeout=START)
     assert text_of(client.call("echo", {"text": WORLD})) == WORLD
     assert json.loads(text_of(client.call("argv"))) == ["--from-cmd", "two words"]
     assert client.close() == 0
@@ -509,7 +411,7 @@ def test_a_cmd_server_found_through_pathext_in_a_directory_with_spaces_and_accen
 def test_a_server_writing_crlf_is_read_line_by_line(clients, tmp_path):
     client = clients(stdio_relay("--output-dir", os.path.join(str(tmp_path), "spill"),
                                  server=[sys.executable, STDIO_SERVER, "--crlf"]))
-    client.initialize()
+    client.initialize(timeout=START)
     client.request("tools/list")   # the reader tool is the relay's once listed
     before = len(client.raw_lines)
     assert text_of(client.call("echo", {"text": WORLD})) == WORLD
@@ -525,7 +427,7 @@ def test_a_server_writing_crlf_is_read_line_by_line(clients, tmp_path):
 
 def test_a_server_ignoring_eof_is_stopped_when_the_client_leaves(clients):
     client = clients(stdio_relay(server=[sys.executable, STUBBORN_SERVER]))
-    reply = client.initialize()
+    reply = client.initialize(timeout=START)
     pids = [reply["result"]["pid"], reply["result"]["grandchild"]]
     clients.pids.extend(pids)
     assert all(ocx_proxy.process_exists(pid) for pid in pids)
@@ -541,7 +443,7 @@ def test_a_server_ignoring_eof_is_stopped_when_the_client_leaves(clients):
 def start_tree(clients, tmp_path, *server_args, **popen):
     pidfile = os.path.join(str(tmp_path), "pids")
     client = clients(stdio_relay(server=[sys.executable, TREE_SERVER, pidfile] + list(server_args)), **popen)
-    client.initialize()
+    client.initialize(timeout=START)
     pids = read_pids(pidfile)
     clients.pids.extend(pids)
     assert text_of(client.call("pids")) == "%d %d" % tuple(pids)
@@ -618,7 +520,7 @@ def test_non_ascii_arguments_come_back_byte_exact(clients, tmp_path, relay_encod
     env = clean_env(**({"PYTHONIOENCODING": relay_encoding} if relay_encoding else {}))
     client = clients(stdio_relay("--output-dir", os.path.join(str(tmp_path), "spill"),
                                  server=[sys.executable, STDIO_SERVER, "--stderr", "server says " + WORLD]), env=env)
-    client.initialize()
+    client.initialize(timeout=START)
     line = ('{"jsonrpc":"2.0","id":__ID__,"result":{"content":[{"type":"text","text":"%s"}]}}' % WORLD)
     client.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                  "params": {"name": "raw", "arguments": {"line": line}}})
@@ -635,7 +537,7 @@ def test_non_ascii_arguments_come_back_byte_exact(clients, tmp_path, relay_encod
 def test_a_python_server_printing_non_latin_text_gets_utf8_pipes(clients, tmp_path):
     client = clients(stdio_relay("--output-dir", os.path.join(str(tmp_path), "spill"),
                                  server=[sys.executable, PRINT_SERVER]))
-    client.initialize()
+    client.initialize(timeout=START)
     assert text_of(client.call("encoding")).lower().replace("-", "") == "utf8"
     assert text_of(client.call("hello")) == "naïve 中文 😀 José Ñ Привет"
     assert text_of(client.call("echo", {"text": WORLD})) == WORLD
@@ -647,7 +549,7 @@ def test_a_python_server_printing_non_latin_text_gets_utf8_pipes(clients, tmp_pa
 def spill_in(clients, output_dir):
     """A relay spilling into ``output_dir``: the spill meta, the preview and the pages read back."""
     client = clients(stdio_relay("--output-dir", output_dir))
-    client.initialize()
+    client.initialize(timeout=START)
     client.request("tools/list")
     reply = client.call("lines", {"n": 1500, "pad": WORLD})
     meta, preview = spill_meta(reply), text_of(reply)
@@ -698,7 +600,7 @@ def test_spill_path_longer_than_260_characters(clients, tmp_path):
         assert_windows_uri(link["uri"], meta["txt"])
         return
     client = clients(stdio_relay("--output-dir", output_dir))
-    client.initialize()
+    client.initialize(timeout=START)
     assert text_of(client.call("lines", {"n": 1500, "pad": WORLD})) == lines_text(1500, WORLD)
     assert client.close() == 0
     assert "could not save oversized tools/call response" in client.stderr, (refused, client.stderr)

@@ -17,7 +17,6 @@ at its default): the point is what a user who just added the config line sees.
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import re
@@ -29,6 +28,9 @@ import urllib.request
 
 import harness
 from model_server import SERVER, ModelServer, Script
+
+sys.path.insert(0, os.path.join(harness.ROOT, "tests"))   # run by hand too (python3 first_login.py CLIENT)
+from helpers import free_port  # noqa: E402
 
 FIXTURES = os.path.join(harness.ROOT, "tests", "fixtures")
 OAUTH_SERVER = os.path.join(FIXTURES, "oauth_server.py")
@@ -170,12 +172,6 @@ class Login:
         parts.append("tool worked" if got is not None and "scopes: mcp" in text else "tool NOT usable")
         parts.append("exit %s in %.0f s" % (self.run.status, self.seconds))
         return "; ".join(parts)
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def relay_command(url, callback_port, workdir, extra=()):

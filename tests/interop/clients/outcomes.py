@@ -148,8 +148,9 @@ def sent_by_us(case, via_relay, spill_dir, client_info, client=None):
              {"jsonrpc": "2.0", "method": "notifications/initialized"},
              {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, request]  # listed: the preview names the reader
     command = harness.mcp_command(True, os.devnull, spill_dir)
-    profile = (ocx_proxy.CLIENTS.get(client) or {}).get("profile") or {}
-    env = dict(os.environ, **{name: "set by the probe" for name in profile.get("client_env", ())})
+    entry = ocx_proxy.CLIENTS.get(client)
+    variables = entry.profile.client_env if entry is not None and entry.profile else ()
+    env = dict(os.environ, **{name: "set by the probe" for name in variables})
     proc = subprocess.run(command, input="".join(json.dumps(m) + "\n" for m in lines).encode(), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
     for line in proc.stdout.decode("utf-8").splitlines():

@@ -28,8 +28,8 @@ from test_clients import need
 sys.path.insert(0, harness.ROOT)
 import ocx_proxy  # noqa: E402
 
-FACTS = ocx_proxy.CLIENTS["codebuddy"]["facts"]
-LIMIT = FACTS["result_chars"]
+FACTS = ocx_proxy.CLIENTS["codebuddy"].facts
+LIMIT = FACTS.result_chars
 REQUEST = {"input": "What is the weather in Paris?",
            "tools": [{"type": "function", "name": "get_weather", "description": "Weather for a city",
                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]}
@@ -70,7 +70,7 @@ def test_its_servers_get_the_variable_that_names_it_and_the_relay_picks_its_prof
     assert run.status == 0, run.output[-2000:]
     with open(env_file) as info:
         seen = json.load(info)
-    marks = ocx_proxy.CLIENTS["codebuddy"]["profile"]["client_env"]
+    marks = ocx_proxy.CLIENTS["codebuddy"].profile.client_env
     record("its servers' environment", "%s; clientInfo %s; parent %s" % (
         ", ".join(name for name in marks if name in seen["env"]), run.client_info, (seen["parent"] or ["?"])[:2]))
     assert all(name in seen["env"] for name in marks)
@@ -92,7 +92,7 @@ def test_it_waits_its_mcp_timeout_before_the_first_turn():
            "server's tools %s" % (waited or -1, shortened - quick.started,
                                   "offered" if run.received is not None else "NOT offered"))
     assert run.status == 0 and run.received is not None, run.output[-2000:]
-    assert FACTS["start_seconds"] <= waited <= FACTS["start_seconds"] + 20
+    assert FACTS.start_seconds <= waited <= FACTS.start_seconds + 20
     assert shortened - quick.started <= 15
 
 

@@ -12,10 +12,9 @@ import subprocess
 import sys
 import time
 
+from helpers import INTEROP_PROXY as PROXY, free_port  # noqa: F401  (test_sdk2 takes PROXY from here)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-PROXY = os.environ.get("OCX_INTEROP_PROXY") or os.path.join(ROOT, "ocx_proxy.py")
 PY_SERVER = os.path.join(HERE, "sdk2_server.py")
 NODE = os.environ.get("OCX_INTEROP_NODE")
 # Node resolves ES module imports from the script's own folder upwards (NODE_PATH does not apply),
@@ -44,12 +43,6 @@ TABLE = {}
 
 def record(key, path, verdict):
     TABLE.setdefault(key, {})[path] = verdict
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_command(server, options):

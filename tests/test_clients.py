@@ -7,7 +7,7 @@ import pytest
 
 import ocx_proxy as op
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def tool(name):
@@ -237,6 +237,17 @@ def test_every_entry_has_a_kind_a_known_config_format_and_aliases_of_known_comma
         assert client.profile is None or client.kind == "agent" or name == "gemini-api", name
         for alias, commands in client.aliases.items():
             assert alias not in op.CLIENTS and set(commands) <= set(COMMANDS), (name, alias)
+
+
+def test_every_capture_setup_starts_the_bridge_and_its_hint_fills_in():
+    # capture --print-config CLIENT prints the entry and the hint for each CLIENTS entry with a capture setup
+    assert op.CAPTURE_CLIENTS == ("claude-code", "codex", "gemini-cli", "copilot", "opencode", "qwen-code", "codebuddy")
+    for name in op.CAPTURE_CLIENTS:
+        setup = op.CLIENTS[name].capture
+        text = op.client_config_entry(name, "srv", "/usr/bin/python3", ["bridge.py", "capture"])
+        assert all(part in text for part in ("srv", "/usr/bin/python3", "bridge.py", setup.table)), (name, text)
+        assert "<" not in text, (name, text)   # every placeholder filled in
+        assert "srv" in setup.hint % {"name": "srv", "allowed": "mcp__srv__t"} or "%(allowed)s" in setup.hint, name
 
 
 # The spellings each command took before the one table, and what they meant there.

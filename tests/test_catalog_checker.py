@@ -1,11 +1,11 @@
-"""The catalog rules section: one fixture catalog per rule, the exact pointer, severity, clients and
+"""Catalog checker section: one fixture catalog per rule of CATALOG_RULES, the exact pointer, severity, clients and
 the public source each finding carries (checked through `check --json`, and CatalogChecker directly)."""
 import json
 import os
 
 import pytest
 
-from conftest import CATALOGS, run_check
+from helpers import CATALOGS, run_check
 
 import ocx_proxy as op
 
@@ -29,7 +29,7 @@ import ocx_proxy as op
     ("bad_version", "/initialize/protocolVersion", "error", ["all"], "unknown protocol version"),
 ])
 def test_each_rule_names_the_exact_pointer(catalog, pointer, severity, clients, needle):
-    status, report, err = run_check(catalog)
+    status, report, err, _ = run_check(catalog)
     assert "Traceback" not in err
     matches = [f for f in report["findings"]
                if f["pointer"] == pointer and f["severity"] == severity and f["clients"] == clients]
@@ -40,14 +40,14 @@ def test_each_rule_names_the_exact_pointer(catalog, pointer, severity, clients, 
 
 
 def test_long_name_breaks_each_clients_length_rule_separately():
-    _, report, _ = run_check("long_name")
+    _, report, _, _ = run_check("long_name")
     assert [(f["rule"], f["clients"]) for f in report["findings"]] == [
         ("name-length", ["openai", "gemini-api", "claude-desktop"]), ("vscode-name-cut", ["vscode"]),
         ("gemini-cli-name-cut", ["gemini-cli"]), ("cursor-name-length", ["cursor"])]
 
 
 def test_dotted_names_break_the_function_name_rule_and_collide_after_sanitising():
-    status, report, _ = run_check("dotted_names")
+    status, report, _, _ = run_check("dotted_names")
     assert status == 1
     messages = {(f["pointer"], tuple(f["clients"])) for f in report["findings"]}
     assert ("/tools/0/name", ("openai", "anthropic", "claude-desktop", "cursor")) in messages
@@ -55,7 +55,7 @@ def test_dotted_names_break_the_function_name_rule_and_collide_after_sanitising(
 
 
 def test_client_filter_hides_findings_for_other_clients():
-    status, report, _ = run_check("long_description", "--client", "cursor")
+    status, report, _, _ = run_check("long_description", "--client", "cursor")
     assert report["findings"] == [] and status == 0
 
 
@@ -68,7 +68,7 @@ def test_json_pointer_escaping_and_resolution():
 
 
 # The client rules (CATALOG_RULES): one fixture each, the exact pointer, severity,
-# clients and the source the finding carries (a public URL: tests/test_client_facts.py holds them all to it).
+# clients and the source the finding carries (a public URL: tests/test_clients.py holds them all to it).
 @pytest.mark.parametrize("catalog,rule,pointer,severity,clients,ref", [
     ("root_combinator", "root-combinator", "/tools/0/inputSchema/anyOf", "error",
      ["anthropic", "claude-code", "claude-desktop", "openai"], "https://github.com/anthropics/claude-code/issues/710"),
@@ -109,7 +109,7 @@ def test_json_pointer_escaping_and_resolution():
      "https://platform.openai.com/docs/guides/function-calling"),
 ])
 def test_each_client_rule_names_pointer_severity_clients_and_source(catalog, rule, pointer, severity, clients, ref):
-    status, report, err = run_check(catalog)
+    status, report, err, _ = run_check(catalog)
     assert "Traceback" not in err
     matches = [f for f in report["findings"] if f.get("rule") == rule]
     assert len(matches) == 1, report["findings"]
@@ -122,7 +122,7 @@ def test_each_client_rule_names_pointer_severity_clients_and_source(catalog, rul
 
 
 def test_a_repeated_schema_block_costs_its_bytes_in_every_request():
-    _, report, _ = run_check("repeated_block")
+    _, report, _, _ = run_check("repeated_block")
     note = [f for f in report["findings"] if f.get("rule") == "schema-repetition"][0]
     block = json.load(open(os.path.join(CATALOGS, "repeated_block.json")))["tools"][0]["inputSchema"]["properties"]
     size = len(json.dumps(block["options"], separators=(",", ":")))
@@ -142,20 +142,20 @@ def test_one_finding_per_rule_and_tool_names_the_first_place_and_the_count():
 @pytest.mark.parametrize("client,rules", [
     ("gemini", ["gemini-type-array"]), ("cursor", ["cursor-type-array"]), ("windsurf", []), ("claude-desktop", [])])
 def test_new_client_names_filter_the_findings(client, rules):
-    status, report, _ = run_check("type_array", "--client", client)
+    status, report, _, _ = run_check("type_array", "--client", client)
     assert [f["rule"] for f in report["findings"]] == rules and report["client"] == op.client_named(client, "check")
     assert status == (1 if client == "cursor" else 0)
 
 
 def test_json_findings_of_client_rules_add_rule_and_source_keys():
-    _, report, _ = run_check("long_name")
+    _, report, _, _ = run_check("long_name")
     assert report["version"] == 1
     assert sorted(report["findings"][0]) == ["clients", "fixedFor", "message", "pointer", "rule", "severity", "source",
                                              "tool"]
 
 
 def test_each_finding_says_for_which_relay_profiles_ocx_proxy_fixes_it():
-    _, report, _ = run_check("long_name")
+    _, report, _, _ = run_check("long_name")
     fixed = {f["rule"]: f["fixedFor"] for f in report["findings"]}
     assert fixed["name-length"] == ["codex", "gemini-api"]      # the model APIs they hand names to
     assert fixed["cursor-name-length"] == ["cursor"]

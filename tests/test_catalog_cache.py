@@ -1,214 +1,16 @@
-"""Relay parts: --allow-tools/--deny-tools (ToolFilter), through a real relay subprocess and ``check``; the progress a
-client sees (next_progress, what CallClock sends), property-tested."""
+"""Catalog cache section: a second start answers initialize and tools/list from the cache while the server starts,
+through a real relay subprocess and the fixture server."""
 import json
 import os
 import sys
 import time
 
 import pytest
-from hypothesis import given, strategies as st
 
 import ocx_proxy as op
 
-from conftest import CATALOG_SERVER, CATALOGS, PROXY, STDIO_SERVER, RelayProcess, run_check, run_proxy
+from helpers import PROXY, STDIO_SERVER, RelayProcess, list_pages, recorded_calls
 
-
-def catalog_file(tmp_path, pages):
-    """A tests/fixtures/catalog_server.py spec serving ``pages`` (lists of tool names) as tools/list pages."""
-    path = tmp_path / "catalog.json"
-    path.write_text(json.dumps({"pages": [[{"name": name, "inputSchema": {"type": "object"}} for name in page]
-                                          for page in pages]}))
-    return str(path)
-
-
-def list_pages(relay):
-    """Every tools/list page the relay answers: [(tool names, nextCursor)]."""
-    pages, cursor = [], None
-    while True:
-        reply, _ = relay.request("tools/list", {"cursor": cursor} if cursor else {})
-        cursor = reply["result"].get("nextCursor")
-        pages.append(([tool["name"] for tool in reply["result"]["tools"]], cursor))
-        if not cursor:
-            return pages
-
-
-def recorded_calls(path):
-    """Names of the tools/call requests the fixture server received (its --record file), batches included."""
-    names = []
-    with open(path) as handle:
-        for line in handle:
-            msg = json.loads(line)
-            for item in msg if isinstance(msg, list) else [msg]:
-                if item.get("method") == "tools/call":
-                    names.append(item["params"]["name"])
-    return names
-
-
-def wait_for_stderr(relay, text, seconds=5):
-    deadline = time.monotonic() + seconds
-    while text not in relay.stderr and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return relay.stderr
-
-
-def test_filtered_tools_disappear_from_every_page(relay_factory, tmp_path):
-    spec = catalog_file(tmp_path, [["get_a", "delete_a"], ["delete_b"], ["get_c", "list_d", "create_e"]])
-    relay = relay_factory(["--no-reader-tool", "--allow-tools", "get_*,list_*", "--deny-tools", "list_d"],
-                          [spec], server=CATALOG_SERVER)
-    relay.initialize()
-    assert list_pages(relay) == [(["get_a"], "1"), ([], "2"), (["get_c"], None)]
-    relay = relay_factory(["--no-reader-tool", "--deny-tools", "delete_*"], [spec], server=CATALOG_SERVER)
-    relay.initialize()
-    assert list_pages(relay) == [(["get_a"], "1"), ([], "2"), (["get_c", "list_d", "create_e"], None)]
-    assert relay.close() == 0
-
-
-def test_a_filtered_call_is_refused_and_never_reaches_the_server(relay_factory, tmp_path):
-    record = str(tmp_path / "record.ndjson")
-    relay = relay_factory(["--deny-tools", "delete_*,drop_*"], ["--record", record, "--extra-tool", "delete_repo"])
-    relay.initialize()
-    reply = relay.call("delete_repo")
-    assert reply["error"]["code"] == -32602
-    assert reply["error"]["message"] == "tool 'delete_repo' is not available: ocx-proxy --deny-tools 'delete_*'"
-    assert relay.call("echo", {"text": "hi"})["result"]["content"][0]["text"] == "hi"
-    assert recorded_calls(record) == ["echo"]
-    relay = relay_factory(["--allow-tools", "echo"], ["--record", record])
-    relay.initialize()
-    reply = relay.call("structured")
-    assert reply["error"]["message"] == "tool 'structured' is not available: ocx-proxy --allow-tools 'echo'"
-    assert recorded_calls(record) == ["echo"]
-    assert relay.close() == 0
-
-
-def test_a_batch_keeps_its_other_members(relay_factory, tmp_path):
-    record = str(tmp_path / "record.ndjson")
-    relay = relay_factory(["--deny-tools", "delete_*"], ["--record", record, "--extra-tool", "delete_repo"])
-    relay.initialize()
-    relay.send([{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "delete_repo"}},
-                {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
-                 "params": {"name": "echo", "arguments": {"text": "kept"}}}])
-    answers = {}
-    while len(answers) < 2:
-        got = relay.recv()
-        for msg in got if isinstance(got, list) else [got]:
-            answers[msg["id"]] = msg
-    assert "delete_repo" in answers[5]["error"]["message"]
-    assert answers[6]["result"]["content"][0]["text"] == "kept"
-    assert recorded_calls(record) == ["echo"]
-    assert relay.close() == 0
-
-
-def test_an_allow_list_that_matches_nothing_is_one_warning_naming_the_tools(relay_factory):
-    relay = relay_factory(["--allow-tools", "get_*,list_*"], ["--paged"])
-    relay.initialize()
-    reply, _ = relay.request("tools/list", {})
-    assert reply["result"]["nextCursor"] == "page2"
-    time.sleep(0.3)
-    assert "matches none" not in relay.stderr  # not before the list is complete
-    list_pages(relay)
-    text = wait_for_stderr(relay, "matches none")
-    assert "--allow-tools 'get_*,list_*' matches none of the server's 2 tools: echo, structured" in text
-    list_pages(relay)
-    time.sleep(0.3)
-    assert relay.stderr.count("matches none") == 1
-    assert relay.close() == 0
-
-
-def test_environment_twins(relay_factory, tmp_path):
-    env = dict(os.environ, OCX_PROXY_ALLOW_TOOLS="get_*, list_*", OCX_PROXY_DENY_TOOLS="list_d")
-    spec = catalog_file(tmp_path, [["get_a", "delete_a", "list_d", "list_e"]])
-    relay = relay_factory(["--no-reader-tool"], [spec], server=CATALOG_SERVER, env=env)
-    relay.initialize()
-    assert list_pages(relay) == [(["get_a", "list_e"], None)]
-    assert relay.close() == 0
-    # the flag wins over its twin
-    relay = relay_factory(["--no-reader-tool", "--deny-tools", "get_*"], [spec], server=CATALOG_SERVER, env=env)
-    relay.initialize()
-    assert list_pages(relay) == [(["list_d", "list_e"], None)]
-    assert relay.close() == 0
-
-
-def test_check_reports_on_the_filtered_catalog():
-    status, report, _ = run_check("long_name")
-    assert status == 1 and report["counts"]["tools"] == 1
-    for option in (["--deny-tools", "a_really_*"], ["--allow-tools", "nothing_*"]):
-        status, report, _ = run_check("long_name", *option)
-        assert status == 0 and report["counts"]["tools"] == 0, report
-    assert any("--allow-tools 'nothing_*' matches none of the server's 1 tools: a_really_long_tool_name"
-               in finding["message"] for finding in report["findings"])
-    # given after the transport name, from the environment, and with --file
-    args = [sys.executable, PROXY, "check", "--json", "stdio", "--deny-tools", "a_*", "--",
-            sys.executable, CATALOG_SERVER, os.path.join(CATALOGS, "long_name.json")]
-    assert run_proxy(*args[2:]).returncode == 0
-    env = dict(os.environ, OCX_PROXY_DENY_TOOLS="a_*")
-    assert run_proxy("check", "--json", "--file", os.path.join(CATALOGS, "long_name.json"), env=env).returncode == 0
-
-
-def test_bad_globs_are_usage_errors():
-    server = ["--", sys.executable, STDIO_SERVER]
-    for args in (["stdio", "--allow-tools", "get_*,,list_*"] + server, ["stdio", "--deny-tools", ""] + server,
-                 ["check", "--deny-tools", "a,", "--file", os.path.join(CATALOGS, "long_name.json")]):
-        result = run_proxy(*args)
-        assert result.returncode == 2, result.stderr
-        assert b"empty glob" in result.stderr and b"Traceback" not in result.stderr
-    env = dict(os.environ, OCX_PROXY_ALLOW_TOOLS=",get_*")
-    result = run_proxy("stdio", *server, env=env)
-    assert result.returncode == 2 and b"OCX_PROXY_ALLOW_TOOLS" in result.stderr and b"empty glob" in result.stderr
-    result = run_proxy("check", "--deny-tools", "a_*", "--config", os.path.join(CATALOGS, "long_name.json"))
-    assert result.returncode == 2 and b"--config" in result.stderr
-
-
-@pytest.mark.parametrize("mode", ["streamable-http", "sse", "auto"])
-def test_remote_relays_filter_too(http_server, tmp_path, mode):
-    srv = http_server(streamable=mode != "sse")
-    argv = [sys.executable, PROXY, mode, "--url", srv.sse_url if mode == "sse" else srv.url,
-            "--output-dir", str(tmp_path), "--no-reader-tool", "--deny-tools", "ech?"]
-    relay = RelayProcess(command=argv)
-    try:
-        relay.initialize()
-        assert list_pages(relay) == [([], None)]
-        assert "--deny-tools 'ech?'" in relay.call("echo", {"text": "x"})["error"]["message"]
-        assert not srv.seen("POST", lambda r: b"tools/call" in r["body"])
-        assert relay.close() == 0
-    finally:
-        if relay.proc.poll() is None:
-            relay.proc.kill()
-
-
-# -- the progress a client sees (CallClock) ---------------------------------------
-
-NUMBERS = st.one_of(st.integers(), st.integers(-10 ** 400, 10 ** 400), st.floats(allow_nan=True, allow_infinity=True),
-                    st.floats(-1e12, 1e12), st.sampled_from([0, 1, 0.5, 1e300, -1e300, 1.7e308, 2 ** 53]))
-EVENTS = st.lists(st.one_of(st.none(), NUMBERS, st.booleans(), st.text(max_size=3)), max_size=60)
-
-
-@given(EVENTS)
-def test_progress_the_client_sees_only_goes_up_heartbeats_and_the_servers_alike(events):
-    """Each event is a heartbeat (None) or the server's progress value; what the client sees for the token,
-    counted as CallClock counts it (the last countable value shown), strictly increases."""
-    last, shown = None, []
-    for value in events:
-        sent = op.next_progress(last, value)
-        if value is not None and op.progress_number(value) is None:
-            assert sent is value     # not a number we can count above: passed as it is, and not counted
-            continue
-        assert op.progress_number(sent) is not None and (last is None or sent > last), (last, value, sent)
-        if value is not None and (last is None or value > last):
-            assert sent is value     # the server's own progress, when it goes up, passes unchanged
-        if value is None and last is not None:
-            assert sent - last <= max(0.002, abs(last) * 2e-9)   # a heartbeat: just above
-        last = sent
-        shown.append(sent)
-    assert all(a < b for a, b in zip(shown, shown[1:]))
-
-
-def test_a_heartbeat_first_says_0_then_steps_of_a_thousandth():
-    assert [op.next_progress(None), op.next_progress(0), op.next_progress(3), op.next_progress(5, 5),
-            op.next_progress(5, 4.5), op.next_progress(5, 6)] == [0, 0.001, 3.001, 5.001, 5.001, 6]
-    assert op.next_progress(1e20) > 1e20 and op.next_progress(-2) == -1.999
-
-
-# -- the catalog cache ---------------------------------------------------------------------------------------------
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
@@ -224,13 +26,6 @@ def control_file(tmp_path, **values):
     if ready.exists():
         ready.unlink()
     return path
-
-
-def initialize(relay, version="2025-06-18", client="test", msg_id=1):
-    reply, _ = relay.request("initialize", {"protocolVersion": version, "capabilities": {},
-                                            "clientInfo": {"name": client, "version": "1"}}, msg_id=msg_id)
-    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return reply
 
 
 def from_the_cache(reply):
@@ -252,10 +47,10 @@ def session(relay_factory, control, relay_args=(), server_args=(), version="2025
     """One whole session (initialize, tools/list, close; after an answer from the cache, once the server was
     checked against it): (initialize answer, tool names, relay)."""
     relay = relay_factory(list(relay_args), ["--control", str(control)] + list(server_args))
-    reply = initialize(relay, version, client)
+    reply = relay.initialize(version, client=client)
     names = tool_names(relay)
     if from_the_cache(reply):
-        assert "catalog cache: the server is up" in wait_for_stderr(relay, "catalog cache: the server is up")
+        assert "catalog cache: the server is up" in relay.wait_for_stderr("catalog cache: the server is up")
     assert relay.close() == 0
     return reply, names, relay
 
@@ -267,7 +62,7 @@ def test_a_second_start_answers_from_the_catalog_cache_while_the_server_starts(r
     args = ["--control", str(control), "--record", str(record)]
     relay = relay_factory(["--io", io], args)
     started = time.monotonic()
-    reply = initialize(relay)
+    reply = relay.initialize()
     assert time.monotonic() - started > 1.5 and not from_the_cache(reply)  # a first start: as today
     names = tool_names(relay)
     assert relay.close() == 0
@@ -279,7 +74,7 @@ def test_a_second_start_answers_from_the_catalog_cache_while_the_server_starts(r
     control_file(tmp_path, delay=2.0)
     relay = relay_factory(["--io", io], args)
     spawned = time.monotonic()
-    reply = initialize(relay)
+    reply = relay.initialize()
     assert tool_names(relay) == names
     answered = time.monotonic() - spawned
     assert not (tmp_path / "control.json.ready").exists(), "answered after the server started"
@@ -292,8 +87,8 @@ def test_a_second_start_answers_from_the_catalog_cache_while_the_server_starts(r
     for msg_id, text in (("c1", "first"), ("c2", "second")):
         assert relay.wait_for(msg_id)[0]["result"]["content"][0]["text"] == text
     assert time.monotonic() - spawned > 2.0
-    assert "catalog cache: the server is up and lists the catalog the client was given" in wait_for_stderr(
-        relay, "the catalog the client was given")
+    assert "catalog cache: the server is up and lists the catalog the client was given" in relay.wait_for_stderr(
+        "the catalog the client was given")
     received = [json.loads(line) for line in record.read_text().splitlines()]
     assert [m.get("method") for m in received] == ["initialize", "notifications/initialized", "tools/call",
                                                    "tools/call", "tools/list"]
@@ -310,7 +105,7 @@ def test_a_changed_catalog_is_announced_and_cached(relay_factory, tmp_path):
     assert session(relay_factory, control)[1] == ["echo", "structured", "read_spilled_output"]
     control = control_file(tmp_path, delay=1.0, tools=["added"])
     relay = relay_factory([], ["--control", str(control)])
-    assert from_the_cache(initialize(relay))
+    assert from_the_cache(relay.initialize())
     assert tool_names(relay) == ["echo", "structured", "read_spilled_output"]
     notice = relay.recv(timeout=15)
     assert notice == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
@@ -345,7 +140,7 @@ def test_no_catalog_cache_writes_nothing(relay_factory, tmp_path):
     assert catalog_files(tmp_path) == []
     env = dict(os.environ, OCX_PROXY_NO_CATALOG_CACHE="1")
     relay = relay_factory([], ["--control", str(control)], env=env)
-    initialize(relay)
+    relay.initialize()
     tool_names(relay)
     assert relay.close() == 0 and catalog_files(tmp_path) == []
 
@@ -353,7 +148,7 @@ def test_no_catalog_cache_writes_nothing(relay_factory, tmp_path):
 def test_only_a_whole_catalog_is_cached(relay_factory, tmp_path):
     control = control_file(tmp_path)
     relay = relay_factory([], ["--control", str(control), "--paged"])
-    initialize(relay)
+    relay.initialize()
     assert relay.request("tools/list")[0]["result"]["nextCursor"] == "page2"  # the client stops after a page
     assert relay.close() == 0
     assert catalog_files(tmp_path) == []
@@ -413,7 +208,7 @@ def test_the_entry_holds_no_secret_and_is_private(relay_factory, tmp_path):
     for _ in range(2):
         relay = relay_factory(["--env", "API_KEY=sekrit-value-0815", "--env", "OTHER=${MY_TOKEN}"],
                               ["--control", str(control), "in-the-argv-1234"], env=env)
-        reply = initialize(relay)
+        reply = relay.initialize()
         tool_names(relay)
         assert relay.close() == 0
     assert from_the_cache(reply)
@@ -433,7 +228,7 @@ def test_a_remote_entry_holds_no_header(http_server, tmp_path):
     for _ in range(2):
         relay = RelayProcess(command=argv)
         try:
-            replies.append(initialize(relay))
+            replies.append(relay.initialize())
             assert "echo" in tool_names(relay)
             assert relay.call("echo", {"text": "hi"})["result"]["content"][0]["text"] == "hi"
             assert relay.close() == 0
@@ -453,7 +248,7 @@ def test_a_server_that_fails_to_start_fails_the_calls_as_today(relay_factory, tm
     saved = entry.read_bytes()
     control = control_file(tmp_path, delay=1.0, exit=5, tools=["other"])
     relay = relay_factory([], ["--control", str(control)])
-    assert from_the_cache(initialize(relay))
+    assert from_the_cache(relay.initialize())
     reply = relay.call("echo", {"text": "x"})
     assert reply["error"]["code"] == -32000 and "exited with code 5" in reply["error"]["message"]
     assert "exited with code 5" in relay.request("ping")[0]["error"]["message"]
@@ -462,7 +257,7 @@ def test_a_server_that_fails_to_start_fails_the_calls_as_today(relay_factory, tm
     assert entry.read_bytes() == saved
     control = control_file(tmp_path, delay=3.0, tools=["other"])  # a session over before the server is up
     relay = relay_factory([], ["--control", str(control)])
-    assert from_the_cache(initialize(relay)) and "other" not in tool_names(relay)
+    assert from_the_cache(relay.initialize()) and "other" not in tool_names(relay)
     assert relay.close() == 0
     assert entry.read_bytes() == saved
 
@@ -488,9 +283,9 @@ def test_a_refused_initialize_is_logged_and_the_entry_dropped(relay_factory, tmp
     session(relay_factory, control)
     control = control_file(tmp_path, refuse=True)
     relay = relay_factory([], ["--control", str(control)])
-    assert from_the_cache(initialize(relay))
+    assert from_the_cache(relay.initialize())
     assert relay.call("echo", {"text": "x"})["result"]["content"][0]["text"] == "x"  # what the server says
-    text = wait_for_stderr(relay, "refused")
+    text = relay.wait_for_stderr("refused")
     assert "error: the upstream refused the client's initialize (answered from the catalog cache)" in text
     assert relay.close() == 0
     assert catalog_files(tmp_path) == []
@@ -515,7 +310,7 @@ def test_a_probe_a_server_did_not_know_is_answered_from_the_cache(relay_factory,
         relay = relay_factory([], ["--control", str(control)])
         probe, _ = relay.request("server/discover", {"_meta": MODERN_META}, msg_id="probe")
         ready = (tmp_path / "control.json.ready").exists()
-        reply = initialize(relay)
+        reply = relay.initialize()
         names = tool_names(relay)
         assert relay.close() == 0
         return probe, ready, reply, names
@@ -528,7 +323,7 @@ def test_a_probe_a_server_did_not_know_is_answered_from_the_cache(relay_factory,
     assert probe["error"]["code"] == -32601 and not ready and from_the_cache(reply)
     assert names == ["echo", "structured", "read_spilled_output"]
     relay = relay_factory([], ["--control", str(control_file(tmp_path, discover=False, delay=1.0))])
-    assert from_the_cache(initialize(relay))
+    assert from_the_cache(relay.initialize())
     stateless, _ = relay.request("tools/list", {"_meta": MODERN_META})  # never from the cache: the server's
     assert stateless["result"]["resultType"] == "complete" and (tmp_path / "control.json.ready").exists()
     assert relay.close() == 0
@@ -560,7 +355,7 @@ def test_an_answer_from_the_cache_loads_no_openssl(tmp_path):
             sys.executable, STDIO_SERVER, "--control", str(control)]
     for cached in (False, True):
         relay = RelayProcess(command=argv)
-        assert from_the_cache(initialize(relay)) is cached
+        assert from_the_cache(relay.initialize()) is cached
         tool_names(relay)
         assert relay.close() == 0
         assert "ocx-test: OpenSSL False" in relay.stderr
@@ -577,7 +372,7 @@ def test_the_relays_fixes_apply_to_a_catalog_from_the_cache(relay_factory, tmp_p
     assert "files.read" not in live and "structured" not in live and live[-1] == "read_spilled_output"
     control = control_file(tmp_path, delay=1.0)
     relay = relay_factory(relay_args, ["--control", str(control)] + server_args)
-    assert from_the_cache(initialize(relay)) and tool_names(relay) == live
+    assert from_the_cache(relay.initialize()) and tool_names(relay) == live
     fitted = live[0]
     assert relay.call(fitted)["error"]["message"] == "Unknown tool: files.read"  # the server's answer
     assert "--deny-tools 'structured'" in relay.call("structured")["error"]["message"]
@@ -604,108 +399,16 @@ def test_an_odd_initialize_is_relayed_as_ever(relay_factory, tmp_path, params):
         assert "Traceback" not in relay.stderr and "internal error" not in relay.stderr
 
 
-# -- a tool's own result size (ProfileInUse.budget_for): Claude Code reads _meta["anthropic/maxResultSizeChars"] ---
-
-SIZE_META = "anthropic/maxResultSizeChars"
-
-
-def declaring(relay_factory, size, relay_args=("--client", "claude-code"), client_name="test"):
-    """A relay in front of a server whose tool ``big`` declares ``size`` (any JSON) as its result size; initialized
-    as ``client_name``, tools listed.  Returns (relay, the listed tools)."""
-    relay = relay_factory(list(relay_args), ["--declare", "big=" + json.dumps(size)])
-    relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
-    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return relay, relay.request("tools/list")[0]["result"]["tools"]
-
-
-def whole(relay, n, unit="x"):
-    """Whether a call of ``big`` for ``n`` units came back whole (else spilled: a preview naming the files)."""
-    reply = relay.call("big", {"n": n, "unit": unit})
-    spilled = "ocx-proxy/spill" in reply["result"].get("_meta", {})
-    assert spilled != (reply["result"]["content"][0]["text"] == unit * n), reply["result"]["content"][0]["text"][:200]
-    return not spilled
-
-
-def test_a_tool_declaring_its_result_size_gets_that_budget_in_claude_code(relay_factory):
-    relay, tools = declaring(relay_factory, 120000)
-    assert tools[0]["_meta"] == {SIZE_META: 120000}   # passed on as the server listed it
-    assert whole(relay, 100000)                       # over the profile's 40,000, under what the tool declared
-    assert not whole(relay, 125000)
-    # its text is exempt from Claude Code's token cut: no byte budget (30,000 CJK characters, 90,000 bytes)
-    assert whole(relay, 30000, "数")
-    lines = relay.call("lines", {"n": 6000})["result"]   # a tool that declares nothing: the profile's budget
-    assert "ocx-proxy/spill" in lines["_meta"]
-    assert relay.close() == 0
-    relay, _ = declaring(relay_factory, None)         # declared nothing: 40,000 characters or 60,000 bytes
-    assert not whole(relay, 100000) and not whole(relay, 30000, "数")
-    assert relay.close() == 0
-
-
-def test_a_declared_size_is_capped_at_claude_codes_ceiling(relay_factory):
-    assert op.CLIENTS["claude-code"].facts.declared_chars_max == 500000
-    relay, _ = declaring(relay_factory, 10 ** 9)
-    assert whole(relay, 499000) and not whole(relay, 501000)
-    assert relay.close() == 0
-
-
-@pytest.mark.parametrize("relay_args,client_name,honoured", [
-    (["--client", "auto"], "claude-code", True),
-    (["--client", "auto"], "claude-ai", False),        # Claude Desktop drops per-tool _meta: the generic budget
-    (["--client", "generic"], "claude-code", False),
-    (["--client", "codex"], "codex-mcp-client", False),
-    (["--client", "claude-code", "--max-response-chars", "20000"], "test", False),   # an option given wins
-])
-def test_only_a_client_that_reads_the_declaration_gets_it(relay_factory, relay_args, client_name, honoured):
-    relay, _ = declaring(relay_factory, 120000, relay_args, client_name)
-    assert whole(relay, 100000) == honoured
-    assert relay.close() == 0
-
-
 def test_a_declared_size_holds_for_a_catalog_answered_from_the_cache(relay_factory, tmp_path):
+    # Claude Code gives a tool the result size it declares (test_relay_settings.py): from the cache too
     control = control_file(tmp_path)
     server_args = ["--declare", "big=120000"]
     session(relay_factory, control, ["--client", "claude-code"], server_args)   # the catalog, kept
     control = control_file(tmp_path, delay=1.0)
     relay = relay_factory(["--client", "claude-code"], ["--control", str(control)] + server_args)
-    assert from_the_cache(initialize(relay))
-    assert relay.request("tools/list")[0]["result"]["tools"][0]["_meta"] == {SIZE_META: 120000}
-    assert whole(relay, 100000)
-    assert relay.close() == 0
-
-
-@pytest.mark.parametrize("size", ["120000", 0, -5, True, 150000.5, [120000], {"chars": 120000}])
-def test_a_declaration_that_is_no_whole_number_from_1_is_ignored(relay_factory, size):
-    relay, tools = declaring(relay_factory, size)
-    assert tools[0]["_meta"] == {SIZE_META: size}
-    assert not whole(relay, 100000)    # the profile's budget
-    assert relay.close() == 0
-
-
-@pytest.mark.parametrize("relay_args,declared", [
-    (["--client", "claude-code"], 40000),
-    (["--client", "claude-code", "--max-response-chars", "100000"], 100000),
-    (["--client", "claude-code", "--max-response-chars", "900000"], 500000),
-    (["--client", "claude-code", "--max-response-chars", "0"], op.MAX_RESPONSE_CHARS),   # pages of the default size
-    (["--client", "generic"], None),
-    (["--client", "codex"], None),
-])
-def test_the_reader_declares_the_size_of_its_pages_to_claude_code(relay_factory, relay_args, declared):
-    relay, tools = declaring(relay_factory, None, relay_args + ["--detach-after", "60"])
-    reader = tools[-1]
-    assert reader["name"] == op.READER_TOOL_NAME
-    assert reader.get("_meta") == ({SIZE_META: declared} if declared else None)
-    assert relay.close() == 0
-
-
-def test_reader_pages_past_claude_codes_own_cut_fit_what_the_reader_declares(relay_factory):
-    """With --max-response-chars 100000 a page is over the 50,000 characters Claude Code inlines by default: the
-    reader's declaration keeps it inline (measured: tests/interop/clients/test_more_cases.py)."""
-    relay, tools = declaring(relay_factory, None, ["--client", "claude-code", "--max-response-chars", "100000"])
-    reply = relay.call("big", {"n": 300000})
-    note = reply["result"]["content"][0]["text"]
-    spill_id = note.split('id="', 1)[1].split('"', 1)[0]
-    page = relay.call(op.READER_TOOL_NAME, {"id": spill_id})["result"]
-    line = relay.raw_lines[-1].rstrip(b"\n")
-    assert 50000 < len(page["content"][0]["text"]) and len(line) <= tools[-1]["_meta"][SIZE_META] == 100000
+    assert from_the_cache(relay.initialize())
+    assert relay.request("tools/list")[0]["result"]["tools"][0]["_meta"] == {op.MAX_RESULT_SIZE_META: 120000}
+    reply = relay.call("big", {"n": 100000, "unit": "x"})
+    assert "ocx-proxy/spill" not in reply["result"].get("_meta", {}), reply["result"]["content"][0]["text"][:200]
+    assert reply["result"]["content"][0]["text"] == "x" * 100000
     assert relay.close() == 0

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import FIXTURES, assert_one_line_error, run_proxy
+from helpers import FIXTURES, assert_one_line_error, run_proxy
 import ocx_proxy as ox
 
 H = bytes.fromhex

@@ -1,11 +1,11 @@
-"""Catalog fitting (--fit-tools): each fix through a real relay, and properties of fit_tools."""
+"""Schema fixes section (--fit-tools): each fix through a real relay, and properties of fit_tools."""
 import json
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import ocx_proxy as op
-from conftest import CATALOG_SERVER, RelayProcess
+from helpers import CATALOG_SERVER, RelayProcess
 
 LONG = "search_the_knowledge_base_for_documents_matching_a_query_v2"   # 59 characters
 
