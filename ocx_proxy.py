@@ -5070,7 +5070,7 @@ class HttpPool:
             conn.close()
 
 
-class Gate:
+class SendBarrier:
     """Holds the sender back while something must finish first (initialize, a re-initialize, a reconnect)."""
 
     def __init__(self):
@@ -5092,7 +5092,7 @@ class Gate:
             self.cond.notify_all()
 
     def wait(self, stopping, deadline=None):
-        """Block while anything holds the gate; False if ``deadline`` passed first."""
+        """Block while anything holds the barrier; False if ``deadline`` passed first."""
         with self.cond:
             while self.holds and not stopping.is_set():
                 if deadline is not None and time.monotonic() >= deadline:
@@ -7257,7 +7257,7 @@ class RemoteExchange:
         self.written = threading.Event()
         self.settled = threading.Event()  # every request in it answered or failed
         self.conn = None           # the connection its answer arrives on (Streamable HTTP): cancelling aborts it
-        self.gate_reason = None
+        self.barrier_reason = None
         self.failure = None
         self.result = None         # the response message, for swallowed exchanges
 
@@ -7314,7 +7314,7 @@ class RemoteUpstream(Upstream):
         self.outbox = queue.Queue()
         self.queued = 0     # messages put in the outbox and not yet dispatched by the sender
         self.earlier = []   # written events of the requests dispatched since the last notification
-        self.gate = Gate()
+        self.barrier = SendBarrier()
         self.state = REMOTE_OPEN
         self.stopping = threading.Event()  # the worker threads stop (see REMOTE_OPEN)
         self.flowing = threading.Event()  # cleared while the client is not reading (pause_reading)
@@ -7375,10 +7375,10 @@ class RemoteUpstream(Upstream):
 
     def _dispatch_now(self, exchange):
         """Start a request's worker from the loop thread when nothing waits before it; False: queue it.
-        initialize always goes through the sender: it may hold the gate, and the sender must then wait at the
-        gate, not inside the outbox with the next message in hand (auto hands the outbox over)."""
+        initialize always goes through the sender: it may hold the barrier, and the sender must then wait at the
+        barrier, not inside the outbox with the next message in hand (auto hands the outbox over)."""
         with self.lock:
-            if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.gate.holds
+            if (self.queued or not exchange.has_requests or exchange.method == "initialize" or self.barrier.holds
                     or self.stopping.is_set() or self.sender is None):
                 return False
             self._track(exchange)
@@ -7436,7 +7436,7 @@ class RemoteUpstream(Upstream):
 
     def _stop(self):
         self.stopping.set()
-        self.gate.release_all()
+        self.barrier.release_all()
         self.pool.close_all()
 
     # -- any thread --------------------------------------------------------
@@ -7673,7 +7673,7 @@ class RemoteUpstream(Upstream):
                 raise UpstreamDataError(parser.error)
 
     def replay_handshake(self):
-        """Say the client's handshake again (the answers are ours), the gate held: None, or why it failed."""
+        """Say the client's handshake again (the answers are ours), the barrier held: None, or why it failed."""
         self.replays += 1
         replay = RemoteExchange.replayed(self.handshake.replay("ocx-proxy-reinit-%d" % self.replays))
         with self.lock:
@@ -7705,7 +7705,7 @@ class RemoteUpstream(Upstream):
     def _sender_loop(self):
         while True:
             if self.hands_over:
-                self.gate.wait(self.stopping)  # keep messages in the outbox for a hand-over
+                self.barrier.wait(self.stopping)  # keep messages in the outbox for a hand-over
             exchange = self.outbox.get()
             if exchange is None or self.state == REMOTE_HANDED_OVER:
                 return
@@ -7716,8 +7716,8 @@ class RemoteUpstream(Upstream):
                     self.queued -= 1
 
     def _send_queued(self, exchange):
-        # the gate may have closed while we waited for a message
-        if not self.gate.wait(self.stopping, self.send_deadline(exchange)):
+        # the barrier may have closed while we waited for a message
+        if not self.barrier.wait(self.stopping, self.send_deadline(exchange)):
             self.fail_exchange(exchange, self.not_ready_text())
         elif self.stopping.is_set() and not self.closing:
             self.fail_exchange(exchange, "the connection to the server is closed")
@@ -7749,10 +7749,10 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
 
     def _before_request(self, exchange):
-        """Hook run before a request's worker starts: it may hold the gate for what follows."""
+        """Hook run before a request's worker starts: it may hold the barrier for what follows."""
 
     def send_deadline(self, exchange):
-        """Hook: how long ``exchange`` may wait for the gate (None: gate holds end by themselves); a transport
+        """Hook: how long ``exchange`` may wait for the barrier (None: barrier holds end by themselves); a transport
         that sets one says in ``not_ready_text()`` why a message that waited past it was not sent."""
         return None
 
@@ -7764,8 +7764,8 @@ class RemoteUpstream(Upstream):
             self.fail_exchange(exchange, "ocx-proxy internal error: %r" % exc)
         finally:
             exchange.written.set()
-            if exchange.gate_reason:
-                self.gate.release(exchange.gate_reason)
+            if exchange.barrier_reason:
+                self.barrier.release(exchange.barrier_reason)
 
     def post_exchange(self, exchange):
         raise NotImplementedError
@@ -7780,7 +7780,7 @@ class RemoteUpstream(Upstream):
                     break
             time.sleep(0.02)
         self.stopping.set()
-        self.gate.release_all()
+        self.barrier.release_all()
         try:
             self._say_goodbye()
         except Exception as exc:
@@ -7866,8 +7866,8 @@ class StreamableHttpUpstream(RemoteUpstream):
     def _before_request(self, exchange):
         if exchange.method == "initialize" and not exchange.swallow:
             # Nothing else goes out until we know the session id and protocol version.
-            exchange.gate_reason = "initialize"
-            self.gate.hold("initialize")
+            exchange.barrier_reason = "initialize"
+            self.barrier.hold("initialize")
 
     def post_exchange(self, exchange, retried=False):
         """POST one message and relay its answer (``retried``: the POST again, in a new session)."""
@@ -8232,7 +8232,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 return True  # another thread already did it
             if self.handshake.initialize_line is None or self.stopping.is_set():
                 return False
-            self.gate.hold("handshake")
+            self.barrier.hold("handshake")
             try:
                 self.note("warning", "the server no longer knows our session (HTTP 404); re-initializing")
                 why = self.replay_handshake()
@@ -8243,7 +8243,7 @@ class StreamableHttpUpstream(RemoteUpstream):
                 self.start_get_stream()
                 return True
             finally:
-                self.gate.release("handshake")
+                self.barrier.release("handshake")
 
     def start_get_stream(self):
         """(Re)open the GET stream for messages the server starts on its own."""
@@ -8313,7 +8313,7 @@ class StreamableHttpUpstream(RemoteUpstream):
         if jsonrpc_error(body, content_type(resp)) is not None:
             return False
         self.settle(exchange)
-        exchange.gate_reason = None  # keep the sender held until the hand-over is done
+        exchange.barrier_reason = None  # keep the sender held until the hand-over is done
         self.loop.post(self._hand_over, exchange, resp.status)
         return True
 
@@ -8362,7 +8362,7 @@ class SseUpstream(RemoteUpstream):
     drops, the requests waiting on it get JSON-RPC errors; we reconnect, take the new endpoint and replay the
     client's handshake before anything else is sent."""
 
-    hands_over = False  # a message waits for the endpoint at the gate, bounded by --timeout
+    hands_over = False  # a message waits for the endpoint at the barrier, bounded by --timeout
 
     def __init__(self, loop, config, on_line, on_exit):
         RemoteUpstream.__init__(self, loop, config, on_line, on_exit)
@@ -8370,7 +8370,7 @@ class SseUpstream(RemoteUpstream):
         self.connected_once = False
 
     def start(self):
-        self.gate.hold("endpoint")
+        self.barrier.hold("endpoint")
         RemoteUpstream.start(self)
         self.spawn("ocx-sse-stream", self._stream_loop)
 
@@ -8397,7 +8397,7 @@ class SseUpstream(RemoteUpstream):
                 self.report_exit(text)
                 self.loop.post(self.loop.stop)
                 return
-            self.gate.hold("endpoint")
+            self.barrier.hold("endpoint")
             self.endpoint = None
             gave_up = False
             if kind == STREAM_DROPPED:
@@ -8474,9 +8474,9 @@ class SseUpstream(RemoteUpstream):
         if not self.connected_once:
             log.info("connected to %s (legacy HTTP+SSE)" % self.config.display_url)
         elif self.handshake.initialize_line is not None:
-            self.gate.hold("handshake")  # nothing else goes out before it
+            self.barrier.hold("handshake")  # nothing else goes out before it
             self.spawn("ocx-sse-replay", self._replay_after_reconnect)
-        self.gate.release("endpoint")
+        self.barrier.release("endpoint")
         self.connected_once = True
         return None
 
@@ -8488,7 +8488,7 @@ class SseUpstream(RemoteUpstream):
             else:
                 self.note("info", "reconnected to %s and re-initialized" % self.config.display_url)
         finally:
-            self.gate.release("handshake")
+            self.barrier.release("handshake")
 
     def post_exchange(self, exchange):
         """POST one message to the endpoint; its answer comes on the stream."""
@@ -8497,7 +8497,7 @@ class SseUpstream(RemoteUpstream):
         endpoint = self.endpoint
         if endpoint is None and not exchange.swallow:
             # the stream dropped just now: wait for the reconnect
-            self.gate.wait(self.stopping, self.send_deadline(exchange))
+            self.barrier.wait(self.stopping, self.send_deadline(exchange))
             endpoint = self.endpoint
         if endpoint is None:
             return self.fail_exchange(exchange, "the SSE stream from the server is down")
