@@ -75,7 +75,7 @@ def test_its_servers_get_the_variable_that_names_it_and_the_relay_picks_its_prof
         ", ".join(name for name in marks if name in seen["env"]), run.client_info, (seen["parent"] or ["?"])[:2]))
     assert all(name in seen["env"] for name in marks)
     assert run.client_info == [{"name": model_server.SERVER, "version": "1.0.0"}]
-    assert ocx_proxy.client_profile_for(model_server.SERVER, seen["env"]) == "codebuddy"
+    assert ocx_proxy.client_for_info_name(model_server.SERVER, seen["env"]) == "codebuddy"
     # via the relay, 60,000 characters are kept whole: the generic profile (10,000) would have spilled them
     result = outcomes.outcome("codebuddy", "big_text", True)[1]
     assert result.full and not result.spill_path, result.summary()
