@@ -6,6 +6,7 @@ mark, or the image's exact base64), whether it named our spill file and reader
 tool, whether the client cut what it was given (what the relay or the server
 sent is not all in what the model got), and what paging the reader returned.
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -29,6 +30,10 @@ MORE_CASES = {"codebuddy": ["huge_text"]}
 CLIENT_CASES = [(client, case) for client in CLIENTS for case in CASES + MORE_CASES.get(client, [])]
 READER = "read_spilled_output"
 RUNS = {}      # (client, case, via_relay) -> (Run, Outcome, seconds)
+# Runs started ahead (prefetch), two at a time: most of a run is the CLI waiting (its start, its MCP start-up wait,
+# the scripted model), so two overlap well on two cores.
+POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+FUTURES = {}   # (client, case, via_relay) -> Future of run_once's answer
 WORKDIR = tempfile.mkdtemp(prefix="ocx-clients-")
 
 
@@ -160,20 +165,33 @@ def sent_by_us(case, via_relay, spill_dir, client_info, client=None):
     return []
 
 
+def run_once(client, case, via_relay):
+    """Run ``client`` on ``case`` once: (Run, Outcome or None when the model never got the output, seconds)."""
+    workdir = os.path.join(WORKDIR, "%s-%s-%s" % (client, case, "relay" if via_relay else "direct"))
+    os.makedirs(workdir)
+    started = time.monotonic()
+    run = harness.run_client(client, case, via_relay, workdir)
+    seconds = time.monotonic() - started
+    info = run.client_info[0] if run.client_info else None
+    # "probe" is as long as the run's "spill": a byte-bound preview (CJK under Codex's byte
+    # budget) keeps fewer characters when the path it names is longer
+    sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe"), info, client) \
+        if run.received is not None else []
+    return run, Outcome(run, sent, via_relay) if run.received is not None else None, seconds
+
+
+def prefetch(keys):
+    """Start the runs of ``keys`` ((client, case, via_relay)) in the background; ``outcome`` then waits for each."""
+    for key in keys:
+        if key not in RUNS and key not in FUTURES:
+            FUTURES[key] = POOL.submit(run_once, *key)
+
+
 def outcome(client, case, via_relay):
     key = (client, case, via_relay)
     if key not in RUNS:
-        workdir = os.path.join(WORKDIR, "%s-%s-%s" % (client, case, "relay" if via_relay else "direct"))
-        os.makedirs(workdir)
-        started = time.monotonic()
-        run = harness.run_client(client, case, via_relay, workdir)
-        seconds = time.monotonic() - started
-        info = run.client_info[0] if run.client_info else None
-        # "probe" is as long as the run's "spill": a byte-bound preview (CJK under Codex's byte
-        # budget) keeps fewer characters when the path it names is longer
-        sent = sent_by_us(case, via_relay, os.path.join(workdir, "probe"), info, client) \
-            if run.received is not None else []
-        RUNS[key] = (run, Outcome(run, sent, via_relay) if run.received is not None else None, seconds)
+        future = FUTURES.pop(key, None)
+        RUNS[key] = future.result() if future is not None else run_once(*key)
     return RUNS[key]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import harness
 import tools_server
-from outcomes import CASES, CLIENT_CASES, CLIENTS, outcome
+from outcomes import CASES, CLIENT_CASES, CLIENTS, outcome, prefetch
 
 PATHS = [True, False]
 
@@ -25,6 +25,21 @@ def need(client):
     binary = harness.binary(client)
     if not os.access(binary, os.X_OK):
         pytest.skip("%s is not installed in %s (run `make interop`)" % (client, harness.PREFIX))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runs_ahead(request):
+    """Start the runs of the selected tests of this module, two at a time, before the first one waits for its own."""
+    keys = []
+    for item in request.session.items:
+        params = getattr(item, "callspec", None) and item.callspec.params
+        if item.module is request.module and params and "case" in params and os.access(
+                harness.binary(params["client"]), os.X_OK):
+            for via_relay in ([params["via_relay"]] if "via_relay" in params else PATHS):
+                key = (params["client"], params["case"], via_relay)
+                if key not in keys:
+                    keys.append(key)
+    prefetch(keys)
 
 
 @pytest.mark.parametrize("via_relay", PATHS, ids=["relay", "direct"])
