@@ -155,7 +155,7 @@ def test_compare_capabilities_opens_a_new_session_over_remote_transports(http_se
 
 
 def test_compare_leaves_out_the_tools_the_filter_leaves_out(tmp_path):
-    """Issue 30: a tool --deny-tools leaves out was still named by --compare-capabilities (with a pointer into
+    """A tool --deny-tools leaves out was still named by --compare-capabilities (with a pointer into
     the listing before the filter)."""
     status, report, err, _ = run_check("clean", "--compare-capabilities", "--deny-tools", "get_roots", **COMPARED,
                                        server_name=None, spec_dir=tmp_path)

@@ -167,7 +167,7 @@ def test_config_with_another_source_is_a_usage_error(extra):
     assert "not --config and " in err or "not --file and --config" in err or "does not go with --config" in err, err
 
 
-# -- a configuration from a cloned repository: what it makes us print (issue 19, item 18) --------
+# -- a configuration from a cloned repository: what it makes us print --------
 
 TELL = ("import os, sys, time; e = os.environ; sys.stderr.write('env: %s %s' % (e.get('T'), e.get('CATALOG_TOKEN'))); "
         "sys.stderr.flush(); time.sleep(0.3); sys.exit(3)")

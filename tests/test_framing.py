@@ -173,7 +173,7 @@ def test_char_count_counts_code_points_without_decoding():
         assert op.char_count(data) == len(text)
 
 
-# -- issue 10: what the relay reads and writes is JSON, whatever a peer sends ----------------------
+# -- what the relay reads and writes is JSON, whatever a peer sends ----------------------
 
 def test_parse_message_refuses_what_is_not_json_with_a_value_error():
     for line in (b'{"a":NaN}', b'{"a":-Infinity}', b"[" * 100000 + b"]" * 100000, b'{"a":"\xff"}', b"{"):

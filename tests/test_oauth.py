@@ -216,7 +216,7 @@ def test_a_forged_state_is_ignored_until_the_timeout(server):
 
 @pytest.mark.parametrize("answer", [{"note": "no grant here"}, {"code": ""}, {"error": ""}])
 def test_this_logins_state_without_a_code_or_an_error_ends_the_login_at_once(server, answer):
-    """Issue 30: an answer carrying our state but neither a code nor an error (a broken authorization server,
+    """An answer carrying our state but neither a code nor an error (a broken authorization server,
     an edited URL) is this login's answer: it ends the login with one line saying so, not at the timeout."""
     server.configure(authorize_error=answer)
     started = time.monotonic()
@@ -1463,7 +1463,7 @@ def test_a_redirect_loop_is_bounded(server):
     assert "redirects" in result.stderr.decode()
 
 
-# -- issue 22: the first login never fails the client's session --------------------------------------------
+# -- the first login never fails the client's session --------------------------------------------
 
 def notification(relay, method, timeout):
     """Wait for a notification (or server request) ``method``; the messages before it are kept."""
@@ -1566,7 +1566,7 @@ def test_the_login_tool_answers_a_client_that_never_relists_within_the_bound(ser
         assert op.LOGIN_RELIST_WAIT - 1 < time.monotonic() - listed < op.LOGIN_RELIST_WAIT + 2
         assert "Logged in" in reply["result"]["content"][0]["text"]
         assert relay.call("whoami")["result"]["content"][0]["text"] == "scopes: mcp"
-        # Issue 30: it is not going to; a later call of the login tool is answered at once, not after the bound
+        # It is not going to; a later call of the login tool is answered at once, not after the bound
         started = time.monotonic()
         reply, _ = relay.request("tools/call", {"name": "ocx_proxy_login", "arguments": {}}, timeout=10)
         assert "Logged in" in reply["result"]["content"][0]["text"] and time.monotonic() - started < 2

@@ -182,7 +182,7 @@ def test_catalog_responses_are_never_rewritten(relay_factory):
     assert "never rewritten" in relay.stderr
 
 
-# -- issue 12: each request answered in its own era ------------------------------
+# -- each request answered in its own era ------------------------------
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
@@ -690,7 +690,7 @@ def test_40_times_10_mb_to_a_client_that_does_not_read(tmp_path):
         proc.stdout.close()
 
 
-# -- issue 10: one bad line never costs its neighbours, and nothing waits for a dropped line --------
+# -- one bad line never costs its neighbours, and nothing waits for a dropped line --------
 
 def strict_json(raw):
     """Parse a line as a strict client would: NaN/Infinity refused; long integers kept as text."""
@@ -1112,7 +1112,7 @@ def test_answers_saved_before_parsing_keep_their_era(relay_factory):
     assert len(os.listdir(spill_dir)) == 2  # the tool result's .json and .txt; nothing left of the interim one
 
 
-# -- the reader tool (issue 13) ------------------------------------------------
+# -- the reader tool ------------------------------------------------
 
 def spill_id_of(text):
     return re.search(r'the read_spilled_output(?:_\d+)? tool of this server returns it in pages, id="([^"]+)"',
@@ -1294,7 +1294,7 @@ class DescriptionModel:
 @pytest.mark.parametrize("client_name", sorted(
     name for entry in op.CLIENTS.values() if entry.profile for name in entry.profile.client_names))
 def test_a_model_that_follows_only_the_reader_description_pages_to_the_end(relay_factory, client_name):
-    """Issue 23: the paging contract is in the description (trusted by clients), the facts in the answers."""
+    """The paging contract is in the description (trusted by clients), the facts in the answers."""
     relay = relay_factory()
     relay.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                  "clientInfo": {"name": client_name, "version": "1"}}, msg_id=1)
@@ -1593,7 +1593,7 @@ def test_env_twins_of_the_profile_options(relay_factory):
     relay.close()
 
 
-# -- long calls: heartbeats and detached results (issue 29) ---------------------------
+# -- long calls: heartbeats and detached results ---------------------------
 
 def progress_sent(relay, token):
     """The params of every notifications/progress for ``token`` the client got so far, in order, and the

@@ -842,7 +842,7 @@ def test_auto_hands_over_to_legacy_sse_and_only_the_new_transport_exits(server):
 
 
 # ---------------------------------------------------------------------------
-# Hostile servers: every wait is bounded, every message capped (issue 10, item 11)
+# Hostile servers: every wait is bounded, every message capped
 # ---------------------------------------------------------------------------
 
 def hostile_calls(relay, calls, within=6):

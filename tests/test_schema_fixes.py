@@ -158,7 +158,7 @@ def test_no_finding_the_relay_fixes_is_left_in_a_fitted_catalog(tools, client):
     assert left == []
 
 
-# -- what a fitted schema tells the model (issue 30) -------------------------------
+# -- what a fitted schema tells the model -------------------------------
 
 STRING = {"type": "string"}
 # The shapes servers publish at the root, each as Codex's model reads it once merged into one object.
@@ -200,7 +200,7 @@ MERGED = {
 
 @pytest.mark.parametrize("shape", sorted(MERGED))
 def test_a_merged_root_combinator_says_what_each_alternative_requires_and_takes(shape):
-    """Issue 30: ``(arguments one or more of: {}; {})`` was all a model learnt of the rule it must follow."""
+    """Once, ``(arguments one or more of: {}; {})`` was all a model learnt of the rule it must follow."""
     schema, fitted = MERGED[shape]
     assert op.fit_tools([{"name": "t", "inputSchema": schema}], "codex")[0][0]["inputSchema"] == fitted
 

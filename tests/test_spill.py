@@ -390,7 +390,7 @@ def test_only_provably_stale_temporary_files_are_removed(tmp_path):
         what: kept for what, (_, _, kept) in files.items()}
 
 
-# -- hostile directories, planted links, full disks (issue 10, items 1, 2, 10) --
+# -- hostile directories, planted links, full disks --
 
 posix_only = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="owners and modes are POSIX")
 UID = os.geteuid() if hasattr(os, "geteuid") else None
@@ -620,7 +620,7 @@ def test_trace_never_appends_through_a_planted_link(tmp_path):
     assert victim.read_text() == "orig\n"
 
 
-# -- issue 13: bytes too, markers at both ends, readable .txt -------------------
+# -- bytes too, markers at both ends, readable .txt -------------------
 
 wide_text = st.text(alphabet="数据漢字🙂👍🏽é\n\"\\ ab", min_size=1, max_size=40).map(lambda t: t * 1200)
 
@@ -992,7 +992,7 @@ def test_a_huge_json_text_is_outlined_from_its_start_only(relay_factory):
 
 
 def test_a_huge_string_or_array_is_outlined_with_a_length_from_the_head(relay_factory):
-    """Issue 30: "string, over 262144 characters" did not say how long; the head read gives a floor."""
+    """Once "string, over 262144 characters" did not say how long; the head read gives a floor."""
     relay = relay_factory()
     relay.initialize()
     relay.request("tools/list")
@@ -1088,7 +1088,7 @@ def test_a_head_count_or_length_of_any_text_is_a_number(text):
 
 @pytest.mark.parametrize("longer", [0, 60, 120])
 def test_a_tight_budget_shortens_the_prompt_text_before_its_description(relay_factory, tmp_path, longer):
-    """Issue 30: through --max-response-chars 1500 --preview-chars 600 a prompt lost its description (what the
+    """Through --max-response-chars 1500 --preview-chars 600 a prompt lost its description (what the
     client shows the user) and _meta once --output-dir was ~60 characters longer, its message kept whole."""
     out = tmp_path / ("d" * longer) / "spill"
     relay = relay_factory(["--output-dir", str(out), "--max-response-chars", "1500", "--preview-chars", "600"])

@@ -235,7 +235,7 @@ def test_a_path_answer_fits_every_client_budget(relay_factory, client_name):
 
 
 def test_an_outline_counts_big_arrays_and_objects_and_says_it_ended(relay_factory):
-    """Issue 30: a member over a walk chunk (64 KiB) was "array, N bytes" with no count; an outline is not a
+    """A member over a walk chunk (64 KiB) was "array, N bytes" with no count; an outline is not a
     search, so its last page says it ended, not that nothing else matched."""
     relay = relay_factory()
     relay.initialize()

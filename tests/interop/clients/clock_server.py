@@ -1,4 +1,4 @@
-"""A stdlib MCP stdio server for the clients' clocks (issue 29): a slow start and a long tool call.
+"""A stdlib MCP stdio server for the clients' clocks: a slow start and a long tool call.
 
     python3 clock_server.py [--start-delay S] [--call-seconds S] [--progress S] [--log FILE] [--record FILE]
 

@@ -13,7 +13,7 @@ def pytest_terminal_summary(terminalreporter):
     outcomes.write_fit_table(terminalreporter.write_line)
     outcomes.write_more_table(terminalreporter.write_line)
     outcomes.write_clocks_table(terminalreporter.write_line)
-    for (client, kind), login in sorted(first_login.LOGINS.items()):   # issue 22: a first login during the run
+    for (client, kind), login in sorted(first_login.LOGINS.items()):   # a first login during the run
         how = ("code entered %g s after the model got it" % first_login.DEVICE_DELAY if kind == "device"
                else "browser login approved after %g s" % first_login.LOGIN_DELAY)
         terminalreporter.write_line("first login (%s), %s: %s" % (how, client, login.summary()))

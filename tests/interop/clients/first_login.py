@@ -1,4 +1,4 @@
-"""Issue 22 item 2: a real CLI meets a remote server whose first login is still to be done.
+"""A real CLI meets a remote server whose first login is still to be done.
 
 ``run_first_login(client, workdir, device=False)`` starts the fixture OAuth server
 (tests/fixtures/oauth_server.py), writes the CLI's config with the relay in front

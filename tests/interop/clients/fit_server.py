@@ -1,4 +1,4 @@
-"""A stdlib MCP stdio server whose catalog breaks Gemini CLI and Codex (issue 21, catalog fitting).
+"""A stdlib MCP stdio server whose catalog breaks Gemini CLI and Codex (catalog fitting).
 
     python3 fit_server.py --calls FILE [--only CASE] [--record FILE]
 

@@ -71,7 +71,7 @@ def toml_list(items):
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
-# DEADLINE (issue 29): None, the tier's usual settings; "default", the CLI's own clock untouched; a number of
+# DEADLINE: None, the tier's usual settings; "default", the CLI's own clock untouched; a number of
 # seconds, the CLI's own setting for a tool call's deadline set to it (named in each function).
 
 def deadline_ms(deadline):

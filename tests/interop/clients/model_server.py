@@ -108,7 +108,7 @@ def offered_descriptions(body):
 
 
 class FitScript(Script):
-    """Issue 21's script: call, one per turn, every tool whose description holds a case's mark.
+    """The catalog-fitting script: call, one per turn, every tool whose description holds a case's mark.
 
     ``cases`` is a list of (case, mark, arguments); ``offered`` maps each case to the name the model saw
     it under (None: not offered), ``outputs`` holds what came back for each call."""

@@ -226,7 +226,7 @@ def write_table(write):
     write("CLI runs: %d, %.0f s in all" % (len(RUNS), sum(entry[2] for entry in RUNS.values())))
 
 
-# ---- Issue 21: catalog fitting (fit_server's cases), per (client, case, path) ----
+# ---- Catalog fitting (fit_server's cases), per (client, case, path) ----
 
 FIT_CLIENTS = ["gemini", "codex"]
 FIT_CASES = fit_server.BROKEN + ["all"]
@@ -291,7 +291,7 @@ def write_fit_table(write):
     if not FIT_RUNS:
         return
     write("")
-    write("catalog fitting (issue 21): client, case: via relay | direct")
+    write("catalog fitting: client, case: via relay | direct")
     rows = [("client", "case", "via relay", "direct")]
     for client in FIT_CLIENTS:
         for case in FIT_CASES:
@@ -305,7 +305,7 @@ def write_fit_table(write):
     write("fitting CLI runs: %d, %.0f s in all" % (len(FIT_RUNS), sum(entry[1] for entry in FIT_RUNS.values())))
 
 
-# ---- Issue 23: the cases beyond the four results (test_more_cases.py) ----
+# ---- The cases beyond the four results (test_more_cases.py) ----
 
 MORE = {}  # (client, case) -> what happened
 
@@ -322,14 +322,14 @@ def write_case_table(write, title, cases):
 
 
 def write_more_table(write):
-    write_case_table(write, "more cases (issue 23): client, case: outcome", MORE)
+    write_case_table(write, "more cases: client, case: outcome", MORE)
 
 
-# ---- Issue 29: the clients' clocks (test_clocks.py) ----
+# ---- The clients' clocks (test_clocks.py) ----
 
 CLOCKS = {}  # (client, case) -> what happened
 CLOCK_CLIENTS = set()  # the clients whose clock tests were selected (conftest)
 
 
 def write_clocks_table(write):
-    write_case_table(write, "clocks (issue 29): client, case: outcome", CLOCKS)
+    write_case_table(write, "clocks: client, case: outcome", CLOCKS)

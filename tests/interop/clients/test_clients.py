@@ -6,7 +6,7 @@ Each run records what the scripted model received back as the tool output
 
 - what holds today: every CLI completes both ways, sends a clientInfo the relay
   forwards unchanged, and every file the relay spilled holds the whole result;
-- issue 13's "done means": via the relay the model gets the whole result, or a
+- the "done means": via the relay the model gets the whole result, or a
   preview whose file or reader call returns all of it, never something the
   client silently cut after us.
 """
@@ -77,7 +77,7 @@ def test_relay_spill_holds_the_whole_result(client, case):
 
 @pytest.mark.parametrize("client, case", CLIENT_CASES)
 def test_done_means_model_gets_all_via_relay(client, case):
-    """Issue 13: the whole result, or a preview whose file or reader call returns all of it."""
+    """The whole result, or a preview whose file or reader call returns all of it."""
     need(client)
     run, result, _ = outcome(client, case, True)
     assert result is not None, run.output[-2000:]

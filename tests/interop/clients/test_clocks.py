@@ -1,4 +1,4 @@
-"""Issue 29: the clients' two clocks, with the real CLIs, direct and via the relay (clock_server.py).
+"""The clients' two clocks, with the real CLIs, direct and via the relay (clock_server.py).
 
 - slow start: the server answers initialize 3 s after it started.  Direct: what the CLI offered its model in
   turn 1 (recorded; the tools are there when the ``start_seconds`` fact of ocx_proxy's client table says the CLI

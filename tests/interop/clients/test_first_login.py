@@ -1,4 +1,4 @@
-"""Issue 22 item 2 with the real CLIs: a remote server whose first login a person finishes after
+"""The real CLIs meet a remote server whose first login a person finishes after
 first_login.LOGIN_DELAY seconds (30 s here; the issue's 90 s would only make the tier slower).
 
 Measured (Claude Code 2.1.332, Gemini CLI 0.61.0, Codex 0.171.0, browser stand-in):

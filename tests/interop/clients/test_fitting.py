@@ -1,4 +1,4 @@
-"""Issue 21, catalog fitting, with the real Gemini CLI and Codex: direct vs via the relay (default options).
+"""Catalog fitting, with the real Gemini CLI and Codex: direct vs via the relay (default options).
 
 fit_server's catalog holds, one tool per case, what a client or its model API rejects: ``$ref``/``$defs``,
 a type array, a root ``anyOf``, a 70-character name, a dotted name (case ``all``: every tool at once).
