@@ -10351,6 +10351,7 @@ class CatalogCache:
 # the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
 
 CHECK_STEPS = 50000       # schema nodes the check of one call visits at most (~0.1 s); past that it cannot tell
+CHECK_COMPILED = 5000     # schema objects the fast pass reads and compiles for one tool at most (~0.1 s, once)
 CHECK_DEPTH = 150         # how deep it follows the arguments and $refs
 CHECK_VALUE_CHARS = 60    # what a finding shows of a value or a pattern
 # A pattern is tried on a string while (the string's length) ** (the pattern's open-ended quantifiers) stays under this:
@@ -11156,11 +11157,13 @@ class SchemaCheck:
 
     def _compiled(self, schema):
         """The PassTest of ``schema`` (compiled once, with what it holds), or None when the fast pass leaves it to the
-        long way, or while it is being compiled (a $ref back to it)."""
+        long way, while it is being compiled (a $ref back to it), or past CHECK_COMPILED schema objects."""
         if not isinstance(schema, dict):
             return NEVER_PASS if schema is False else ANY_PASS   # what is no schema: skipped, as the long way does
         node = self.nodes.get(id(schema))
         if node is None:
+            if len(self.nodes) >= CHECK_COMPILED:   # a schema that big is checked the long way only
+                return None
             node = self.nodes[id(schema)] = SchemaNode(self, schema)
         if node.compiled is ABSENT:
             node.compiled = None
