@@ -529,3 +529,10 @@ def test_the_fast_pass_leaves_what_the_long_way_cannot_tell():
     for _ in range(op.CHECK_DEPTH + 1):
         deep, value = {"type": "object", "properties": {"a": deep}}, {"a": value}
     assert long_way(deep, value) is None and op.SchemaCheck(deep).findings(value) is None
+
+
+def test_a_schema_too_big_to_compile_is_checked_the_long_way():
+    schema = {"properties": {"p%d" % n: {"type": "integer"} for n in range(op.CHECK_COMPILED)}}
+    check = op.SchemaCheck(schema)
+    assert not check.fast_pass({"p1": 1})
+    assert check.findings({"p1": 1}) == [] and check.findings({"p1": "x"}) == [("/p1", "integer", 'got string "x"')]
