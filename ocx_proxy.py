@@ -10802,9 +10802,9 @@ def object_test(counts, members, extra, required, steps, budget):
             budget[0] -= len(value) * steps
             if budget[0] < 0:
                 return False
-        for name, item in value.items():
+        for name in value:
             member = members.get(name, extra)
-            if member is not None and not member(item):
+            if member is not None and not member(value[name]):
                 return False
         return True
     return test
