@@ -52,7 +52,8 @@ Layout of this file (each section only uses the ones above it):
     tool filter       --allow-tools and --deny-tools
     upstream supervisor  the upstream's states (up, restarting, dead), its restarts, the handshake said again
     catalog cache     the last catalog each server listed, answered while the server starts
-    argument check    a tool's declared inputSchema against a call's arguments: the keywords understood, findings
+    schema keywords   what the argument check asserts and skips, what each keyword asks of a value, in words
+    argument check    a tool's declared inputSchema against a call's arguments: a fast pass, then the findings
     gate              before each tools/call: the argument check, the negotiate hook, refusals and annotations
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
@@ -10345,10 +10346,10 @@ class CatalogCache:
 
 
 # ---------------------------------------------------------------------------
-# Argument check: a tool's declared inputSchema against a call's arguments, the keywords understood, the findings
+# Schema keywords: what the argument check asserts and skips, what each keyword asks of a value, in code and in words
 # ---------------------------------------------------------------------------
-# Standard library only, and only what it understands can refuse (SchemaCheck): a finding names a JSON pointer into
-# the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
+# The keywords understood (CHECK_KEYWORDS) and those that only name or describe (CHECK_ANNOTATIONS), a JSON Schema
+# pattern read as a Python regex, number ranges and counts, and what a schema wants in the few words a finding shows.
 
 CHECK_STEPS = 50000       # schema nodes the check of one call visits at most (~0.1 s); past that it cannot tell
 CHECK_COMPILED = 5000     # schema objects the fast pass reads and compiles for one tool at most (~0.1 s, once)
@@ -10644,6 +10645,12 @@ def nested_id(schema):
     return False
 
 
+# ---------------------------------------------------------------------------
+# Argument check: a tool's declared inputSchema against a call's arguments, a fast pass, then the long way's findings
+# ---------------------------------------------------------------------------
+# Standard library only, and only what it understands can refuse (SchemaCheck): a finding names a JSON pointer into
+# the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
+
 class Unsure(Exception):
     """The check cannot tell (the schema too deep or too costly to follow): the call goes on unchanged."""
 
@@ -10759,8 +10766,8 @@ def string_test(lengths, pattern, longest):
 
 
 def number_test(python_class, low, high, step):
-    """A number of the Python class ``python_class`` within ``low`` and ``high`` ((limit, open) or None), a multiple of the
-    whole number ``step`` (None: any)."""
+    """A number of the Python class ``python_class`` within ``low`` and ``high`` ((limit, open) or None), a multiple
+    of the whole number ``step`` (None: any)."""
     low_limit, low_open = low or (-math.inf, False)
     high_limit, high_open = high or (math.inf, False)
 
@@ -11147,7 +11154,10 @@ class SchemaCheck:
                 root = self._compiled(self.root)
             except RecursionError:   # a schema nested too deep: the long way says it cannot tell
                 root = None
-            self.compiled = root if root is not None and root.depth <= CHECK_DEPTH else None
+            # A schema deeper than the long way goes, or whose allOf and anyOf hold the same schemas over and over
+            # (2 ** 29 steps once an object is there), is the long way's: it says when it cannot tell.
+            fits = root is not None and root.depth <= CHECK_DEPTH and root.steps <= CHECK_STEPS
+            self.compiled = root if fits else None
         if self.compiled is None:
             return False
         if self.compiled.test is None:
@@ -11171,6 +11181,8 @@ class SchemaCheck:
         return node.compiled
 
     def _compile(self, node):
+        """``node``'s PassTest, what it holds compiled first: a test for each Python class its types take, then its
+        enum or const, allOf and anyOf; None when the fast pass leaves it to the long way."""
         if node.alias is not None:   # a bare $ref: its target, one level deeper
             target = self._compiled(node.alias)
             return None if target is None else PassTest(target.test, target.depth + 1, target.steps)
@@ -11189,9 +11201,11 @@ class SchemaCheck:
             for python_class in CLASSES_OF[kind]:
                 tests[python_class] = self._class_test(node, python_class, members, extra, item)
         tests = {python_class: test for python_class, test in tests.items() if test is not never}
-        if node.enum is not None or node.const is not ABSENT:
-            keys = frozenset([node.const]) if node.const is not ABSENT else node.enum
-            test = values_test(keys if node.enum is None else keys & node.enum, tests)
+        keys = node.enum   # the values it may be, as json_key gives them
+        if node.const is not ABSENT:
+            keys = frozenset([node.const]) if keys is None else keys & {node.const}
+        if keys is not None:
+            test = values_test(keys, tests)
         elif len(tests) == len(ALL_CLASSES) and not any(tests.values()):
             test = None   # any value fits
         else:

@@ -456,9 +456,9 @@ def long_way(schema, value):
     return check.findings(value)
 
 
-keys = st.sampled_from(["a", "b", "c"])
+names = st.sampled_from(["a", "b", "c"])
 plain_values = st.recursive(scalars | st.sampled_from([3.0, -0.0, 2 ** 70, "ab", "aaa", "b1"]),
-                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
+                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
                             max_leaves=8)
 type_names = st.sampled_from(TYPES)
 # What a schema object may say, a few keywords at a time (some values malformed, some keywords skipped: format, x-...).
@@ -469,7 +469,7 @@ VALUE_KEYWORDS = {
     "exclusiveMaximum": numbers | st.booleans(), "multipleOf": st.sampled_from([1, 2, 0.5, 0, "2"]),
     "minLength": small, "maxLength": small | st.just(-1), "pattern": st.sampled_from(["^a", "b+", "^[a-z]*$", "(?i)a"]),
     "minItems": small, "maxItems": small, "minProperties": small, "maxProperties": small,
-    "required": st.lists(keys, max_size=2), "uniqueItems": st.booleans(), "format": st.just("email"),
+    "required": st.lists(names, max_size=2), "uniqueItems": st.booleans(), "format": st.just("email"),
     "x-vendor": st.just(1)}
 
 
@@ -481,9 +481,10 @@ def some_of(keywords, most):
 
 def schema_objects(inner):
     return st.tuples(some_of(VALUE_KEYWORDS, 3), some_of({
-        "properties": st.dictionaries(keys, inner, max_size=3), "additionalProperties": inner, "items": inner,
+        "properties": st.dictionaries(names, inner, max_size=3), "additionalProperties": inner, "items": inner,
         "allOf": st.lists(inner, min_size=1, max_size=2), "anyOf": st.lists(inner, min_size=1, max_size=3),
-        "oneOf": st.lists(inner, min_size=1, max_size=2), "not": inner}, 2)).map(lambda parts: dict(parts[0], **parts[1]))
+        "oneOf": st.lists(inner, min_size=1, max_size=2), "not": inner}, 2)).map(
+        lambda parts: dict(parts[0], **parts[1]))
 
 
 subschemas = st.recursive(st.booleans() | some_of(VALUE_KEYWORDS, 3) | st.sampled_from([{"$ref": "#/$defs/d"},
@@ -529,6 +530,15 @@ def test_the_fast_pass_leaves_what_the_long_way_cannot_tell():
     for _ in range(op.CHECK_DEPTH + 1):
         deep, value = {"type": "object", "properties": {"a": deep}}, {"a": value}
     assert long_way(deep, value) is None and op.SchemaCheck(deep).findings(value) is None
+    # anyOf: the long way tries the first alternative through every item (3.0 is an integer, -1 fails last); only
+    # alternatives that take different types are the fast pass's
+    either = {"anyOf": [{"type": "array", "items": {"type": "integer", "minimum": 0}}, {"type": "array"}]}
+    items = [3.0] + [1] * op.CHECK_STEPS + [-1]
+    assert long_way(either, items) is None and op.SchemaCheck(either).findings(items) is None
+    costly = {"$defs": {"n0": {"type": "integer"}}, "$ref": "#/$defs/n17"}
+    for n in range(1, 18):   # each level tests the one below twice: 2 ** 17 steps
+        costly["$defs"]["n%d" % n] = {"allOf": [{"$ref": "#/$defs/n%d" % (n - 1)}] * 2}
+    assert long_way(costly, 1) is None and op.SchemaCheck(costly).findings(1) is None
 
 
 def test_a_schema_too_big_to_compile_is_checked_the_long_way():
