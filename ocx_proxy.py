@@ -52,7 +52,8 @@ Layout of this file (each section only uses the ones above it):
     tool filter       --allow-tools and --deny-tools
     upstream supervisor  the upstream's states (up, restarting, dead), its restarts, the handshake said again
     catalog cache     the last catalog each server listed, answered while the server starts
-    argument check    a tool's declared inputSchema against a call's arguments: the keywords understood, findings
+    schema keywords   what the argument check asserts and skips, what each keyword asks of a value, in words
+    argument check    a tool's declared inputSchema against a call's arguments: a fast pass, then the findings
     gate              before each tools/call: the argument check, the negotiate hook, refusals and annotations
     relay             routing lines between the client and the upstream, spilling, shutdown
     protobuf          Cursor McpTools encoder/decoder
@@ -10345,12 +10346,13 @@ class CatalogCache:
 
 
 # ---------------------------------------------------------------------------
-# Argument check: a tool's declared inputSchema against a call's arguments, the keywords understood, the findings
+# Schema keywords: what the argument check asserts and skips, what each keyword asks of a value, in code and in words
 # ---------------------------------------------------------------------------
-# Standard library only, and only what it understands can refuse (SchemaCheck): a finding names a JSON pointer into
-# the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
+# The keywords understood (CHECK_KEYWORDS) and those that only name or describe (CHECK_ANNOTATIONS), a JSON Schema
+# pattern read as a Python regex, number ranges and counts, and what a schema wants in the few words a finding shows.
 
 CHECK_STEPS = 50000       # schema nodes the check of one call visits at most (~0.1 s); past that it cannot tell
+CHECK_COMPILED = 5000     # schema objects the fast pass reads and compiles for one tool at most (~0.1 s, once)
 CHECK_DEPTH = 150         # how deep it follows the arguments and $refs
 CHECK_VALUE_CHARS = 60    # what a finding shows of a value or a pattern
 # A pattern is tried on a string while (the string's length) ** (the pattern's open-ended quantifiers) stays under this:
@@ -10643,6 +10645,12 @@ def nested_id(schema):
     return False
 
 
+# ---------------------------------------------------------------------------
+# Argument check: a tool's declared inputSchema against a call's arguments, a fast pass, then the long way's findings
+# ---------------------------------------------------------------------------
+# Standard library only, and only what it understands can refuse (SchemaCheck): a finding names a JSON pointer into
+# the arguments, what the schema wants there and what came ("/days: integer 1..14, got 30").
+
 class Unsure(Exception):
     """The check cannot tell (the schema too deep or too costly to follow): the call goes on unchanged."""
 
@@ -10680,17 +10688,160 @@ def pointer_text(where):
     return json_pointer(*reversed(parts))
 
 
+# -- the fast pass: a schema compiled into one test per schema object, for arguments that fit -------------------------
+# Most calls fit.  The fast pass tells so without the long way's bookkeeping (where, findings, steps): each schema
+# object becomes one small function, True when the value fits and the long way could not have ended otherwise
+# (``SchemaCheck.fast_pass``).  False says nothing: the long way (``SchemaCheck._node``) decides and finds the findings.
+# A schema object with what the fast pass leaves to the long way (a negation, oneOf, if, contains, prefixItems,
+# patternProperties, a $ref beside other keywords...) has no test, and nor has a schema that holds it.
+
+CLASSES_OF = {"null": (type(None),), "boolean": (bool,), "integer": (int, LongNumber), "number": (float,),
+              "string": (str,), "array": (list,), "object": (dict,)}   # a JSON type's Python classes, as parsed
+ALL_CLASSES = frozenset(itertools.chain(*CLASSES_OF.values()))
+
+
+class PassTest(collections.namedtuple("PassTest", "test depth steps")):
+    """A schema object compiled for the fast pass.  ``test(value)``: True only when the value fits (None: any value
+    fits); ``depth``: how deep the long way goes below it; ``steps``: the most steps the long way takes on one value
+    of it, besides those its arrays and open objects take from the call's budget as they are tested."""
+
+
+ANY_PASS = PassTest(None, 0, 1)
+
+
+def never(value):
+    """The test of a value that never fits: false (the long way says why)."""
+    return False
+
+
+NEVER_PASS = PassTest(never, 0, 1)
+
+
+def type_test(classes):
+    """The value's Python class is one of ``classes``."""
+    if len(classes) == 1:
+        (only,) = classes
+        return lambda value: value.__class__ is only
+    return lambda value: value.__class__ in classes
+
+
+def class_test(tests):
+    """The test of a value by its Python class: ``tests`` {class: its test, None for any value of it}; a class not
+    there fails.  Each test checks the class itself."""
+    if all(test is None for test in tests.values()):
+        return type_test(frozenset(tests))
+    if len(tests) == 1:
+        return next(iter(tests.values()))
+
+    def test(value):
+        each = tests.get(value.__class__, never)
+        return each is None or each(value)
+    return test
+
+
+def values_test(keys, tests):
+    """The value is one of ``keys`` (``json_key``s: an enum, a const) and its class's test in ``tests`` (see
+    class_test) lets it through."""
+    if all(key[0] == "str" for key in keys):   # the commonest enum: strings only
+        if str not in tests:
+            return never
+        strings, then = frozenset(key[1] for key in keys), tests[str]
+        if then is None:
+            return lambda value: value.__class__ is str and value in strings
+        return lambda value: value.__class__ is str and value in strings and then(value)
+    then = class_test(tests)
+    return lambda value: json_key(value) in keys and then(value)
+
+
+def string_test(lengths, pattern, longest):
+    """A string within ``lengths`` ((at least, at most), see outside; None: any length) that ``pattern`` finds a
+    match in (None: no pattern); one longer than ``longest`` is left to the long way (CHECK_PATTERN_STEPS)."""
+    if pattern is None:
+        return lambda value: value.__class__ is str and not outside(lengths, len(value))
+    search = pattern[0].search
+    if lengths is None:
+        return lambda value: value.__class__ is str and len(value) <= longest and search(value) is not None
+    return lambda value: value.__class__ is str and len(value) <= longest and not outside(lengths, len(value)) and \
+        search(value) is not None
+
+
+def number_test(python_class, low, high, step):
+    """A number of the Python class ``python_class`` within ``low`` and ``high`` ((limit, open) or None), a multiple
+    of the whole number ``step`` (None: any)."""
+    low_limit, low_open = low or (-math.inf, False)
+    high_limit, high_open = high or (math.inf, False)
+
+    def test(value):
+        return value.__class__ is python_class and (low_limit < value or not low_open and value == low_limit) and (
+            value < high_limit or not high_open and value == high_limit) and (step is None or value % step == 0)
+    return test
+
+
+def array_test(sizes, unique, item, steps, budget):
+    """An array of as many items as ``sizes`` allows, no two equal if ``unique``, each fitting ``item`` (None: any
+    item).  ``steps``: what the long way takes per item, out of ``budget`` (the call's steps left, a list of one
+    number) before they are tested."""
+    def test(items):
+        if items.__class__ is not list or sizes is not None and outside(sizes, len(items)) or unique and len(
+                set(map(json_key, items))) < len(items):
+            return False
+        if item is None:
+            return True
+        budget[0] -= len(items) * steps
+        return budget[0] >= 0 and all(map(item, items))
+    return test
+
+
+def object_test(counts, members, extra, required, steps, budget):
+    """An object of as many members as ``counts`` allows, holding the names ``required``, each member fitting its
+    test in ``members`` (None: any value) and any other one ``extra`` (None: any; ``never``: none allowed).  An
+    ``extra`` test takes ``steps`` per member out of ``budget`` (see array_test)."""
+    required = tuple(required)   # a few names: looked up one by one, faster than a set comparison
+    counted = extra is not None and extra is not never
+
+    def test(value):
+        if value.__class__ is not dict or counts is not None and outside(counts, len(value)):
+            return False
+        for name in required:
+            if name not in value:
+                return False
+        if counted:
+            budget[0] -= len(value) * steps
+            if budget[0] < 0:
+                return False
+        for name in value:
+            member = members.get(name, extra)
+            if member is not None and not member(value[name]):
+                return False
+        return True
+    return test
+
+
+def combined_test(first, all_of, any_of):
+    """The value fits ``first`` (None: anything), every test of ``all_of`` and one of ``any_of`` at least (None in
+    either: a subschema any value fits)."""
+    tests = [test for test in all_of if test is not None]
+    if any_of and None not in any_of:
+        tests.append(lambda value: any(test(value) for test in any_of))
+    if first is not None:
+        tests.insert(0, first)
+    if len(tests) < 2:
+        return tests[0] if tests else None
+    return lambda value: all(test(value) for test in tests)
+
+
 class SchemaNode:
     """One schema object of a tool's inputSchema, read once (at its first use by a SchemaCheck) into what the check
     tests for each call.  ``inexact``: it holds what the check skips (an unknown keyword, format, a malformed value,
     a pattern or a $ref it does not read): under a negation the check cannot tell (``SchemaCheck.strict``).
     ``passes``: the test of a bare type, enum or string schema, with no call of ``SchemaCheck._node`` (``fast``: the
-    Python classes or the strings it lets through; ``text``: a bare string schema)."""
+    Python classes or the strings it lets through; ``text``: a bare string schema).  ``compiled``: its PassTest for
+    the fast pass (None: it has none), made at the first call (``SchemaCheck._compiled``)."""
 
     __slots__ = ("schema", "inexact", "ref", "alias", "kinds", "nullable", "enum", "const", "low", "high", "step",
                  "lengths", "pattern", "sizes", "unique", "counts", "properties", "patterns", "extra", "required",
                  "dependent", "names", "prefix", "rest", "contains", "combined", "fast", "text", "longest", "values",
-                 "members", "items", "plain", "children")
+                 "members", "items", "plain", "children", "compiled")
 
     def __init__(self, check, schema):
         self.schema = schema
@@ -10730,6 +10881,7 @@ class SchemaNode:
         self.alias = check.resolved(schema) if self.ref is not None else None
         if self.alias is schema:
             self.alias = None
+        self.compiled = ABSENT
 
     def passes(self, value):
         """True when ``value`` fits at once, with nothing more to test: a bare type or enum, a bare string schema.
@@ -10884,13 +11036,17 @@ class SchemaCheck:
         self.nodes = {}          # id of a schema object -> its SchemaNode (the objects live as long as root)
         self.steps = 0
         self.strict = 0
+        self.compiled = ABSENT   # the root's PassTest (None: none), made at the first call
+        self.budget = [0]        # the steps the long way would have left, counted down by the fast pass
 
     def findings(self, arguments):
         """[(pointer, what the schema wants, what came)] for a call's ``arguments`` (parsed), [] when they fit; None
-        when the check cannot tell."""
+        when the check cannot tell.  The fast pass first (``fast_pass``), then the long way."""
         self.steps = self.strict = 0
         found = []
         try:
+            if self.fast_pass(arguments):
+                return found
             self._node(self.root, arguments, "", found, 0)
         except (Unsure, RecursionError):
             return None
@@ -10987,6 +11143,112 @@ class SchemaCheck:
         elif schema is not True:
             self._skip()
         return None
+
+    # -- the fast pass --------------------------------------------------------------------------------------------
+
+    def fast_pass(self, arguments):
+        """True when ``arguments`` fit, told by the fast pass (PassTest): the long way would find nothing and finish.
+        False: the long way decides.  The schema is compiled at the first call."""
+        if self.compiled is ABSENT:
+            try:
+                root = self._compiled(self.root)
+            except RecursionError:   # a schema nested too deep: the long way says it cannot tell
+                root = None
+            # A schema deeper than the long way goes, or whose allOf and anyOf hold the same schemas over and over
+            # (2 ** 29 steps once an object is there), is the long way's: it says when it cannot tell.
+            fits = root is not None and root.depth <= CHECK_DEPTH and root.steps <= CHECK_STEPS
+            self.compiled = root if fits else None
+        if self.compiled is None:
+            return False
+        if self.compiled.test is None:
+            return True
+        self.budget[0] = CHECK_STEPS - self.compiled.steps
+        return self.compiled.test(arguments)
+
+    def _compiled(self, schema):
+        """The PassTest of ``schema`` (compiled once, with what it holds), or None when the fast pass leaves it to the
+        long way, while it is being compiled (a $ref back to it), or past CHECK_COMPILED schema objects."""
+        if not isinstance(schema, dict):
+            return NEVER_PASS if schema is False else ANY_PASS   # what is no schema: skipped, as the long way does
+        node = self.nodes.get(id(schema))
+        if node is None:
+            if len(self.nodes) >= CHECK_COMPILED:   # a schema that big is checked the long way only
+                return None
+            node = self.nodes[id(schema)] = SchemaNode(self, schema)
+        if node.compiled is ABSENT:
+            node.compiled = None
+            node.compiled = self._compile(node)
+        return node.compiled
+
+    def _compile(self, node):
+        """``node``'s PassTest, what it holds compiled first: a test for each Python class its types take, then its
+        enum or const, allOf and anyOf; None when the fast pass leaves it to the long way."""
+        if node.alias is not None:   # a bare $ref: its target, one level deeper
+            target = self._compiled(node.alias)
+            return None if target is None else PassTest(target.test, target.depth + 1, target.steps)
+        if node.ref is not None or node.patterns or node.dependent or node.names is not ABSENT or node.prefix or \
+                node.contains or not set(node.combined or ()).issubset(("allOf", "anyOf")):
+            return None
+        combined = node.combined or {}
+        members = {name: self._compiled(sub) for name, sub in node.properties.items()}
+        all_of, any_of = ([self._compiled(sub) for sub in combined.get(key, ())] for key in ("allOf", "anyOf"))
+        extra, item = self._compiled(node.extra), self._compiled(node.rest)
+        below = list(members.values()) + all_of + any_of
+        if None in below + [extra, item] or any_of and not self._told_apart(combined["anyOf"]):
+            return None
+        tests = {}
+        for kind in JSON_TYPES if node.kinds is None else node.kinds:
+            for python_class in CLASSES_OF[kind]:
+                tests[python_class] = self._class_test(node, python_class, members, extra, item)
+        tests = {python_class: test for python_class, test in tests.items() if test is not never}
+        keys = node.enum   # the values it may be, as json_key gives them
+        if node.const is not ABSENT:
+            keys = frozenset([node.const]) if keys is None else keys & {node.const}
+        if keys is not None:
+            test = values_test(keys, tests)
+        elif len(tests) == len(ALL_CLASSES) and not any(tests.values()):
+            test = None   # any value fits
+        else:
+            test = class_test(tests)
+        test = combined_test(test, [sub.test for sub in all_of], [sub.test for sub in any_of])
+        return PassTest(test, 1 + max(sub.depth for sub in below + [extra, item]), 1 + sum(sub.steps for sub in below))
+
+    def _class_test(self, node, python_class, members, extra, item):
+        """The test of a value of ``python_class`` (its JSON type one that ``node`` takes): None, any value of it;
+        ``never``, left to the long way."""
+        if python_class is str:
+            return string_test(node.lengths, node.pattern, node.longest) if node.lengths or node.pattern else None
+        if python_class in (int, LongNumber, float):
+            if node.step is not None and (node.step.__class__ is not int or python_class is not int):
+                return never   # a multipleOf of fractions: decimal arithmetic, the long way's
+            if not (node.low or node.high or node.step is not None):
+                return None
+            return never if python_class is LongNumber else number_test(python_class, node.low, node.high, node.step)
+        if python_class is list:
+            if item.test is None and node.sizes is None and not node.unique:
+                return None
+            return array_test(node.sizes, node.unique, item.test, item.steps, self.budget)
+        if python_class is dict:
+            if not (node.counts or node.required or extra.test is not None or any(
+                    member.test is not None for member in members.values())):
+                return None
+            return object_test(node.counts, {name: member.test for name, member in members.items()}, extra.test,
+                               node.required, extra.steps, self.budget)
+        return None   # null, true and false: nothing more to test
+
+    def _told_apart(self, alternatives):
+        """Whether no two ``alternatives`` (of an anyOf) take the same JSON type: the long way looks into the one
+        that takes the value's type only (each other one fails at its type, one step)."""
+        taken = set()
+        for sub in alternatives:
+            target = self.resolved(sub)
+            node = self.nodes.get(id(target)) if isinstance(target, dict) else None
+            if target is False:
+                continue
+            if node is None or node.kinds is None or taken.intersection(node.kinds):
+                return False
+            taken.update(node.kinds)
+        return True
 
     # -- what a value itself must be ------------------------------------------------------------------------------
 
@@ -11443,24 +11705,27 @@ class CallGate:
         """``take_messages`` of the calls the gate answers (refused) or holds (for the hook)."""
         if not self.active:
             return line, msgs, raws
-        stopped = {}
+        stopped = None   # id of a message -> what claim does instead of sending it; made for the first one only
         for msg, raw in zip(msgs, raws):
-            if msg.get("method") == "initialize" and isinstance(msg.get("params"), dict):
+            method = msg.get("method")
+            if method == "initialize" and isinstance(msg.get("params"), dict):
                 info = msg["params"].get("clientInfo")
                 self.client_name = info.get("name") if isinstance(info, dict) else None
-            pending = self.requests.pending.get(id_key(msg["id"])) if "id" in msg and called_tool(msg) else None
-            if pending is not None:
-                action = self._judge(msg, raw, pending)
-                if action is not None:
-                    stopped[id(msg)] = action
-        if not stopped:
+            pending = self.requests.pending.get(id_key(msg["id"])) if method == "tools/call" and "id" in msg and \
+                called_tool(msg) else None
+            action = None if pending is None else self._judge(msg, raw, pending)
+            if action is not None:
+                if stopped is None:
+                    stopped = {}
+                stopped[id(msg)] = action
+        if stopped is None:
             return line, msgs, raws
         return take_messages(line, msgs, raws, lambda msg: id(msg) in stopped, lambda msg: stopped[id(msg)]())
 
     def _judge(self, msg, raw, pending):
         """What becomes of one call: None, it goes on now; else what ``claim`` does instead (refuse, ask the hook)."""
         found = self._findings(msg)   # None: not checked (no schema known, or the check cannot tell)
-        pointers = [pointer for pointer, _, _ in found or ()]
+        pointers = [pointer for pointer, _, _ in found] if found else ()
         if found and self.mode == "refuse":
             text = ("ocx-proxy did not send this call to the server (the tool did not run): its arguments do not "
                     "match the tool's inputSchema.\n" + "\n".join(finding_texts(found)))

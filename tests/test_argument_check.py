@@ -4,7 +4,7 @@ import re
 import string
 import subprocess
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import ocx_proxy as op
 
@@ -445,3 +445,104 @@ def test_ecma_whitespace_is_the_standards():
         char = chr(code)
         assert fits({"pattern": "^\\s$"}, char) == (char in ECMA_WHITESPACE), hex(code)
     assert fits({"pattern": "^\\s$"}, "\ufeff") and not fits({"pattern": "^\\S$"}, "\ufeff")
+
+
+# -- the fast pass: what it passes, the long way passes too ---------------------------------------------------------
+
+def long_way(schema, value):
+    """The findings of the check without its fast pass."""
+    check = op.SchemaCheck(schema)
+    check.compiled = None
+    return check.findings(value)
+
+
+names = st.sampled_from(["a", "b", "c"])
+plain_values = st.recursive(scalars | st.sampled_from([3.0, -0.0, 2 ** 70, "ab", "aaa", "b1"]),
+                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
+                            max_leaves=8)
+type_names = st.sampled_from(TYPES)
+# What a schema object may say, a few keywords at a time (some values malformed, some keywords skipped: format, x-...).
+VALUE_KEYWORDS = {
+    "type": type_names | st.lists(type_names, min_size=1, max_size=3) | st.just("any"), "nullable": st.booleans(),
+    "enum": st.lists(scalars | st.sampled_from(["ab", 3.0]), min_size=1, max_size=3), "const": scalars,
+    "minimum": numbers, "maximum": numbers, "exclusiveMinimum": numbers | st.booleans(),
+    "exclusiveMaximum": numbers | st.booleans(), "multipleOf": st.sampled_from([1, 2, 0.5, 0, "2"]),
+    "minLength": small, "maxLength": small | st.just(-1), "pattern": st.sampled_from(["^a", "b+", "^[a-z]*$", "(?i)a"]),
+    "minItems": small, "maxItems": small, "minProperties": small, "maxProperties": small,
+    "required": st.lists(names, max_size=2), "uniqueItems": st.booleans(), "format": st.just("email"),
+    "x-vendor": st.just(1)}
+
+
+def some_of(keywords, most):
+    """Schema objects holding at most ``most`` of ``keywords`` (name -> strategy of its value)."""
+    return st.lists(st.sampled_from(sorted(keywords)), max_size=most, unique=True).flatmap(
+        lambda names: st.fixed_dictionaries({name: keywords[name] for name in names}))
+
+
+def schema_objects(inner):
+    return st.tuples(some_of(VALUE_KEYWORDS, 3), some_of({
+        "properties": st.dictionaries(names, inner, max_size=3), "additionalProperties": inner, "items": inner,
+        "allOf": st.lists(inner, min_size=1, max_size=2), "anyOf": st.lists(inner, min_size=1, max_size=3),
+        "oneOf": st.lists(inner, min_size=1, max_size=2), "not": inner}, 2)).map(
+        lambda parts: dict(parts[0], **parts[1]))
+
+
+subschemas = st.recursive(st.booleans() | some_of(VALUE_KEYWORDS, 3) | st.sampled_from([{"$ref": "#/$defs/d"},
+                                                                                          {"$ref": "#"}]),
+                          schema_objects, max_leaves=6)
+
+
+@settings(max_examples=500)
+@given(schema_objects(subschemas), subschemas, plain_values)
+@example({"enum": ["ab", "b"], "maxLength": 1}, True, "ab")
+@example({"uniqueItems": True, "items": {"type": "integer"}}, True, [1, 1])
+@example({"properties": {"a": {"type": "integer", "multipleOf": 2}}}, True, {"a": 3})
+@example({"properties": {"a": {}}, "additionalProperties": {"$ref": "#/$defs/d"}}, {"type": "string"}, {"a": 1, "b": 2})
+def test_the_fast_pass_passes_nothing_the_long_way_finds_fault_with(schema, definition, value):
+    schema = dict(schema, **{"$defs": {"d": definition}})
+    if op.SchemaCheck(schema).fast_pass(value):
+        assert long_way(schema, value) == [], (schema, value)
+
+
+FAST = [   # what the fast pass lets through alone: the common keywords on values that fit
+    (WEATHER, {"city": "Oslo", "days": 3, "unit": "c", "tags": ["a"]}),
+    ({"type": "object", "properties": {"q": {"anyOf": [{"type": "string", "maxLength": 9}, {"type": "null"}]}},
+      "additionalProperties": {"type": "integer"}}, {"q": None, "n": 1}),
+    ({"$ref": "#/$defs/f", "$defs": {"f": {"type": "array", "items": {"enum": [1, "x", None]}, "maxItems": 3}}},
+     [1, "x", None]),
+    ({"allOf": [{"minimum": 1}, {"maximum": 5, "multipleOf": 2}], "format": "int", "x-unit": "s"}, 4),
+]
+
+
+def test_the_fast_pass_takes_the_common_keywords():
+    for schema, value in FAST:
+        assert op.SchemaCheck(schema).fast_pass(value), schema
+        assert long_way(schema, value) == []
+
+
+def test_the_fast_pass_leaves_what_the_long_way_cannot_tell():
+    """No verdict of the fast pass where the long way would run out of steps or depth: it cannot tell there."""
+    many = [{"a": n} for n in range(op.CHECK_STEPS)]
+    schema = {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}}}
+    assert long_way(schema, many) is None and op.SchemaCheck(schema).findings(many) is None
+    assert op.SchemaCheck(schema).fast_pass(many[:1000])
+    deep, value = {"type": "integer", "minimum": 0}, 1
+    for _ in range(op.CHECK_DEPTH + 1):
+        deep, value = {"type": "object", "properties": {"a": deep}}, {"a": value}
+    assert long_way(deep, value) is None and op.SchemaCheck(deep).findings(value) is None
+    # anyOf: the long way tries the first alternative through every item (3.0 is an integer, -1 fails last); only
+    # alternatives that take different types are the fast pass's
+    either = {"anyOf": [{"type": "array", "items": {"type": "integer", "minimum": 0}}, {"type": "array"}]}
+    items = [3.0] + [1] * op.CHECK_STEPS + [-1]
+    assert long_way(either, items) is None and op.SchemaCheck(either).findings(items) is None
+    costly = {"$defs": {"n0": {"type": "integer"}}, "$ref": "#/$defs/n17"}
+    for n in range(1, 18):   # each level tests the one below twice: 2 ** 17 steps
+        costly["$defs"]["n%d" % n] = {"allOf": [{"$ref": "#/$defs/n%d" % (n - 1)}] * 2}
+    assert long_way(costly, 1) is None and op.SchemaCheck(costly).findings(1) is None
+
+
+def test_a_schema_too_big_to_compile_is_checked_the_long_way():
+    schema = {"properties": {"p%d" % n: {"type": "integer"} for n in range(op.CHECK_COMPILED)}}
+    check = op.SchemaCheck(schema)
+    assert not check.fast_pass({"p1": 1})
+    assert check.findings({"p1": 1}) == [] and check.findings({"p1": "x"}) == [("/p1", "integer", 'got string "x"')]

@@ -369,8 +369,8 @@ class Bench:
 
     def gate_rows(self, rows, progress):
         """tools/call round trips carrying a 2 KB argument object its tool's schema describes, through the relay with
-        the gate off, with --check-arguments refuse, and with a negotiate hook that allows every call, interleaved
-        run by run; then the check alone, in this process."""
+        the gate off, with --check-arguments refuse and annotate (the default: it checks too), and with a negotiate
+        hook that allows every call, interleaved run by run; then the check alone, in this process."""
         a = self.args
         path = os.path.join(self.tmp, "gate-tools.json")
         with open(path, "w") as handle:
@@ -378,11 +378,12 @@ class Bench:
         server = ("--tools", path)
         argvs = {"off": self.relay_argv("--check-arguments", "off", server_args=server),
                  "refuse": self.relay_argv("--check-arguments", "refuse", server_args=server),
+                 "annotate": self.relay_argv("--check-arguments", "annotate", server_args=server),
                  "hook": self.relay_argv("--check-arguments", "off", "--negotiate", "%s %s" % (PY, HOOK),
                                          server_args=server)}
         size = len(json.dumps(GATE_ARGUMENTS, separators=(",", ":")))
         values = json.dumps(GATE_ARGUMENTS).count(":") + json.dumps(GATE_ARGUMENTS["fields"]).count(",") + 1
-        progress("tools/call with %d bytes of arguments, gate off | refuse | hook: %d runs x %d calls"
+        progress("tools/call with %d bytes of arguments, gate off | refuse | annotate | hook: %d runs x %d calls"
                  % (size, a.runs, a.calls))
         times, cpu = {name: [] for name in argvs}, {name: [] for name in argvs}
         for _ in range(a.runs):
@@ -390,15 +391,19 @@ class Bench:
                 times[name].append(self.round_trips(argv, a.calls, arguments=GATE_ARGUMENTS)[:2])
                 cpu[name].append(self.last_cpu_ms)
         for i, label in enumerate(("p50", "p99")):
-            off, refuse, hook = (statistics.median([x[i] for x in times[name]]) for name in argvs)
+            off, refuse, annotate, hook = (statistics.median([x[i] for x in times[name]]) for name in argvs)
             rows.append(("tools/call, %d-byte arguments (%d values), %s: gate off | --check-arguments refuse"
                          % (size, values, label),
                          "ms", off, refuse, refuse - off, TARGETS["check"] if label == "p50" else None))
+            rows.append(("tools/call, %s: gate off | --check-arguments annotate (the default)" % label, "ms", off,
+                         annotate, annotate - off, TARGETS["check"] if label == "p50" else None))
             rows.append(("tools/call, %s: gate off | --negotiate (a hook allowing every call)" % label, "ms", off,
                          hook, hook - off, TARGETS["hook"] if label == "p50" else None))
-        if None not in cpu["off"] + cpu["refuse"] + cpu["hook"]:
-            off, refuse, hook = (statistics.median(cpu[name]) for name in argvs)
+        if None not in cpu["off"] + cpu["refuse"] + cpu["annotate"] + cpu["hook"]:
+            off, refuse, annotate, hook = (statistics.median(cpu[name]) for name in argvs)
             rows.append(("  info: relay CPU per round trip, gate off | refuse", "ms", off, refuse, refuse - off, None))
+            rows.append(("  info: relay CPU per round trip, gate off | annotate", "ms", off, annotate, annotate - off,
+                         None))
             rows.append(("  info: relay CPU per round trip, gate off | hook", "ms", off, hook, hook - off, None))
         proxy = load_proxy()
         check = proxy.SchemaCheck(GATE_SCHEMA)
