@@ -1557,6 +1557,17 @@ def server_info(result):
     return info if isinstance(info, dict) else None
 
 
+def client_info(msg):
+    """The clientInfo of a client request ``msg``: initialize's, or (2026-07-28 on) its ``_meta``'s; None if none."""
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    info = params.get("clientInfo") if msg.get("method") == "initialize" else \
+        meta.get(META_CLIENT_INFO) if isinstance(meta, dict) else None
+    return info if isinstance(info, dict) else None
+
+
 def version_since(feature):
     """The first revision with ``feature``, for text that names it."""
     return next(v for v in PROTOCOL_VERSIONS if feature in PROTOCOL_VERSIONS[v])
@@ -1597,10 +1608,10 @@ def served_version(requested):
 #                         server slower than that is not in turn 1 unless the catalog cache answers for it
 #   deferred_tools        its model reaches MCP tools only through a search tool (the reader too: its description
 #                         is what the search finds)
-Facts = collections.namedtuple("Facts", (
-    "name_chars function_name_chars description_chars model_tools model_tools_old mcp_tools_count mcp_tools_bytes "
-    "message_bytes result_chars result_bytes result_tokens declared_chars_max call_seconds progress_resets "
-    "start_seconds deferred_tools"), defaults=(None,) * 16)
+FACT_NAMES = ("name_chars function_name_chars description_chars model_tools model_tools_old mcp_tools_count "
+              "mcp_tools_bytes message_bytes result_chars result_bytes result_tokens declared_chars_max call_seconds "
+              "progress_resets start_seconds deferred_tools").split()
+Facts = collections.namedtuple("Facts", FACT_NAMES, defaults=(None,) * len(FACT_NAMES))
 
 # The relay's profile of a client: how it spills and what it keeps for it (--client, or picked by clientInfo.name).
 #   budget_chars / budget_bytes  a response over either spills (0: no limit in that unit): under the client's
@@ -2062,7 +2073,7 @@ CODEX_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
 
 def claude_code_tool_name(server, tool):
     """``mcp__server__tool`` with characters outside [A-Za-z0-9_-] replaced (Claude Code)."""
-    return "mcp__%s__%s" % (re.sub(r"[^A-Za-z0-9_-]", "_", server), re.sub(r"[^A-Za-z0-9_-]", "_", tool))
+    return "mcp__%s__%s" % (NAME_OUTSIDE_RE.sub("_", server), NAME_OUTSIDE_RE.sub("_", tool))
 
 
 def gemini_tool_name(server, tool):
@@ -5481,9 +5492,9 @@ def b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def jwt_sign(key, claims, header=None):
+def jwt_sign(key, claims):
     """A compact JWS (RFC 7515 7.1) of the JSON object ``claims``, signed with ``key`` (EcKey or RsaKey)."""
-    head = dict({"typ": "JWT"}, **(header or {}), alg=key.alg)
+    head = {"typ": "JWT", "alg": key.alg}
     signing_input = ".".join(b64url(json.dumps(part, separators=(",", ":")).encode("utf-8"))
                              for part in (head, claims))
     return signing_input + "." + b64url(key.sign(signing_input.encode("ascii")))
@@ -5557,8 +5568,6 @@ TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
 ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
-# The grants that need no one at the authorization server: renewed by the relay itself before the token expires.
-HEADLESS_GRANTS = ("client_credentials", JWT_BEARER_GRANT)
 # What `auth status` calls each grant.
 GRANT_NAMES = {"authorization_code": "authorization code (a login in the browser)",
                DEVICE_GRANT: "device code (a login on another device)",
@@ -5780,7 +5789,7 @@ def pkce_pair():
     import secrets
     verifier = secrets.token_urlsafe(48)
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    return verifier, b64url(digest)
 
 
 def with_resource(fields, resource):
@@ -6494,7 +6503,8 @@ class OAuthClient:
             if expires and time.time() > expires - margin:
                 if self.tokens.get("refresh_token"):
                     self._refresh()
-                elif self.tokens.get("grant") in HEADLESS_GRANTS and self.tokens["grant"] == self.settings.grant():
+                elif self.settings.grant() and self.tokens.get("grant") == self.settings.grant():
+                    # a grant that needs no one at the authorization server: renewed here before the token expires
                     self._renew()
             return self.tokens.get("access_token") if self.tokens else None
 
@@ -9019,7 +9029,14 @@ RelayOptions = collections.namedtuple(
     "RelayOptions", "client max_response_chars max_response_bytes max_image_bytes preview_chars output_dir "
     "retention_days request_timeout restart keep_output_schema use_threads trace_path max_message_bytes "
     "max_buffer_bytes reader_tool fit_tools allow_tools deny_tools heartbeat detach_after catalog check_arguments "
-    "negotiate negotiate_timeout", defaults=("annotate", None, 5.0))
+    "negotiate negotiate_timeout")
+
+
+def reader_declared_chars(client, max_chars):
+    """The result size the reader tool declares for itself in tools/list for ``client`` (a Client) whose pages are
+    at most ``max_chars`` long (0: no limit, MAX_RESPONSE_CHARS): None for a client that does not read it."""
+    most = client.facts.declared_chars_max
+    return min(max_chars or MAX_RESPONSE_CHARS, most) if most else None
 
 
 class ProfileInUse:
@@ -9052,10 +9069,7 @@ class ProfileInUse:
         """--client auto: the profile named by ``msg``, the client's first request (initialize's clientInfo or,
         from 2026-07-28 on, ``_meta``)."""
         self.known = True
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        info = params.get("clientInfo") if msg.get("method") == "initialize" else meta.get(META_CLIENT_INFO)
-        name = info.get("name") if isinstance(info, dict) else None
+        name = (client_info(msg) or {}).get("name")
         chosen = client_for_info_name(name)
         self.use(chosen)
         why = "clientInfo.name %r" % name if isinstance(name, str) else "no clientInfo.name"
@@ -9087,8 +9101,7 @@ class ProfileInUse:
     def reader_declares(self):
         """The result size the reader tool declares, for a client that reads it: its longest page (what fits the
         session's budget); None for any other client."""
-        most = self.client.facts.declared_chars_max
-        return min(self.spill.budget.max_chars or MAX_RESPONSE_CHARS, most) if most else None
+        return reader_declared_chars(self.client, self.spill.budget.max_chars)
 
     def log(self, why):
         clock = "%s, %s (its clock: %g s%s)" % (
@@ -10375,8 +10388,9 @@ CHECK_KNOWN = frozenset(CHECK_KEYWORDS + CHECK_ANNOTATIONS)
 # What some validators assert (format assertion, content vocabulary): under a negation, the check cannot tell.
 CHECK_PLAIN = CHECK_KNOWN - {"format", "contentEncoding", "contentMediaType", "contentSchema"}
 CHECK_NOTES = CHECK_PLAIN.intersection(CHECK_ANNOTATIONS)   # what a bare {"$ref": ...} may hold beside it
-STRING_TESTS = frozenset(["type", "minLength", "maxLength", "pattern"])   # what a bare string schema holds
-COMBINED_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if")
+# What a bare string schema holds: its tests and what only names or describes it.
+STRING_SCHEMA = frozenset(["type", "minLength", "maxLength", "pattern"]).union(CHECK_ANNOTATIONS)
+BARE_REF = CHECK_NOTES.union(["$ref"])   # what a bare {"$ref": ...} holds
 RANGE_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 JSON_KINDS = {type(None): "null", bool: "boolean", int: "integer", str: "string", list: "array", dict: "object",
               LongNumber: "integer"}
@@ -10604,8 +10618,7 @@ def wanted(schema):
         return "exactly " + value_text(schema["const"])
     words = []
     if isinstance(schema.get("enum"), list):
-        shown = [value_text(value) for value in schema["enum"][:NOTE_NAMES]]
-        words.append("one of " + ", ".join(shown) + (", \u2026" if len(schema["enum"]) > NOTE_NAMES else ""))
+        words.append("one of " + note_names([value_text(value) for value in schema["enum"][:NOTE_NAMES + 1]]))
     else:
         kinds = schema.get("type")
         kinds = [kinds] if isinstance(kinds, str) else [k for k in kinds if isinstance(k, str)] \
@@ -10863,7 +10876,7 @@ class SchemaNode:
         self._items(check, schema)
         self.combined = self._combined(schema)
         self.fast = self._fast(schema)
-        self.text = self.kinds == {"string"} and STRING_TESTS.union(CHECK_ANNOTATIONS).issuperset(schema) and (
+        self.text = self.kinds == {"string"} and STRING_SCHEMA.issuperset(schema) and (
             self.pattern is not None or "pattern" not in schema)
         # The longest string its pattern is tried on (CHECK_PATTERN_STEPS).
         self.longest = int(CHECK_PATTERN_STEPS ** (1.0 / max(1, self.pattern[1]))) if self.pattern else None
@@ -11012,9 +11025,8 @@ class SchemaNode:
             return frozenset(values)
         if self.kinds is None:
             return None
-        classes = {"null": type(None), "boolean": bool, "integer": int, "number": float, "string": str,
-                   "array": list, "object": dict}   # a float such as 3.0, an integer too, is tested the long way
-        return frozenset(classes[kind] for kind in self.kinds) | ({LongNumber} if "integer" in self.kinds else set())
+        # a float such as 3.0, an integer too, is tested the long way
+        return frozenset(itertools.chain.from_iterable(CLASSES_OF[kind] for kind in self.kinds))
 
 
 class SchemaCheck:
@@ -11055,7 +11067,7 @@ class SchemaCheck:
     def resolved(self, schema):
         """``schema``, or the schema a bare ``{"$ref": ...}`` points at (a few steps at most)."""
         for _ in range(8):
-            if not (isinstance(schema, dict) and "$ref" in schema and CHECK_NOTES.union(["$ref"]).issuperset(schema)):
+            if not (isinstance(schema, dict) and "$ref" in schema and BARE_REF.issuperset(schema)):
                 break
             target = self.target(schema["$ref"])
             if target is SKIPPED:
@@ -11310,9 +11322,6 @@ class SchemaCheck:
                 pass
             elif child is None or strict:
                 self._node(properties[name], item, (where, name), found, depth + 1)
-            elif child.fast is not None and (item.__class__ in child.fast or item.__class__ is str and
-                                             item in child.fast):
-                pass   # SchemaNode.passes, spelt out for the commonest case of the commonest loop
             elif not child.passes(item):
                 self._node(child.schema, item, (where, name), found, depth + 1)
             if not patterns and (child is not ABSENT or extra is True):
@@ -11709,8 +11718,7 @@ class CallGate:
         for msg, raw in zip(msgs, raws):
             method = msg.get("method")
             if method == "initialize" and isinstance(msg.get("params"), dict):
-                info = msg["params"].get("clientInfo")
-                self.client_name = info.get("name") if isinstance(info, dict) else None
+                self.client_name = (client_info(msg) or {}).get("name")
             pending = self.requests.pending.get(id_key(msg["id"])) if method == "tools/call" and "id" in msg and \
                 called_tool(msg) else None
             action = None if pending is None else self._judge(msg, raw, pending)
@@ -11758,8 +11766,7 @@ class CallGate:
 
     def _ask(self, msg, raw, pending, pointers):
         params = msg["params"]
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        info = meta.get(META_CLIENT_INFO) if isinstance(meta.get(META_CLIENT_INFO), dict) else {}
+        info = client_info(msg) or {}
         call = {"tool": params["name"], "arguments": params.get("arguments", {}),
                 "server": self.server_name() or self.listed_by, "client": info.get("name", self.client_name),
                 "trace": pending.trace}
@@ -14494,16 +14501,16 @@ def load_catalog_file(path, limit=MAX_INPUT_BYTES):
 def advertised_tools(tools, client):
     """``tools`` as the relay, with its default options, advertises them to ``client`` (a client with a profile):
     outputSchema removed where its profile removes it, fitted (``fit_tools``), the reader tool last (declaring the
-    size of its pages where the client reads that: ``ProfileInUse.reader_declares``).  Returns ``(tools, names)``,
+    size of its pages where the client reads that: ``reader_declared_chars``).  Returns ``(tools, names)``,
     ``names`` mapping each fitted name to the server's (``tools`` is left alone)."""
     msg = {"result": {"tools": [dict(tool) if isinstance(tool, dict) else tool for tool in tools]}}
-    profile, most = CLIENTS[client].profile, CLIENTS[client].facts.declared_chars_max
+    profile = CLIENTS[client].profile
     if profile.strip_output_schema:
         strip_output_schemas(msg)
     fitting = ToolFitting(lambda: client)
     fitting.rewrite(msg)
     fitted = msg["result"]["tools"]
-    reader = reader_tool(tool_names({"tools": fitted}), min(profile.budget_chars, most) if most else None)
+    reader = reader_tool(tool_names({"tools": fitted}), reader_declared_chars(CLIENTS[client], profile.budget_chars))
     return fitted + [reader], fitting.originals
 
 
@@ -15162,8 +15169,10 @@ def combined_findings(fmt, servers, results):
             for name in names:
                 owners.setdefault(clash.name(server.name, name), []).append((server, name))
         for name, tools in owners.items():
+            if len(tools) < 2:
+                continue
             raw = set(codex_tool_name(s.name, t) for s, t in tools)
-            if len(tools) > 1 and (clash.severity != "info" or len(raw) == len(tools)):   # info: renamed, not lost
+            if clash.severity != "info" or len(raw) == len(tools):   # info: renamed, not lost
                 findings.append(Finding(clash.severity, tools[1][0].pointer, "%s names %s alike, %r: %s" % (
                     clash.client, " and ".join("%s/%s" % (s.name, t) for s, t in tools), name, clash.consequence),
                     (clash.client,)))
@@ -16317,17 +16326,17 @@ def add_relay_options(parser):
     add_env_option(group, "--request-timeout", "REQUEST_TIMEOUT", non_negative_float, "a number of seconds", 0.0,
                    metavar="SECONDS", help="answer a request unanswered after this many seconds with an error and "
                                            "cancel it upstream; 0 = no timeout (default %(default)s)")
-    generic = CLIENTS["generic"].facts.call_seconds
+    generic_seconds = CLIENTS["generic"].facts.call_seconds
     add_env_option(group, "--heartbeat", "HEARTBEAT", seconds_or_off(0.1), "a number of seconds", None,
                    metavar="SECONDS", help="while the server says nothing of a request that carries a progressToken "
                    "for this long, send the client progress ourselves (its clock may start again); 0 = off; the "
                    "profile's: min(30, the client's call deadline / 4), %g s for generic (default %%(default)s)"
-                   % heartbeat_seconds(generic))
+                   % heartbeat_seconds(generic_seconds))
     add_env_option(group, "--detach-after", "DETACH_AFTER", seconds_or_off(0.1), "a number of seconds", None,
                    metavar="SECONDS", help="answer a tools/call still running after this long ourselves, before the "
                    "client gives up: it goes on, and %s returns its result by the id named; 0 = never; the "
                    "profile's: the client's call deadline less 10 s or a tenth, %g s for generic (default "
-                   "%%(default)s)" % (READER_TOOL_NAME, detach_seconds(generic)))
+                   "%%(default)s)" % (READER_TOOL_NAME, detach_seconds(generic_seconds)))
     add_env_option(group, "--restart", "RESTART", int_at_least(0), "a count", 0, metavar="N",
                    help="restart a crashed upstream up to N times, replaying initialize (default %(default)s)")
     levels = sorted(LOG_LEVELS, key=LOG_LEVELS.get)
@@ -16359,6 +16368,7 @@ def command_words(text):
 
 
 def hook_seconds(text):
+    """Converter for --negotiate-timeout: a number of seconds, 0.01 at least (a hook always gets some time)."""
     value = non_negative_float(text)
     if value < 0.01:
         raise ValueError("must be at least 0.01")
@@ -16525,7 +16535,7 @@ def oauth_settings_from_args(args):
     secret = None if args.oauth_client_secret is None else expand_env_refs(args.oauth_client_secret)
     if (args.oauth_client_secret or args.oauth_client_key) and not args.oauth_client_id:
         raise UsageError("--oauth-client-%s needs --oauth-client-id" % (
-            "secret (or OCX_PROXY_OAUTH_CLIENT_SECRET)" if secret else "key"))
+            "secret (or OCX_PROXY_OAUTH_CLIENT_SECRET)" if args.oauth_client_secret else "key"))
     if args.oauth_client_file and not os.path.isfile(args.oauth_client_file):
         raise UsageError("--oauth-client-file %s: no such file" % args.oauth_client_file)
     if args.oauth_callback_port is not None and not 1 <= args.oauth_callback_port <= 65535:
@@ -16565,7 +16575,8 @@ def idp_settings_from_args(args):
              if getattr(args, "oauth_idp_" + name)]
     if not args.oauth_idp_issuer:
         if given:
-            raise UsageError("--oauth-idp-%s needs --oauth-idp-issuer" % given[0].replace("_", "-"))
+            raise UsageError("--oauth-idp-%s%s needs --oauth-idp-issuer" % (given[0].replace("_", "-"), (
+                " (or OCX_PROXY_OAUTH_IDP_CLIENT_SECRET)" if given[0] == "client_secret" else "")))
         return None
     if not args.oauth_idp_client_id:
         raise UsageError("--oauth-idp-issuer needs --oauth-idp-client-id (ocx-proxy's client at the identity provider)")
